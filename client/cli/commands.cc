@@ -1,0 +1,49 @@
+#include "client/cli/commands.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/output.h"
+
+namespace kcache::cli {
+
+absl::StatusOr<std::unique_ptr<Store>> OpenStoreForCli(const std::string& path, bool read_only) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError("no store given; pass --store DIR");
+  }
+  if (read_only && !std::filesystem::exists(path)) {
+    return absl::NotFoundError(absl::StrCat("no store at '", path,
+                                            "'; create one with `kcache warm --store ", path,
+                                            " ...`"));
+  }
+  StoreOptions options;
+  options.read_only = read_only;
+  return OpenStore(path, options);
+}
+
+absl::StatusOr<std::shared_ptr<const Toolkit>> LoadToolkitForCli(const std::string& root) {
+  return Toolkit::Load(root.empty() ? Toolkit::DefaultRoot() : root);
+}
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{
+      "kcache: an ahead-of-time compilation cache for CUDA kernels.\n"
+      "Warm a store with compiled kernels for whole architecture lists, inspect it, and\n"
+      "fetch the artifact a device would be served. See README.md and docs/."};
+  app.name("kcache");
+  app.set_version_flag("--version", "kcache 0.1.0");
+  app.require_subcommand(1);
+  app.fallthrough();
+  int exit_code = kExitOk;
+  RegisterWarmCommand(app, &exit_code);
+  RegisterStoreCommands(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+  return exit_code;
+}
+
+}  // namespace kcache::cli

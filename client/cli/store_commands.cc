@@ -1,0 +1,261 @@
+// kcache ls / stat / get: inspect a store and fetch what a device would be served.
+#include <cstdio>
+#include <fstream>
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/cli/commands.h"
+#include "client/cli/output.h"
+#include "daemon/cache/resolver.h"
+#include "daemon/compile/compiler.h"
+
+namespace kcache::cli {
+namespace {
+
+using nlohmann::json;
+
+struct StoreFlags {
+  std::string store;
+  bool json = false;
+};
+
+struct GetFlags {
+  std::string store;
+  std::string device;
+  uint32_t driver = 0;
+  std::string kernel;
+  std::string output;
+  std::string toolkit;
+  bool no_compile = false;
+  bool json = false;
+};
+
+std::string ArchText(int arch) { return arch ? SmFromArch(arch).ToString() : "-"; }
+
+json MetaJson(const ArtifactMeta& m) {
+  json lowered = json::object();
+  for (const auto& [expr, name] : m.lowered_names) lowered[expr] = name;
+  return {{"kind", std::string(ArtifactKindName(m.key.kind))},
+          {"target", m.key.target.ToString()},
+          {"toolkit", m.key.toolkit},
+          {"driver", m.key.driver},
+          {"size", m.size},
+          {"checksum", absl::StrCat(absl::Hex(m.checksum, absl::kZeroPad16))},
+          {"compile_ms", m.compile_micros / 1000.0},
+          {"created_unix_ms", m.created_unix_ms},
+          {"min_driver", m.min_driver},
+          {"lowered_names", lowered}};
+}
+
+int RunLs(const StoreFlags& flags) {
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, true);
+  if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
+  absl::StatusOr<std::vector<KernelRecord>> kernels = (*store)->ListKernels();
+  if (!kernels.ok()) return Fail(kernels.status().message());
+  absl::StatusOr<std::vector<ArtifactMeta>> artifacts = (*store)->ListAllArtifacts();
+  if (!artifacts.ok()) return Fail(artifacts.status().message());
+
+  std::map<KernelId, std::vector<const ArtifactMeta*>> by_kernel;
+  for (const ArtifactMeta& m : *artifacts) by_kernel[m.key.kernel_id].push_back(&m);
+
+  if (flags.json) {
+    json out = json::array();
+    for (const KernelRecord& k : *kernels) {
+      json arts = json::array();
+      for (const ArtifactMeta* m : by_kernel[k.id]) arts.push_back(MetaJson(*m));
+      out.push_back({{"name", k.spec.name},
+                     {"id", k.id.Hex()},
+                     {"min_arch", ArchText(k.arch.min_arch)},
+                     {"max_arch", ArchText(k.arch.max_arch)},
+                     {"name_expressions", k.spec.name_expressions},
+                     {"options", k.spec.options},
+                     {"artifacts", arts}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  Table table({"kernel", "id", "arch", "cubin", "ptx", "ltoir", "bytes"}, {6});
+  for (const KernelRecord& k : *kernels) {
+    std::map<ArtifactKind, std::vector<std::string>> targets;
+    uint64_t bytes = 0;
+    for (const ArtifactMeta* m : by_kernel[k.id]) {
+      std::string target = m->key.target.ToString();  // "sm_90a" -> "90a"
+      targets[m->key.kind].push_back(target.substr(target.find('_') + 1));
+      bytes += m->size;
+    }
+    auto list = [&](ArtifactKind kind) {
+      return targets[kind].empty() ? std::string("-") : absl::StrJoin(targets[kind], ",");
+    };
+    table.AddRow({k.spec.name, k.id.ShortHex(),
+                  absl::StrCat(ArchText(k.arch.min_arch), "+"), list(ArtifactKind::kCubin),
+                  list(ArtifactKind::kPtx), list(ArtifactKind::kLtoir), HumanBytes(bytes)});
+  }
+  std::printf("%s%zu kernels, %zu artifacts\n", table.Render().c_str(), kernels->size(),
+              artifacts->size());
+  return kExitOk;
+}
+
+int RunStat(const StoreFlags& flags) {
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, true);
+  if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
+  absl::StatusOr<StoreStats> stats = (*store)->Stats();
+  if (!stats.ok()) return Fail(stats.status().message());
+  absl::StatusOr<std::vector<ArtifactMeta>> artifacts = (*store)->ListAllArtifacts();
+  if (!artifacts.ok()) return Fail(artifacts.status().message());
+  std::map<std::string, std::pair<uint64_t, uint64_t>> by_kind;  // kind -> (count, bytes)
+  std::map<std::string, uint64_t> by_toolkit;
+  // A cubin and its PTX come from one compile and both record its time: count it once per
+  // (kernel, arch, toolkit, compile pass). LTO-IR is a pass of its own.
+  std::map<std::tuple<KernelId, int, std::string, bool>, uint64_t> compiles;
+  for (const ArtifactMeta& m : *artifacts) {
+    auto& [count, bytes] = by_kind[std::string(ArtifactKindName(m.key.kind))];
+    ++count;
+    bytes += m.size;
+    ++by_toolkit[m.key.toolkit];
+    uint64_t& micros = compiles[{m.key.kernel_id, m.key.target.sm.arch(), m.key.toolkit,
+                                 m.key.kind == ArtifactKind::kLtoir}];
+    micros = std::max(micros, m.compile_micros);
+  }
+  uint64_t compile_micros = 0;
+  for (const auto& [unused, micros] : compiles) compile_micros += micros;
+  if (flags.json) {
+    json kinds = json::object();
+    for (const auto& [kind, cb] : by_kind) kinds[kind] = {{"count", cb.first}, {"bytes", cb.second}};
+    json out = {{"path", flags.store},
+                {"format_version", stats->format_version},
+                {"kernels", stats->kernels},
+                {"artifacts", stats->artifacts},
+                {"artifact_bytes", stats->artifact_bytes},
+                {"disk_bytes", stats->disk_bytes},
+                {"checksum_failures", stats->checksum_failures},
+                {"compile_seconds_stored", compile_micros / 1e6},
+                {"by_kind", kinds},
+                {"by_toolkit", by_toolkit}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("store              %s (format %llu)\n", flags.store.c_str(),
+              static_cast<unsigned long long>(stats->format_version));
+  std::printf("kernels            %llu\n", static_cast<unsigned long long>(stats->kernels));
+  std::printf("artifacts          %llu (%s)\n", static_cast<unsigned long long>(stats->artifacts),
+              HumanBytes(stats->artifact_bytes).c_str());
+  for (const auto& [kind, cb] : by_kind) {
+    std::printf("  %-16s %llu (%s)\n", kind.c_str(), static_cast<unsigned long long>(cb.first),
+                HumanBytes(cb.second).c_str());
+  }
+  std::printf("on disk            %s\n", HumanBytes(stats->disk_bytes).c_str());
+  std::printf("compile time held  %s (what a cold start would spend compiling all of it)\n",
+              HumanMicros(static_cast<int64_t>(compile_micros)).c_str());
+  for (const auto& [toolkit, count] : by_toolkit) {
+    std::printf("toolkit            %s: %llu artifacts\n", toolkit.c_str(),
+                static_cast<unsigned long long>(count));
+  }
+  std::printf("checksum failures  %llu (since open)\n",
+              static_cast<unsigned long long>(stats->checksum_failures));
+  return kExitOk;
+}
+
+int RunGet(const GetFlags& flags) {
+  absl::StatusOr<Sm> sm = ParseSm(flags.device);
+  if (!sm.ok()) return Fail(absl::StrCat("--device: ", sm.status().message()), kExitBadInput);
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, flags.no_compile);
+  if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
+  absl::StatusOr<KernelRecord> record = FindKernel(**store, flags.kernel);
+  KernelId id;
+  if (record.ok()) {
+    id = record->id;
+  } else if (absl::StatusOr<KernelId> parsed = KernelId::FromHex(flags.kernel); parsed.ok()) {
+    id = *parsed;  // artifacts without a record can still be served
+  } else {
+    return Fail(record.status().message());
+  }
+
+  std::unique_ptr<Compiler> compiler;
+  std::string no_compiler_reason;
+  if (!flags.no_compile) {
+    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = LoadToolkitForCli(flags.toolkit);
+    if (toolkit.ok()) {
+      compiler = NewNvrtcCompiler(*toolkit);
+    } else {
+      no_compiler_reason = std::string(toolkit.status().message());
+    }
+  }
+  Device device{*sm, flags.driver};
+  absl::StatusOr<Resolution> resolved = ResolveFromStore(**store, id, device, compiler.get());
+  if (!resolved.ok()) {
+    std::string message(resolved.status().message());
+    if (!no_compiler_reason.empty()) absl::StrAppend(&message, "\n(", no_compiler_reason, ")");
+    return Fail(message);
+  }
+  const ArtifactMeta& meta = resolved->artifact.meta;
+  if (!flags.output.empty()) {
+    std::ofstream out(flags.output, std::ios::binary | std::ios::trunc);
+    out.write(resolved->artifact.bytes.data(),
+              static_cast<std::streamsize>(resolved->artifact.bytes.size()));
+    out.close();
+    if (!out) return Fail(absl::StrCat("cannot write -o ", flags.output));
+  }
+  if (flags.json) {
+    json out = MetaJson(meta);
+    out["kernel"] = meta.kernel_name;
+    out["id"] = meta.key.kernel_id.Hex();
+    out["rule"] = std::string(ServeRuleName(resolved->rule));
+    out["reason"] = resolved->reason;
+    out["needs_jit"] = resolved->needs_jit();
+    out["output"] = flags.output;
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("%s %s %s for device %s: %s (%s)\n", meta.kernel_name.c_str(),
+              meta.key.target.ToString().c_str(), std::string(ArtifactKindName(meta.key.kind)).c_str(),
+              sm->ToString().c_str(), std::string(ServeRuleName(resolved->rule)).c_str(),
+              resolved->reason.c_str());
+  for (const auto& [expr, name] : meta.lowered_names) {
+    std::printf("  %s -> %s\n", expr.c_str(), name.c_str());
+  }
+  std::printf("%s%s\n", HumanBytes(meta.size).c_str(),
+              flags.output.empty() ? " (not written; pass -o FILE)"
+                                   : absl::StrCat(" written to ", flags.output).c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterStoreCommands(CLI::App& app, int* exit_code) {
+  auto ls = std::make_shared<StoreFlags>();
+  CLI::App* ls_cmd = app.add_subcommand("ls", "List the kernels in a store and their artifacts");
+  ls_cmd->add_option("--store", ls->store, "Store directory")->required();
+  ls_cmd->add_flag("--json", ls->json, "Print JSON");
+  ls_cmd->callback([ls, exit_code] { *exit_code = RunLs(*ls); });
+
+  auto stat = std::make_shared<StoreFlags>();
+  CLI::App* stat_cmd = app.add_subcommand("stat", "Show a store's size, contents and health");
+  stat_cmd->add_option("--store", stat->store, "Store directory")->required();
+  stat_cmd->add_flag("--json", stat->json, "Print JSON");
+  stat_cmd->callback([stat, exit_code] { *exit_code = RunStat(*stat); });
+
+  auto get = std::make_shared<GetFlags>();
+  CLI::App* get_cmd = app.add_subcommand(
+      "get",
+      "Fetch the artifact a device would be served, by the daemon's serving rules:\n"
+      "exact cubin, then a compatible cubin, then PTX, then a compile (if a toolkit loads)");
+  get_cmd->add_option("--store", get->store, "Store directory")->required();
+  get_cmd->add_option("--device", get->device, "Device SM, e.g. 8.9")->required();
+  get_cmd->add_option("--driver", get->driver,
+                      "Device's CUDA driver version, e.g. 13000 (default: unknown)");
+  get_cmd->add_option("--kernel", get->kernel, "Kernel name or id (see kcache ls)")->required();
+  get_cmd->add_option("-o,--output", get->output, "Write the artifact to this file");
+  get_cmd->add_option("--toolkit", get->toolkit,
+                      "CUDA toolkit root for compile-on-miss (default: $CUDA_HOME, else /usr/local/cuda)");
+  get_cmd->add_flag("--no-compile", get->no_compile,
+                    "Serve only what is stored (opens the store read-only)");
+  get_cmd->add_flag("--json", get->json, "Print the artifact's metadata as JSON");
+  get_cmd->callback([get, exit_code] { *exit_code = RunGet(*get); });
+}
+
+}  // namespace kcache::cli

@@ -1,0 +1,178 @@
+// kcache warm: precompile a manifest for an architecture list straight into a store.
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/cli/commands.h"
+#include "client/cli/output.h"
+#include "core/manifest.h"
+#include "daemon/compile/compiler.h"
+#include "daemon/warm/warm.h"
+
+namespace kcache::cli {
+namespace {
+
+struct WarmFlags {
+  std::string arch;
+  std::string store;
+  std::string toolkit;
+  std::string manifest;
+  int jobs = 0;
+};
+
+// Prints a line per finished job and, on a terminal, a live line of what is compiling.
+class PrintingObserver : public WarmObserver {
+ public:
+  PrintingObserver() : live_(stdout) {}
+
+  void OnPlan(const std::vector<WarmJob>& jobs) override {
+    total_ = static_cast<int>(jobs.size());
+    start_ = std::chrono::steady_clock::now();
+  }
+  void OnJobStart(const WarmJob& job) override {
+    running_[Label(job)] = true;
+    Redraw();
+  }
+  void OnJobDone(const WarmJobResult& r, int done, int total) override {
+    running_.erase(Label(r.job));
+    live_.Clear();
+    std::string width = std::to_string(total);
+    std::string counter = absl::StrCat("[", std::string(width.size() - std::to_string(done).size(), ' '),
+                                       done, "/", total, "]");
+    std::string name = r.job.kernel->record.spec.name;
+    std::string target = r.job.target.ToString();
+    std::string outcome(WarmOutcomeName(r.outcome));
+    switch (r.outcome) {
+      case WarmOutcome::kBuilt:
+      case WarmOutcome::kCached:
+        std::printf("%s %-7s %-28s %-9s %9s  %-16s %s\n", counter.c_str(), outcome.data(),
+                    name.c_str(), target.c_str(), HumanMicros(r.micros).c_str(),
+                    absl::StrJoin(r.kinds, "+").c_str(), HumanBytes(r.bytes).c_str());
+        break;
+      case WarmOutcome::kSkipped:
+        std::printf("%s %-7s %-28s %-9s %s\n", counter.c_str(), outcome.data(), name.c_str(),
+                    target.c_str(), r.message.c_str());
+        break;
+      case WarmOutcome::kFailed:
+        std::printf("%s FAILED  %-28s %-9s %9s\n%s\n", counter.c_str(), name.c_str(),
+                    target.c_str(), HumanMicros(r.micros).c_str(), Indent(r.message).c_str());
+        break;
+    }
+    std::fflush(stdout);
+    Redraw();
+  }
+  void Finish() { live_.Clear(); }
+
+ private:
+  static std::string Label(const WarmJob& job) {
+    return absl::StrCat(job.kernel->record.spec.name, " ", job.target.ToString());
+  }
+  static std::string Indent(const std::string& text) {
+    std::string out = "    ";
+    for (char c : text) {
+      out += c;
+      if (c == '\n') out += "    ";
+    }
+    return out;
+  }
+  void Redraw() {
+    if (!live_.enabled() || running_.empty()) return;
+    std::vector<std::string> names;
+    for (const auto& [label, unused] : running_) names.push_back(label);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    live_.Show(absl::StrCat("  compiling ", absl::StrJoin(names, ", "), "  (",
+                            absl::StrFormat("%.1f", secs), " s)"));
+  }
+
+  LiveLine live_;
+  int total_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::map<std::string, bool> running_;
+};
+
+void PrintSummary(const WarmSummary& summary, const std::vector<Target>& targets) {
+  struct Counts { int built = 0, cached = 0, skipped = 0, failed = 0; };
+  std::map<std::string, Counts> by_target;
+  for (const WarmJobResult& r : summary.results) {
+    Counts& c = by_target[r.job.target.ToString()];
+    switch (r.outcome) {
+      case WarmOutcome::kBuilt: ++c.built; break;
+      case WarmOutcome::kCached: ++c.cached; break;
+      case WarmOutcome::kSkipped: ++c.skipped; break;
+      case WarmOutcome::kFailed: ++c.failed; break;
+    }
+  }
+  Table table({"target", "built", "already cached", "skipped (arch)", "failed"}, {1, 2, 3, 4});
+  for (const Target& t : targets) {
+    const Counts& c = by_target[t.ToString()];
+    table.AddRow({t.ToString(), std::to_string(c.built), std::to_string(c.cached),
+                  std::to_string(c.skipped), std::to_string(c.failed)});
+  }
+  table.AddRow({"total", std::to_string(summary.built), std::to_string(summary.cached),
+                std::to_string(summary.skipped), std::to_string(summary.failed)});
+  std::printf("\n%s", table.Render().c_str());
+  std::printf("%s in %s\n", summary.ok() ? "done" : "FAILED",
+              HumanMicros(summary.wall_micros).c_str());
+  for (const WarmJobResult& r : summary.results) {
+    if (r.outcome == WarmOutcome::kFailed) {
+      std::printf("failed: %s for %s (log above)\n", r.job.kernel->record.spec.name.c_str(),
+                  r.job.target.ToString().c_str());
+    }
+  }
+}
+
+int RunWarm(const WarmFlags& flags) {
+  absl::StatusOr<std::vector<Target>> targets = ParseTargetList(flags.arch);
+  if (!targets.ok()) return Fail(absl::StrCat("--arch: ", targets.status().message()), kExitBadInput);
+  absl::StatusOr<Manifest> manifest = LoadManifest(flags.manifest);
+  if (!manifest.ok()) return Fail(manifest.status().message(), kExitBadInput);
+  absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = LoadToolkitForCli(flags.toolkit);
+  if (!toolkit.ok()) return Fail(toolkit.status().message(), kExitBadInput);
+  for (const Target& target : *targets) {
+    absl::Status valid = ValidateTarget(target, (*toolkit)->supported_archs(),
+                                        (*toolkit)->identity().DisplayName());
+    if (!valid.ok()) return Fail(absl::StrCat("--arch: ", valid.message()), kExitBadInput);
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, false);
+  if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
+
+  std::unique_ptr<Compiler> compiler = NewNvrtcCompiler(*toolkit);
+  int jobs = flags.jobs > 0 ? flags.jobs : static_cast<int>(std::thread::hardware_concurrency());
+  std::printf("warming %zu kernels x %zu targets (%s) into %s with %s, %d jobs\n",
+              manifest->kernels.size(), targets->size(), flags.arch.c_str(),
+              flags.store.c_str(), (*toolkit)->identity().DisplayName().c_str(), jobs);
+  PrintingObserver observer;
+  absl::StatusOr<WarmSummary> summary =
+      Warm(*manifest, WarmOptions{*targets, jobs}, **store, *compiler, &observer);
+  observer.Finish();
+  if (!summary.ok()) return Fail(summary.status().message());
+  PrintSummary(*summary, *targets);
+  return summary->ok() ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void RegisterWarmCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<WarmFlags>();
+  CLI::App* warm = app.add_subcommand(
+      "warm",
+      "Compile every kernel of a manifest for each target into a store; what the store\n"
+      "already holds is not compiled again. Exit 0 only if everything was built.");
+  warm->add_option("manifest", flags->manifest, "Kernel manifest (docs/manifest.md)")
+      ->required();
+  warm->add_option("--arch", flags->arch,
+                   "Targets, comma-separated: 7.5,8.6,8.9 (SASS + PTX), 9.0a, compute_90")
+      ->required();
+  warm->add_option("--store", flags->store, "Store directory (created if missing)")->required();
+  warm->add_option("--jobs,-j", flags->jobs, "Parallel compiles (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  warm->add_option("--toolkit", flags->toolkit,
+                   "CUDA toolkit root (default: $CUDA_HOME, else /usr/local/cuda)");
+  warm->callback([flags, exit_code] { *exit_code = RunWarm(*flags); });
+}
+
+}  // namespace kcache::cli

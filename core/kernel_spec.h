@@ -1,0 +1,88 @@
+// KernelSpec: what a kernel is made of, and the kernel id that names it by content.
+#ifndef KCACHE_CORE_KERNEL_SPEC_H_
+#define KCACHE_CORE_KERNEL_SPEC_H_
+
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kcache {
+
+// Version of the framing hashed into a kernel id (docs/kernel-id.md). Bumping it changes
+// every id, so it changes only with the framing itself.
+inline constexpr uint32_t kKernelIdSchemaVersion = 1;
+
+// Everything that goes into compiling one kernel. Paths, mtimes, environment and framework
+// version strings are deliberately absent: two specs with the same content are the same kernel.
+struct KernelSpec {
+  std::string name;                            // display name; NOT part of the kernel id
+  std::string source;                          // CUDA C++ source text
+  std::map<std::string, std::string> headers;  // include name -> content (kept sorted by name)
+  std::vector<std::string> options;            // NVRTC options, in order (never -arch)
+  std::vector<std::string> name_expressions;   // e.g. "softmax<float>", in order
+};
+
+// SHA-256 of a KernelSpec's canonical framing.
+class KernelId {
+ public:
+  static constexpr size_t kSize = 32;
+  KernelId() = default;
+  explicit KernelId(const std::array<uint8_t, kSize>& bytes) : bytes_(bytes) {}
+
+  // Parses 64 lowercase or uppercase hex digits.
+  static absl::StatusOr<KernelId> FromHex(absl::string_view hex);
+  // Takes exactly kSize raw bytes.
+  static absl::StatusOr<KernelId> FromBytes(absl::string_view raw);
+
+  std::string Hex() const;        // 64 lowercase hex digits
+  std::string ShortHex() const;   // first 12 hex digits, for display
+  absl::string_view Bytes() const {
+    return {reinterpret_cast<const char*>(bytes_.data()), bytes_.size()};
+  }
+  auto operator<=>(const KernelId&) const = default;
+
+ private:
+  std::array<uint8_t, kSize> bytes_{};
+};
+
+// The exact bytes that are hashed (exposed for the test vectors in docs/kernel-id.md):
+//   "kcache.kernel\0" u32le(schema version)
+//   'S' field(source)
+//   for each header sorted by name:  'H' field(name) field(content)
+//   for each option in order:        'O' field(option)
+//   for each name expression:        'N' field(expression)
+//   'E'
+// where field(x) = u64le(byte length of x) followed by the bytes of x.
+std::string CanonicalKernelFraming(const KernelSpec& spec);
+
+KernelId ComputeKernelId(const KernelSpec& spec);
+
+// Lowest and highest SM (major*10+minor, e.g. 75, 121) a kernel supports; 0 = no bound.
+struct ArchRange {
+  int min_arch = 0;
+  int max_arch = 0;
+  bool Contains(int arch) const {
+    return (min_arch == 0 || arch >= min_arch) && (max_arch == 0 || arch <= max_arch);
+  }
+};
+
+// A kernel as the store knows it: its spec (so a miss can be compiled later), its id, and
+// what the manifest declared about it.
+struct KernelRecord {
+  KernelId id;
+  KernelSpec spec;
+  ArchRange arch;
+  bool want_ltoir = false;
+  int64_t registered_unix_ms = 0;  // when it was last written (a newer warm of the same name wins)
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_CORE_KERNEL_SPEC_H_

@@ -1,0 +1,286 @@
+#include "core/manifest.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/compile_options.h"
+#include "core/target.h"
+
+namespace kcache {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Builds errors that point at a place in the manifest.
+class Where {
+ public:
+  Where(const std::string& path, const YAML::Node& node, std::string field)
+      : path_(path), mark_(MarkOf(node)), field_(std::move(field)) {}
+
+  absl::Status Error(absl::string_view what) const {
+    std::string place = mark_.is_null() ? path_
+                                        : absl::StrCat(path_, ":", mark_.line + 1, ":",
+                                                       mark_.column + 1);
+    return absl::InvalidArgumentError(absl::StrCat(place, ": ", field_, ": ", what));
+  }
+  // A field below this one; a field that is absent points at its parent.
+  Where Child(const YAML::Node& node, absl::string_view suffix) const {
+    Where child(path_, node, absl::StrCat(field_, suffix));
+    if (child.mark_.is_null()) child.mark_ = mark_;
+    return child;
+  }
+
+ private:
+  static YAML::Mark MarkOf(const YAML::Node& node) {
+    return node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
+  }
+
+  std::string path_;
+  YAML::Mark mark_;
+  std::string field_;
+};
+
+absl::Status CheckKeys(const YAML::Node& map, const Where& where,
+                       const std::set<std::string>& allowed) {
+  if (!map.IsMap()) return where.Error("must be a mapping of field: value");
+  for (const auto& item : map) {
+    std::string key = item.first.as<std::string>();
+    if (!allowed.count(key)) {
+      return where.Child(item.first, absl::StrCat(".", key))
+          .Error(absl::StrCat("unknown field; allowed fields: ",
+                              absl::StrJoin(allowed, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ScalarString(const YAML::Node& node, const Where& where) {
+  if (!node.IsScalar()) return where.Error("must be a single value (a string)");
+  return node.as<std::string>();
+}
+
+absl::StatusOr<std::vector<std::string>> StringList(const YAML::Node& node, const Where& where) {
+  std::vector<std::string> out;
+  if (!node) return out;
+  if (!node.IsSequence()) return where.Error("must be a list, e.g. [a, b]");
+  for (size_t i = 0; i < node.size(); ++i) {
+    absl::StatusOr<std::string> s = ScalarString(node[i], where.Child(node[i], absl::StrCat("[", i, "]")));
+    if (!s.ok()) return s.status();
+    out.push_back(*std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ReadFile(const fs::path& file, const Where& where) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    return where.Error(absl::StrCat("cannot read '", file.string(),
+                                    "'; paths are relative to the manifest's folder"));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool IsValidName(absl::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!absl::ascii_islower(static_cast<unsigned char>(c)) &&
+        !absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != '_') {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<int> ArchField(const YAML::Node& node, const Where& where) {
+  if (!node) return 0;
+  absl::StatusOr<std::string> text = ScalarString(node, where);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<Sm> sm = ParseSm(*text);
+  if (!sm.ok()) {
+    return where.Error(absl::StrCat("'", *text,
+                                    "' is not an architecture; write it as major.minor, e.g. 8.0"));
+  }
+  return sm->arch();
+}
+
+absl::Status CheckOptions(const std::vector<std::string>& options, const Where& where) {
+  absl::Status status = ValidateCompileOptions(options);
+  if (!status.ok()) return where.Error(status.message());
+  return absl::OkStatus();
+}
+
+// Parses one entry of `kernels:` into one kernel plus one per variant.
+absl::Status ParseEntry(const YAML::Node& entry, const Where& where, const fs::path& base,
+                        std::vector<ManifestKernel>* out) {
+  static const std::set<std::string> kFields = {
+      "name", "source", "headers", "options", "name_expressions", "min_arch", "max_arch",
+      "cost", "ltoir", "variants"};
+  if (absl::Status s = CheckKeys(entry, where, kFields); !s.ok()) return s;
+
+  ManifestKernel kernel;
+  KernelSpec& spec = kernel.record.spec;
+  if (!entry["name"]) return where.Error("missing field 'name'");
+  absl::StatusOr<std::string> name = ScalarString(entry["name"], where.Child(entry["name"], ".name"));
+  if (!name.ok()) return name.status();
+  if (!IsValidName(*name)) {
+    return where.Child(entry["name"], ".name")
+        .Error(absl::StrCat("'", *name, "' is not a valid name; use lowercase letters, digits and _"));
+  }
+  spec.name = *name;
+
+  if (!entry["source"]) return where.Error(absl::StrCat("kernel '", spec.name, "' is missing field 'source'"));
+  Where source_where = where.Child(entry["source"], ".source");
+  absl::StatusOr<std::string> source = ScalarString(entry["source"], source_where);
+  if (!source.ok()) return source.status();
+  kernel.source_path = (base / *source).lexically_normal().string();
+  absl::StatusOr<std::string> text = ReadFile(kernel.source_path, source_where);
+  if (!text.ok()) return text.status();
+  spec.source = *std::move(text);
+
+  Where headers_where = where.Child(entry["headers"], ".headers");
+  absl::StatusOr<std::vector<std::string>> headers = StringList(entry["headers"], headers_where);
+  if (!headers.ok()) return headers.status();
+  for (const std::string& header : *headers) {
+    absl::StatusOr<std::string> content = ReadFile(base / header, headers_where);
+    if (!content.ok()) return content.status();
+    spec.headers[header] = *std::move(content);
+  }
+
+  Where options_where = where.Child(entry["options"], ".options");
+  absl::StatusOr<std::vector<std::string>> options = StringList(entry["options"], options_where);
+  if (!options.ok()) return options.status();
+  if (absl::Status s = CheckOptions(*options, options_where); !s.ok()) return s;
+  spec.options = *std::move(options);
+
+  absl::StatusOr<std::vector<std::string>> expressions =
+      StringList(entry["name_expressions"], where.Child(entry["name_expressions"], ".name_expressions"));
+  if (!expressions.ok()) return expressions.status();
+  spec.name_expressions = *std::move(expressions);
+
+  absl::StatusOr<int> min_arch = ArchField(entry["min_arch"], where.Child(entry["min_arch"], ".min_arch"));
+  if (!min_arch.ok()) return min_arch.status();
+  absl::StatusOr<int> max_arch = ArchField(entry["max_arch"], where.Child(entry["max_arch"], ".max_arch"));
+  if (!max_arch.ok()) return max_arch.status();
+  if (*min_arch && *max_arch && *min_arch > *max_arch) {
+    return where.Child(entry["max_arch"], ".max_arch").Error("is below min_arch");
+  }
+  kernel.record.arch = ArchRange{*min_arch, *max_arch};
+
+  try {
+    if (entry["cost"]) kernel.cost_ms = entry["cost"].as<int>();
+  } catch (const YAML::Exception&) {
+    return where.Child(entry["cost"], ".cost").Error("must be a whole number of milliseconds");
+  }
+  try {
+    if (entry["ltoir"]) kernel.record.want_ltoir = entry["ltoir"].as<bool>();
+  } catch (const YAML::Exception&) {
+    return where.Child(entry["ltoir"], ".ltoir").Error("must be true or false");
+  }
+
+  ManifestKernel base_kernel = kernel;
+  base_kernel.record.id = ComputeKernelId(base_kernel.record.spec);
+  out->push_back(base_kernel);
+
+  const YAML::Node& variants = entry["variants"];
+  if (!variants) return absl::OkStatus();
+  Where variants_where = where.Child(variants, ".variants");
+  if (!variants.IsSequence()) return variants_where.Error("must be a list of {name, options}");
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const YAML::Node& v = variants[i];
+    Where vw = variants_where.Child(v, absl::StrCat("[", i, "]"));
+    if (absl::Status s = CheckKeys(v, vw, {"name", "options"}); !s.ok()) return s;
+    if (!v["name"]) return vw.Error("missing field 'name'");
+    absl::StatusOr<std::string> vname = ScalarString(v["name"], vw.Child(v["name"], ".name"));
+    if (!vname.ok()) return vname.status();
+    if (!IsValidName(*vname)) {
+      return vw.Child(v["name"], ".name").Error(absl::StrCat("'", *vname, "' is not a valid name; use lowercase letters, digits and _"));
+    }
+    Where vo = vw.Child(v["options"], ".options");
+    absl::StatusOr<std::vector<std::string>> vopts = StringList(v["options"], vo);
+    if (!vopts.ok()) return vopts.status();
+    if (absl::Status s = CheckOptions(*vopts, vo); !s.ok()) return s;
+    ManifestKernel variant = kernel;
+    variant.record.spec.name = absl::StrCat(spec.name, ".", *vname);
+    variant.record.spec.options.insert(variant.record.spec.options.end(), vopts->begin(), vopts->end());
+    variant.record.id = ComputeKernelId(variant.record.spec);
+    out->push_back(std::move(variant));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const ManifestKernel* Manifest::Find(absl::string_view name) const {
+  for (const ManifestKernel& k : kernels) {
+    if (k.record.spec.name == name) return &k;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::ParserException& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ":",
+                                                   e.mark.column + 1, ": not valid YAML: ", e.msg));
+  }
+  Where top(path, root, "manifest");
+  if (absl::Status s = CheckKeys(root, top, {"version", "kernels"}); !s.ok()) return s;
+  int version = 0;
+  try {
+    version = root["version"] ? root["version"].as<int>() : 0;
+  } catch (const YAML::Exception&) {
+  }
+  if (version != kManifestVersion) {
+    return top.Child(root["version"], ".version")
+        .Error(absl::StrCat("must be ", kManifestVersion,
+                            " (this kcache reads manifest version ", kManifestVersion, ")"));
+  }
+  const YAML::Node& kernels = root["kernels"];
+  Where kw = top.Child(kernels, ".kernels");
+  if (!kernels || !kernels.IsSequence() || kernels.size() == 0) {
+    return kw.Error("must be a non-empty list of kernels");
+  }
+
+  Manifest manifest;
+  manifest.path = path;
+  fs::path base = fs::path(path).parent_path();
+  std::set<std::string> names;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    Where ew = Where(path, kernels[i], absl::StrCat("kernels[", i, "]"));
+    size_t first_new = manifest.kernels.size();
+    if (absl::Status s = ParseEntry(kernels[i], ew, base, &manifest.kernels); !s.ok()) return s;
+    for (size_t k = first_new; k < manifest.kernels.size(); ++k) {
+      const std::string& name = manifest.kernels[k].record.spec.name;
+      if (!names.insert(name).second) {
+        return ew.Child(kernels[i]["name"], ".name")
+            .Error(absl::StrCat("kernel name '", name, "' is used twice; names must be unique"));
+      }
+    }
+  }
+  return manifest;
+}
+
+absl::StatusOr<Manifest> LoadManifest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read manifest '", path,
+                                            "': no such file or not readable"));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseManifest(text.str(), path);
+}
+
+}  // namespace kcache

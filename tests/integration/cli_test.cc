@@ -1,0 +1,152 @@
+// The `kcache` tool as a user runs it: warm, warm again, ls, stat, get, and bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/cubin.h"
+#include "tests/testutil/kernels.h"
+#include "tests/testutil/run.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using ::kcache::testing::KcacheCli;
+using ::kcache::testing::RunResult;
+using ::kcache::testing::TempDir;
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.Write("saxpy.cu", ::kcache::testing::kSaxpySource);
+    dir_.Write("scale.cu", ::kcache::testing::kScaleTemplateSource);
+    dir_.Write("scale.cuh", ::kcache::testing::kScaleHeader);
+    dir_.Write("broken.cu", ::kcache::testing::kSyntaxErrorSource);
+    manifest_ = dir_.Write("manifest.yaml", R"(version: 1
+kernels:
+  - name: saxpy
+    source: saxpy.cu
+  - name: scale
+    source: scale.cu
+    headers: [scale.cuh]
+    name_expressions: ["scale<float>"]
+    min_arch: 8.0
+)");
+    store_ = dir_ / "store";
+  }
+  RunResult Kcache(const std::string& args) {
+    return ::kcache::testing::Run(KcacheCli() + " " + args);
+  }
+  RunResult WarmStore(const std::string& arch) {
+    return Kcache("warm --arch " + arch + " --store " + store_ + " " + manifest_);
+  }
+
+  TempDir dir_;
+  std::string manifest_;
+  std::string store_;
+};
+
+TEST_F(CliTest, WarmThenWarmAgainCompilesNothing) {
+  RunResult first = WarmStore("7.5,8.6");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_TRUE(Contains(first.output, "built")) << first.output;
+  EXPECT_TRUE(Contains(first.output, "below the kernel's min_arch 8.0")) << first.output;
+  RunResult second = WarmStore("7.5,8.6");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_FALSE(Contains(second.output, "] built")) << second.output;
+  EXPECT_TRUE(Contains(second.output, "] cached")) << second.output;
+}
+
+TEST_F(CliTest, LsAndStatPrintJson) {
+  ASSERT_EQ(WarmStore("8.6").exit_code, 0);
+  RunResult ls = Kcache("ls --json --store " + store_);
+  ASSERT_EQ(ls.exit_code, 0) << ls.output;
+  nlohmann::json kernels = nlohmann::json::parse(ls.output);
+  ASSERT_EQ(kernels.size(), 2u);
+  for (const auto& k : kernels) {
+    EXPECT_EQ(k["artifacts"].size(), 2u) << k.dump();  // sm_86 cubin + compute_86 PTX
+    EXPECT_EQ(k["id"].get<std::string>().size(), 64u);
+  }
+  RunResult stat = Kcache("stat --json --store " + store_);
+  ASSERT_EQ(stat.exit_code, 0) << stat.output;
+  nlohmann::json s = nlohmann::json::parse(stat.output);
+  EXPECT_EQ(s["kernels"], 2);
+  EXPECT_EQ(s["artifacts"], 4);
+  EXPECT_EQ(s["checksum_failures"], 0);
+  RunResult text = Kcache("ls --store " + store_);
+  EXPECT_TRUE(Contains(text.output, "saxpy")) << text.output;
+}
+
+TEST_F(CliTest, GetWritesTheCubinTheDeviceWouldBeServed) {
+  ASSERT_EQ(WarmStore("7.5,8.6").exit_code, 0);
+  std::string out = dir_ / "k.cubin";
+  RunResult get = Kcache("get --no-compile --store " + store_ + " --device 8.9 --kernel saxpy -o " + out);
+  ASSERT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_TRUE(Contains(get.output, "compatible_sass")) << get.output;
+  std::ifstream in(out, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  EXPECT_EQ(*CubinSmArch(bytes.str()), 86);
+
+  RunResult below = Kcache("get --no-compile --store " + store_ + " --device 7.5 --kernel scale");
+  EXPECT_EQ(below.exit_code, 1) << below.output;
+  EXPECT_TRUE(Contains(below.output, "needs SM 8.0")) << below.output;
+
+  // 9.0 was not warmed: the compute_86 PTX is served (rule 3) before any compile (rule 4).
+  RunResult jit = Kcache("get --store " + store_ + " --device 9.0 --kernel saxpy --json");
+  ASSERT_EQ(jit.exit_code, 0) << jit.output;
+  nlohmann::json meta = nlohmann::json::parse(jit.output);
+  EXPECT_EQ(meta["rule"], "ptx_jit");
+  EXPECT_EQ(meta["needs_jit"], true);
+  EXPECT_EQ(meta["target"], "compute_86");
+}
+
+TEST_F(CliTest, UnsupportedTargetListsWhatIsSupported) {
+  RunResult r = WarmStore("7.0,8.6");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "sm_70")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "7.5")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "12.1")) << r.output;
+}
+
+TEST_F(CliTest, BrokenManifestNamesFileLineAndField) {
+  std::string bad = dir_.Write("bad.yaml", "version: 1\nkernels:\n  - name: saxpy\n    sourc: saxpy.cu\n");
+  RunResult r = Kcache("warm --arch 8.6 --store " + store_ + " " + bad);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "bad.yaml:4:5: kernels[0].sourc: unknown field")) << r.output;
+}
+
+TEST_F(CliTest, MissingToolkitNamesCudaHome) {
+  RunResult r = Kcache("warm --arch 8.6 --toolkit " + (dir_ / "no-cuda") + " --store " + store_ +
+                       " " + manifest_);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "no-cuda")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "CUDA_HOME")) << r.output;
+}
+
+TEST_F(CliTest, CompileErrorPrintsKernelTargetAndLogAndExitsNonZero) {
+  std::string m = dir_.Write("broken.yaml", "version: 1\nkernels:\n  - name: broken\n    source: broken.cu\n");
+  RunResult r = Kcache("warm --arch 8.6 --store " + store_ + " " + m);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "FAILED  broken")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "sm_86")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "undeclared_identifier")) << r.output;
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Kcache("warm --store " + store_ + " " + manifest_).exit_code, 2);  // no --arch
+  EXPECT_EQ(Kcache("get --store " + store_ + " --device 8.x --kernel saxpy").exit_code, 2);
+  RunResult absent = Kcache("ls --store " + (dir_ / "absent"));
+  EXPECT_EQ(absent.exit_code, 2) << absent.output;
+  EXPECT_TRUE(Contains(absent.output, "no store at")) << absent.output;
+  EXPECT_EQ(Kcache("--help").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace kcache

@@ -1,0 +1,32 @@
+// Small real kernels for tests that compile (each compiles in well under 0.2 s per target).
+#ifndef KCACHE_TESTS_TESTUTIL_KERNELS_H_
+#define KCACHE_TESTS_TESTUTIL_KERNELS_H_
+
+namespace kcache::testing {
+
+inline constexpr char kSaxpySource[] = R"(
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+inline constexpr char kScaleTemplateSource[] = R"(
+#include "scale.cuh"
+template <typename T>
+__global__ void scale(T* data, T factor, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] = data[i] * factor + T(kBias);
+}
+)";
+inline constexpr char kScaleHeader[] = "#pragma once\nconstexpr int kBias = 1;\n";
+
+inline constexpr char kSyntaxErrorSource[] = R"(
+extern "C" __global__ void broken(float* y) {
+  y[threadIdx.x] = undeclared_identifier;
+}
+)";
+
+}  // namespace kcache::testing
+
+#endif  // KCACHE_TESTS_TESTUTIL_KERNELS_H_

@@ -1,0 +1,38 @@
+// Runs a command through the shell and captures its output and exit code.
+#ifndef KCACHE_TESTS_TESTUTIL_RUN_H_
+#define KCACHE_TESTS_TESTUTIL_RUN_H_
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace kcache::testing {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+inline RunResult Run(const std::string& command) {
+  RunResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+// The kcache binary under test (ctest sets KCACHE_CLI).
+inline std::string KcacheCli() {
+  const char* cli = std::getenv("KCACHE_CLI");
+  return cli ? cli : KCACHE_BINARY_DIR "/client/cli/kcache";
+}
+
+}  // namespace kcache::testing
+
+#endif  // KCACHE_TESTS_TESTUTIL_RUN_H_

@@ -1,0 +1,147 @@
+#include "core/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using ::kcache::testing::TempDir;
+
+class ManifestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.Write("k.cu", "#include \"common.cuh\"\nextern \"C\" __global__ void k() {}\n");
+    dir_.Write("common.cuh", "#pragma once\n");
+  }
+  absl::StatusOr<Manifest> Parse(const std::string& yaml) {
+    return LoadManifest(dir_.Write("manifest.yaml", yaml));
+  }
+  // The error message of a manifest that must not parse.
+  std::string ErrorOf(const std::string& yaml) {
+    absl::StatusOr<Manifest> m = Parse(yaml);
+    EXPECT_FALSE(m.ok()) << "parsed but should not have:\n" << yaml;
+    return m.ok() ? "" : std::string(m.status().message());
+  }
+  TempDir dir_;
+};
+
+TEST_F(ManifestTest, ParsesAllFieldsAndReadsFilesRelativeToTheManifest) {
+  absl::StatusOr<Manifest> m = Parse(R"(version: 1
+kernels:
+  - name: k
+    source: k.cu
+    headers: [common.cuh]
+    options: [-std=c++17, -DN=4]
+    name_expressions: ["f<float>"]
+    min_arch: 8.0
+    max_arch: 12.1
+    cost: 250
+    ltoir: true
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->kernels.size(), 1u);
+  const ManifestKernel& k = m->kernels[0];
+  EXPECT_EQ(k.record.spec.name, "k");
+  EXPECT_NE(k.record.spec.source.find("__global__"), std::string::npos);
+  EXPECT_EQ(k.record.spec.headers.at("common.cuh"), "#pragma once\n");
+  EXPECT_EQ(k.record.spec.options, (std::vector<std::string>{"-std=c++17", "-DN=4"}));
+  EXPECT_EQ(k.record.spec.name_expressions, (std::vector<std::string>{"f<float>"}));
+  EXPECT_EQ(k.record.arch.min_arch, 80);
+  EXPECT_EQ(k.record.arch.max_arch, 121);
+  EXPECT_EQ(k.cost_ms, 250);
+  EXPECT_TRUE(k.record.want_ltoir);
+  EXPECT_EQ(k.record.id, ComputeKernelId(k.record.spec));
+}
+
+TEST_F(ManifestTest, VariantsAreSeparateKernelsWithTheirOwnIds) {
+  absl::StatusOr<Manifest> m = Parse(R"(version: 1
+kernels:
+  - name: attention
+    source: k.cu
+    options: [-std=c++17]
+    variants:
+      - name: fp16_accum
+        options: [-DKCACHE_ATTN_ACCUM_HALF=1]
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->kernels.size(), 2u);
+  const ManifestKernel* base = m->Find("attention");
+  const ManifestKernel* variant = m->Find("attention.fp16_accum");
+  ASSERT_NE(base, nullptr);
+  ASSERT_NE(variant, nullptr);
+  EXPECT_EQ(variant->record.spec.options,
+            (std::vector<std::string>{"-std=c++17", "-DKCACHE_ATTN_ACCUM_HALF=1"}));
+  EXPECT_NE(base->record.id, variant->record.id);
+}
+
+TEST_F(ManifestTest, ErrorsNameFileLineAndField) {
+  std::string error = ErrorOf(R"(version: 1
+kernels:
+  - name: k
+    source: k.cu
+    min_arch: 8.x
+)");
+  EXPECT_NE(error.find("manifest.yaml:5:15: kernels[0].min_arch: '8.x' is not an architecture"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(ManifestTest, UnknownFieldIsNamed) {
+  std::string error = ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n    min_archh: 8.0\n");
+  EXPECT_NE(error.find(":5:5: kernels[0].min_archh: unknown field"), std::string::npos) << error;
+}
+
+TEST_F(ManifestTest, MissingSourceFileIsNamed) {
+  std::string error = ErrorOf("version: 1\nkernels:\n  - name: k\n    source: nope.cu\n");
+  EXPECT_NE(error.find("kernels[0].source: cannot read"), std::string::npos) << error;
+  EXPECT_NE(error.find("nope.cu"), std::string::npos) << error;
+}
+
+TEST_F(ManifestTest, DisallowedOptionIsRefusedWithItsLine) {
+  std::string error = ErrorOf(
+      "version: 1\nkernels:\n  - name: k\n    source: k.cu\n    options: [-arch=sm_80]\n");
+  EXPECT_NE(error.find(":5:"), std::string::npos) << error;
+  EXPECT_NE(error.find("kernels[0].options"), std::string::npos) << error;
+  EXPECT_NE(error.find("-arch"), std::string::npos) << error;
+}
+
+TEST_F(ManifestTest, RejectsBadStructure) {
+  EXPECT_NE(ErrorOf("version: 2\nkernels: []\n").find("version: must be 1"), std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels: []\n").find("non-empty list"), std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - source: k.cu\n").find("missing field 'name'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - name: Bad-Name\n    source: k.cu\n")
+                .find("not a valid name"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n  - name: k\n    source: k.cu\n")
+                .find("used twice"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n    min_arch: 9.0\n    max_arch: 8.0\n")
+                .find("below min_arch"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels: [\n").find("not valid YAML"), std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n    ltoir: maybe\n")
+                .find("true or false"),
+            std::string::npos);
+}
+
+TEST_F(ManifestTest, MissingManifestIsNotFound) {
+  absl::StatusOr<Manifest> m = LoadManifest(dir_ / "absent.yaml");
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(m.status().message().find("absent.yaml"), absl::string_view::npos);
+}
+
+TEST(BundledManifestTest, LoadsAndEveryKernelHasAnId) {
+  absl::StatusOr<Manifest> m = LoadManifest(KCACHE_SOURCE_DIR "/kernels/manifest.yaml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_GE(m->kernels.size(), 8u);
+  for (const ManifestKernel& k : m->kernels) {
+    EXPECT_EQ(k.record.id, ComputeKernelId(k.record.spec)) << k.record.spec.name;
+    EXPECT_FALSE(k.record.spec.source.empty()) << k.record.spec.name;
+  }
+}
+
+}  // namespace
+}  // namespace kcache
