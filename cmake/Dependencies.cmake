@@ -2,6 +2,8 @@
 # CUDA toolkit, of which only the headers are used at build time: libnvrtc and libnvJitLink
 # are dlopen'd at run time and nothing links libcuda.
 find_package(absl CONFIG REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
 find_package(RocksDB CONFIG REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)

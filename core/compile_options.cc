@@ -47,8 +47,7 @@ constexpr char kIncludeReason[] =
 constexpr char kFileReason[] = "it names or writes a file on the compiling machine";
 constexpr char kDltoReason[] =
     "LTO-IR is chosen by the daemon: ask for an LTO-IR artifact instead of passing -dlto";
-// The header's list names -O0..-O3 and --dopt=off, but NVRTC 13.0 refuses them ("unrecognized
-// option -O3", "invalid argument for option --dopt: off"): refuse them here, up front.
+
 constexpr char kNvrtcRejectsReason[] =
     "NVRTC 13.0 rejects it (device code is optimized by default; the only --dopt value NVRTC "
     "accepts is on)";

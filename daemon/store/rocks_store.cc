@@ -42,7 +42,8 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.IsInvalidArgument()) return absl::InvalidArgumentError(message);
   if (s.IsIOError() && absl::StrContains(s.ToString(), "lock")) {
     return absl::FailedPreconditionError(
-        absl::StrCat(message, "; another process (a kcached or kcache warm) has it open"));
+        absl::StrCat(message, "; another kcached or kcache warm (or this process) has it "
+                              "open for writing"));
   }
   if (s.IsIOError() || s.IsBusy() || s.IsTryAgain() || s.IsTimedOut()) {
     return absl::UnavailableError(message);

@@ -194,8 +194,10 @@ absl::StatusOr<Unframed> Unframe(absl::string_view value, ValueType expected) {
     return Corrupt(absl::StrCat("lengths (", meta_size, " + ", payload_size,
                                 ") do not match the value size ", value.size()));
   }
-  uint64_t meta_sum = XXH3_64bits(p + kCoveredOffset, kValueHeaderSize - kCoveredOffset + meta_size);
-  if (meta_sum != LoadLE(p + kMetaSumOffset, 8)) return Corrupt("metadata checksum mismatch");
+  uint64_t covered = kValueHeaderSize - kCoveredOffset + meta_size;
+  if (XXH3_64bits(p + kCoveredOffset, covered) != LoadLE(p + kMetaSumOffset, 8)) {
+    return Corrupt("metadata checksum mismatch");
+  }
   Unframed out;
   out.meta = value.substr(kValueHeaderSize, meta_size);
   out.payload = value.substr(kValueHeaderSize + meta_size);

@@ -195,6 +195,10 @@ KC_PARAMS(kSampleBF16, In("logits", Elem::kBF16, Of("rows", "n"), {Fill::kUnifor
           In("uniform", Elem::kF32, Of("rows"), {Fill::kUniform, 0, 1, nullptr}),
           Out("sampled", Elem::kI32, Of("rows")), I32("rows", 9), I32("n", 4096),
           F32("temperature", 0.0), I32("top_k", 0), F32("top_p", 1.0));
+KC_PARAMS(kSampleF32Large, In("logits", Elem::kF32, Of("rows", "n"), {Fill::kUniform, -8, 8, nullptr}),
+          In("uniform", Elem::kF32, Of("rows"), {Fill::kUniform, 0, 1, nullptr}),
+          Out("sampled", Elem::kI32, Of("rows")), I32("rows", 5), I32("n", 8000),
+          F32("temperature", 0.7), I32("top_k", 1000), F32("top_p", 0.8));
 KC_PARAMS(kMoeAlignSmall, In("topk_ids", Elem::kI32, Of("numel"), {Fill::kIntUniform, 0, 0, "num_experts"}),
           I32("numel", 1000), I32("num_experts", 64), I32("align", 16), I32("capacity", 2000),
           Out("expert_offsets", Elem::kI32, Plus(Of("num_experts"), 1)),
@@ -276,6 +280,8 @@ inline constexpr EntryPoint kEntryPoints[] = {
              kSampleF16, "top_k_top_p_sample", 0, 0),
     KC_ENTRY("moe_routing", "top_k_top_p_sample<__nv_bfloat16, 256, 16>", true, 75, Of("rows"), Const(1), Const(1), 256,
              kSampleBF16, "top_k_top_p_sample", 0, 0),
+    KC_ENTRY("moe_routing", "top_k_top_p_sample<float, 512, 16>", true, 75, Of("rows"), Const(1), Const(1), 512,
+             kSampleF32Large, "top_k_top_p_sample", 0, 0),
 };
 
 #undef KC_ENTRY

@@ -488,7 +488,7 @@ TEST(LaunchTable, EntriesAreWellFormed) {
       if (p.init.hi_arg) arg(p.init.hi_arg);
     }
   }
-  EXPECT_EQ(kNumEntryPoints, 30u);
+  EXPECT_EQ(kNumEntryPoints, 31u);
 }
 
 TEST(LaunchTable, ExprEvaluation) {

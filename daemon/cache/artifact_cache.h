@@ -1,0 +1,116 @@
+// ArtifactCache: the one interface the daemon's front end sees. Resolves kernels for devices
+// over the tiers (memory LRU -> writable store -> read-only baked stores -> compile), compiles
+// each missing artifact once however many ask (single-flight), warms manifests, and keeps the
+// statistics and the record of what workers asked for.
+#ifndef KCACHE_DAEMON_CACHE_ARTIFACT_CACHE_H_
+#define KCACHE_DAEMON_CACHE_ARTIFACT_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/artifact.h"
+#include "core/kernel_spec.h"
+#include "core/manifest.h"
+#include "daemon/cache/resolver.h"
+#include "daemon/warm/warm.h"
+
+namespace kcache {
+
+class Compiler;
+class Store;
+
+// Numbered and stable: sent on the wire (kcache.v1.Tier).
+enum class CacheTier : int { kMemory = 1, kLocalStore = 2, kBakedStore = 3, kCompile = 4 };
+absl::string_view CacheTierName(CacheTier tier);  // "memory", "local_store", ...
+
+struct CacheOptions {
+  std::unique_ptr<Store> local;               // writable store; required
+  std::vector<std::unique_ptr<Store>> baked;  // read-only stores baked into the image, in order
+  std::shared_ptr<Compiler> compiler;         // null: serve only ("no toolkit" on a miss)
+  uint64_t memory_bytes = 256ull << 20;       // bound of the memory LRU (payload bytes)
+};
+
+// What a worker asks for: exactly one of `spec`, `id`, `name`.
+struct ResolveQuery {
+  std::optional<KernelRecord> spec;  // id recomputed from spec.spec by the cache (never trusted)
+  std::optional<KernelId> id;
+  std::string name;
+  Device device;
+  bool allow_compile = true;
+  std::string client;  // for logs
+};
+
+struct Served {
+  std::shared_ptr<const Artifact> artifact;  // immutable; shared with the memory tier
+  ServeRule rule = ServeRule::kExactSass;
+  std::string reason;
+  CacheTier tier = CacheTier::kMemory;
+  bool needs_jit() const { return rule == ServeRule::kPtxJit; }
+};
+
+struct CounterValue {
+  std::string name;  // "resolve.hit.memory", "miss.no_toolkit", ...
+  std::string help;  // one line of text
+  uint64_t value = 0;
+};
+
+struct CacheSnapshot {
+  std::vector<CounterValue> counters;  // numbered, append-only (daemon/cache/statistics.h)
+  uint64_t memory_bytes = 0;
+  uint64_t memory_entries = 0;
+  uint64_t store_artifacts = 0;  // writable store
+  uint64_t store_bytes = 0;
+  std::vector<std::string> toolkits;  // identity ids of the compiler's toolkit(s)
+};
+
+struct ListedArtifactInfo {
+  ArtifactMeta meta;
+  CacheTier tier = CacheTier::kLocalStore;
+};
+struct ListedKernelInfo {
+  KernelRecord record;
+  std::vector<ListedArtifactInfo> artifacts;
+};
+
+// A kernel workers asked for, with the devices they asked for it on.
+struct SeenKernel {
+  KernelRecord record;
+  std::vector<Sm> devices;
+  uint64_t requests = 0;
+};
+
+// Thread-safe. Errors: NotFound with the reason (kernel unknown, below min arch, no toolkit,
+// nothing servable and no compile allowed), InvalidArgument (bad query: none or several of
+// spec/id/name, a spec with a refused option, a device SM out of range), Aborted (compile
+// error; the NVRTC log is in the message and the kCompileLogPayload payload),
+// DeadlineExceeded / ResourceExhausted (compile ran past its limits), Unavailable (every
+// tier failed). A failing tier is switched off for a while and counted: it slows requests,
+// never fails them while another tier or the compiler can answer.
+class ArtifactCache {
+ public:
+  virtual ~ArtifactCache() = default;
+
+  virtual absl::StatusOr<Served> Resolve(const ResolveQuery& query) = 0;
+
+  // Warms into the writable store through the same compiler (and single-flight) as misses.
+  virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
+                                           WarmObserver* observer) = 0;
+
+  // Every kernel known to any store, with its artifacts and where they live.
+  virtual absl::StatusOr<std::vector<ListedKernelInfo>> List() = 0;
+
+  // What workers asked for since start (for `kcache export-manifest`).
+  virtual std::vector<SeenKernel> Seen() const = 0;
+
+  virtual CacheSnapshot Snapshot() const = 0;
+};
+
+absl::StatusOr<std::unique_ptr<ArtifactCache>> NewArtifactCache(CacheOptions options);
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_CACHE_ARTIFACT_CACHE_H_
