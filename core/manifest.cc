@@ -9,8 +9,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/compile_options.h"
 #include "core/target.h"
 
@@ -90,15 +92,32 @@ absl::StatusOr<std::string> ReadFile(const fs::path& file, const Where& where) {
   return text.str();
 }
 
+// Lowercase letters, digits, '_' and inner '.' (variants are named "<entry>.<variant>", and
+// an exported manifest lists them as entries of their own).
 bool IsValidName(absl::string_view name) {
-  if (name.empty()) return false;
+  if (name.empty() || name.front() == '.' || name.back() == '.') return false;
   for (char c : name) {
     if (!absl::ascii_islower(static_cast<unsigned char>(c)) &&
-        !absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != '_') {
+        !absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != '_' && c != '.') {
       return false;
     }
   }
   return true;
+}
+
+// A valid, unique manifest name for a kernel whatever a worker called it.
+std::string ManifestNameFor(absl::string_view name, std::set<std::string>& taken) {
+  std::string out;
+  for (char c : name) {
+    unsigned char u = static_cast<unsigned char>(c);
+    out += absl::ascii_isalnum(u) || c == '_' || c == '.' ? absl::ascii_tolower(u) : '_';
+  }
+  while (!out.empty() && out.front() == '.') out.erase(out.begin());
+  while (!out.empty() && out.back() == '.') out.pop_back();
+  if (out.empty()) out = "kernel";
+  std::string unique = out;
+  for (int n = 2; !taken.insert(unique).second; ++n) unique = absl::StrCat(out, "_", n);
+  return unique;
 }
 
 absl::StatusOr<int> ArchField(const YAML::Node& node, const Where& where) {
@@ -119,11 +138,67 @@ absl::Status CheckOptions(const std::vector<std::string>& options, const Where& 
   return absl::OkStatus();
 }
 
+// `source: file` (relative to the manifest) or `source_text: |` (inline), exactly one.
+absl::Status ParseSource(const YAML::Node& entry, const Where& where, const fs::path& base,
+                         ManifestKernel* kernel) {
+  const std::string& name = kernel->record.spec.name;
+  if (entry["source"] && entry["source_text"]) {
+    return where.Error(absl::StrCat("kernel '", name, "' has both 'source' and 'source_text'; keep one"));
+  }
+  if (entry["source_text"]) {
+    absl::StatusOr<std::string> text =
+        ScalarString(entry["source_text"], where.Child(entry["source_text"], ".source_text"));
+    if (!text.ok()) return text.status();
+    kernel->record.spec.source = *std::move(text);
+    kernel->source_path = absl::StrCat("(inline source of ", name, ")");
+    return absl::OkStatus();
+  }
+  if (!entry["source"]) {
+    return where.Error(absl::StrCat("kernel '", name, "' is missing field 'source'"));
+  }
+  Where source_where = where.Child(entry["source"], ".source");
+  absl::StatusOr<std::string> source = ScalarString(entry["source"], source_where);
+  if (!source.ok()) return source.status();
+  kernel->source_path = (base / *source).lexically_normal().string();
+  absl::StatusOr<std::string> text = ReadFile(kernel->source_path, source_where);
+  if (!text.ok()) return text.status();
+  kernel->record.spec.source = *std::move(text);
+  return absl::OkStatus();
+}
+
+// `headers: [files]` (relative to the manifest) and/or `header_texts: {name: content}`.
+absl::Status ParseHeaders(const YAML::Node& entry, const Where& where, const fs::path& base,
+                          KernelSpec* spec) {
+  Where headers_where = where.Child(entry["headers"], ".headers");
+  absl::StatusOr<std::vector<std::string>> headers = StringList(entry["headers"], headers_where);
+  if (!headers.ok()) return headers.status();
+  for (const std::string& header : *headers) {
+    absl::StatusOr<std::string> content = ReadFile(base / header, headers_where);
+    if (!content.ok()) return content.status();
+    spec->headers[header] = *std::move(content);
+  }
+  const YAML::Node& texts = entry["header_texts"];
+  if (!texts) return absl::OkStatus();
+  Where texts_where = where.Child(texts, ".header_texts");
+  if (!texts.IsMap()) return texts_where.Error("must be a mapping of header name: content");
+  for (const auto& item : texts) {
+    std::string header = item.first.as<std::string>();
+    Where item_where = texts_where.Child(item.second, absl::StrCat(".", header));
+    absl::StatusOr<std::string> content = ScalarString(item.second, item_where);
+    if (!content.ok()) return content.status();
+    if (!spec->headers.emplace(header, *std::move(content)).second) {
+      return item_where.Error("is given twice (in headers and header_texts); keep one");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Parses one entry of `kernels:` into one kernel plus one per variant.
 absl::Status ParseEntry(const YAML::Node& entry, const Where& where, const fs::path& base,
                         std::vector<ManifestKernel>* out) {
   static const std::set<std::string> kFields = {
-      "name", "source", "headers", "options", "name_expressions", "min_arch", "max_arch",
+      "name", "source", "source_text", "headers", "header_texts", "options",
+      "name_expressions", "min_arch", "max_arch",
       "cost", "ltoir", "variants"};
   if (absl::Status s = CheckKeys(entry, where, kFields); !s.ok()) return s;
 
@@ -134,27 +209,12 @@ absl::Status ParseEntry(const YAML::Node& entry, const Where& where, const fs::p
   if (!name.ok()) return name.status();
   if (!IsValidName(*name)) {
     return where.Child(entry["name"], ".name")
-        .Error(absl::StrCat("'", *name, "' is not a valid name; use lowercase letters, digits and _"));
+        .Error(absl::StrCat("'", *name, "' is not a valid name; use lowercase letters, digits, _ and ."));
   }
   spec.name = *name;
 
-  if (!entry["source"]) return where.Error(absl::StrCat("kernel '", spec.name, "' is missing field 'source'"));
-  Where source_where = where.Child(entry["source"], ".source");
-  absl::StatusOr<std::string> source = ScalarString(entry["source"], source_where);
-  if (!source.ok()) return source.status();
-  kernel.source_path = (base / *source).lexically_normal().string();
-  absl::StatusOr<std::string> text = ReadFile(kernel.source_path, source_where);
-  if (!text.ok()) return text.status();
-  spec.source = *std::move(text);
-
-  Where headers_where = where.Child(entry["headers"], ".headers");
-  absl::StatusOr<std::vector<std::string>> headers = StringList(entry["headers"], headers_where);
-  if (!headers.ok()) return headers.status();
-  for (const std::string& header : *headers) {
-    absl::StatusOr<std::string> content = ReadFile(base / header, headers_where);
-    if (!content.ok()) return content.status();
-    spec.headers[header] = *std::move(content);
-  }
+  if (absl::Status s = ParseSource(entry, where, base, &kernel); !s.ok()) return s;
+  if (absl::Status s = ParseHeaders(entry, where, base, &spec); !s.ok()) return s;
 
   Where options_where = where.Child(entry["options"], ".options");
   absl::StatusOr<std::vector<std::string>> options = StringList(entry["options"], options_where);
@@ -270,6 +330,82 @@ absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string
     }
   }
   return manifest;
+}
+
+namespace {
+
+// Kernel ids hash the exact bytes, so text must come back from YAML unchanged: a literal
+// block (readable) when that is certain, a double-quoted string (every byte escaped) otherwise.
+bool LiteralBlockKeepsExactly(absl::string_view text) {
+  if (text.empty() || text.back() != '\n' || absl::EndsWith(text, "\n\n")) return false;
+  if (text.front() == ' ' || text.front() == '\n' || text.front() == '\t') return false;
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\r' || (u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) return false;
+  }
+  return true;
+}
+
+void EmitText(YAML::Emitter& out, const std::string& text) {
+  out << (LiteralBlockKeepsExactly(text) ? YAML::Literal : YAML::DoubleQuoted) << text;
+}
+
+}  // namespace
+
+Manifest ManifestFromRecords(std::vector<KernelRecord> records) {
+  Manifest manifest;
+  manifest.path = "(kernels sent over the wire)";
+  for (KernelRecord& record : records) {
+    ManifestKernel kernel;
+    kernel.source_path = absl::StrCat("(inline source of ", record.spec.name, ")");
+    kernel.record = std::move(record);
+    manifest.kernels.push_back(std::move(kernel));
+  }
+  return manifest;
+}
+
+std::string WriteManifest(const std::vector<KernelRecord>& records, absl::string_view comment) {
+  YAML::Emitter out;
+  if (!comment.empty()) {
+    for (absl::string_view line : absl::StrSplit(comment, '\n')) {
+      out << YAML::Comment(std::string(line));
+      out << YAML::Newline;
+    }
+  }
+  out << YAML::BeginMap << YAML::Key << "version" << YAML::Value << kManifestVersion;
+  out << YAML::Key << "kernels" << YAML::Value << YAML::BeginSeq;
+  std::set<std::string> names;
+  for (const KernelRecord& r : records) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << ManifestNameFor(r.spec.name, names);
+    out << YAML::Key << "source_text" << YAML::Value;
+    EmitText(out, r.spec.source);
+    if (!r.spec.headers.empty()) {
+      out << YAML::Key << "header_texts" << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, content] : r.spec.headers) {
+        out << YAML::Key << name << YAML::Value;
+        EmitText(out, content);
+      }
+      out << YAML::EndMap;
+    }
+    if (!r.spec.options.empty()) {
+      out << YAML::Key << "options" << YAML::Value << YAML::Flow << r.spec.options;
+    }
+    if (!r.spec.name_expressions.empty()) {
+      out << YAML::Key << "name_expressions" << YAML::Value << YAML::Flow
+          << r.spec.name_expressions;
+    }
+    if (r.arch.min_arch) {
+      out << YAML::Key << "min_arch" << YAML::Value << SmFromArch(r.arch.min_arch).ToString();
+    }
+    if (r.arch.max_arch) {
+      out << YAML::Key << "max_arch" << YAML::Value << SmFromArch(r.arch.max_arch).ToString();
+    }
+    if (r.want_ltoir) out << YAML::Key << "ltoir" << YAML::Value << true;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
 }
 
 absl::StatusOr<Manifest> LoadManifest(const std::string& path) {

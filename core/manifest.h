@@ -40,6 +40,14 @@ absl::StatusOr<Manifest> LoadManifest(const std::string& path);
 // As LoadManifest, from text; `path` is used in messages and to resolve relative files.
 absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string& path);
 
+// A manifest made of kernel records (kernels that arrived over the wire): no files, no costs.
+Manifest ManifestFromRecords(std::vector<KernelRecord> records);
+
+// A self-contained manifest for `records` (sources and headers inline, as `source_text` and
+// `header_texts`), which LoadManifest reads back to the same kernel ids. `comment` lines go
+// at the top, each prefixed with "# ".
+std::string WriteManifest(const std::vector<KernelRecord>& records, absl::string_view comment);
+
 }  // namespace kcache
 
 #endif  // KCACHE_CORE_MANIFEST_H_

@@ -145,3 +145,84 @@ TEST(BundledManifestTest, LoadsAndEveryKernelHasAnId) {
 
 }  // namespace
 }  // namespace kcache
+
+namespace kcache {
+namespace {
+
+TEST(WriteManifestTest, RoundTripsEveryBundledKernelToTheSameIds) {
+  absl::StatusOr<Manifest> bundled = LoadManifest(KCACHE_SOURCE_DIR "/kernels/manifest.yaml");
+  ASSERT_TRUE(bundled.ok()) << bundled.status();
+  std::vector<KernelRecord> records;
+  for (const ManifestKernel& k : bundled->kernels) records.push_back(k.record);
+  std::string yaml = WriteManifest(records, "exported by a test\nsecond line");
+  EXPECT_EQ(yaml.rfind("# exported by a test", 0), 0u) << yaml.substr(0, 80);
+  absl::StatusOr<Manifest> back = ParseManifest(yaml, "/nonexistent/exported.yaml");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->kernels.size(), records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(back->kernels[i].record.id, records[i].id) << records[i].spec.name;
+    EXPECT_EQ(back->kernels[i].record.arch.min_arch, records[i].arch.min_arch);
+    EXPECT_EQ(back->kernels[i].record.want_ltoir, records[i].want_ltoir);
+  }
+}
+
+TEST(WriteManifestTest, AwkwardTextSurvivesExactly) {
+  std::vector<std::string> texts = {
+      "no trailing newline", "two trailing newlines\n\n", "  leading spaces\n",
+      "\ttab first\n", "crlf\r\nline\r\n", std::string("nul \0 inside\n", 14),
+      "quotes \" and ' and \\ backslash\n", "# looks like a comment\n", "ünïcödé\n", ""};
+  std::vector<KernelRecord> records;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    KernelRecord r;
+    r.spec.name = "k" + std::to_string(i);
+    r.spec.source = texts[i];
+    r.spec.headers["h.cuh"] = texts[(i + 1) % texts.size()];
+    r.id = ComputeKernelId(r.spec);
+    records.push_back(r);
+  }
+  absl::StatusOr<Manifest> back = ParseManifest(WriteManifest(records, ""), "/x/m.yaml");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->kernels.size(), records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(back->kernels[i].record.spec.source, records[i].spec.source) << i;
+    EXPECT_EQ(back->kernels[i].record.spec.headers, records[i].spec.headers) << i;
+    EXPECT_EQ(back->kernels[i].record.id, records[i].id) << i;
+  }
+}
+
+TEST(ManifestFromRecordsTest, KeepsRecordsInOrder) {
+  KernelRecord a;
+  a.spec.name = "a";
+  KernelRecord b;
+  b.spec.name = "b";
+  Manifest m = ManifestFromRecords({a, b});
+  ASSERT_EQ(m.kernels.size(), 2u);
+  EXPECT_EQ(m.kernels[1].record.spec.name, "b");
+  EXPECT_NE(m.Find("a"), nullptr);
+}
+
+}  // namespace
+}  // namespace kcache
+
+namespace kcache {
+namespace {
+
+TEST(WriteManifestTest, WorkerChosenNamesBecomeValidUniqueNames) {
+  KernelRecord a;
+  a.spec.name = "MyKernel<float>";
+  a.spec.source = "a\n";
+  KernelRecord b = a;
+  b.spec.source = "b\n";
+  KernelRecord c;
+  c.spec.name = "";
+  c.spec.source = "c\n";
+  absl::StatusOr<Manifest> back = ParseManifest(WriteManifest({a, b, c}, ""), "/x/m.yaml");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->kernels.size(), 3u);
+  EXPECT_EQ(back->kernels[0].record.spec.name, "mykernel_float_");
+  EXPECT_EQ(back->kernels[1].record.spec.name, "mykernel_float__2");
+  EXPECT_EQ(back->kernels[2].record.spec.name, "kernel");
+}
+
+}  // namespace
+}  // namespace kcache
