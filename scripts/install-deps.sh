@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   libxxhash-dev libssl-dev libzstd-dev libjemalloc-dev
+  redis-server libhiredis-dev   # bench/serve compares against Redis on loopback
 )
 
 missing=()

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/output.h"
+#include "client/cli/server_commands.h"
 
 namespace kcache::cli {
 
@@ -29,7 +30,8 @@ int RunCli(int argc, char** argv) {
   CLI::App app{
       "kcache: an ahead-of-time compilation cache for CUDA kernels.\n"
       "Warm a store with compiled kernels for whole architecture lists, inspect it, and\n"
-      "fetch the artifact a device would be served. See README.md and docs/."};
+      "fetch the artifact a device would be served; with --server ADDR, the same through a\n"
+      "running kcached. See README.md and docs/."};
   app.name("kcache");
   app.set_version_flag("--version", "kcache 0.1.0");
   app.require_subcommand(1);
@@ -37,6 +39,7 @@ int RunCli(int argc, char** argv) {
   int exit_code = kExitOk;
   RegisterWarmCommand(app, &exit_code);
   RegisterStoreCommands(app, &exit_code);
+  RegisterServerCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

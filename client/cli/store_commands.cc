@@ -1,16 +1,16 @@
 // kcache ls / stat / get: inspect a store and fetch what a device would be served.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <algorithm>
 #include <map>
-#include <tuple>
-
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
 #include "client/cli/output.h"
+#include "client/cli/server_commands.h"
 #include "daemon/cache/resolver.h"
 #include "daemon/compile/compiler.h"
 
@@ -21,11 +21,15 @@ using nlohmann::json;
 
 struct StoreFlags {
   std::string store;
+  std::string server;
   bool json = false;
+  double timeout_s = 10;
 };
 
 struct GetFlags {
   std::string store;
+  std::string server;
+  double timeout_s = 60;
   std::string device;
   uint32_t driver = 0;
   std::string kernel;
@@ -224,27 +228,63 @@ int RunGet(const GetFlags& flags) {
   return kExitOk;
 }
 
+// --store DIR or --server ADDR, never both: a usage error (exit 2) otherwise.
+void AddStoreOrServer(CLI::App* cmd, std::string* store, std::string* server, double* timeout_s,
+                      const char* timeout_help) {
+  CLI::Option* store_opt = cmd->add_option("--store", *store, "Store directory");
+  CLI::Option* server_opt = cmd->add_option(
+      "--server", *server, "Ask a running kcached instead, e.g. unix:///run/kcache/kcache.sock");
+  store_opt->excludes(server_opt);
+  cmd->add_option("--timeout", *timeout_s, timeout_help)->check(CLI::PositiveNumber);
+}
+
+// Runs `on_store` or `on_server` by which of the two was given.
+template <typename StoreFn, typename ServerFn>
+int Dispatch(const std::string& store, const std::string& server, StoreFn on_store,
+             ServerFn on_server) {
+  if (absl::Status s = CheckStoreOrServer(store, server); !s.ok()) {
+    return Fail(s.message(), kExitBadInput);
+  }
+  return server.empty() ? on_store() : on_server();
+}
+
 }  // namespace
 
 void RegisterStoreCommands(CLI::App& app, int* exit_code) {
   auto ls = std::make_shared<StoreFlags>();
-  CLI::App* ls_cmd = app.add_subcommand("ls", "List the kernels in a store and their artifacts");
-  ls_cmd->add_option("--store", ls->store, "Store directory")->required();
+  CLI::App* ls_cmd = app.add_subcommand(
+      "ls", "List the kernels in a store (or a running kcached) and their artifacts");
+  AddStoreOrServer(ls_cmd, &ls->store, &ls->server, &ls->timeout_s,
+                   "With --server: seconds to wait for the daemon (default 10)");
   ls_cmd->add_flag("--json", ls->json, "Print JSON");
-  ls_cmd->callback([ls, exit_code] { *exit_code = RunLs(*ls); });
+  ls_cmd->callback([ls, exit_code] {
+    *exit_code = Dispatch(
+        ls->store, ls->server, [&] { return RunLs(*ls); },
+        [&] { return RunLsOnServer(ls->server, ls->json, ls->timeout_s); });
+  });
 
   auto stat = std::make_shared<StoreFlags>();
-  CLI::App* stat_cmd = app.add_subcommand("stat", "Show a store's size, contents and health");
-  stat_cmd->add_option("--store", stat->store, "Store directory")->required();
+  CLI::App* stat_cmd = app.add_subcommand(
+      "stat",
+      "Show a store's size, contents and health; with --server, the daemon's hits and misses\n"
+      "by tier and reason, compiles and bytes served");
+  AddStoreOrServer(stat_cmd, &stat->store, &stat->server, &stat->timeout_s,
+                   "With --server: seconds to wait for the daemon (default 10)");
   stat_cmd->add_flag("--json", stat->json, "Print JSON");
-  stat_cmd->callback([stat, exit_code] { *exit_code = RunStat(*stat); });
+  stat_cmd->callback([stat, exit_code] {
+    *exit_code = Dispatch(
+        stat->store, stat->server, [&] { return RunStat(*stat); },
+        [&] { return RunStatOnServer(stat->server, stat->json, stat->timeout_s); });
+  });
 
   auto get = std::make_shared<GetFlags>();
   CLI::App* get_cmd = app.add_subcommand(
       "get",
       "Fetch the artifact a device would be served, by the daemon's serving rules:\n"
       "exact cubin, then a compatible cubin, then PTX, then a compile (if a toolkit loads)");
-  get_cmd->add_option("--store", get->store, "Store directory")->required();
+  AddStoreOrServer(
+      get_cmd, &get->store, &get->server, &get->timeout_s,
+      "With --server: seconds to wait for the daemon, a compile included (default 60)");
   get_cmd->add_option("--device", get->device, "Device SM, e.g. 8.9")->required();
   get_cmd->add_option("--driver", get->driver,
                       "Device's CUDA driver version, e.g. 13000 (default: unknown)");
@@ -255,7 +295,15 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
   get_cmd->add_flag("--no-compile", get->no_compile,
                     "Serve only what is stored (opens the store read-only)");
   get_cmd->add_flag("--json", get->json, "Print the artifact's metadata as JSON");
-  get_cmd->callback([get, exit_code] { *exit_code = RunGet(*get); });
+  get_cmd->callback([get, exit_code] {
+    *exit_code = Dispatch(
+        get->store, get->server, [&] { return RunGet(*get); },
+        [&] {
+          ServerGetFlags f{get->server, get->device,     get->driver, get->kernel,
+                           get->output, get->no_compile, get->json,   get->timeout_s};
+          return RunGetOnServer(f);
+        });
+  });
 }
 
 }  // namespace kcache::cli

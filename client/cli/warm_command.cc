@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
 #include "client/cli/output.h"
+#include "client/cli/server_commands.h"
 #include "core/manifest.h"
 #include "daemon/compile/compiler.h"
 #include "daemon/warm/warm.h"
@@ -19,6 +20,7 @@ namespace {
 struct WarmFlags {
   std::string arch;
   std::string store;
+  std::string server;
   std::string toolkit;
   std::string manifest;
   int jobs = 0;
@@ -160,19 +162,34 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<WarmFlags>();
   CLI::App* warm = app.add_subcommand(
       "warm",
-      "Compile every kernel of a manifest for each target into a store; what the store\n"
-      "already holds is not compiled again. Exit 0 only if everything was built.");
+      "Compile every kernel of a manifest for each target into a store (or have a running\n"
+      "kcached compile them into its store); what the store already holds is not compiled\n"
+      "again. Exit 0 only if everything was built.");
   warm->add_option("manifest", flags->manifest, "Kernel manifest (docs/manifest.md)")
       ->required();
   warm->add_option("--arch", flags->arch,
                    "Targets, comma-separated: 7.5,8.6,8.9 (SASS + PTX), 9.0a, compute_90")
       ->required();
-  warm->add_option("--store", flags->store, "Store directory (created if missing)")->required();
+  CLI::Option* store =
+      warm->add_option("--store", flags->store, "Store directory (created if missing)");
+  CLI::Option* server = warm->add_option(
+      "--server", flags->server,
+      "Have a running kcached compile instead, e.g. unix:///run/kcache/kcache.sock");
+  store->excludes(server);
   warm->add_option("--jobs,-j", flags->jobs, "Parallel compiles (default: one per core)")
       ->check(CLI::PositiveNumber);
-  warm->add_option("--toolkit", flags->toolkit,
-                   "CUDA toolkit root (default: $CUDA_HOME, else /usr/local/cuda)");
-  warm->callback([flags, exit_code] { *exit_code = RunWarm(*flags); });
+  CLI::Option* toolkit = warm->add_option(
+      "--toolkit", flags->toolkit, "CUDA toolkit root (default: $CUDA_HOME, else /usr/local/cuda)");
+  toolkit->excludes(server);
+  warm->callback([flags, exit_code] {
+    if (absl::Status s = CheckStoreOrServer(flags->store, flags->server); !s.ok()) {
+      *exit_code = Fail(s.message(), kExitBadInput);
+    } else if (!flags->server.empty()) {
+      *exit_code = RunWarmOnServer({flags->server, flags->arch, flags->manifest, flags->jobs});
+    } else {
+      *exit_code = RunWarm(*flags);
+    }
+  });
 }
 
 }  // namespace kcache::cli

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
 #include "core/manifest.h"
@@ -32,6 +33,10 @@ struct CacheOptions {
   std::vector<std::unique_ptr<Store>> baked;  // read-only stores baked into the image, in order
   std::shared_ptr<Compiler> compiler;         // null: serve only ("no toolkit" on a miss)
   uint64_t memory_bytes = 256ull << 20;       // bound of the memory LRU (payload bytes)
+  // A store tier whose call fails (an error other than NotFound) is skipped for this long,
+  // doubling each time it fails again after coming back, up to the max; a success resets it.
+  absl::Duration tier_off_initial = absl::Seconds(5);
+  absl::Duration tier_off_max = absl::Minutes(1);
 };
 
 // What a worker asks for: exactly one of `spec`, `id`, `name`.

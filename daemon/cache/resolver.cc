@@ -1,9 +1,11 @@
 #include "daemon/cache/resolver.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/compile/compiler.h"
@@ -11,6 +13,11 @@
 
 namespace kcache {
 namespace {
+
+constexpr MissReason kAllMissReasons[] = {
+    MissReason::kUnknownKernel,      MissReason::kBelowMinArch, MissReason::kAboveMaxArch,
+    MissReason::kNoToolkit,          MissReason::kCompileNotAllowed,
+    MissReason::kCompileError,       MissReason::kNothingServable};
 
 bool Servable(const ArtifactMeta& meta, const Device& device) {
   if (meta.key.kind == ArtifactKind::kLtoir) return false;
@@ -20,7 +27,88 @@ bool Servable(const ArtifactMeta& meta, const Device& device) {
   return CompatibilityOf(meta.key.target, device.sm).has_value();
 }
 
-std::string ReasonFor(ServeRule rule, const ArtifactMeta& meta, const Device& device) {
+// A single store seen as the only tier.
+class OneStore : public StoreTiers {
+ public:
+  explicit OneStore(Store& store) : store_(store) {}
+  size_t size() const override { return 1; }
+  absl::StatusOr<KernelRecord> GetKernel(size_t, const KernelId& id) override {
+    return store_.GetKernel(id);
+  }
+  absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(size_t, const KernelId& id) override {
+    return store_.ListArtifacts(id);
+  }
+  absl::StatusOr<Artifact> Get(size_t, const ArtifactKey& key) override {
+    return store_.Get(key);
+  }
+
+ private:
+  Store& store_;
+};
+
+absl::StatusOr<Resolution> CompileForDevice(Store& store, const KernelRecord& record,
+                                            const Device& device, Compiler& compiler) {
+  absl::StatusOr<CompileOutput> output = compiler.Compile(CompileJobFor(record, device));
+  if (!output.ok()) {
+    return WithMissReason(output.status(), absl::IsAborted(output.status())
+                                               ? MissReason::kCompileError
+                                               : MissReason::kNothingServable);
+  }
+  std::optional<Resolution> served;
+  for (Artifact& artifact : output->artifacts) {
+    if (absl::Status s = store.Put(artifact); !s.ok()) return s;
+    if (artifact.meta.key.kind == ArtifactKind::kCubin) {
+      served = Resolution{artifact, ServeRule::kCompiled,
+                          ServeReason(ServeRule::kCompiled, artifact.meta, device)};
+    }
+  }
+  if (!served) return absl::InternalError("compile produced no cubin");
+  return *std::move(served);
+}
+
+}  // namespace
+
+absl::string_view MissReasonName(MissReason reason) {
+  switch (reason) {
+    case MissReason::kUnknownKernel: return "unknown_kernel";
+    case MissReason::kBelowMinArch: return "below_min_arch";
+    case MissReason::kAboveMaxArch: return "above_max_arch";
+    case MissReason::kNoToolkit: return "no_toolkit";
+    case MissReason::kCompileNotAllowed: return "compile_not_allowed";
+    case MissReason::kCompileError: return "compile_error";
+    case MissReason::kNothingServable: return "nothing_servable";
+  }
+  return "unknown";
+}
+
+std::optional<MissReason> MissReasonOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kMissReasonPayload);  // absl::optional here
+  if (!payload) return std::nullopt;
+  for (MissReason reason : kAllMissReasons) {
+    if (*payload == MissReasonName(reason)) return reason;
+  }
+  return std::nullopt;
+}
+
+absl::Status WithMissReason(absl::Status status, MissReason reason) {
+  if (!status.ok()) status.SetPayload(kMissReasonPayload, absl::Cord(MissReasonName(reason)));
+  return status;
+}
+
+std::vector<ArtifactMeta> RankCandidates(const std::vector<ArtifactMeta>& artifacts,
+                                         const Device& device) {
+  std::vector<ArtifactMeta> out;
+  for (const ArtifactMeta& meta : artifacts) {
+    if (Servable(meta, device)) out.push_back(meta);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const ArtifactMeta& a, const ArtifactMeta& b) {
+    if (a.key.target != b.key.target) return BetterFor(device.sm, a.key.target, b.key.target);
+    return a.created_unix_ms > b.created_unix_ms;  // same target, several toolkits: newest
+  });
+  return out;
+}
+
+std::string ServeReason(ServeRule rule, const ArtifactMeta& meta, const Device& device) {
   std::string target = meta.key.target.ToString();
   std::string sm = device.sm.ToString();
   switch (rule) {
@@ -41,79 +129,115 @@ std::string ReasonFor(ServeRule rule, const ArtifactMeta& meta, const Device& de
 absl::Status CheckArchRange(const KernelRecord& record, const Device& device) {
   int arch = device.sm.arch();
   if (record.arch.min_arch != 0 && arch < record.arch.min_arch) {
-    return absl::NotFoundError(absl::StrCat(
-        "kernel ", record.spec.name, " needs SM ", SmFromArch(record.arch.min_arch).ToString(),
-        " or newer (its declared min_arch); device is ", device.sm.ToString()));
+    return WithMissReason(
+        absl::NotFoundError(absl::StrCat(
+            "kernel ", record.spec.name, " needs SM ", SmFromArch(record.arch.min_arch).ToString(),
+            " or newer (its declared min_arch); device is ", device.sm.ToString())),
+        MissReason::kBelowMinArch);
   }
   if (record.arch.max_arch != 0 && arch > record.arch.max_arch) {
-    return absl::NotFoundError(absl::StrCat(
-        "kernel ", record.spec.name, " supports SM up to ",
-        SmFromArch(record.arch.max_arch).ToString(), " (its declared max_arch); device is ",
-        device.sm.ToString()));
+    return WithMissReason(
+        absl::NotFoundError(absl::StrCat(
+            "kernel ", record.spec.name, " supports SM up to ",
+            SmFromArch(record.arch.max_arch).ToString(), " (its declared max_arch); device is ",
+            device.sm.ToString())),
+        MissReason::kAboveMaxArch);
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<Resolution> CompileForDevice(Store& store, const KernelRecord& record,
-                                            const Device& device, Compiler& compiler) {
-  CompileJob job{record.spec, record.id, Target{TargetKind::kSass, device.sm, ArchVariant::kNone},
-                 false};
-  absl::StatusOr<CompileOutput> output = compiler.Compile(job);
-  if (!output.ok()) return output.status();
-  std::optional<Resolution> served;
-  for (Artifact& artifact : output->artifacts) {
-    if (absl::Status s = store.Put(artifact); !s.ok()) return s;
-    if (artifact.meta.key.kind == ArtifactKind::kCubin) {
-      served = Resolution{artifact, ServeRule::kCompiled,
-                          ReasonFor(ServeRule::kCompiled, artifact.meta, device)};
+absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
+                                          const Device& device) {
+  StoredLookup out;
+  auto note = [&out](const absl::Status& s) {
+    if (!s.ok() && !absl::IsNotFound(s) && out.first_failure.ok()) out.first_failure = s;
+  };
+  for (size_t t = 0; t < tiers.size() && !out.record; ++t) {
+    absl::StatusOr<KernelRecord> record = tiers.GetKernel(t, id);
+    if (record.ok()) out.record = *std::move(record);
+    else note(record.status());
+  }
+  if (out.record) {
+    if (absl::Status s = CheckArchRange(*out.record, device); !s.ok()) return s;
+  }
+
+  // Every tier's candidates, ranked together; each key remembers the tiers holding it.
+  std::vector<ArtifactMeta> candidates;
+  std::map<ArtifactKey, std::vector<size_t>> holders;
+  for (size_t t = 0; t < tiers.size(); ++t) {
+    absl::StatusOr<std::vector<ArtifactMeta>> listed = tiers.ListArtifacts(t, id);
+    if (!listed.ok()) {
+      note(listed.status());
+      continue;
+    }
+    ++out.tiers_answered;
+    for (ArtifactMeta& meta : *listed) {
+      std::vector<size_t>& where = holders[meta.key];
+      if (where.empty()) candidates.push_back(std::move(meta));
+      where.push_back(t);
     }
   }
-  if (!served) return absl::InternalError("compile produced no cubin");
-  return *std::move(served);
+  for (const ArtifactMeta& meta : RankCandidates(candidates, device)) {
+    for (size_t t : holders[meta.key]) {
+      absl::StatusOr<Artifact> artifact = tiers.Get(t, meta.key);
+      if (!artifact.ok()) {
+        note(artifact.status());  // corrupt or vanished: counted by the store; try the next
+        continue;
+      }
+      ServeRule rule = *CompatibilityOf(meta.key.target, device.sm);
+      out.hit = Resolution{*std::move(artifact), rule, ServeReason(rule, meta, device)};
+      out.hit_tier = t;
+      return out;
+    }
+  }
+  return out;
 }
 
-}  // namespace
-
-std::vector<ArtifactMeta> RankCandidates(const std::vector<ArtifactMeta>& artifacts,
-                                         const Device& device) {
-  std::vector<ArtifactMeta> out;
-  for (const ArtifactMeta& meta : artifacts) {
-    if (Servable(meta, device)) out.push_back(meta);
+absl::Status CheckCompileAllowed(const KernelId& id, const KernelRecord* record,
+                                 const Device& device, bool allow_compile, bool have_compiler) {
+  if (record == nullptr) {
+    return WithMissReason(
+        absl::NotFoundError(absl::StrCat(
+            "kernel ", id.ShortHex(), " is unknown (no store holds its spec) and no stored "
+            "artifact of it runs on ", device.sm.ToString(),
+            "; warm it with `kcache warm` or send its spec")),
+        MissReason::kUnknownKernel);
   }
-  std::stable_sort(out.begin(), out.end(), [&](const ArtifactMeta& a, const ArtifactMeta& b) {
-    if (a.key.target != b.key.target) return BetterFor(device.sm, a.key.target, b.key.target);
-    return a.created_unix_ms > b.created_unix_ms;  // same target, several toolkits: newest
-  });
-  return out;
+  std::string nothing = absl::StrCat("no stored artifact of ", record->spec.name, " runs on ",
+                                     device.sm.ToString());
+  if (!allow_compile) {
+    return WithMissReason(
+        absl::NotFoundError(absl::StrCat(
+            nothing, " and the request did not allow compiling one; allow compiling or warm it "
+            "with `kcache warm --arch ", device.sm.ToString(), "`")),
+        MissReason::kCompileNotAllowed);
+  }
+  if (!have_compiler) {
+    return WithMissReason(
+        absl::NotFoundError(absl::StrCat(
+            nothing, " and no toolkit is loaded to compile one; warm it with `kcache warm "
+            "--arch ", device.sm.ToString(), "` or give a toolkit (--toolkit / CUDA_HOME)")),
+        MissReason::kNoToolkit);
+  }
+  return absl::OkStatus();
+}
+
+CompileJob CompileJobFor(const KernelRecord& record, const Device& device) {
+  return CompileJob{record.spec, record.id,
+                    Target{TargetKind::kSass, device.sm, ArchVariant::kNone}, record.want_ltoir};
 }
 
 absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id,
                                             const Device& device, Compiler* compiler) {
-  absl::StatusOr<KernelRecord> record = store.GetKernel(id);
-  if (!record.ok() && !absl::IsNotFound(record.status())) return record.status();
-  if (record.ok()) {
-    if (absl::Status s = CheckArchRange(*record, device); !s.ok()) return s;
-  }
-
-  absl::StatusOr<std::vector<ArtifactMeta>> artifacts = store.ListArtifacts(id);
-  if (!artifacts.ok()) return artifacts.status();
-  for (const ArtifactMeta& meta : RankCandidates(*artifacts, device)) {
-    absl::StatusOr<Artifact> artifact = store.Get(meta.key);
-    if (!artifact.ok()) continue;  // corrupt or vanished: counted by the store; try the next
-    ServeRule rule = *CompatibilityOf(meta.key.target, device.sm);
-    return Resolution{*std::move(artifact), rule, ReasonFor(rule, meta, device)};
-  }
-
-  if (!record.ok()) {
-    return absl::NotFoundError(absl::StrCat(
-        "kernel ", id.ShortHex(), " is unknown to this store and no artifact of it is stored; "
-        "warm it with `kcache warm` or send its spec"));
-  }
-  if (compiler == nullptr) {
-    return absl::NotFoundError(absl::StrCat(
-        "no stored artifact of ", record->spec.name, " runs on ", device.sm.ToString(),
-        " and no toolkit is loaded to compile one; warm it with `kcache warm --arch ",
-        device.sm.ToString(), "` or give a toolkit (--toolkit / CUDA_HOME)"));
+  OneStore tiers(store);
+  absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device);
+  if (!lookup.ok()) return lookup.status();
+  if (lookup->hit) return *std::move(lookup->hit);
+  if (!lookup->first_failure.ok()) return lookup->first_failure;
+  const KernelRecord* record = lookup->record ? &*lookup->record : nullptr;
+  if (absl::Status s = CheckCompileAllowed(id, record, device, true, compiler != nullptr);
+      !s.ok()) {
+    return s;
   }
   return CompileForDevice(store, *record, device, *compiler);
 }

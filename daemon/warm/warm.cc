@@ -49,7 +49,8 @@ std::string SkipReason(const WarmJob& job) {
 
 // Runs one job: skip, find everything already stored, or compile and store.
 WarmJobResult RunJob(const WarmJob& job, Store& store, Compiler& compiler) {
-  WarmJobResult result{job};
+  WarmJobResult result;
+  result.job = job;
   Clock::time_point start = Clock::now();
   const KernelRecord& record = job.kernel->record;
   if (!record.arch.Contains(job.target.sm.arch())) {

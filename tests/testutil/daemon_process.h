@@ -8,12 +8,18 @@
 //   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
 //   auto channel = grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials());
 //
+// Start() waits for a health answer on the socket, so to watch a daemon refuse to start on a
+// socket another one serves, use Spawn() and Wait() instead.
 // Not thread-safe: one test thread drives it. Start() may be called again after the process
 // exited (Kill + Wait), on the same socket and store.
 #ifndef KCACHE_TESTS_TESTUTIL_DAEMON_PROCESS_H_
 #define KCACHE_TESTS_TESTUTIL_DAEMON_PROCESS_H_
 
 #include <fcntl.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/types.h>
@@ -32,11 +38,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <grpcpp/create_channel.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -58,10 +59,9 @@ enum class HealthStatus : int { kUnknown = 0, kServing = 1, kNotServing = 2, kSe
 // Calls grpc.health.v1.Health/Check on `address` ("unix:///path" or "127.0.0.1:port") for
 // `service` ("" = the whole server) with a deadline. Written against the generic stub because
 // Debian ships no health.proto: the request is field 1 (string), the answer field 1 (enum).
-inline absl::StatusOr<HealthStatus> CheckHealth(const std::string& address,
-                                                const std::string& service = "",
-                                                std::chrono::milliseconds deadline =
-                                                    std::chrono::milliseconds(1000)) {
+inline absl::StatusOr<HealthStatus> CheckHealth(
+    const std::string& address, const std::string& service = "",
+    std::chrono::milliseconds deadline = std::chrono::milliseconds(1000)) {
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   std::string request;
@@ -80,8 +80,8 @@ inline absl::StatusOr<HealthStatus> CheckHealth(const std::string& address,
                  &response_buffer, [&done](grpc::Status s) { done.set_value(std::move(s)); });
   grpc::Status status = done.get_future().get();
   if (!status.ok()) {
-    return absl::UnavailableError("health check on " + address + " failed: " +
-                                  status.error_message() + " (code " +
+    return absl::UnavailableError("health check on " + address +
+                                  " failed: " + status.error_message() + " (code " +
                                   std::to_string(status.error_code()) + ")");
   }
   std::vector<grpc::Slice> slices;
@@ -99,9 +99,9 @@ inline absl::StatusOr<HealthStatus> CheckHealth(const std::string& address,
 }
 
 struct DaemonOptions {
-  std::string store;                 // --store; "" = <temp dir>/store
-  std::vector<std::string> baked;    // --baked, in order (read-only stores)
-  std::string socket;                // unix socket path; "" = <temp dir>/kcache.sock
+  std::string store;                     // --store; "" = <temp dir>/store
+  std::vector<std::string> baked;        // --baked, in order (read-only stores)
+  std::string socket;                    // unix socket path; "" = <temp dir>/kcache.sock
   std::vector<std::string> extra_flags;  // anything else, e.g. {"--no-toolkit"}
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
 };
@@ -121,6 +121,12 @@ class DaemonProcess {
   // (exited, or no answer within start_timeout) the process is killed and the error carries
   // its log.
   absl::Status Start() {
+    if (absl::Status s = Spawn(); !s.ok()) return s;
+    return WaitUntilServing();
+  }
+
+  // Starts the process without waiting for it (e.g. to watch it refuse to start: Wait()).
+  absl::Status Spawn() {
     if (pid_ > 0) return absl::FailedPreconditionError("kcached is already running");
     std::vector<std::string> args = {KcachedBinary(), "--store", options_.store, "--listen",
                                      address()};
@@ -135,8 +141,8 @@ class DaemonProcess {
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     pid_t pid = 0;
     int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
@@ -147,12 +153,17 @@ class DaemonProcess {
     }
     pid_ = pid;
     exit_code_.reset();
+    return absl::OkStatus();
+  }
 
+  // Waits until the health check answers SERVING (see Start).
+  absl::Status WaitUntilServing() {
     auto give_up = std::chrono::steady_clock::now() + options_.start_timeout;
     std::string last_error;
     while (std::chrono::steady_clock::now() < give_up) {
       if (!Running()) {
-        return absl::InternalError("kcached exited with " + std::to_string(*exit_code_) +
+        return absl::InternalError("kcached exited with " +
+                                   std::to_string(exit_code_.value_or(-1)) +
                                    " during start-up; its log:\n" + Log());
       }
       auto health = CheckHealth(address(), "", std::chrono::milliseconds(500));

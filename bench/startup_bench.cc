@@ -1,0 +1,136 @@
+// bench/startup: a worker starting up and getting the bundled kernels for one device through
+// kcached (warm: the daemon's store holds them), against the same worker compiling them in
+// process with NVRTC as workers do today. Both measured in this run; prints the ratio and,
+// with --write-doc, rewrites its section of docs/BENCHMARKS.md.
+//
+//   build/bench/kcache_bench_startup [--device 8.9] [--runs 5] [--write-doc docs/BENCHMARKS.md]
+#include <cstdio>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/str_format.h"
+#include "bench/bench_doc.h"
+#include "bench/bench_util.h"
+#include "tests/testutil/daemon_process.h"
+
+namespace kcache::bench {
+namespace {
+
+// Resolves every kernel that runs on `device` through a new client, as a starting worker
+// does (the connection is made inside the timed region). Returns the wall micros, or -1.
+double StartThroughDaemon(const std::string& address,
+                          const std::vector<client::KernelSource>& sources,
+                          const client::Device& device, int* served) {
+  Clock::time_point start = Clock::now();
+  client::ClientOptions options;
+  options.address = address;
+  options.local_compile_fallback = false;
+  auto c = client::Client::Connect(options);
+  if (!c.ok()) return -1;
+  *served = 0;
+  for (const client::KernelSource& s : sources) {
+    if (!Runs(s, device)) continue;
+    absl::StatusOr<client::FetchedKernel> k = (*c)->Resolve(s, device);
+    if (!k.ok()) {
+      std::fprintf(stderr, "resolve %s: %s\n", s.name.c_str(), std::string(k.status().message()).c_str());
+      return -1;
+    }
+    ++*served;
+  }
+  return MicrosSince(start);
+}
+
+// Compiles every kernel that runs on `device` in this process, toolkit load included.
+double StartCompiling(const std::vector<client::KernelSource>& sources,
+                      const client::Device& device) {
+  Clock::time_point start = Clock::now();
+  client::LocalCompiler compiler;
+  for (const client::KernelSource& s : sources) {
+    if (!Runs(s, device)) continue;
+    absl::StatusOr<client::FetchedKernel> k = compiler.Compile(s, device);
+    if (!k.ok()) {
+      std::fprintf(stderr, "compile %s: %s\n", s.name.c_str(), std::string(k.status().message()).c_str());
+      return -1;
+    }
+  }
+  return MicrosSince(start);
+}
+
+int Main(int argc, char** argv) {
+  std::string manifest_path = KCACHE_SOURCE_DIR "/kernels/manifest.yaml";
+  std::string device_text = "8.9";
+  std::string doc;
+  int runs = 5;
+  CLI::App app{"worker start-up: kernels through kcached vs compiled in process"};
+  app.add_option("--manifest", manifest_path, "Manifest");
+  app.add_option("--device", device_text, "Device SM");
+  app.add_option("--runs", runs, "Timed start-ups through the daemon (median reported)");
+  app.add_option("--write-doc", doc, "Rewrite this benchmark's section of this Markdown file");
+  CLI11_PARSE(app, argc, argv);
+
+  absl::StatusOr<Manifest> manifest = LoadManifest(manifest_path);
+  absl::StatusOr<client::Device> device = client::Device::Parse(device_text, 13000);
+  if (!manifest.ok() || !device.ok()) {
+    std::fprintf(stderr, "bad --manifest or --device\n");
+    return 2;
+  }
+  std::vector<client::KernelSource> sources = SourcesOf(*manifest);
+
+  testing::DaemonProcess daemon;
+  if (absl::Status s = daemon.Start(); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  // Fill the daemon's store the way an image build does, then restart it so the timed runs
+  // find the kernels in its store, not in its memory.
+  {
+    client::ClientOptions options;
+    options.address = daemon.address();
+    auto c = client::Client::Connect(options);
+    absl::StatusOr<client::WarmTotals> warmed =
+        c.ok() ? (*c)->Warm(sources, {device_text}, 0, absl::ZeroDuration(), nullptr)
+               : absl::StatusOr<client::WarmTotals>(c.status());
+    if (!warmed.ok() || warmed->failed != 0) {
+      std::fprintf(stderr, "warming the daemon failed\n");
+      return 1;
+    }
+  }
+  daemon.Stop();
+  if (!daemon.Start().ok()) return 1;
+  int served = 0;
+  std::vector<double> cached;
+  for (int i = 0; i < runs; ++i) {
+    double t = StartThroughDaemon(daemon.address(), sources, *device, &served);
+    if (t < 0) return 1;
+    cached.push_back(t);
+  }
+  double compiled = StartCompiling(sources, *device);
+  if (compiled < 0) return 1;
+
+  double first_cached = cached.front();  // store hits (memory empty after the restart)
+  double median = Median(cached);
+  std::string table = absl::StrFormat(
+      "| what | wall time |\n|---|---|\n"
+      "| compile %d kernels in process with NVRTC (toolkit load included) | %.2f s |\n"
+      "| through kcached, first start after a daemon restart (store hits) | %.2f ms |\n"
+      "| through kcached, median of %d starts | %.2f ms |\n"
+      "| **compile / kcached (median)** | **%.0f×** (goal: at least 500×) |\n",
+      served, compiled / 1e6, first_cached / 1e3, runs, median / 1e3, compiled / median);
+  std::printf("bench/startup: device %s, %zu manifest kernels, %u cores\n%s", device_text.c_str(),
+              sources.size(), std::thread::hardware_concurrency(), table.c_str());
+  if (!doc.empty()) {
+    std::string body = absl::StrCat(
+        "A worker resolving the bundled set for device ", device_text, " (", served,
+        " kernels) through kcached on a unix socket, against compiling them in process; ",
+        std::thread::hardware_concurrency(), " cores, both in one run.\n\n", table,
+        "\nRerun: `build/bench/kcache_bench_startup --write-doc docs/BENCHMARKS.md`\n");
+    if (absl::Status s = ReplaceSection(doc, "startup", body); !s.ok()) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kcache::bench
+
+int main(int argc, char** argv) { return kcache::bench::Main(argc, argv); }

@@ -1,0 +1,234 @@
+// kcache get / ls / stat --server and export-manifest: a running kcached answers.
+#include "client/cli/server_commands.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/cli/output.h"
+#include "client/cli/server_connect.h"
+#include "kcache/kcache.h"
+
+namespace kcache::cli {
+namespace {
+
+using client::FetchedKernel;
+using nlohmann::json;
+
+std::string ArchText(int arch) {
+  return arch ? absl::StrCat(arch / 10, ".", arch % 10) : std::string("-");
+}
+
+bool LooksLikeKernelId(const std::string& text) {
+  return text.size() == 64 && text.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+}
+
+json KernelJson(const FetchedKernel& k, const std::string& output) {
+  json lowered = json::object();
+  for (const auto& [expr, name] : k.lowered_names) lowered[expr] = name;
+  return {{"kernel", k.kernel_name},
+          {"id", k.kernel_id},
+          {"kind", std::string(client::ArtifactKindName(k.kind))},
+          {"target", k.target},
+          {"toolkit", k.toolkit},
+          {"size", k.bytes.size()},
+          {"min_driver", k.min_driver},
+          {"rule", std::string(client::ServeRuleName(k.rule))},
+          {"reason", k.reason},
+          {"needs_jit", k.needs_jit},
+          {"tier", std::string(client::ServedFromName(k.served_from))},
+          {"micros", k.micros},
+          {"lowered_names", lowered},
+          {"output", output}};
+}
+
+int RunExportManifest(const std::string& server, const std::string& output, double timeout_s) {
+  absl::StatusOr<std::unique_ptr<client::Client>> c = ConnectForCli(server, timeout_s);
+  if (!c.ok()) return FailStatus(c.status());
+  absl::StatusOr<client::ExportedManifest> exported = (*c)->ExportManifest();
+  if (!exported.ok()) return FailStatus(exported.status());
+  if (output.empty()) {
+    std::fwrite(exported->yaml.data(), 1, exported->yaml.size(), stdout);
+  } else {
+    std::ofstream out(output, std::ios::binary | std::ios::trunc);
+    out << exported->yaml;
+    out.close();
+    if (!out) return Fail(absl::StrCat("cannot write -o ", output));
+  }
+  std::fprintf(stderr, "kcache: exported %u kernels workers asked for%s\n", exported->kernels,
+               output.empty() ? "" : absl::StrCat(" to ", output).c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+absl::Status CheckStoreOrServer(const std::string& store, const std::string& server) {
+  if (store.empty() && server.empty()) {
+    return absl::InvalidArgumentError(
+        "pass --store DIR (a store directory) or --server ADDR (a running kcached, e.g. "
+        "unix:///run/kcache/kcache.sock)");
+  }
+  if (!store.empty() && !server.empty()) {
+    return absl::InvalidArgumentError(
+        "--store and --server cannot be used together: pass --store DIR to use a store "
+        "directory, or --server ADDR to ask a running kcached");
+  }
+  return absl::OkStatus();
+}
+
+int RunGetOnServer(const ServerGetFlags& flags) {
+  absl::StatusOr<client::Device> device = client::Device::Parse(flags.device, flags.driver);
+  if (!device.ok())
+    return Fail(absl::StrCat("--device: ", device.status().message()), kExitBadInput);
+  absl::StatusOr<std::unique_ptr<client::Client>> c = ConnectForCli(flags.server, flags.timeout_s);
+  if (!c.ok()) return FailStatus(c.status());
+  client::CallOptions call;
+  call.allow_daemon_compile = !flags.no_compile;
+  absl::StatusOr<FetchedKernel> k = LooksLikeKernelId(flags.kernel)
+                                        ? (*c)->ResolveById(flags.kernel, *device, call)
+                                        : (*c)->ResolveByName(flags.kernel, *device, call);
+  if (!k.ok()) return FailStatus(k.status());
+  if (!flags.output.empty()) {
+    std::ofstream out(flags.output, std::ios::binary | std::ios::trunc);
+    out.write(k->bytes.data(), static_cast<std::streamsize>(k->bytes.size()));
+    out.close();
+    if (!out) return Fail(absl::StrCat("cannot write -o ", flags.output));
+  }
+  if (flags.json) {
+    std::printf("%s\n", KernelJson(*k, flags.output).dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("%s %s %s for device %s: %s (%s)\n", k->kernel_name.c_str(), k->target.c_str(),
+              std::string(client::ArtifactKindName(k->kind)).c_str(), device->ToString().c_str(),
+              std::string(client::ServeRuleName(k->rule)).c_str(), k->reason.c_str());
+  std::printf("served from %s in %s%s\n",
+              std::string(client::ServedFromName(k->served_from)).c_str(),
+              HumanMicros(k->micros).c_str(), k->needs_jit ? " (PTX: the driver JITs it)" : "");
+  for (const auto& [expr, name] : k->lowered_names) {
+    std::printf("  %s -> %s\n", expr.c_str(), name.c_str());
+  }
+  std::printf("%s%s\n", HumanBytes(k->bytes.size()).c_str(),
+              flags.output.empty() ? " (not written; pass -o FILE)"
+                                   : absl::StrCat(" written to ", flags.output).c_str());
+  return kExitOk;
+}
+
+int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {
+  absl::StatusOr<std::unique_ptr<client::Client>> c = ConnectForCli(server, timeout_s);
+  if (!c.ok()) return FailStatus(c.status());
+  absl::StatusOr<std::vector<client::ListedKernel>> kernels = (*c)->List();
+  if (!kernels.ok()) return FailStatus(kernels.status());
+  if (json_out) {
+    json out = json::array();
+    for (const client::ListedKernel& k : *kernels) {
+      json arts = json::array();
+      for (const client::ListedArtifact& a : k.artifacts) {
+        arts.push_back({{"kind", std::string(client::ArtifactKindName(a.kind))},
+                        {"target", a.target},
+                        {"toolkit", a.toolkit},
+                        {"size", a.size},
+                        {"tier", std::string(client::ServedFromName(a.tier))}});
+      }
+      out.push_back({{"name", k.name},
+                     {"id", k.kernel_id},
+                     {"min_arch", ArchText(k.min_arch)},
+                     {"max_arch", ArchText(k.max_arch)},
+                     {"artifacts", arts}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  Table table({"kernel", "id", "arch", "cubin", "ptx", "ltoir", "tiers", "bytes"}, {7});
+  size_t artifacts = 0;
+  for (const client::ListedKernel& k : *kernels) {
+    std::map<client::ArtifactKind, std::vector<std::string>> targets;
+    std::map<std::string, bool> tiers;
+    uint64_t bytes = 0;
+    for (const client::ListedArtifact& a : k.artifacts) {
+      targets[a.kind].push_back(a.target.substr(a.target.find('_') + 1));
+      std::string tier(client::ServedFromName(a.tier));
+      tiers[tier.substr(tier.find(':') + 1)] = true;
+      bytes += a.size;
+      ++artifacts;
+    }
+    auto list = [&](client::ArtifactKind kind) {
+      return targets[kind].empty() ? std::string("-") : absl::StrJoin(targets[kind], ",");
+    };
+    std::vector<std::string> tier_names;
+    for (const auto& [tier, unused] : tiers) tier_names.push_back(tier);
+    table.AddRow({k.name, k.kernel_id.substr(0, 12), absl::StrCat(ArchText(k.min_arch), "+"),
+                  list(client::ArtifactKind::kCubin), list(client::ArtifactKind::kPtx),
+                  list(client::ArtifactKind::kLtoir),
+                  tier_names.empty() ? "-" : absl::StrJoin(tier_names, ","), HumanBytes(bytes)});
+  }
+  std::printf("%s%zu kernels, %zu artifacts (kcached at %s)\n", table.Render().c_str(),
+              kernels->size(), artifacts, server.c_str());
+  return kExitOk;
+}
+
+int RunStatOnServer(const std::string& server, bool json_out, double timeout_s) {
+  absl::StatusOr<std::unique_ptr<client::Client>> c = ConnectForCli(server, timeout_s);
+  if (!c.ok()) return FailStatus(c.status());
+  absl::StatusOr<client::DaemonStats> stats = (*c)->Stat();
+  if (!stats.ok()) return FailStatus(stats.status());
+  if (json_out) {
+    json counters = json::object();
+    for (const client::DaemonCounter& counter : stats->counters) {
+      counters[counter.name] = counter.value;
+    }
+    json out = {{"server", server},
+                {"uptime_seconds", stats->uptime_seconds},
+                {"toolkits", stats->toolkits},
+                {"memory_bytes", stats->memory_bytes},
+                {"memory_entries", stats->memory_entries},
+                {"store_artifacts", stats->store_artifacts},
+                {"store_bytes", stats->store_bytes},
+                {"counters", counters}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("daemon             kcached at %s, up %llu s\n", server.c_str(),
+              static_cast<unsigned long long>(stats->uptime_seconds));
+  std::printf("toolkits           %s\n", stats->toolkits.empty()
+                                             ? "none (serve only: misses cannot be compiled)"
+                                             : absl::StrJoin(stats->toolkits, ", ").c_str());
+  std::printf("memory tier        %llu artifacts (%s)\n",
+              static_cast<unsigned long long>(stats->memory_entries),
+              HumanBytes(stats->memory_bytes).c_str());
+  std::printf("writable store     %llu artifacts (%s)\n",
+              static_cast<unsigned long long>(stats->store_artifacts),
+              HumanBytes(stats->store_bytes).c_str());
+  Table table({"counter", "value", "meaning"}, {1});
+  for (const client::DaemonCounter& counter : stats->counters) {
+    table.AddRow({counter.name, std::to_string(counter.value), counter.help});
+  }
+  std::printf("\n%s", table.Render().c_str());
+  return kExitOk;
+}
+
+void RegisterServerCommands(CLI::App& app, int* exit_code) {
+  struct Flags {
+    std::string server;
+    std::string output;
+    double timeout_s = 10;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "export-manifest",
+      "Print, as a manifest, the kernels workers asked a running kcached for (sources\n"
+      "inline), so the next image build warms exactly what production uses");
+  cmd->add_option("--server", flags->server, "kcached address, e.g. unix:///run/kcache/kcache.sock")
+      ->required();
+  cmd->add_option("-o,--output", flags->output, "Write the YAML here instead of stdout");
+  cmd->add_option("--timeout", flags->timeout_s, "Seconds to wait for the daemon (default 10)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([flags, exit_code] {
+    *exit_code = RunExportManifest(flags->server, flags->output, flags->timeout_s);
+  });
+}
+
+}  // namespace kcache::cli

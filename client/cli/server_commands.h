@@ -1,0 +1,45 @@
+// The `--server ADDR` forms of get, ls, stat and warm, and export-manifest: the same commands
+// answered by a running kcached through libkcache instead of by a store directory.
+#ifndef KCACHE_CLIENT_CLI_SERVER_COMMANDS_H_
+#define KCACHE_CLIENT_CLI_SERVER_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace kcache::cli {
+
+struct ServerGetFlags {
+  std::string server;
+  std::string device;
+  uint32_t driver = 0;
+  std::string kernel;  // name, or 64 hex digits
+  std::string output;
+  bool no_compile = false;
+  bool json = false;
+  double timeout_s = 60;
+};
+
+struct ServerWarmFlags {
+  std::string server;
+  std::string arch;
+  std::string manifest;
+  int jobs = 0;
+};
+
+// Usage error (exit 2) unless exactly one of --store and --server was given.
+absl::Status CheckStoreOrServer(const std::string& store, const std::string& server);
+
+int RunGetOnServer(const ServerGetFlags& flags);
+int RunLsOnServer(const std::string& server, bool json, double timeout_s);
+int RunStatOnServer(const std::string& server, bool json, double timeout_s);
+int RunWarmOnServer(const ServerWarmFlags& flags);
+
+// export-manifest --server ADDR [-o FILE]
+void RegisterServerCommands(CLI::App& app, int* exit_code);
+
+}  // namespace kcache::cli
+
+#endif  // KCACHE_CLIENT_CLI_SERVER_COMMANDS_H_

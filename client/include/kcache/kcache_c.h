@@ -1,0 +1,121 @@
+/* The C ABI of libkcache, for Python (ctypes) and any language with a C FFI.
+ *
+ * Built as libkcache.so (client/lib). Rules:
+ *  - Handles are opaque. What the library allocates, it frees: kcache_client_free,
+ *    kcache_kernel_free, kcache_string_free. Strings and bytes returned by accessors belong
+ *    to their handle and live as long as it does.
+ *  - Every function that can fail returns an int: KCACHE_OK (0) or a status code (the
+ *    canonical codes, the same numbers as gRPC and absl). The message of the calling
+ *    thread's last failure is kcache_last_error() (valid until that thread's next call).
+ *  - A client handle may be used from several threads at once; a kernel handle is read-only.
+ *  - Behaviour (deadlines, local compile fallback, circuit breaker) is the C++ API's:
+ *    see kcache.h and docs/client.md.
+ */
+#ifndef KCACHE_CLIENT_INCLUDE_KCACHE_KCACHE_C_H_
+#define KCACHE_CLIENT_INCLUDE_KCACHE_KCACHE_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KCACHE_OK 0
+#define KCACHE_CANCELLED 1
+#define KCACHE_UNKNOWN 2
+#define KCACHE_INVALID_ARGUMENT 3
+#define KCACHE_DEADLINE_EXCEEDED 4
+#define KCACHE_NOT_FOUND 5
+#define KCACHE_ALREADY_EXISTS 6
+#define KCACHE_PERMISSION_DENIED 7
+#define KCACHE_RESOURCE_EXHAUSTED 8
+#define KCACHE_FAILED_PRECONDITION 9
+#define KCACHE_ABORTED 10 /* compile error: the NVRTC log is in kcache_last_error() */
+#define KCACHE_OUT_OF_RANGE 11
+#define KCACHE_UNIMPLEMENTED 12
+#define KCACHE_INTERNAL 13
+#define KCACHE_UNAVAILABLE 14
+#define KCACHE_DATA_LOSS 15
+#define KCACHE_UNAUTHENTICATED 16
+
+typedef struct kcache_client kcache_client;
+typedef struct kcache_kernel kcache_kernel;
+
+/* Client settings. Fill with kcache_options_init, then change what you need. NULL or ""
+ * strings take the default. */
+typedef struct kcache_options {
+  const char* address;            /* default "unix:///run/kcache/kcache.sock" */
+  const char* client_name;        /* default "pid-<pid>" */
+  const char* toolkit_root;       /* local compiles; default $CUDA_HOME, else /usr/local/cuda */
+  int64_t deadline_ms;            /* every daemon call; default 2000 */
+  int32_t local_compile_fallback; /* nonzero: compile here when the daemon is away; default 1 */
+  int32_t breaker_failures;       /* consecutive failures that open the circuit; default 3 */
+  int64_t breaker_cooldown_ms;    /* how long it stays open; default 10000 */
+} kcache_options;
+
+typedef struct kcache_device {
+  int32_t sm_major;
+  int32_t sm_minor;
+  uint32_t driver_version; /* e.g. 13000; 0 = unknown */
+} kcache_device;
+
+/* A kernel by source. Arrays may be NULL when their count is 0. */
+typedef struct kcache_source {
+  const char* name;
+  const char* source;
+  const char* const* header_names;
+  const char* const* header_contents;
+  size_t num_headers;
+  const char* const* options;
+  size_t num_options;
+  const char* const* name_expressions;
+  size_t num_name_expressions;
+  int32_t min_arch; /* 75, 89, ...; 0 = no bound */
+  int32_t max_arch;
+} kcache_source;
+
+const char* kcache_version(void);
+const char* kcache_last_error(void);
+
+void kcache_options_init(kcache_options* options);
+/* options NULL = every default. Never waits for the daemon (connects on first use). */
+int kcache_connect(const kcache_options* options, kcache_client** out);
+void kcache_client_free(kcache_client* client);
+
+int kcache_resolve(kcache_client* client, const kcache_source* source, const kcache_device* device,
+                   kcache_kernel** out);
+int kcache_resolve_by_name(kcache_client* client, const char* name, const kcache_device* device,
+                           kcache_kernel** out);
+int kcache_resolve_by_id(kcache_client* client, const char* hex_id, const kcache_device* device,
+                         kcache_kernel** out);
+void kcache_kernel_free(kcache_kernel* kernel);
+
+/* Accessors: never fail on a valid handle. */
+const void* kcache_kernel_data(const kcache_kernel* kernel, size_t* size);
+const char* kcache_kernel_kind(const kcache_kernel* kernel);   /* "cubin", "ptx", "ltoir" */
+const char* kcache_kernel_target(const kcache_kernel* kernel); /* "sm_89" */
+const char* kcache_kernel_id(const kcache_kernel* kernel);     /* 64 hex digits */
+const char* kcache_kernel_name(const kcache_kernel* kernel);
+const char* kcache_kernel_rule(const kcache_kernel* kernel); /* "exact_sass", ... */
+const char* kcache_kernel_reason(const kcache_kernel* kernel);
+const char* kcache_kernel_served_from(const kcache_kernel* kernel); /* "daemon:memory", ... */
+int kcache_kernel_needs_jit(const kcache_kernel* kernel);
+int kcache_kernel_from_daemon(const kcache_kernel* kernel);
+int64_t kcache_kernel_micros(const kcache_kernel* kernel);
+/* The lowered name of a name expression, or NULL if the kernel has none for it. */
+const char* kcache_kernel_lowered_name(const kcache_kernel* kernel, const char* name_expression);
+
+/* Fills up to `capacity` devices; *count is how many GPUs there are. KCACHE_NOT_FOUND when
+ * there is no driver or no GPU (the message says which). */
+int kcache_detect_devices(kcache_device* devices, int capacity, int* count);
+
+/* The daemon's statistics as JSON (free with kcache_string_free). */
+int kcache_stat_json(kcache_client* client, char** json);
+void kcache_string_free(char* text);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KCACHE_CLIENT_INCLUDE_KCACHE_KCACHE_C_H_ */

@@ -1,0 +1,203 @@
+// The C ABI (kcache/kcache_c.h) over the C++ client.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kcache/device.h"
+#include "kcache/kcache.h"
+#include "kcache/kcache_c.h"
+
+using kcache::client::Client;
+using kcache::client::ClientOptions;
+using kcache::client::Device;
+using kcache::client::FetchedKernel;
+using kcache::client::KernelSource;
+
+struct kcache_client {
+  std::unique_ptr<Client> client;
+};
+
+struct kcache_kernel {
+  FetchedKernel kernel;
+  std::string kind, rule, served_from;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+int Fail(const absl::Status& status) {
+  last_error = std::string(status.message());
+  return static_cast<int>(status.code());
+}
+
+int FailWith(int code, const char* message) {
+  last_error = message;
+  return code;
+}
+
+std::string Str(const char* text) { return text == nullptr ? "" : text; }
+
+Device ToDevice(const kcache_device* d) {
+  return Device{d->sm_major, d->sm_minor, d->driver_version};
+}
+
+int Finish(absl::StatusOr<FetchedKernel> result, kcache_kernel** out) {
+  if (!result.ok()) return Fail(result.status());
+  auto* k = new kcache_kernel;
+  k->kernel = *std::move(result);
+  k->kind = std::string(kcache::client::ArtifactKindName(k->kernel.kind));
+  k->rule = std::string(kcache::client::ServeRuleName(k->kernel.rule));
+  k->served_from = std::string(kcache::client::ServedFromName(k->kernel.served_from));
+  *out = k;
+  last_error.clear();
+  return KCACHE_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* kcache_version(void) { return "0.1.0"; }
+const char* kcache_last_error(void) { return last_error.c_str(); }
+
+void kcache_options_init(kcache_options* o) {
+  if (o == nullptr) return;
+  ClientOptions defaults;
+  o->address = nullptr;
+  o->client_name = nullptr;
+  o->toolkit_root = nullptr;
+  o->deadline_ms = absl::ToInt64Milliseconds(defaults.deadline);
+  o->local_compile_fallback = defaults.local_compile_fallback ? 1 : 0;
+  o->breaker_failures = defaults.breaker_failures;
+  o->breaker_cooldown_ms = absl::ToInt64Milliseconds(defaults.breaker_cooldown);
+}
+
+int kcache_connect(const kcache_options* options, kcache_client** out) {
+  if (out == nullptr) return FailWith(KCACHE_INVALID_ARGUMENT, "out is NULL");
+  *out = nullptr;
+  kcache_options o;
+  kcache_options_init(&o);
+  if (options != nullptr) o = *options;
+  ClientOptions opts;
+  if (!Str(o.address).empty()) opts.address = o.address;
+  opts.client_name = Str(o.client_name);
+  opts.toolkit_root = Str(o.toolkit_root);
+  opts.deadline = absl::Milliseconds(o.deadline_ms);
+  opts.local_compile_fallback = o.local_compile_fallback != 0;
+  opts.breaker_failures = o.breaker_failures;
+  opts.breaker_cooldown = absl::Milliseconds(o.breaker_cooldown_ms);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(opts);
+  if (!client.ok()) return Fail(client.status());
+  *out = new kcache_client{*std::move(client)};
+  last_error.clear();
+  return KCACHE_OK;
+}
+
+void kcache_client_free(kcache_client* client) { delete client; }
+
+int kcache_resolve(kcache_client* client, const kcache_source* source, const kcache_device* device,
+                   kcache_kernel** out) {
+  if (client == nullptr || source == nullptr || device == nullptr || out == nullptr) {
+    return FailWith(KCACHE_INVALID_ARGUMENT, "client, source, device and out must not be NULL");
+  }
+  *out = nullptr;
+  KernelSource s;
+  s.name = Str(source->name);
+  s.source = Str(source->source);
+  for (size_t i = 0; i < source->num_headers; ++i) {
+    s.headers[Str(source->header_names[i])] = Str(source->header_contents[i]);
+  }
+  for (size_t i = 0; i < source->num_options; ++i) s.options.push_back(Str(source->options[i]));
+  for (size_t i = 0; i < source->num_name_expressions; ++i) {
+    s.name_expressions.push_back(Str(source->name_expressions[i]));
+  }
+  s.min_arch = source->min_arch;
+  s.max_arch = source->max_arch;
+  return Finish(client->client->Resolve(s, ToDevice(device)), out);
+}
+
+int kcache_resolve_by_name(kcache_client* client, const char* name, const kcache_device* device,
+                           kcache_kernel** out) {
+  if (client == nullptr || name == nullptr || device == nullptr || out == nullptr) {
+    return FailWith(KCACHE_INVALID_ARGUMENT, "client, name, device and out must not be NULL");
+  }
+  *out = nullptr;
+  return Finish(client->client->ResolveByName(name, ToDevice(device)), out);
+}
+
+int kcache_resolve_by_id(kcache_client* client, const char* hex_id, const kcache_device* device,
+                         kcache_kernel** out) {
+  if (client == nullptr || hex_id == nullptr || device == nullptr || out == nullptr) {
+    return FailWith(KCACHE_INVALID_ARGUMENT, "client, hex_id, device and out must not be NULL");
+  }
+  *out = nullptr;
+  return Finish(client->client->ResolveById(hex_id, ToDevice(device)), out);
+}
+
+void kcache_kernel_free(kcache_kernel* kernel) { delete kernel; }
+
+const void* kcache_kernel_data(const kcache_kernel* k, size_t* size) {
+  if (size != nullptr) *size = k->kernel.bytes.size();
+  return k->kernel.bytes.data();
+}
+const char* kcache_kernel_kind(const kcache_kernel* k) { return k->kind.c_str(); }
+const char* kcache_kernel_target(const kcache_kernel* k) { return k->kernel.target.c_str(); }
+const char* kcache_kernel_id(const kcache_kernel* k) { return k->kernel.kernel_id.c_str(); }
+const char* kcache_kernel_name(const kcache_kernel* k) { return k->kernel.kernel_name.c_str(); }
+const char* kcache_kernel_rule(const kcache_kernel* k) { return k->rule.c_str(); }
+const char* kcache_kernel_reason(const kcache_kernel* k) { return k->kernel.reason.c_str(); }
+const char* kcache_kernel_served_from(const kcache_kernel* k) { return k->served_from.c_str(); }
+int kcache_kernel_needs_jit(const kcache_kernel* k) { return k->kernel.needs_jit ? 1 : 0; }
+int kcache_kernel_from_daemon(const kcache_kernel* k) { return k->kernel.from_daemon() ? 1 : 0; }
+int64_t kcache_kernel_micros(const kcache_kernel* k) { return k->kernel.micros; }
+
+const char* kcache_kernel_lowered_name(const kcache_kernel* k, const char* name_expression) {
+  if (name_expression == nullptr) return nullptr;
+  for (const auto& [expr, lowered] : k->kernel.lowered_names) {
+    if (expr == name_expression) return lowered.c_str();
+  }
+  return nullptr;
+}
+
+int kcache_detect_devices(kcache_device* devices, int capacity, int* count) {
+  if (count != nullptr) *count = 0;
+  absl::StatusOr<std::vector<kcache::client::GpuInfo>> gpus = kcache::client::DetectDevices();
+  if (!gpus.ok()) return Fail(gpus.status());
+  for (int i = 0; i < static_cast<int>(gpus->size()) && i < capacity && devices != nullptr; ++i) {
+    const Device& d = (*gpus)[i].device;
+    devices[i] = kcache_device{d.sm_major, d.sm_minor, d.driver_version};
+  }
+  if (count != nullptr) *count = static_cast<int>(gpus->size());
+  last_error.clear();
+  return KCACHE_OK;
+}
+
+int kcache_stat_json(kcache_client* client, char** json) {
+  if (client == nullptr || json == nullptr) {
+    return FailWith(KCACHE_INVALID_ARGUMENT, "client and json must not be NULL");
+  }
+  *json = nullptr;
+  absl::StatusOr<kcache::client::DaemonStats> stats = client->client->Stat();
+  if (!stats.ok()) return Fail(stats.status());
+  nlohmann::json counters = nlohmann::json::object();
+  for (const auto& c : stats->counters) counters[c.name] = c.value;
+  nlohmann::json out = {{"counters", counters},
+                        {"store_artifacts", stats->store_artifacts},
+                        {"store_bytes", stats->store_bytes},
+                        {"memory_bytes", stats->memory_bytes},
+                        {"memory_entries", stats->memory_entries},
+                        {"toolkits", stats->toolkits},
+                        {"uptime_seconds", stats->uptime_seconds}};
+  std::string text = out.dump();
+  *json = static_cast<char*>(std::malloc(text.size() + 1));
+  std::memcpy(*json, text.c_str(), text.size() + 1);
+  last_error.clear();
+  return KCACHE_OK;
+}
+
+void kcache_string_free(char* text) { std::free(text); }
+
+}  // extern "C"

@@ -1,0 +1,199 @@
+// Client: the daemon first, through a circuit breaker; a local NVRTC compile when the daemon
+// cannot answer (docs/client.md, "Failing open").
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/lib/circuit_breaker.h"
+#include "client/lib/convert.h"
+#include "client/lib/daemon_rpc.h"
+#include "client/lib/wire.h"
+#include "core/kernel_spec.h"
+#include "kcache/kcache.h"
+
+namespace kcache::client {
+namespace {
+
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+absl::Status CheckOptions(const ClientOptions& o) {
+  if (o.address.empty()) {
+    return absl::InvalidArgumentError(
+        "no daemon address; give one such as unix:///run/kcache/kcache.sock");
+  }
+  if (o.deadline <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("the call deadline must be positive (default 2 s)");
+  }
+  if (o.breaker_failures < 0 || o.breaker_cooldown < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "breaker_failures and breaker_cooldown must not be negative (0 failures = never open)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct Client::Impl {
+  explicit Impl(ClientOptions o)
+      : options(std::move(o)),
+        daemon(options.address),
+        breaker(options.breaker_failures, options.breaker_cooldown),
+        local(options.toolkit_root),
+        client_name(options.client_name.empty() ? absl::StrCat("pid-", getpid())
+                                                : options.client_name) {}
+
+  absl::Time DeadlineFor(const CallOptions& call) const {
+    return absl::Now() + (call.deadline > absl::ZeroDuration() ? call.deadline : options.deadline);
+  }
+
+  // One Resolve through the breaker. *skipped is set when the breaker kept the call from the
+  // daemon (the answer is then Unavailable and says so).
+  absl::StatusOr<FetchedKernel> CallDaemon(v1::ResolveRequest& request, const CallOptions& call,
+                                           bool* skipped) {
+    *skipped = false;
+    if (!breaker.Allow()) {
+      *skipped = true;
+      return absl::UnavailableError(
+          absl::StrCat("not calling kcached at ", options.address, ": the circuit is open after ",
+                       options.breaker_failures, " consecutive failures; the next try is in ",
+                       absl::FormatDuration(absl::Ceil(breaker.RetryIn(), absl::Milliseconds(1)))));
+    }
+    daemon.RenewIfFailed();
+    request.set_client(client_name);
+    request.set_no_compile(!call.allow_daemon_compile);
+    absl::StatusOr<FetchedKernel> result = daemon.Resolve(request, DeadlineFor(call));
+    if (result.ok() || !IsDaemonFailure(result.status())) {
+      breaker.RecordSuccess();
+    } else {
+      breaker.RecordFailure();
+    }
+    return result;
+  }
+
+  // When the daemon did not give a kernel, whether compiling here is the right answer.
+  bool ShouldCompileLocally(const absl::Status& daemon_status, bool skipped,
+                            const KernelSource& source, const Device& device,
+                            const CallOptions& call) const {
+    if (!options.local_compile_fallback) return false;
+    if (skipped || IsDaemonFailure(daemon_status)) return true;
+    // A live daemon that has no artifact and cannot compile it (no toolkit there): the
+    // kernel is within its declared range, so a local compile can still serve it.
+    return daemon_status.code() == absl::StatusCode::kNotFound && call.allow_daemon_compile &&
+           CheckArchRange(source, device).ok();
+  }
+
+  ClientOptions options;
+  DaemonConnection daemon;
+  CircuitBreaker breaker;
+  LocalCompiler local;
+  std::string client_name;
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(std::move(options))));
+}
+
+const ClientOptions& Client::options() const { return impl_->options; }
+BreakerState Client::breaker_state() const { return impl_->breaker.state(); }
+
+absl::StatusOr<FetchedKernel> Client::Resolve(const KernelSource& source, const Device& device,
+                                              const CallOptions& call) {
+  auto start = std::chrono::steady_clock::now();
+  if (absl::Status s = CheckDevice(device); !s.ok()) return s;
+  v1::ResolveRequest request;
+  ToWire(source, request.mutable_spec());
+  ToWire(device, request.mutable_device());
+  bool skipped = false;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped);
+  if (served.ok()) {
+    served->micros = MicrosSince(start);
+    return served;
+  }
+  const absl::Status& daemon_status = served.status();
+  if (!impl_->ShouldCompileLocally(daemon_status, skipped, source, device, call)) {
+    return daemon_status;
+  }
+  absl::StatusOr<FetchedKernel> local = impl_->local.Compile(source, device);
+  if (!local.ok()) {
+    if (local.status().code() != absl::StatusCode::kFailedPrecondition) return local.status();
+    return absl::Status(daemon_status.code(), absl::StrCat(daemon_status.message(),
+                                                           "; the local compile fallback "
+                                                           "failed too: ",
+                                                           local.status().message()));
+  }
+  absl::StrAppend(&local->reason, " (", skipped ? "circuit open" : "kcached", ": ",
+                  daemon_status.message(), ")");
+  local->micros = MicrosSince(start);
+  return local;
+}
+
+absl::StatusOr<FetchedKernel> Client::ResolveById(absl::string_view hex_id, const Device& device,
+                                                  const CallOptions& call) {
+  auto start = std::chrono::steady_clock::now();
+  if (absl::Status s = CheckDevice(device); !s.ok()) return s;
+  absl::StatusOr<KernelId> id = KernelId::FromHex(hex_id);
+  if (!id.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", hex_id, "' is not a kernel id: give its 64 hex digits (see kcache ls)"));
+  }
+  v1::ResolveRequest request;
+  request.set_kernel_id(std::string(id->Bytes()));
+  ToWire(device, request.mutable_device());
+  bool skipped = false;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped);
+  if (served.ok()) served->micros = MicrosSince(start);
+  return served;
+}
+
+absl::StatusOr<FetchedKernel> Client::ResolveByName(absl::string_view name, const Device& device,
+                                                    const CallOptions& call) {
+  auto start = std::chrono::steady_clock::now();
+  if (absl::Status s = CheckDevice(device); !s.ok()) return s;
+  if (name.empty()) return absl::InvalidArgumentError("no kernel name given");
+  v1::ResolveRequest request;
+  request.set_kernel_name(std::string(name));
+  ToWire(device, request.mutable_device());
+  bool skipped = false;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped);
+  if (served.ok()) served->micros = MicrosSince(start);
+  return served;
+}
+
+absl::StatusOr<DaemonStats> Client::Stat(const CallOptions& call) {
+  return impl_->daemon.Stat(impl_->DeadlineFor(call));
+}
+
+absl::StatusOr<std::vector<ListedKernel>> Client::List(const CallOptions& call) {
+  return impl_->daemon.List(impl_->DeadlineFor(call));
+}
+
+absl::StatusOr<ExportedManifest> Client::ExportManifest(const CallOptions& call) {
+  return impl_->daemon.ExportManifest(impl_->DeadlineFor(call));
+}
+
+absl::StatusOr<WarmTotals> Client::Warm(const std::vector<KernelSource>& kernels,
+                                        const std::vector<std::string>& targets, int jobs,
+                                        absl::Duration deadline,
+                                        const std::function<void(const WarmJobEvent&)>& on_job) {
+  v1::WarmRequest request;
+  for (const KernelSource& k : kernels) ToWire(k, request.add_kernels());
+  for (const std::string& t : targets) request.add_targets(t);
+  request.set_jobs(static_cast<uint32_t>(std::max(jobs, 0)));
+  absl::Time until =
+      deadline > absl::ZeroDuration() ? absl::Now() + deadline : absl::InfiniteFuture();
+  return impl_->daemon.Warm(request, until, on_job);
+}
+
+}  // namespace kcache::client

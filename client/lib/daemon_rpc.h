@@ -1,0 +1,58 @@
+// The client's side of the wire: one gRPC channel to kcached and a call per RPC, with the
+// Resolve stream reassembled and its checksum verified. Internal to libkcache.
+#ifndef KCACHE_CLIENT_LIB_DAEMON_RPC_H_
+#define KCACHE_CLIENT_LIB_DAEMON_RPC_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "kcache/kcache.h"
+#include "kcache/v1/kcache.grpc.pb.h"
+
+namespace kcache::client {
+
+// The largest artifact a Resolve header may announce; a bigger one is a broken stream.
+inline constexpr uint64_t kMaxArtifactBytes = 1ull << 30;
+
+// Thread-safe. Creating it never waits for the daemon; a call connects if needed and gives
+// up at its deadline. Failures of the daemon (see IsDaemonFailure) come back with messages
+// that name the address and say what to do.
+class DaemonConnection {
+ public:
+  explicit DaemonConnection(std::string address);
+
+  const std::string& address() const { return address_; }
+
+  // Replaces the channel when it is in TRANSIENT_FAILURE, so a daemon that came back is found
+  // by the next call instead of after gRPC's reconnect back-off. The circuit breaker's probe
+  // calls this.
+  void RenewIfFailed();
+
+  // One Resolve: header, then chunks up to header.size; DataLoss when the stream is broken
+  // (no header, two headers, more or fewer bytes than announced, a checksum mismatch).
+  absl::StatusOr<FetchedKernel> Resolve(const v1::ResolveRequest& request, absl::Time deadline);
+  absl::StatusOr<DaemonStats> Stat(absl::Time deadline);
+  absl::StatusOr<std::vector<ListedKernel>> List(absl::Time deadline);
+  absl::StatusOr<ExportedManifest> ExportManifest(absl::Time deadline);
+  absl::StatusOr<WarmTotals> Warm(const v1::WarmRequest& request, absl::Time deadline,
+                                  const std::function<void(const WarmJobEvent&)>& on_job);
+
+ private:
+  std::shared_ptr<v1::KernelCache::Stub> stub();
+  absl::Status Described(const absl::Status& status) const;
+
+  const std::string address_;
+  absl::Mutex mu_;
+  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<v1::KernelCache::Stub> stub_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kcache::client
+
+#endif  // KCACHE_CLIENT_LIB_DAEMON_RPC_H_

@@ -1,0 +1,385 @@
+// The artifact cache: memory LRU -> writable store -> baked stores -> compile, by the serving
+// rules of daemon/cache/resolver.h, with single-flight compiles (compile_flights.h), tier
+// health (store_tiers.h), statistics (statistics.h) and the record of what was asked for.
+#include "daemon/cache/artifact_cache.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/compile_options.h"
+#include "daemon/cache/compile_flights.h"
+#include "daemon/cache/memory_lru.h"
+#include "daemon/cache/seen_kernels.h"
+#include "daemon/cache/statistics.h"
+#include "daemon/cache/store_tiers.h"
+#include "daemon/compile/compiler.h"
+#include "daemon/compile/toolkit.h"
+#include "daemon/store/store.h"
+
+namespace kcache {
+namespace {
+
+// Ids known to have a record in some store; past this many the set starts over.
+constexpr size_t kMaxRegisteredIds = 100000;
+
+absl::Status CheckDevice(const Device& device) {
+  if (device.sm.major >= 1 && device.sm.major <= 99 && device.sm.minor >= 0 &&
+      device.sm.minor <= 9) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "device SM ", device.sm.major, ".", device.sm.minor,
+      " is not a compute capability; send major 1..99 and minor 0..9, e.g. 8.9"));
+}
+
+absl::Status CheckQuery(const ResolveQuery& query) {
+  int given = int{query.spec.has_value()} + int{query.id.has_value()} + int{!query.name.empty()};
+  if (given != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a resolve names its kernel by exactly one of spec, id or name; this one gave ", given));
+  }
+  if (query.spec) {
+    const KernelRecord& record = *query.spec;
+    if (record.spec.source.empty()) {
+      return absl::InvalidArgumentError("the kernel spec has no source text; send the source");
+    }
+    if (absl::Status s = ValidateCompileOptions(record.spec.options); !s.ok()) return s;
+    if (record.arch.min_arch != 0 && record.arch.max_arch != 0 &&
+        record.arch.min_arch > record.arch.max_arch) {
+      return absl::InvalidArgumentError(
+          "the kernel spec's min_arch is above its max_arch; send a range that holds an SM");
+    }
+  }
+  return CheckDevice(query.device);
+}
+
+class ArtifactCacheImpl : public ArtifactCache {
+ public:
+  explicit ArtifactCacheImpl(CacheOptions options)
+      : local_(std::move(options.local)),
+        baked_(std::move(options.baked)),
+        compiler_(std::move(options.compiler)),
+        memory_(options.memory_bytes) {
+    std::vector<Store*> baked;
+    for (const std::unique_ptr<Store>& store : baked_) baked.push_back(store.get());
+    tiers_ = std::make_unique<TieredStores>(local_.get(), baked, options.tier_off_initial,
+                                            options.tier_off_max, &stats_);
+    if (compiler_ != nullptr) {
+      flights_ = std::make_unique<CompileFlights>(compiler_.get(), tiers_.get(), &memory_,
+                                                  &stats_);
+    }
+    checksum_failures_.assign(tiers_->size(), 0);
+  }
+
+  absl::StatusOr<Served> Resolve(const ResolveQuery& query) override;
+  absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
+                                   WarmObserver* observer) override;
+  absl::StatusOr<std::vector<ListedKernelInfo>> List() override;
+  std::vector<SeenKernel> Seen() const override;
+  CacheSnapshot Snapshot() const override;
+
+ private:
+  absl::StatusOr<KernelId> Identify(const ResolveQuery& query);
+  void RegisterIfNew(const KernelId& id, const KernelRecord& record);
+  absl::StatusOr<KernelId> FindByName(const std::string& name);
+  absl::StatusOr<Served> ResolveMiss(const KernelId& id, const ResolveQuery& query);
+  absl::StatusOr<Served> CompileMiss(const KernelRecord& record, const Device& device);
+  Served Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule, std::string reason,
+               CacheTier tier);
+  absl::Status Miss(absl::Status status);
+  void RecordSeen(const KernelId& id, const ResolveQuery& query, const KernelRecord* record);
+
+  std::unique_ptr<Store> local_;
+  std::vector<std::unique_ptr<Store>> baked_;
+  std::shared_ptr<Compiler> compiler_;
+  Statistics stats_;
+  MemoryLru memory_;
+  std::unique_ptr<TieredStores> tiers_;
+  std::unique_ptr<CompileFlights> flights_;  // null without a compiler
+  SeenKernels seen_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_set<std::string> registered_ ABSL_GUARDED_BY(mu_);  // raw kernel ids
+  mutable absl::Mutex snapshot_mu_;
+  // Per tier, the last checksum-failure count its Stats() reported (kept while it is off).
+  mutable std::vector<uint64_t> checksum_failures_ ABSL_GUARDED_BY(snapshot_mu_);
+};
+
+absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
+  stats_.Add(Statistic::kResolveRequests);
+  absl::StatusOr<KernelId> id = Identify(query);
+  if (!id.ok()) return id.status();
+  std::optional<MemoryEntry> hit = memory_.Lookup(MemoryKey{*id, query.device.sm,
+                                                            query.device.driver});
+  if (!hit) return ResolveMiss(*id, query);
+  RecordSeen(*id, query, query.spec ? &*query.spec : nullptr);
+  return Serve(std::move(hit->artifact), hit->rule, std::move(hit->reason), CacheTier::kMemory);
+}
+
+absl::StatusOr<KernelId> ArtifactCacheImpl::Identify(const ResolveQuery& query) {
+  if (absl::Status s = CheckQuery(query); !s.ok()) {
+    stats_.Add(Statistic::kInvalidRequests);
+    return s;
+  }
+  if (query.id) return *query.id;
+  if (!query.name.empty()) return FindByName(query.name);
+  KernelId id = ComputeKernelId(query.spec->spec);  // the client's id is never trusted
+  RegisterIfNew(id, *query.spec);
+  return id;
+}
+
+void ArtifactCacheImpl::RegisterIfNew(const KernelId& id, const KernelRecord& record) {
+  std::string raw(id.Bytes());
+  {
+    absl::MutexLock lock(&mu_);
+    if (registered_.contains(raw)) return;
+  }
+  bool known = false;
+  for (size_t t = 0; t < tiers_->size() && !known; ++t) known = tiers_->GetKernel(t, id).ok();
+  if (!known) {
+    KernelRecord copy = record;
+    copy.id = id;
+    copy.registered_unix_ms = NowUnixMillis();
+    known = tiers_->PutKernel(0, copy).ok();
+    if (known) stats_.Add(Statistic::kKernelsRegistered);
+  }
+  if (!known) return;  // the writable store is failing: try again on a later request
+  absl::MutexLock lock(&mu_);
+  if (registered_.size() >= kMaxRegisteredIds) registered_.clear();
+  registered_.insert(std::move(raw));
+}
+
+absl::StatusOr<KernelId> ArtifactCacheImpl::FindByName(const std::string& name) {
+  std::optional<KernelRecord> best;
+  absl::Status first_error;
+  for (size_t t = 0; t < tiers_->size(); ++t) {
+    if (!tiers_->available(t)) continue;
+    absl::StatusOr<KernelRecord> found = FindKernel(tiers_->store(t), name);
+    if (found.ok()) {
+      if (!best || found->registered_unix_ms > best->registered_unix_ms) best = *found;
+    } else if (first_error.ok() || absl::IsNotFound(first_error)) {
+      first_error = found.status();
+    }
+  }
+  if (best) return best->id;
+  if (first_error.ok() || absl::IsNotFound(first_error)) {
+    return Miss(WithMissReason(absl::NotFoundError(absl::StrCat(
+        "no store knows a kernel named (or with id) '", name,
+        "'; `kcache ls` lists what the daemon holds")), MissReason::kUnknownKernel));
+  }
+  if (absl::IsInvalidArgument(first_error)) {  // an ambiguous id prefix
+    stats_.Add(Statistic::kInvalidRequests);
+    return first_error;
+  }
+  return Miss(WithMissReason(first_error, MissReason::kNothingServable));  // a failing store
+}
+
+absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
+                                                      const ResolveQuery& query) {
+  const Device& device = query.device;
+  uint64_t epoch = memory_.epoch();
+  absl::StatusOr<StoredLookup> lookup = LookupStored(*tiers_, id, device);
+  const KernelRecord* record = nullptr;
+  if (lookup.ok() && lookup->record) record = &*lookup->record;
+  std::optional<KernelRecord> sent;  // the client's spec, when no store has the record
+  if (record == nullptr && query.spec) {
+    sent = *query.spec;
+    sent->id = id;
+    record = &*sent;
+  }
+  RecordSeen(id, query, record);
+  if (!lookup.ok()) return Miss(lookup.status());
+
+  if (lookup->hit) {
+    Resolution& hit = *lookup->hit;
+    auto artifact = std::make_shared<const Artifact>(std::move(hit.artifact));
+    CacheTier tier = tiers_->kind(lookup->hit_tier);
+    if (lookup->hit_tier > 0 && tiers_->Put(0, *artifact).ok()) {
+      stats_.Add(Statistic::kWriteBacks);
+    }
+    memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver},
+                            MemoryEntry{artifact, hit.rule, hit.reason}, epoch);
+    return Serve(std::move(artifact), hit.rule, std::move(hit.reason), tier);
+  }
+  if (sent) {
+    if (absl::Status s = CheckArchRange(*sent, device); !s.ok()) return Miss(s);
+  }
+  if (record == nullptr && lookup->tiers_answered == 0 && tiers_->size() > 0) {
+    return Miss(WithMissReason(
+        absl::UnavailableError(absl::StrCat(
+            "every store tier is failing (", lookup->first_failure.message(),
+            ") and the kernel's spec is unknown; retry shortly or send the spec")),
+        MissReason::kNothingServable));
+  }
+  if (absl::Status s = CheckCompileAllowed(id, record, device, query.allow_compile,
+                                           compiler_ != nullptr);
+      !s.ok()) {
+    return Miss(s);
+  }
+  return CompileMiss(*record, device);
+}
+
+absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(const KernelRecord& record,
+                                                      const Device& device) {
+  CompileJob job = CompileJobFor(record, device);
+  CompileResult result = flights_->CompileOnce(job);
+  if (!result.ok()) {
+    return Miss(WithMissReason(result.status(), absl::IsAborted(result.status())
+                                                    ? MissReason::kCompileError
+                                                    : MissReason::kNothingServable));
+  }
+  std::shared_ptr<const Artifact> cubin = (*result)->Find(ArtifactKind::kCubin, job.target);
+  if (cubin == nullptr) {
+    return Miss(WithMissReason(
+        absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(),
+                                         " produced no cubin")),
+        MissReason::kNothingServable));
+  }
+  // Later requests for this device are served the cubin as an exact match.
+  memory_.Insert(MemoryKey{record.id, device.sm, device.driver},
+                 MemoryEntry{cubin, ServeRule::kExactSass,
+                             ServeReason(ServeRule::kExactSass, cubin->meta, device)});
+  if ((*result)->from_store) {  // an earlier flight stored it between our lookup and now
+    return Serve(cubin, ServeRule::kExactSass,
+                 ServeReason(ServeRule::kExactSass, cubin->meta, device), CacheTier::kLocalStore);
+  }
+  std::string reason = ServeReason(ServeRule::kCompiled, cubin->meta, device);
+  return Serve(std::move(cubin), ServeRule::kCompiled, std::move(reason), CacheTier::kCompile);
+}
+
+Served ArtifactCacheImpl::Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule,
+                                std::string reason, CacheTier tier) {
+  stats_.Add(HitStatistic(tier));
+  stats_.Add(RuleStatistic(rule));
+  stats_.Add(Statistic::kBytesServed, artifact->bytes.size());
+  if (tier != CacheTier::kCompile) {
+    stats_.Add(Statistic::kCompileMicrosSaved, artifact->meta.compile_micros);
+  }
+  return Served{std::move(artifact), rule, std::move(reason), tier};
+}
+
+absl::Status ArtifactCacheImpl::Miss(absl::Status status) {
+  std::optional<MissReason> reason = MissReasonOf(status);
+  stats_.Add(MissStatistic(reason.value_or(MissReason::kNothingServable)));
+  return status;
+}
+
+void ArtifactCacheImpl::RecordSeen(const KernelId& id, const ResolveQuery& query,
+                                   const KernelRecord* record) {
+  if (!seen_.Record(id, query.device.sm, record)) stats_.Add(Statistic::kSeenDropped);
+}
+
+absl::StatusOr<WarmSummary> ArtifactCacheImpl::Warm(const Manifest& manifest,
+                                                    const WarmOptions& options,
+                                                    WarmObserver* observer) {
+  stats_.Add(Statistic::kWarmRuns);
+  if (compiler_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "no toolkit is loaded, so this daemon cannot compile; start kcached with --toolkit "
+        "(or CUDA_HOME), or warm into a store directory with `kcache warm --store`");
+  }
+  if (options.targets.empty()) {
+    return absl::InvalidArgumentError("warm needs at least one target, e.g. --arch 8.9");
+  }
+  const Toolkit& toolkit = compiler_->toolkit();
+  for (const Target& target : options.targets) {
+    if (absl::Status s = ValidateTarget(target, toolkit.supported_archs(),
+                                        toolkit.identity().DisplayName());
+        !s.ok()) {
+      return s;
+    }
+  }
+  std::unique_ptr<Compiler> through_flights = flights_->AsCompiler();
+  return kcache::Warm(manifest, options, *local_, *through_flights, observer);
+}
+
+absl::StatusOr<std::vector<ListedKernelInfo>> ArtifactCacheImpl::List() {
+  return ListTiers(*tiers_);
+}
+
+std::vector<SeenKernel> ArtifactCacheImpl::Seen() const {
+  std::vector<SeenKernel> out;
+  for (SeenEntry& entry : seen_.Entries()) {
+    std::optional<KernelRecord> record = std::move(entry.record);
+    for (size_t t = 0; t < tiers_->size() && !record; ++t) {
+      absl::StatusOr<KernelRecord> found = tiers_->GetKernel(t, entry.id);
+      if (found.ok()) record = *std::move(found);
+    }
+    if (!record) continue;  // nobody sent or stored its spec: nothing to export
+    record->id = entry.id;
+    out.push_back(SeenKernel{*std::move(record), std::move(entry.devices), entry.requests});
+  }
+  std::sort(out.begin(), out.end(), [](const SeenKernel& a, const SeenKernel& b) {
+    if (a.requests != b.requests) return a.requests > b.requests;
+    return a.record.spec.name < b.record.spec.name;
+  });
+  return out;
+}
+
+CacheSnapshot ArtifactCacheImpl::Snapshot() const {
+  CacheSnapshot snapshot;
+  snapshot.counters = stats_.Values();
+  auto set = [&](Statistic s, uint64_t value) {
+    snapshot.counters[static_cast<size_t>(s) - 1].value = value;
+  };
+  MemoryLruStats memory = memory_.Stats();
+  snapshot.memory_bytes = memory.bytes;
+  snapshot.memory_entries = memory.entries;
+  set(Statistic::kMemoryEvictions, memory.evictions);
+  set(Statistic::kMemoryInvalidations, memory.invalidations);
+  {
+    absl::MutexLock lock(&snapshot_mu_);
+    uint64_t checksum_failures = 0;
+    for (size_t t = 0; t < tiers_->size(); ++t) {
+      absl::StatusOr<StoreStats> stats = tiers_->Stats(t);
+      if (stats.ok()) {
+        checksum_failures_[t] = stats->checksum_failures;
+        if (t == 0) {
+          snapshot.store_artifacts = stats->artifacts;
+          snapshot.store_bytes = stats->artifact_bytes;
+        }
+      }
+      checksum_failures += checksum_failures_[t];
+    }
+    set(Statistic::kChecksumFailures, checksum_failures);
+  }
+  if (compiler_ != nullptr) snapshot.toolkits.push_back(compiler_->toolkit().identity().id);
+  return snapshot;
+}
+
+}  // namespace
+
+absl::string_view CacheTierName(CacheTier tier) {
+  switch (tier) {
+    case CacheTier::kMemory: return "memory";
+    case CacheTier::kLocalStore: return "local_store";
+    case CacheTier::kBakedStore: return "baked_store";
+    case CacheTier::kCompile: return "compile";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::unique_ptr<ArtifactCache>> NewArtifactCache(CacheOptions options) {
+  if (options.local == nullptr) {
+    return absl::InvalidArgumentError(
+        "the artifact cache needs a writable store (CacheOptions::local); open one with "
+        "OpenStore(--store)");
+  }
+  for (const std::unique_ptr<Store>& store : options.baked) {
+    if (store == nullptr) {
+      return absl::InvalidArgumentError("a baked store given to the artifact cache is null");
+    }
+  }
+  if (options.tier_off_initial <= absl::ZeroDuration() ||
+      options.tier_off_max < options.tier_off_initial) {
+    return absl::InvalidArgumentError(
+        "tier_off_initial must be positive and tier_off_max at least as long");
+  }
+  return std::unique_ptr<ArtifactCache>(new ArtifactCacheImpl(std::move(options)));
+}
+
+}  // namespace kcache

@@ -1,0 +1,113 @@
+#include "daemon/cache/statistics.h"
+
+#include <string>
+
+namespace kcache {
+
+using S = Statistic;
+
+namespace {
+
+constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
+    {S::kResolveRequests, "resolve.requests", "Resolve calls received, valid or not"},
+    {S::kHitMemory, "resolve.hit.memory", "resolves served from the memory LRU"},
+    {S::kHitLocalStore, "resolve.hit.local_store", "resolves served from the writable store"},
+    {S::kHitBakedStore, "resolve.hit.baked_store",
+     "resolves served from a read-only baked store (then written back above it)"},
+    {S::kHitCompile, "resolve.hit.compile",
+     "resolves served by compiling on the miss (the compiling request and its waiters)"},
+    {S::kRuleExactSass, "resolve.rule.exact_sass", "resolves answered with a cubin for the device's SM"},
+    {S::kRuleCompatibleSass, "resolve.rule.compatible_sass",
+     "resolves answered with a cubin of the same major and a lower minor"},
+    {S::kRulePtxJit, "resolve.rule.ptx_jit", "resolves answered with PTX the driver must JIT"},
+    {S::kRuleCompiled, "resolve.rule.compiled", "resolves answered with a cubin compiled for them"},
+    {S::kMissUnknownKernel, "miss.unknown_kernel",
+     "misses: no store knows the kernel's spec and nothing stored fits"},
+    {S::kMissBelowMinArch, "miss.below_min_arch", "refusals: device below the kernel's min_arch"},
+    {S::kMissAboveMaxArch, "miss.above_max_arch", "refusals: device above the kernel's max_arch"},
+    {S::kMissNoToolkit, "miss.no_toolkit", "misses that could not compile: no toolkit loaded"},
+    {S::kMissCompileNotAllowed, "miss.compile_not_allowed",
+     "misses that could not compile: the request did not allow it"},
+    {S::kMissCompileError, "miss.compile_error", "misses whose compile failed (NVRTC error)"},
+    {S::kMissNothingServable, "miss.nothing_servable",
+     "misses for any other cause: compile limits or unsupported target, every tier failing"},
+    {S::kInvalidRequests, "resolve.invalid", "Resolve calls refused as malformed (INVALID_ARGUMENT)"},
+    {S::kCompiles, "compile.runs", "compiles run (misses and warms; once per single-flight)"},
+    {S::kCompileErrors, "compile.errors", "compiles that failed"},
+    {S::kCompileMicros, "compile.micros", "wall time spent in compiles, microseconds"},
+    {S::kCompileMicrosSaved, "compile.micros_saved",
+     "compile time of the artifacts served from memory or a store, microseconds"},
+    {S::kSingleFlightWaiters, "compile.single_flight_waiters",
+     "requests (or warm jobs) that waited for a compile another one started"},
+    {S::kBytesServed, "resolve.bytes_served", "payload bytes of the artifacts served"},
+    {S::kChecksumFailures, "store.checksum_failures",
+     "corrupt entries the stores found since open (each a miss, dropped and rebuilt)"},
+    {S::kTierFailures, "tier.failures", "store calls that failed (an error other than not found)"},
+    {S::kTiersSwitchedOff, "tier.switched_off", "times a failing tier was switched off"},
+    {S::kTierSkips, "tier.skips", "store calls skipped because their tier was switched off"},
+    {S::kMemoryEvictions, "memory.evictions", "memory entries evicted to stay within the bound"},
+    {S::kMemoryInvalidations, "memory.invalidations",
+     "memory entries dropped because a new artifact of their kernel was stored"},
+    {S::kWriteBacks, "tier.write_backs", "baked-store hits copied into the writable store"},
+    {S::kKernelsRegistered, "kernels.registered",
+     "kernel specs received in requests and registered in the writable store"},
+    {S::kSeenDropped, "seen.dropped",
+     "requests not recorded for export-manifest because the table of seen kernels was full"},
+    {S::kWarmRuns, "warm.runs", "Warm calls run"},
+}};
+
+constexpr bool NumberedInOrder() {
+  for (size_t i = 0; i < kTable.size(); ++i) {
+    if (static_cast<size_t>(kTable[i].id) != i + 1) return false;
+  }
+  return true;
+}
+static_assert(NumberedInOrder(), "kStatisticInfo must list every Statistic in number order");
+
+}  // namespace
+
+const std::array<StatisticInfo, kStatisticCount> kStatisticInfo = kTable;
+
+Statistic HitStatistic(CacheTier tier) {
+  switch (tier) {
+    case CacheTier::kMemory: return S::kHitMemory;
+    case CacheTier::kLocalStore: return S::kHitLocalStore;
+    case CacheTier::kBakedStore: return S::kHitBakedStore;
+    case CacheTier::kCompile: return S::kHitCompile;
+  }
+  return S::kHitCompile;
+}
+
+Statistic RuleStatistic(ServeRule rule) {
+  switch (rule) {
+    case ServeRule::kExactSass: return S::kRuleExactSass;
+    case ServeRule::kCompatibleSass: return S::kRuleCompatibleSass;
+    case ServeRule::kPtxJit: return S::kRulePtxJit;
+    case ServeRule::kCompiled: return S::kRuleCompiled;
+  }
+  return S::kRuleCompiled;
+}
+
+Statistic MissStatistic(MissReason reason) {
+  switch (reason) {
+    case MissReason::kUnknownKernel: return S::kMissUnknownKernel;
+    case MissReason::kBelowMinArch: return S::kMissBelowMinArch;
+    case MissReason::kAboveMaxArch: return S::kMissAboveMaxArch;
+    case MissReason::kNoToolkit: return S::kMissNoToolkit;
+    case MissReason::kCompileNotAllowed: return S::kMissCompileNotAllowed;
+    case MissReason::kCompileError: return S::kMissCompileError;
+    case MissReason::kNothingServable: return S::kMissNothingServable;
+  }
+  return S::kMissNothingServable;
+}
+
+std::vector<CounterValue> Statistics::Values() const {
+  std::vector<CounterValue> out;
+  out.reserve(kStatisticInfo.size());
+  for (const StatisticInfo& info : kStatisticInfo) {
+    out.push_back(CounterValue{std::string(info.name), std::string(info.help), Get(info.id)});
+  }
+  return out;
+}
+
+}  // namespace kcache

@@ -1,0 +1,88 @@
+// The artifact cache's counters: a numbered, append-only list with a line of help each (the
+// habit of ccache's core/statistic.hpp). A number is never reused or renumbered and a name
+// never changes meaning: `kcache stat --json`, metrics and dashboards key on them.
+// docs/statistics.md lists them; add new ones at the end of both.
+#ifndef KCACHE_DAEMON_CACHE_STATISTICS_H_
+#define KCACHE_DAEMON_CACHE_STATISTICS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/compat.h"
+#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/resolver.h"
+
+namespace kcache {
+
+enum class Statistic : int {
+  kResolveRequests = 1,
+  kHitMemory = 2,
+  kHitLocalStore = 3,
+  kHitBakedStore = 4,
+  kHitCompile = 5,
+  kRuleExactSass = 6,
+  kRuleCompatibleSass = 7,
+  kRulePtxJit = 8,
+  kRuleCompiled = 9,
+  kMissUnknownKernel = 10,
+  kMissBelowMinArch = 11,
+  kMissAboveMaxArch = 12,
+  kMissNoToolkit = 13,
+  kMissCompileNotAllowed = 14,
+  kMissCompileError = 15,
+  kMissNothingServable = 16,
+  kInvalidRequests = 17,
+  kCompiles = 18,
+  kCompileErrors = 19,
+  kCompileMicros = 20,
+  kCompileMicrosSaved = 21,
+  kSingleFlightWaiters = 22,
+  kBytesServed = 23,
+  kChecksumFailures = 24,
+  kTierFailures = 25,
+  kTiersSwitchedOff = 26,
+  kTierSkips = 27,
+  kMemoryEvictions = 28,
+  kMemoryInvalidations = 29,
+  kWriteBacks = 30,
+  kKernelsRegistered = 31,
+  kSeenDropped = 32,
+  kWarmRuns = 33,
+  // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
+};
+inline constexpr int kStatisticCount = 33;
+
+struct StatisticInfo {
+  Statistic id;
+  absl::string_view name;  // "resolve.hit.memory"
+  absl::string_view help;  // one line
+};
+// Every statistic, in number order (kStatisticInfo[i].id == i + 1).
+extern const std::array<StatisticInfo, kStatisticCount> kStatisticInfo;
+
+Statistic HitStatistic(CacheTier tier);
+Statistic RuleStatistic(ServeRule rule);
+Statistic MissStatistic(MissReason reason);
+
+// Lock-free counters; every method is thread-safe.
+class Statistics {
+ public:
+  void Add(Statistic s, uint64_t n = 1) {
+    counters_[Index(s)].fetch_add(n, std::memory_order_relaxed);
+  }
+  uint64_t Get(Statistic s) const { return counters_[Index(s)].load(std::memory_order_relaxed); }
+
+  // Every counter, in number order, with its name and help.
+  std::vector<CounterValue> Values() const;
+
+ private:
+  static size_t Index(Statistic s) { return static_cast<size_t>(s) - 1; }
+  std::array<std::atomic<uint64_t>, kStatisticCount> counters_{};
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_CACHE_STATISTICS_H_

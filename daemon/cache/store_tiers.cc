@@ -1,0 +1,148 @@
+#include "daemon/cache/store_tiers.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace kcache {
+
+bool TierHealth::Available(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  return now >= off_until_;
+}
+
+bool TierHealth::RecordFailure(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  bool was_on = now >= off_until_;
+  if (!was_on) return false;  // a call that started before the switch-off
+  off_until_ = now + backoff_;
+  backoff_ = std::min(backoff_ * 2, max_);
+  return true;
+}
+
+void TierHealth::RecordSuccess() {
+  absl::MutexLock lock(&mu_);
+  backoff_ = initial_;
+}
+
+TieredStores::TieredStores(Store* local, const std::vector<Store*>& baked,
+                           absl::Duration off_initial, absl::Duration off_max, Statistics* stats)
+    : stats_(stats) {
+  tiers_.push_back(std::make_unique<Tier>(local, off_initial, off_max));
+  for (Store* store : baked) tiers_.push_back(std::make_unique<Tier>(store, off_initial, off_max));
+}
+
+bool TieredStores::available(size_t tier) const {
+  return tiers_[tier]->health.Available(absl::Now());
+}
+
+absl::Status TieredStores::Call(size_t tier, absl::FunctionRef<absl::Status(Store&)> call) {
+  Tier& t = *tiers_[tier];
+  if (!t.health.Available(absl::Now())) {
+    stats_->Add(Statistic::kTierSkips);
+    return absl::UnavailableError(absl::StrCat(
+        "store ", t.store->path(), " is switched off after failing; it is retried shortly"));
+  }
+  absl::Status s = call(*t.store);
+  if (s.ok() || absl::IsNotFound(s)) {
+    t.health.RecordSuccess();
+  } else {
+    stats_->Add(Statistic::kTierFailures);
+    if (t.health.RecordFailure(absl::Now())) stats_->Add(Statistic::kTiersSwitchedOff);
+  }
+  return s;
+}
+
+template <typename T>
+absl::StatusOr<T> TieredStores::CallFor(size_t tier,
+                                        absl::FunctionRef<absl::StatusOr<T>(Store&)> call) {
+  std::optional<absl::StatusOr<T>> result;
+  absl::Status s = Call(tier, [&](Store& store) {
+    result.emplace(call(store));
+    return result->status();
+  });
+  if (!result) return s;  // skipped
+  return *std::move(result);
+}
+
+absl::StatusOr<KernelRecord> TieredStores::GetKernel(size_t tier, const KernelId& id) {
+  return CallFor<KernelRecord>(tier, [&](Store& s) { return s.GetKernel(id); });
+}
+
+absl::StatusOr<std::vector<ArtifactMeta>> TieredStores::ListArtifacts(size_t tier,
+                                                                      const KernelId& id) {
+  return CallFor<std::vector<ArtifactMeta>>(tier, [&](Store& s) { return s.ListArtifacts(id); });
+}
+
+absl::StatusOr<Artifact> TieredStores::Get(size_t tier, const ArtifactKey& key) {
+  return CallFor<Artifact>(tier, [&](Store& s) { return s.Get(key); });
+}
+
+absl::Status TieredStores::Put(size_t tier, const Artifact& artifact) {
+  return Call(tier, [&](Store& s) { return s.Put(artifact); });
+}
+
+absl::Status TieredStores::PutKernel(size_t tier, const KernelRecord& record) {
+  return Call(tier, [&](Store& s) { return s.PutKernel(record); });
+}
+
+absl::StatusOr<std::vector<KernelRecord>> TieredStores::ListKernels(size_t tier) {
+  return CallFor<std::vector<KernelRecord>>(tier, [&](Store& s) { return s.ListKernels(); });
+}
+
+absl::StatusOr<std::vector<ArtifactMeta>> TieredStores::ListAllArtifacts(size_t tier) {
+  return CallFor<std::vector<ArtifactMeta>>(tier, [&](Store& s) { return s.ListAllArtifacts(); });
+}
+
+absl::StatusOr<StoreStats> TieredStores::Stats(size_t tier) {
+  return CallFor<StoreStats>(tier, [&](Store& s) { return s.Stats(); });
+}
+
+absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(TieredStores& tiers) {
+  std::map<KernelId, ListedKernelInfo> kernels;
+  std::set<KernelId> with_record;
+  std::set<ArtifactKey> listed;
+  absl::Status first_failure;
+  int answered = 0;
+  for (size_t t = 0; t < tiers.size(); ++t) {
+    absl::StatusOr<std::vector<KernelRecord>> records = tiers.ListKernels(t);
+    absl::StatusOr<std::vector<ArtifactMeta>> metas =
+        records.ok() ? tiers.ListAllArtifacts(t) : records.status();
+    if (!metas.ok()) {
+      if (first_failure.ok()) first_failure = metas.status();
+      continue;
+    }
+    ++answered;
+    for (KernelRecord& record : *records) {
+      if (!with_record.insert(record.id).second) continue;  // an upper tier's record wins
+      KernelId id = record.id;
+      kernels[id].record = std::move(record);
+    }
+    for (ArtifactMeta& meta : *metas) {
+      if (!listed.insert(meta.key).second) continue;  // held above too: listed there
+      ListedKernelInfo& kernel = kernels[meta.key.kernel_id];
+      if (!with_record.contains(meta.key.kernel_id)) {
+        kernel.record.id = meta.key.kernel_id;
+        kernel.record.spec.name = meta.kernel_name;
+      }
+      kernel.artifacts.push_back(ListedArtifactInfo{std::move(meta), tiers.kind(t)});
+    }
+  }
+  if (answered == 0) {
+    return absl::UnavailableError(absl::StrCat("every store tier is failing: ",
+                                               first_failure.message(), "; retry shortly"));
+  }
+  std::vector<ListedKernelInfo> out;
+  for (auto& [id, kernel] : kernels) out.push_back(std::move(kernel));
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.record.spec.name < b.record.spec.name;
+  });
+  return out;
+}
+
+}  // namespace kcache

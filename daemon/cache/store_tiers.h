@@ -1,0 +1,97 @@
+// The artifact cache's store tiers: its writable store and its read-only baked stores, each
+// behind a health switch. A tier whose calls fail (an error other than NotFound) is switched
+// off for a while, counted and skipped; it slows requests down, never fails them while another
+// tier or the compiler can answer.
+#ifndef KCACHE_DAEMON_CACHE_STORE_TIERS_H_
+#define KCACHE_DAEMON_CACHE_STORE_TIERS_H_
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/resolver.h"
+#include "daemon/cache/statistics.h"
+#include "daemon/store/store.h"
+
+namespace kcache {
+
+// When a tier may be called. Off after a failure for `initial`, doubling with each failure
+// after it comes back (up to `max`), reset by a success. Thread-safe.
+class TierHealth {
+ public:
+  TierHealth(absl::Duration initial, absl::Duration max)
+      : initial_(initial), max_(max), backoff_(initial) {}
+
+  // True when the tier is on, or its time off is over (calls try it again).
+  bool Available(absl::Time now) const;
+  // Switches the tier off from `now`. True when it was on (a new switch-off).
+  bool RecordFailure(absl::Time now);
+  void RecordSuccess();
+
+ private:
+  const absl::Duration initial_, max_;
+  mutable absl::Mutex mu_;
+  absl::Duration backoff_ ABSL_GUARDED_BY(mu_);
+  absl::Time off_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+// Tier 0 is the writable store, tiers 1..n the baked stores in order. Thread-safe.
+class TieredStores : public StoreTiers {
+ public:
+  // `local` and `baked` are borrowed and must outlive this; `stats` too.
+  TieredStores(Store* local, const std::vector<Store*>& baked, absl::Duration off_initial,
+               absl::Duration off_max, Statistics* stats);
+
+  size_t size() const override { return tiers_.size(); }
+  absl::StatusOr<KernelRecord> GetKernel(size_t tier, const KernelId& id) override;
+  absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(size_t tier,
+                                                          const KernelId& id) override;
+  absl::StatusOr<Artifact> Get(size_t tier, const ArtifactKey& key) override;
+
+  absl::Status Put(size_t tier, const Artifact& artifact);
+  absl::Status PutKernel(size_t tier, const KernelRecord& record);
+  absl::StatusOr<std::vector<KernelRecord>> ListKernels(size_t tier);
+  absl::StatusOr<std::vector<ArtifactMeta>> ListAllArtifacts(size_t tier);
+  absl::StatusOr<StoreStats> Stats(size_t tier);
+
+  // The tier's place in the hierarchy: kLocalStore for 0, kBakedStore for the others.
+  CacheTier kind(size_t tier) const {
+    return tier == 0 ? CacheTier::kLocalStore : CacheTier::kBakedStore;
+  }
+  // Whether the tier is on now (or due to be tried again).
+  bool available(size_t tier) const;
+  // The store itself, bypassing the health switch (Warm writes through it directly).
+  Store& store(size_t tier) const { return *tiers_[tier]->store; }
+
+ private:
+  struct Tier {
+    Tier(Store* s, absl::Duration initial, absl::Duration max) : store(s), health(initial, max) {}
+    Store* store;
+    TierHealth health;
+  };
+
+  // Runs `call` on the tier unless it is switched off (then Unavailable, counted as a skip);
+  // records the outcome in the tier's health and the statistics.
+  absl::Status Call(size_t tier, absl::FunctionRef<absl::Status(Store&)> call);
+  template <typename T>
+  absl::StatusOr<T> CallFor(size_t tier, absl::FunctionRef<absl::StatusOr<T>(Store&)> call);
+
+  std::vector<std::unique_ptr<Tier>> tiers_;
+  Statistics* stats_;
+};
+
+// Every kernel known to any tier, with its artifacts and the tier each lives in (an artifact
+// held by several tiers is listed once, in the upper one; a record in an upper tier wins).
+// Kernels without a record are listed with their id and the name their artifacts carry.
+// Sorted by name. A failing tier is skipped; Unavailable when every tier fails.
+absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(TieredStores& tiers);
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_CACHE_STORE_TIERS_H_

@@ -1,0 +1,140 @@
+#include "daemon/service/kernel_cache_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/manifest.h"
+#include "daemon/service/convert.h"
+#include "daemon/service/grpc_status.h"
+
+namespace kcache {
+namespace {
+
+// A unary answer must fit a client's default 4 MiB receive limit.
+constexpr size_t kMaxUnaryResponseBytes = (4u << 20) - (64u << 10);
+
+absl::Status CheckFits(const google::protobuf::Message& response, absl::string_view what,
+                       absl::string_view instead) {
+  size_t size = response.ByteSizeLong();
+  if (size <= kMaxUnaryResponseBytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, " is ", size, " bytes, over gRPC's 4 MiB message limit; ", instead));
+}
+
+std::string ExportComment(const std::vector<SeenKernel>& seen, absl::Time started) {
+  std::string comment =
+      absl::StrCat("Kernels workers asked kcached for since ",
+                   absl::FormatTime(started, absl::UTCTimeZone()), " (", seen.size(),
+                   " kernels).\nWarm it at the next image build: kcache warm --arch "
+                   "<archs> <this file>");
+  for (const SeenKernel& kernel : seen) {
+    std::vector<std::string> devices;
+    for (const Sm& sm : kernel.devices) devices.push_back(sm.ToString());
+    absl::StrAppend(&comment, "\n  ", kernel.record.spec.name, " ", kernel.record.id.ShortHex(),
+                    ": ", kernel.requests, " requests on ",
+                    devices.empty() ? "-" : absl::StrJoin(devices, " "));
+  }
+  return comment;
+}
+
+// A unary call's reactor: leaves the tracker when gRPC is done with it.
+class UnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit UnaryReactor(CallTracker* tracker) : tracker_(tracker) {}
+  // Enters the tracker; false (and already finished UNAVAILABLE) when draining.
+  bool Enter() {
+    if (tracker_->Enter()) return true;
+    Finish(ShuttingDownStatus());
+    return false;
+  }
+  void OnDone() override {
+    CallTracker* tracker = tracker_;
+    delete this;
+    tracker->Exit();
+  }
+
+ private:
+  CallTracker* const tracker_;
+};
+
+}  // namespace
+
+grpc::Status ShuttingDownStatus() {
+  return ToGrpcStatus(
+      absl::UnavailableError("kcached is shutting down; retry against the restarted daemon"));
+}
+
+KernelCacheService::KernelCacheService(ArtifactCache* cache, BlockingPool* pool,
+                                       CallTracker* tracker, ServiceOptions options)
+    : cache_(cache), pool_(pool), tracker_(tracker), options_(std::move(options)) {}
+
+grpc::ServerWriteReactor<v1::ResolveResponse>* KernelCacheService::Resolve(
+    grpc::CallbackServerContext* context, const v1::ResolveRequest* request) {
+  return NewResolveReactor(cache_, pool_, tracker_, *request);
+}
+
+grpc::ServerWriteReactor<v1::WarmProgress>* KernelCacheService::Warm(
+    grpc::CallbackServerContext* context, const v1::WarmRequest* request) {
+  return NewWarmReactor(cache_, pool_, tracker_, options_, *request);
+}
+
+grpc::ServerUnaryReactor* KernelCacheService::Stat(grpc::CallbackServerContext* context,
+                                                   const v1::StatRequest* request,
+                                                   v1::StatResponse* response) {
+  auto* reactor = new UnaryReactor(tracker_);
+  if (!reactor->Enter()) return reactor;
+  uint64_t uptime = static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - options_.started));
+  SnapshotToProto(cache_->Snapshot(), uptime, response);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KernelCacheService::List(grpc::CallbackServerContext* context,
+                                                   const v1::ListRequest* request,
+                                                   v1::ListResponse* response) {
+  auto* reactor = new UnaryReactor(tracker_);
+  if (!reactor->Enter()) return reactor;
+  pool_->Submit([this, reactor, response] {  // a scan of every store: may block
+    absl::StatusOr<std::vector<ListedKernelInfo>> kernels = cache_->List();
+    if (!kernels.ok()) {
+      spdlog::warn("list failed: {}", std::string(kernels.status().message()));
+      reactor->Finish(ToGrpcStatus(kernels.status()));
+      return;
+    }
+    ListedToProto(*kernels, response);
+    absl::Status fits = CheckFits(*response, "the list of kernels",
+                                  "run `kcache ls --store DIR` on the daemon's host instead");
+    if (!fits.ok()) response->Clear();
+    reactor->Finish(ToGrpcStatus(fits));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KernelCacheService::ExportManifest(
+    grpc::CallbackServerContext* context, const v1::ExportManifestRequest* request,
+    v1::ExportManifestResponse* response) {
+  auto* reactor = new UnaryReactor(tracker_);
+  if (!reactor->Enter()) return reactor;
+  pool_->Submit([this, reactor, response] {
+    std::vector<SeenKernel> seen = cache_->Seen();
+    std::vector<KernelRecord> records;
+    records.reserve(seen.size());
+    for (const SeenKernel& kernel : seen) records.push_back(kernel.record);
+    response->set_manifest_yaml(WriteManifest(records, ExportComment(seen, options_.started)));
+    response->set_kernels(static_cast<uint32_t>(records.size()));
+    absl::Status fits = CheckFits(*response, "the manifest",
+                                  "restart the daemon to clear what it has seen, or warm "
+                                  "from the bundled manifest");
+    if (!fits.ok()) response->Clear();
+    spdlog::info("export-manifest: {} kernels", records.size());
+    reactor->Finish(ToGrpcStatus(fits));
+  });
+  return reactor;
+}
+
+}  // namespace kcache

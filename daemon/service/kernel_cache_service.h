@@ -1,0 +1,73 @@
+// KernelCacheService: the gRPC front end of kcached (service kcache.v1.KernelCache, callback
+// API). It validates requests (request_limits.h), converts them (convert.h), calls the
+// ArtifactCache and nothing beneath it, and maps errors in one place (grpc_status.h).
+// Blocking cache calls run on a BlockingPool, never on gRPC's callback threads.
+#ifndef KCACHE_DAEMON_SERVICE_KERNEL_CACHE_SERVICE_H_
+#define KCACHE_DAEMON_SERVICE_KERNEL_CACHE_SERVICE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "daemon/cache/artifact_cache.h"
+#include "daemon/service/blocking_pool.h"
+#include "daemon/service/call_tracker.h"
+#include "kcache/v1/kcache.grpc.pb.h"
+
+namespace kcache {
+
+struct ServiceOptions {
+  // The compiling toolkit's supported archs (Warm validates its targets against them) and
+  // display name; empty when the daemon has no toolkit (Warm answers FAILED_PRECONDITION).
+  std::vector<int> supported_archs;
+  std::string toolkit_name;
+  int default_warm_jobs = 0;  // WarmRequest.jobs == 0 uses this (0: one per core)
+  absl::Time started = absl::Now();
+};
+
+// `cache`, `pool` and `tracker` must outlive the service and every call it started: the daemon
+// shuts the gRPC server down and drains the pool before destroying them. Every call enters
+// `tracker`; once it drains, new calls are answered UNAVAILABLE.
+class KernelCacheService final : public v1::KernelCache::CallbackService {
+ public:
+  KernelCacheService(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
+                     ServiceOptions options);
+
+  grpc::ServerWriteReactor<v1::ResolveResponse>* Resolve(
+      grpc::CallbackServerContext* context, const v1::ResolveRequest* request) override;
+  grpc::ServerWriteReactor<v1::WarmProgress>* Warm(grpc::CallbackServerContext* context,
+                                                   const v1::WarmRequest* request) override;
+  grpc::ServerUnaryReactor* Stat(grpc::CallbackServerContext* context,
+                                 const v1::StatRequest* request,
+                                 v1::StatResponse* response) override;
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
+                                 const v1::ListRequest* request,
+                                 v1::ListResponse* response) override;
+  grpc::ServerUnaryReactor* ExportManifest(grpc::CallbackServerContext* context,
+                                           const v1::ExportManifestRequest* request,
+                                           v1::ExportManifestResponse* response) override;
+
+ private:
+  ArtifactCache* const cache_;
+  BlockingPool* const pool_;
+  CallTracker* const tracker_;
+  const ServiceOptions options_;
+};
+
+// The streaming reactors (resolve_reactor.cc, warm_reactor.cc). Each deletes itself once
+// gRPC is done with it and its background task has returned.
+grpc::ServerWriteReactor<v1::ResolveResponse>* NewResolveReactor(ArtifactCache* cache,
+                                                                 BlockingPool* pool,
+                                                                 CallTracker* tracker,
+                                                                 const v1::ResolveRequest& request);
+grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache, BlockingPool* pool,
+                                                           CallTracker* tracker,
+                                                           const ServiceOptions& options,
+                                                           const v1::WarmRequest& request);
+
+// The answer to a call that arrives while the daemon shuts down.
+grpc::Status ShuttingDownStatus();
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_SERVICE_KERNEL_CACHE_SERVICE_H_

@@ -1,0 +1,142 @@
+// The C ABI (kcache/kcache_c.h) as a C or ctypes caller uses it, against a real kcached:
+// connect, resolve by source, name and id, read the kernel, free it, read error messages.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kcache/kcache_c.h"
+#include "tests/testutil/daemon_process.h"
+#include "tests/testutil/kernels.h"
+
+namespace kcache {
+namespace {
+
+class CAbiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(daemon_.Start().ok()) << daemon_.Log();
+    address_ = daemon_.address();
+    kcache_options options;
+    kcache_options_init(&options);
+    options.address = address_.c_str();
+    options.deadline_ms = 30000;
+    options.local_compile_fallback = 0;
+    ASSERT_EQ(kcache_connect(&options, &client_), KCACHE_OK) << kcache_last_error();
+  }
+  void TearDown() override { kcache_client_free(client_); }
+
+  ::kcache::testing::DaemonProcess daemon_;
+  std::string address_;
+  kcache_client* client_ = nullptr;
+};
+
+TEST_F(CAbiTest, ResolveBySourceThenByNameAndIdRoundTrip) {
+  const char* header_names[] = {"scale.cuh"};
+  const char* header_contents[] = {::kcache::testing::kScaleHeader};
+  const char* expressions[] = {"scale<float>"};
+  kcache_source source = {};
+  source.name = "scale";
+  source.source = ::kcache::testing::kScaleTemplateSource;
+  source.header_names = header_names;
+  source.header_contents = header_contents;
+  source.num_headers = 1;
+  source.name_expressions = expressions;
+  source.num_name_expressions = 1;
+  kcache_device device = {8, 9, 13000};
+
+  kcache_kernel* kernel = nullptr;
+  ASSERT_EQ(kcache_resolve(client_, &source, &device, &kernel), KCACHE_OK)
+      << kcache_last_error() << "\n"
+      << daemon_.Log();
+  size_t size = 0;
+  const char* data = static_cast<const char*>(kcache_kernel_data(kernel, &size));
+  ASSERT_GT(size, 4u);
+  EXPECT_EQ(std::string(data, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_STREQ(kcache_kernel_kind(kernel), "cubin");
+  EXPECT_STREQ(kcache_kernel_target(kernel), "sm_89");
+  EXPECT_STREQ(kcache_kernel_rule(kernel), "compiled");
+  EXPECT_STREQ(kcache_kernel_served_from(kernel), "daemon:compile");
+  EXPECT_EQ(kcache_kernel_from_daemon(kernel), 1);
+  EXPECT_EQ(kcache_kernel_needs_jit(kernel), 0);
+  EXPECT_EQ(std::string(kcache_kernel_id(kernel)).size(), 64u);
+  const char* lowered = kcache_kernel_lowered_name(kernel, "scale<float>");
+  ASSERT_NE(lowered, nullptr);
+  EXPECT_EQ(std::string(lowered).rfind("_Z", 0), 0u) << lowered;
+  EXPECT_EQ(kcache_kernel_lowered_name(kernel, "scale<double>"), nullptr);
+  std::string id = kcache_kernel_id(kernel);
+  std::string bytes(data, size);
+  kcache_kernel_free(kernel);
+
+  kcache_kernel* by_id = nullptr;
+  ASSERT_EQ(kcache_resolve_by_id(client_, id.c_str(), &device, &by_id), KCACHE_OK)
+      << kcache_last_error();
+  size_t by_id_size = 0;
+  const void* by_id_data = kcache_kernel_data(by_id, &by_id_size);
+  EXPECT_EQ(std::string(static_cast<const char*>(by_id_data), by_id_size), bytes);
+  EXPECT_STREQ(kcache_kernel_rule(by_id), "exact_sass");
+  kcache_kernel_free(by_id);
+
+  char* json = nullptr;
+  ASSERT_EQ(kcache_stat_json(client_, &json), KCACHE_OK) << kcache_last_error();
+  nlohmann::json stats = nlohmann::json::parse(json);
+  EXPECT_TRUE(stats.contains("counters")) << json;
+  kcache_string_free(json);
+}
+
+TEST_F(CAbiTest, ErrorsComeBackAsCodesWithMessages) {
+  kcache_device device = {8, 9, 0};
+  kcache_kernel* kernel = reinterpret_cast<kcache_kernel*>(0x1);
+  EXPECT_EQ(kcache_resolve_by_name(client_, "no_such_kernel", &device, &kernel), KCACHE_NOT_FOUND);
+  EXPECT_EQ(kernel, nullptr);
+  EXPECT_NE(std::string(kcache_last_error()).find("no_such_kernel"), std::string::npos)
+      << kcache_last_error();
+
+  EXPECT_EQ(kcache_resolve_by_id(client_, "nothex", &device, &kernel), KCACHE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kcache_last_error()).find("not a kernel id"), std::string::npos);
+  EXPECT_EQ(kcache_resolve_by_name(nullptr, "x", &device, &kernel), KCACHE_INVALID_ARGUMENT);
+
+  kcache_options bad;
+  kcache_options_init(&bad);
+  bad.deadline_ms = 0;
+  kcache_client* none = nullptr;
+  EXPECT_EQ(kcache_connect(&bad, &none), KCACHE_INVALID_ARGUMENT);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_NE(std::string(kcache_last_error()).find("deadline"), std::string::npos);
+}
+
+TEST(CAbiNoDaemonTest, UnreachableDaemonWithoutFallbackIsUnavailable) {
+  ::kcache::testing::TempDir dir;
+  std::string address = "unix://" + (dir / "absent.sock");
+  kcache_options options;
+  kcache_options_init(&options);
+  EXPECT_EQ(options.deadline_ms, 2000);
+  EXPECT_EQ(options.local_compile_fallback, 1);
+  options.address = address.c_str();
+  options.local_compile_fallback = 0;
+  kcache_client* client = nullptr;
+  ASSERT_EQ(kcache_connect(&options, &client), KCACHE_OK);
+  kcache_source source = {};
+  source.name = "saxpy";
+  source.source = ::kcache::testing::kSaxpySource;
+  kcache_device device = {8, 9, 0};
+  kcache_kernel* kernel = nullptr;
+  EXPECT_EQ(kcache_resolve(client, &source, &device, &kernel), KCACHE_UNAVAILABLE);
+  EXPECT_NE(std::string(kcache_last_error()).find(address), std::string::npos);
+  kcache_client_free(client);
+}
+
+TEST(CAbiNoDaemonTest, DetectDevicesWithoutADriverIsNotFound) {
+  kcache_device devices[4];
+  int count = -1;
+  int rc = kcache_detect_devices(devices, 4, &count);
+  if (rc == KCACHE_OK) GTEST_SKIP() << count << " GPUs here";
+  EXPECT_EQ(rc, KCACHE_NOT_FOUND);
+  EXPECT_EQ(count, 0);
+  EXPECT_NE(std::string(kcache_last_error()).find("no CUDA driver"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kcache

@@ -1,0 +1,135 @@
+// kcache-example-worker as a user runs it: against a real kcached with --device 8.9, with
+// --no-cache (NVRTC in-process), and with no GPU and no --device (exit 2).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kcache/device.h"
+#include "tests/testutil/daemon_process.h"
+#include "tests/testutil/kernels.h"
+#include "tests/testutil/run.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using ::kcache::testing::RunResult;
+using nlohmann::json;
+
+std::string WorkerBinary() {
+  const char* path = std::getenv("KCACHE_EXAMPLE_WORKER");
+  return path != nullptr && *path != '\0' ? path
+                                          : KCACHE_BINARY_DIR
+             "/examples/worker/kcache-example-worker";
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class ExampleWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.Write("saxpy.cu", ::kcache::testing::kSaxpySource);
+    dir_.Write("scale.cu", ::kcache::testing::kScaleTemplateSource);
+    dir_.Write("scale.cuh", ::kcache::testing::kScaleHeader);
+    manifest_ = dir_.Write("manifest.yaml", R"(version: 1
+kernels:
+  - name: saxpy
+    source: saxpy.cu
+  - name: scale
+    source: scale.cu
+    headers: [scale.cuh]
+    name_expressions: ["scale<float>"]
+    min_arch: 8.0
+  - name: hopper_only
+    source: saxpy.cu
+    options: [-DHOPPER=1]
+    min_arch: 9.0
+)");
+  }
+  RunResult Worker(const std::string& args) {
+    return ::kcache::testing::Run(WorkerBinary() + " --manifest " + manifest_ + " " + args);
+  }
+  // kernel name -> its report
+  static std::map<std::string, json> ByName(const json& report) {
+    std::map<std::string, json> out;
+    for (const json& k : report["kernels"]) out[k["name"].get<std::string>()] = k;
+    return out;
+  }
+
+  ::kcache::testing::TempDir dir_;
+  std::string manifest_;
+};
+
+TEST_F(ExampleWorkerTest, ResolvesEveryKernelThroughTheDaemonForDevice89) {
+  ::kcache::testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  // First start: the daemon compiles the misses; second start: every kernel is a hit.
+  RunResult first = Worker("--server " + daemon.address() + " --device 8.9 --deadline-ms 30000");
+  ASSERT_EQ(first.exit_code, 0) << first.output << daemon.Log();
+  EXPECT_TRUE(Contains(first.output, "daemon:compile")) << first.output;
+  RunResult second = Worker("--server " + daemon.address() + " --device 8.9 --json");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  json report = json::parse(second.output);
+  EXPECT_EQ(report["device"], "8.9");
+  EXPECT_TRUE(report["gpu"].is_null());
+  std::map<std::string, json> kernels = ByName(report);
+  ASSERT_EQ(kernels.size(), 3u);
+  for (const char* name : {"saxpy", "scale"}) {
+    EXPECT_EQ(kernels[name]["outcome"], "served") << kernels[name].dump();
+    EXPECT_EQ(kernels[name]["served_from"], "daemon:memory") << kernels[name].dump();
+    EXPECT_EQ(kernels[name]["rule"], "exact_sass");
+    EXPECT_EQ(kernels[name]["target"], "sm_89");
+  }
+  EXPECT_EQ(kernels["hopper_only"]["outcome"], "skipped");
+  EXPECT_TRUE(Contains(kernels["hopper_only"]["reason"].get<std::string>(), "excludes 8.9"));
+  std::printf("worker start through kcached (warm): %.1f ms\n",
+              report["total_micros"].get<double>() / 1e3);
+}
+
+TEST_F(ExampleWorkerTest, NoCacheCompilesEveryKernelInProcess) {
+  RunResult run = Worker("--no-cache --device 8.9 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json report = json::parse(run.output);
+  std::map<std::string, json> kernels = ByName(report);
+  for (const char* name : {"saxpy", "scale"}) {
+    EXPECT_EQ(kernels[name]["served_from"], "local_compile") << kernels[name].dump();
+    EXPECT_EQ(kernels[name]["rule"], "compiled");
+    EXPECT_EQ(kernels[name]["kind"], "cubin");
+  }
+  EXPECT_EQ(kernels["hopper_only"]["outcome"], "skipped");
+  std::printf("worker start compiling in-process: %.1f ms\n",
+              report["total_micros"].get<double>() / 1e3);
+}
+
+TEST_F(ExampleWorkerTest, NoGpuAndNoDeviceExitsTwoSayingSo) {
+  if (client::DetectDevices().ok()) GTEST_SKIP() << "this machine has a GPU";
+  RunResult run = Worker("--no-cache");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "no GPU")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "--device")) << run.output;
+}
+
+TEST_F(ExampleWorkerTest, StubDriverLibraryCountsAsNoDriver) {
+  const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (!std::filesystem::exists(stub)) GTEST_SKIP() << "no stub libcuda at " << stub;
+  RunResult run = ::kcache::testing::Run("KCACHE_LIBCUDA=" + stub + " " + WorkerBinary() +
+                                         " --manifest " + manifest_ + " --no-cache");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "stub")) << run.output;
+}
+
+TEST_F(ExampleWorkerTest, UnreachableDaemonFallsBackToLocalCompiles) {
+  RunResult run = Worker("--server unix://" + (dir_ / "absent.sock") + " --device 8.6 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::map<std::string, json> kernels = ByName(json::parse(run.output));
+  EXPECT_EQ(kernels["saxpy"]["served_from"], "local_compile") << kernels["saxpy"].dump();
+  EXPECT_EQ(kernels["scale"]["served_from"], "local_compile");
+}
+
+}  // namespace
+}  // namespace kcache

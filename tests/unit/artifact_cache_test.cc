@@ -1,0 +1,606 @@
+// The artifact cache over real RocksDB stores and the real in-process NVRTC compiler. Stored
+// artifacts are placed by hand (marker bytes) where a rule must be reached exactly; compiles
+// are real. The only fakes inject faults: a FailingStore, and a compiler decorator that
+// counts compiles and can hold one open until the test lets it go.
+#include "daemon/cache/artifact_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "core/cubin.h"
+#include "daemon/compile/compiler.h"
+#include "daemon/compile/toolkit.h"
+#include "daemon/store/store.h"
+#include "tests/testutil/failing_store.h"
+#include "tests/testutil/kernels.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using ::kcache::testing::FailingStore;
+using ::kcache::testing::TempDir;
+
+class CountingCompiler : public Compiler {
+ public:
+  explicit CountingCompiler(std::unique_ptr<Compiler> inner) : inner_(std::move(inner)) {}
+  absl::StatusOr<CompileOutput> Compile(const CompileJob& job) override {
+    ++calls;
+    if (hold != nullptr) hold->WaitForNotification();
+    return inner_->Compile(job);
+  }
+  const Toolkit& toolkit() const override { return inner_->toolkit(); }
+
+  std::atomic<int> calls{0};
+  absl::Notification* hold = nullptr;  // when set, compiles wait for it
+
+ private:
+  std::unique_ptr<Compiler> inner_;
+};
+
+KernelRecord RecordOf(const std::string& name, const std::string& source) {
+  KernelRecord record;
+  record.spec.name = name;
+  record.spec.source = source;
+  record.id = ComputeKernelId(record.spec);
+  record.registered_unix_ms = 1;
+  return record;
+}
+
+void Place(Store& store, const KernelRecord& record, ArtifactKind kind, const std::string& target,
+           std::string bytes = "") {
+  Artifact a;
+  a.meta.key = ArtifactKey{record.id, kind, *ParseTarget(target), "nvrtc-13.0+test", 0};
+  a.meta.kernel_name = record.spec.name;
+  a.meta.min_driver = 13000;
+  a.meta.compile_micros = 1234;
+  a.bytes = bytes.empty() ? "artifact for " + target : bytes;
+  ASSERT_TRUE(store.Put(a).ok());
+}
+
+struct Options {
+  bool compiler = true;
+  uint64_t memory_bytes = 64 << 20;
+  bool with_baked = false;
+  absl::Duration tier_off = absl::Milliseconds(100);  // first switch-off; the max is 4x
+};
+
+class ArtifactCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
+    ASSERT_TRUE(toolkit.ok()) << toolkit.status();
+    toolkit_ = *toolkit;
+    saxpy_ = RecordOf("saxpy", ::kcache::testing::kSaxpySource);
+  }
+
+  // Fills the baked store (created writable, then reopened read-only by Make).
+  template <typename Fn>
+  void PrepareBaked(Fn fill) {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(dir_ / "baked");
+    ASSERT_TRUE(store.ok()) << store.status();
+    fill(**store);
+  }
+
+  void Make(const Options& o = {}) {
+    cache_.reset();  // closes the stores of an earlier cache
+    absl::StatusOr<std::unique_ptr<Store>> local = OpenStore(dir_ / "local");
+    ASSERT_TRUE(local.ok()) << local.status();
+    auto failing = std::make_unique<FailingStore>(*std::move(local));
+    local_ = failing.get();
+    CacheOptions options;
+    options.local = std::move(failing);
+    if (o.with_baked) {
+      absl::StatusOr<std::unique_ptr<Store>> baked =
+          OpenStore(dir_ / "baked", StoreOptions{.read_only = true});
+      ASSERT_TRUE(baked.ok()) << baked.status();
+      options.baked.push_back(*std::move(baked));
+    }
+    if (o.compiler) {
+      compiler_ = std::make_shared<CountingCompiler>(NewNvrtcCompiler(toolkit_));
+      options.compiler = compiler_;
+    }
+    options.memory_bytes = o.memory_bytes;
+    options.tier_off_initial = o.tier_off;
+    options.tier_off_max = 4 * o.tier_off;
+    absl::StatusOr<std::unique_ptr<ArtifactCache>> cache = NewArtifactCache(std::move(options));
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    cache_ = *std::move(cache);
+  }
+
+  absl::StatusOr<Served> ById(const KernelId& id, const std::string& sm, bool compile = true) {
+    ResolveQuery q;
+    q.id = id;
+    q.device = Device{*ParseSm(sm), 13000};
+    q.allow_compile = compile;
+    return cache_->Resolve(q);
+  }
+  absl::StatusOr<Served> BySpec(const KernelRecord& record, const std::string& sm) {
+    ResolveQuery q;
+    q.spec = record;
+    q.device = Device{*ParseSm(sm), 13000};
+    return cache_->Resolve(q);
+  }
+
+  uint64_t Counter(const std::string& name) const {
+    for (const CounterValue& c : cache_->Snapshot().counters) {
+      if (c.name == name) return c.value;
+    }
+    ADD_FAILURE() << "no counter " << name;
+    return 0;
+  }
+  // Waits (bounded) until counter `name` reaches `value`. A non-fatal failure, so the caller
+  // still releases held compiles and joins its threads.
+  void AwaitCounter(const std::string& name, uint64_t value) {
+    absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (Counter(name) < value && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(2));
+    EXPECT_EQ(Counter(name), value) << name;
+  }
+
+  TempDir dir_;
+  std::shared_ptr<const Toolkit> toolkit_;
+  std::shared_ptr<CountingCompiler> compiler_;
+  FailingStore* local_ = nullptr;  // owned by cache_
+  std::unique_ptr<ArtifactCache> cache_;
+  KernelRecord saxpy_;
+};
+
+TEST_F(ArtifactCacheTest, EachStoredRuleIsServedFromTheLocalStore) {
+  Make();
+  ASSERT_TRUE(local_->PutKernel(saxpy_).ok());
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_80");
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86");
+  Place(*local_, saxpy_, ArtifactKind::kPtx, "compute_86");
+  struct Case { const char* sm; ServeRule rule; const char* bytes; };
+  for (const Case& c : {Case{"8.6", ServeRule::kExactSass, "artifact for sm_86"},
+                        Case{"8.9", ServeRule::kCompatibleSass, "artifact for sm_86"},
+                        Case{"9.0", ServeRule::kPtxJit, "artifact for compute_86"}}) {
+    absl::StatusOr<Served> s = ById(saxpy_.id, c.sm, /*compile=*/false);
+    ASSERT_TRUE(s.ok()) << c.sm << ": " << s.status();
+    EXPECT_EQ(s->rule, c.rule) << c.sm;
+    EXPECT_EQ(s->tier, CacheTier::kLocalStore) << c.sm;
+    EXPECT_EQ(s->artifact->bytes, c.bytes) << c.sm;
+    EXPECT_EQ(s->needs_jit(), c.rule == ServeRule::kPtxJit);
+  }
+  EXPECT_EQ(ById(saxpy_.id, "7.5", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Counter("resolve.hit.local_store"), 3u);
+  EXPECT_EQ(Counter("resolve.rule.compatible_sass"), 1u);
+  EXPECT_EQ(Counter("compile.micros_saved"), 3u * 1234);
+}
+
+TEST_F(ArtifactCacheTest, SecondResolveIsAMemoryHitSharingTheSameBytes) {
+  Make();
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86");
+  absl::StatusOr<Served> first = ById(saxpy_.id, "8.6");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->tier, CacheTier::kLocalStore);
+  int store_calls = local_->calls();
+  absl::StatusOr<Served> second = ById(saxpy_.id, "8.6");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->tier, CacheTier::kMemory);
+  EXPECT_EQ(second->rule, ServeRule::kExactSass);
+  EXPECT_EQ(second->artifact.get(), first->artifact.get());  // shared, not copied
+  EXPECT_EQ(local_->calls(), store_calls);                   // no store access
+  EXPECT_EQ(Counter("resolve.hit.memory"), 1u);
+  EXPECT_EQ(Counter("resolve.bytes_served"), 2 * first->artifact->bytes.size());
+}
+
+TEST_F(ArtifactCacheTest, MemoryHitTakesMicrosecondsAndTouchesNoStore) {
+  Make();
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86", std::string(200 << 10, 'c'));
+  ASSERT_TRUE(ById(saxpy_.id, "8.6").ok());
+  int store_calls = local_->calls();
+  constexpr int kHits = 20000;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kHits; ++i) ASSERT_TRUE(ById(saxpy_.id, "8.6").ok());
+  double micros = std::chrono::duration<double, std::micro>(
+                      std::chrono::steady_clock::now() - start).count() / kHits;
+  std::printf("memory hit (200 KiB cubin, by id): %.2f us per resolve\n", micros);
+  EXPECT_EQ(local_->calls(), store_calls);
+  EXPECT_LT(micros, 50.0);  // a store read alone costs more than this
+
+  ASSERT_TRUE(BySpec(saxpy_, "8.6").ok());  // by spec: the id is recomputed every time
+  start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kHits; ++i) ASSERT_EQ(BySpec(saxpy_, "8.6")->tier, CacheTier::kMemory);
+  micros = std::chrono::duration<double, std::micro>(
+               std::chrono::steady_clock::now() - start).count() / kHits;
+  std::printf("memory hit (200 KiB cubin, by spec of %zu source bytes): %.2f us per resolve\n",
+              saxpy_.spec.source.size(), micros);
+  EXPECT_EQ(local_->calls(), store_calls + 2);  // registering the spec: one lookup, one write
+  EXPECT_LT(micros, 50.0);
+}
+
+TEST_F(ArtifactCacheTest, BakedStoreHitIsWrittenBackToLocalStoreAndMemory) {
+  PrepareBaked([&](Store& baked) {
+    ASSERT_TRUE(baked.PutKernel(saxpy_).ok());
+    Place(baked, saxpy_, ArtifactKind::kCubin, "sm_89");
+  });
+  Make(Options{.with_baked = true});
+  absl::StatusOr<Served> s = ById(saxpy_.id, "8.9");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->tier, CacheTier::kBakedStore);
+  EXPECT_EQ(s->artifact->bytes, "artifact for sm_89");
+  absl::StatusOr<Artifact> copied = local_->Get(s->artifact->meta.key);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(copied->bytes, "artifact for sm_89");
+  EXPECT_EQ(Counter("tier.write_backs"), 1u);
+  EXPECT_EQ(ById(saxpy_.id, "8.9")->tier, CacheTier::kMemory);
+}
+
+TEST_F(ArtifactCacheTest, CandidatesOfAllTiersAreRankedTogether) {
+  // The baked store's exact cubin beats the local store's compatible one.
+  PrepareBaked([&](Store& baked) { Place(baked, saxpy_, ArtifactKind::kCubin, "sm_89"); });
+  Make(Options{.memory_bytes = 0, .with_baked = true});
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86");
+  absl::StatusOr<Served> s = ById(saxpy_.id, "8.9", false);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->rule, ServeRule::kExactSass);
+  EXPECT_EQ(s->tier, CacheTier::kBakedStore);
+  s = ById(saxpy_.id, "8.9", false);  // written back: now found in the upper tier
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->tier, CacheTier::kLocalStore);
+  EXPECT_EQ(s->rule, ServeRule::kExactSass);
+}
+
+TEST_F(ArtifactCacheTest, SpecIsRegisteredUnderItsRecomputedIdThenResolvesByIdAndName) {
+  Make();
+  KernelRecord sent = saxpy_;
+  sent.id = RecordOf("other", "other source").id;  // a lying client id is ignored
+  absl::StatusOr<Served> s = BySpec(sent, "8.6");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->rule, ServeRule::kCompiled);
+  EXPECT_EQ(s->tier, CacheTier::kCompile);
+  EXPECT_EQ(*CubinSmArch(s->artifact->bytes), 86);
+  EXPECT_EQ(s->artifact->meta.key.kernel_id, saxpy_.id);
+  absl::StatusOr<KernelRecord> registered = local_->GetKernel(saxpy_.id);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  EXPECT_EQ(registered->spec.source, saxpy_.spec.source);
+  EXPECT_FALSE(local_->GetKernel(sent.id).ok());
+  EXPECT_EQ(Counter("kernels.registered"), 1u);
+
+  absl::StatusOr<Served> by_id = ById(saxpy_.id, "8.0");  // nothing stored runs on 8.0
+  ASSERT_TRUE(by_id.ok()) << by_id.status();
+  EXPECT_EQ(by_id->rule, ServeRule::kCompiled);
+  ResolveQuery by_name;
+  by_name.name = "saxpy";
+  by_name.device = Device{{8, 6}, 13000};
+  absl::StatusOr<Served> named = cache_->Resolve(by_name);
+  ASSERT_TRUE(named.ok()) << named.status();
+  // The 8.0 compile stored new artifacts of saxpy, which dropped its memory entries.
+  EXPECT_EQ(named->tier, CacheTier::kLocalStore);
+  EXPECT_EQ(named->rule, ServeRule::kExactSass);
+  EXPECT_EQ(named->artifact->bytes, s->artifact->bytes);
+  EXPECT_EQ(compiler_->calls.load(), 2);
+}
+
+TEST_F(ArtifactCacheTest, DeviceBelowDeclaredMinArchIsRefusedWithTheReason) {
+  Make();
+  saxpy_.arch.min_arch = 89;
+  ASSERT_TRUE(local_->PutKernel(saxpy_).ok());
+  Place(*local_, saxpy_, ArtifactKind::kPtx, "compute_75");  // would load; the kernel says 8.9+
+  absl::StatusOr<Served> s = ById(saxpy_.id, "8.6");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("needs SM 8.9"), absl::string_view::npos) << s.status();
+  EXPECT_EQ(MissReasonOf(s.status()), MissReason::kBelowMinArch);
+  EXPECT_EQ(Counter("miss.below_min_arch"), 1u);
+  EXPECT_EQ(compiler_->calls.load(), 0);
+}
+
+TEST_F(ArtifactCacheTest, MissesSayNoToolkitCompileNotAllowedOrUnknownKernel) {
+  Make(Options{.compiler = false});
+  ASSERT_TRUE(local_->PutKernel(saxpy_).ok());
+  absl::StatusOr<Served> s = ById(saxpy_.id, "8.6");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("no toolkit"), absl::string_view::npos) << s.status();
+  EXPECT_EQ(Counter("miss.no_toolkit"), 1u);
+  EXPECT_TRUE(cache_->Snapshot().toolkits.empty());
+
+  Make();  // the same stores, now with a toolkit, but the request forbids compiling
+  s = ById(saxpy_.id, "8.6", /*compile=*/false);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("did not allow compiling"), absl::string_view::npos)
+      << s.status();
+  EXPECT_EQ(Counter("miss.compile_not_allowed"), 1u);
+  s = ById(RecordOf("x", "never seen").id, "8.6");
+  EXPECT_EQ(MissReasonOf(s.status()), MissReason::kUnknownKernel) << s.status();
+  EXPECT_EQ(Counter("miss.unknown_kernel"), 1u);
+  EXPECT_EQ(cache_->Snapshot().toolkits.at(0), toolkit_->identity().id);
+}
+
+TEST_F(ArtifactCacheTest, MalformedQueriesAreInvalidArgument) {
+  Make();
+  ResolveQuery none;
+  none.device = Device{{8, 6}, 0};
+  EXPECT_EQ(cache_->Resolve(none).status().code(), absl::StatusCode::kInvalidArgument);
+  ResolveQuery two = none;
+  two.id = saxpy_.id;
+  two.name = "saxpy";
+  EXPECT_EQ(cache_->Resolve(two).status().code(), absl::StatusCode::kInvalidArgument);
+  for (Sm bad : {Sm{0, 0}, Sm{100, 0}, Sm{8, 10}, Sm{-1, 5}}) {
+    ResolveQuery q;
+    q.id = saxpy_.id;
+    q.device = Device{bad, 0};
+    EXPECT_EQ(cache_->Resolve(q).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  KernelRecord refused = saxpy_;
+  refused.spec.options = {"-I/etc"};
+  EXPECT_EQ(BySpec(refused, "8.6").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Counter("resolve.invalid"), 7u);
+  EXPECT_EQ(compiler_->calls.load(), 0);
+}
+
+TEST_F(ArtifactCacheTest, SixtyFourConcurrentResolvesOfAnUnwarmedKernelCompileOnce) {
+  Make();
+  absl::Notification release;
+  compiler_->hold = &release;
+  constexpr int kThreads = 64;
+  std::vector<absl::StatusOr<Served>> served(kThreads, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] { served[i] = BySpec(saxpy_, "8.9"); });
+  }
+  AwaitCounter("compile.single_flight_waiters", kThreads - 1);  // all but the compiler wait
+  release.Notify();
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(compiler_->calls.load(), 1);
+  EXPECT_EQ(Counter("compile.runs"), 1u);
+  for (const absl::StatusOr<Served>& s : served) {
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->rule, ServeRule::kCompiled);
+    EXPECT_EQ(s->artifact.get(), served[0]->artifact.get());  // the same shared bytes
+  }
+  EXPECT_EQ(*CubinSmArch(served[0]->artifact->bytes), 89);
+  EXPECT_EQ(Counter("resolve.hit.compile"), static_cast<uint64_t>(kThreads));
+  EXPECT_EQ(ById(saxpy_.id, "8.9")->tier, CacheTier::kMemory);
+}
+
+TEST_F(ArtifactCacheTest, CompileErrorReachesEveryWaiterWithTheLog) {
+  Make();
+  absl::Notification release;
+  compiler_->hold = &release;
+  KernelRecord broken = RecordOf("broken", ::kcache::testing::kSyntaxErrorSource);
+  constexpr int kThreads = 8;
+  std::vector<absl::StatusOr<Served>> served(kThreads, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] { served[i] = BySpec(broken, "8.6"); });
+  }
+  AwaitCounter("compile.single_flight_waiters", kThreads - 1);
+  release.Notify();
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(compiler_->calls.load(), 1);
+  for (const absl::StatusOr<Served>& s : served) {
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kAborted) << s.status();
+    EXPECT_NE(CompileLogOf(s.status()).find("undeclared_identifier"), std::string::npos)
+        << s.status();
+    EXPECT_EQ(MissReasonOf(s.status()), MissReason::kCompileError);
+  }
+  EXPECT_EQ(Counter("miss.compile_error"), static_cast<uint64_t>(kThreads));
+  EXPECT_EQ(Counter("compile.errors"), 1u);
+}
+
+TEST_F(ArtifactCacheTest, FailingLocalStoreIsSwitchedOffServedBelowAndComesBack) {
+  PrepareBaked([&](Store& baked) {
+    ASSERT_TRUE(baked.PutKernel(saxpy_).ok());
+    Place(baked, saxpy_, ArtifactKind::kCubin, "sm_86");
+  });
+  Make(Options{.memory_bytes = 0, .with_baked = true, .tier_off = absl::Milliseconds(300)});
+  local_->set_failing(true);
+  absl::StatusOr<Served> first = ById(saxpy_.id, "8.6");
+  int calls = local_->calls();
+  absl::StatusOr<Served> second = ById(saxpy_.id, "8.6");  // while off, the store is not asked
+  EXPECT_EQ(local_->calls(), calls);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(first->tier, CacheTier::kBakedStore);
+  EXPECT_EQ(second->tier, CacheTier::kBakedStore);
+  EXPECT_GE(Counter("tier.failures"), 1u);
+  EXPECT_GE(Counter("tier.switched_off"), 1u);
+  EXPECT_GT(Counter("tier.skips"), 0u);
+
+  // A spec nobody stored is still compiled and served while the local store fails.
+  KernelRecord other = RecordOf("other", std::string(::kcache::testing::kSaxpySource) + "//2\n");
+  absl::StatusOr<Served> compiled = BySpec(other, "8.6");
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_EQ(compiled->tier, CacheTier::kCompile);
+
+  // Healed: once its time off is over the tier is tried again, takes the write-back of the
+  // baked hit, and then serves it.
+  local_->set_failing(false);
+  absl::Time deadline = absl::Now() + absl::Seconds(5);
+  CacheTier tier = CacheTier::kBakedStore;
+  while (tier != CacheTier::kLocalStore && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+    absl::StatusOr<Served> s = ById(saxpy_.id, "8.6");
+    ASSERT_TRUE(s.ok()) << s.status();
+    tier = s->tier;
+  }
+  EXPECT_EQ(tier, CacheTier::kLocalStore);
+  EXPECT_GT(local_->calls(), calls);
+  EXPECT_GE(Counter("tier.write_backs"), 1u);
+}
+
+TEST_F(ArtifactCacheTest, CorruptStoredEntryIsAMissAndTheRecompileReplacesIt) {
+  std::string payload(200000, '\0');  // incompressible, so the store keeps it as it is
+  uint64_t x = 88172645463325252ull;
+  for (char& c : payload) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  PrepareBaked([&](Store& baked) {
+    ASSERT_TRUE(baked.PutKernel(saxpy_).ok());
+    Place(baked, saxpy_, ArtifactKind::kCubin, "sm_86", payload);
+  });
+  int flipped = 0;  // the payload lies raw in a blob file: flip one byte of it
+  for (const auto& entry : std::filesystem::directory_iterator(dir_ / "baked")) {
+    if (entry.path().extension() != ".blob") continue;
+    std::fstream file(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(file)), {});
+    size_t at = content.find(payload.substr(100000, 64));
+    if (at == std::string::npos) continue;
+    file.seekp(static_cast<std::streamoff>(at));
+    file.put(static_cast<char>(content[at] ^ 0x01));
+    ++flipped;
+  }
+  ASSERT_EQ(flipped, 1);
+  Make(Options{.memory_bytes = 0, .with_baked = true});
+  absl::StatusOr<Served> s = ById(saxpy_.id, "8.6");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->tier, CacheTier::kCompile);  // the corrupt cubin was a miss, never served
+  EXPECT_EQ(*CubinSmArch(s->artifact->bytes), 86);
+  EXPECT_GE(Counter("store.checksum_failures"), 1u);
+  s = ById(saxpy_.id, "8.6");  // the recompiled cubin now answers from the writable store
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->tier, CacheTier::kLocalStore);
+  EXPECT_EQ(*CubinSmArch(s->artifact->bytes), 86);
+  EXPECT_EQ(compiler_->calls.load(), 1);
+}
+
+TEST_F(ArtifactCacheTest, EveryTierFailingWithNoSpecIsUnavailable) {
+  Make(Options{.memory_bytes = 0});
+  local_->set_failing(true);
+  absl::StatusOr<Served> s = ById(saxpy_.id, "8.6");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable) << s.status();
+  EXPECT_EQ(cache_->List().status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(ArtifactCacheTest, MemoryTierStaysWithinItsByteBound) {
+  Make(Options{.memory_bytes = 2500});
+  std::vector<KernelRecord> kernels;
+  for (int i = 0; i < 4; ++i) {
+    kernels.push_back(RecordOf("k" + std::to_string(i), "source " + std::to_string(i)));
+    Place(*local_, kernels.back(), ArtifactKind::kCubin, "sm_86", std::string(1000, 'a' + i));
+    ASSERT_TRUE(ById(kernels.back().id, "8.6").ok());
+    EXPECT_LE(cache_->Snapshot().memory_bytes, 2500u);
+  }
+  CacheSnapshot snapshot = cache_->Snapshot();
+  EXPECT_EQ(snapshot.memory_bytes, 2000u);
+  EXPECT_EQ(snapshot.memory_entries, 2u);
+  EXPECT_EQ(Counter("memory.evictions"), 2u);
+  EXPECT_EQ(ById(kernels[3].id, "8.6")->tier, CacheTier::kMemory);  // the newest stayed
+  EXPECT_EQ(ById(kernels[0].id, "8.6")->tier, CacheTier::kLocalStore);  // the oldest went
+}
+
+TEST_F(ArtifactCacheTest, StoringANewArtifactInvalidatesTheKernelsMemoryEntries) {
+  Make();
+  ASSERT_TRUE(local_->PutKernel(saxpy_).ok());
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_80");
+  ASSERT_EQ(ById(saxpy_.id, "8.6")->rule, ServeRule::kCompatibleSass);
+  ASSERT_EQ(ById(saxpy_.id, "8.6")->tier, CacheTier::kMemory);
+  Manifest manifest = ManifestFromRecords({saxpy_});
+  ASSERT_TRUE(cache_->Warm(manifest, WarmOptions{{*ParseTarget("8.6")}, 1}, nullptr).ok());
+  absl::StatusOr<Served> s = ById(saxpy_.id, "8.6");  // the warm's exact cubin, not the stale one
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->rule, ServeRule::kExactSass);
+  EXPECT_EQ(s->tier, CacheTier::kLocalStore);
+  EXPECT_GE(Counter("memory.invalidations"), 1u);
+}
+
+TEST_F(ArtifactCacheTest, WarmThroughTheCacheThenResolveIsAStoreHit) {
+  Make();
+  dir_.Write("src/saxpy.cu", ::kcache::testing::kSaxpySource);
+  absl::StatusOr<Manifest> manifest = ParseManifest(
+      "version: 1\nkernels:\n  - name: saxpy\n    source: saxpy.cu\n", dir_ / "src/m.yaml");
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  WarmOptions options{{*ParseTarget("8.6")}, 1};
+  absl::StatusOr<WarmSummary> summary = cache_->Warm(*manifest, options, nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->built, 1);
+  EXPECT_EQ(compiler_->calls.load(), 1);
+  absl::StatusOr<Served> s = ById(manifest->kernels[0].record.id, "8.6");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->tier, CacheTier::kLocalStore);
+  EXPECT_EQ(s->rule, ServeRule::kExactSass);
+  EXPECT_EQ(cache_->Warm(*manifest, options, nullptr)->cached, 1);
+  EXPECT_EQ(compiler_->calls.load(), 1);
+  EXPECT_EQ(Counter("compile.runs"), 1u);
+
+  WarmOptions unsupported{{*ParseTarget("7.0")}, 1};
+  EXPECT_EQ(cache_->Warm(*manifest, unsupported, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ArtifactCacheTest, WarmAndMissOfTheSameArtifactCompileOnce) {
+  Make();
+  absl::Notification release;
+  compiler_->hold = &release;
+  Manifest manifest = ManifestFromRecords({saxpy_});
+  std::thread warm([&] {
+    absl::StatusOr<WarmSummary> s =
+        cache_->Warm(manifest, WarmOptions{{*ParseTarget("8.6")}, 1}, nullptr);
+    EXPECT_TRUE(s.ok() && s->ok());
+  });
+  // The warm holds the compile; the miss joins it.
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (compiler_->calls.load() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  absl::StatusOr<Served> miss = absl::UnknownError("not run");
+  std::thread resolve([&] { miss = BySpec(saxpy_, "8.6"); });
+  AwaitCounter("compile.single_flight_waiters", 1);
+  release.Notify();
+  warm.join();
+  resolve.join();
+  ASSERT_TRUE(miss.ok()) << miss.status();
+  EXPECT_EQ(*CubinSmArch(miss->artifact->bytes), 86);
+  EXPECT_EQ(compiler_->calls.load(), 1);
+}
+
+TEST_F(ArtifactCacheTest, SeenRecordsKernelsDevicesAndRequests) {
+  Make();
+  ASSERT_TRUE(local_->PutKernel(saxpy_).ok());
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86");
+  ASSERT_TRUE(ById(saxpy_.id, "8.6").ok());
+  ASSERT_TRUE(ById(saxpy_.id, "8.6").ok());  // a memory hit counts too
+  ASSERT_TRUE(ById(saxpy_.id, "8.9", false).ok());
+  EXPECT_FALSE(ById(RecordOf("x", "unknown").id, "8.6").ok());  // no spec anywhere: not exported
+  std::vector<SeenKernel> seen = cache_->Seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].record.id, saxpy_.id);
+  EXPECT_EQ(seen[0].record.spec.source, saxpy_.spec.source);
+  EXPECT_EQ(seen[0].requests, 3u);
+  EXPECT_EQ(seen[0].devices, (std::vector<Sm>{{8, 6}, {8, 9}}));
+}
+
+TEST_F(ArtifactCacheTest, ListShowsEveryKernelWithTheTierItsArtifactsLiveIn) {
+  KernelRecord other = RecordOf("other", "other source");
+  PrepareBaked([&](Store& baked) {
+    ASSERT_TRUE(baked.PutKernel(other).ok());
+    Place(baked, other, ArtifactKind::kCubin, "sm_90");
+  });
+  Make(Options{.with_baked = true});
+  ASSERT_TRUE(local_->PutKernel(saxpy_).ok());
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86");
+  absl::StatusOr<std::vector<ListedKernelInfo>> listed = cache_->List();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].record.spec.name, "other");
+  ASSERT_EQ((*listed)[0].artifacts.size(), 1u);
+  EXPECT_EQ((*listed)[0].artifacts[0].tier, CacheTier::kBakedStore);
+  EXPECT_EQ((*listed)[1].record.spec.name, "saxpy");
+  EXPECT_EQ((*listed)[1].artifacts[0].tier, CacheTier::kLocalStore);
+}
+
+TEST_F(ArtifactCacheTest, SnapshotListsEveryCounterWithHelpAndStoreSizes) {
+  Make();
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86", std::string(300, 'x'));
+  CacheSnapshot snapshot = cache_->Snapshot();
+  std::set<std::string> names;
+  for (const CounterValue& c : snapshot.counters) {
+    EXPECT_FALSE(c.help.empty()) << c.name;
+    EXPECT_TRUE(names.insert(c.name).second) << "duplicate " << c.name;
+  }
+  EXPECT_EQ(snapshot.counters.front().name, "resolve.requests");  // number 1
+  EXPECT_EQ(snapshot.store_artifacts, 1u);
+  EXPECT_EQ(snapshot.store_bytes, 300u);
+}
+
+}  // namespace
+}  // namespace kcache

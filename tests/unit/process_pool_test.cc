@@ -1,0 +1,398 @@
+// The compile process pool with real workers and real NVRTC: same bytes as the in-process
+// compiler, concurrency, and a crash, a hang, a CPU-time and a memory overrun each failing
+// only their own request. The faulty worker (KCACHE_WORKER_FAULT_INJECTION) crashes on
+// KCACHE_TEST_CRASH and spins on KCACHE_TEST_HANG; the production worker has no such code.
+#include "daemon/compile/process_pool.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "core/manifest.h"
+#include "daemon/compile/toolkit.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/kernels.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+constexpr char kWorker[] = KCACHE_BINARY_DIR "/daemon/compile/kcache-compile-worker";
+constexpr char kFaultyWorker[] = KCACHE_BINARY_DIR "/daemon/compile/kcache-compile-worker-faulty";
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kMemoryLimitApplies = false;  // the pool leaves RLIMIT_AS off under sanitizers
+#else
+constexpr bool kMemoryLimitApplies = true;
+#endif
+
+CompileJob Job(KernelSpec spec, const std::string& target) {
+  CompileJob job;
+  job.spec = std::move(spec);
+  job.id = ComputeKernelId(job.spec);
+  absl::StatusOr<Target> t = ParseTarget(target);
+  EXPECT_TRUE(t.ok()) << t.status();
+  job.target = *t;
+  return job;
+}
+
+KernelSpec Saxpy() {
+  KernelSpec spec;
+  spec.name = "saxpy";
+  spec.source = testing::kSaxpySource;
+  return spec;
+}
+
+KernelSpec ScaleTemplate() {
+  KernelSpec spec;
+  spec.name = "scale";
+  spec.source = testing::kScaleTemplateSource;
+  spec.headers["scale.cuh"] = testing::kScaleHeader;
+  spec.options = {"-std=c++17"};
+  spec.name_expressions = {"scale<float>", "scale<double>"};
+  return spec;
+}
+
+// Saxpy with a marker comment the faulty worker reacts to.
+KernelSpec Faulty(const std::string& marker) {
+  KernelSpec spec = Saxpy();
+  spec.name = absl::StrCat("saxpy_", marker);
+  spec.source = absl::StrCat("// ", marker, "\n", spec.source);
+  return spec;
+}
+
+// The CUB-heavy MoE routing kernel of the bundled manifest: ~3-5 s of NVRTC per target.
+KernelSpec MoeRouting() {
+  absl::StatusOr<Manifest> manifest = LoadManifest(KCACHE_SOURCE_DIR "/kernels/manifest.yaml");
+  EXPECT_TRUE(manifest.ok()) << manifest.status();
+  const ManifestKernel* kernel = manifest.ok() ? manifest->Find("moe_routing") : nullptr;
+  EXPECT_NE(kernel, nullptr);
+  return kernel != nullptr ? kernel->record.spec : KernelSpec{};
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+class ProcessPoolTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
+    ASSERT_TRUE(toolkit.ok()) << toolkit.status();
+    toolkit_ = new std::shared_ptr<const Toolkit>(*toolkit);
+  }
+  static void TearDownTestSuite() {
+    delete toolkit_;
+    toolkit_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(toolkit_, nullptr); }
+
+  static ProcessPoolOptions Options(const char* worker, int workers) {
+    ProcessPoolOptions options;
+    options.worker_binary = worker;
+    options.workers = workers;
+    return options;
+  }
+  std::unique_ptr<ProcessPoolCompiler> Pool(ProcessPoolOptions options) {
+    absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
+        NewProcessPoolCompiler(*toolkit_, std::move(options));
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    return pool.ok() ? *std::move(pool) : nullptr;
+  }
+  // The pool still compiles after a failure.
+  static void ExpectServes(Compiler& pool) {
+    absl::StatusOr<CompileOutput> out = pool.Compile(Job(Saxpy(), "sm_89"));
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->artifacts.size(), 2u);
+  }
+
+  static std::shared_ptr<const Toolkit>* toolkit_;
+};
+std::shared_ptr<const Toolkit>* ProcessPoolTest::toolkit_ = nullptr;
+
+TEST_F(ProcessPoolTest, GivesTheSameArtifactsAsTheInProcessCompiler) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->toolkit().identity().id, (*toolkit_)->identity().id);
+  std::unique_ptr<Compiler> local = NewNvrtcCompiler(*toolkit_);
+  CompileJob scale = Job(ScaleTemplate(), "sm_80");
+  scale.want_ltoir = true;
+  for (const CompileJob& job : {Job(Saxpy(), "sm_89"), Job(Saxpy(), "compute_90"), scale}) {
+    absl::StatusOr<CompileOutput> remote = pool->Compile(job);
+    absl::StatusOr<CompileOutput> here = local->Compile(job);
+    ASSERT_TRUE(remote.ok()) << remote.status();
+    ASSERT_TRUE(here.ok()) << here.status();
+    ASSERT_EQ(remote->artifacts.size(), here->artifacts.size()) << job.target.ToString();
+    size_t expected = (job.target.kind == TargetKind::kSass ? 2 : 1) + (job.want_ltoir ? 1 : 0);
+    EXPECT_EQ(remote->artifacts.size(), expected);  // cubin, PTX, LTO-IR as asked
+    for (size_t i = 0; i < here->artifacts.size(); ++i) {
+      const Artifact& r = remote->artifacts[i];
+      const Artifact& h = here->artifacts[i];
+      EXPECT_EQ(r.meta.key, h.meta.key);
+      EXPECT_TRUE(r.bytes == h.bytes) << r.meta.key.ToString() << " differs";
+      EXPECT_EQ(r.meta.kernel_name, h.meta.kernel_name);
+      EXPECT_EQ(r.meta.lowered_names, h.meta.lowered_names);
+      EXPECT_EQ(r.meta.compile_log, h.meta.compile_log);
+      EXPECT_EQ(r.meta.checksum, h.meta.checksum);
+      EXPECT_EQ(r.meta.size, h.meta.size);
+      EXPECT_EQ(r.meta.min_driver, h.meta.min_driver);
+      EXPECT_GT(r.meta.compile_micros, 0u);
+    }
+  }
+  EXPECT_EQ(pool->stats().compiles, 3u);
+  EXPECT_EQ(pool->stats().worker_starts, 1u);  // one worker served all three
+}
+
+TEST_F(ProcessPoolTest, RunsEightConcurrentCompilesOnTwoWorkers) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 2));
+  ASSERT_NE(pool, nullptr);
+  const std::vector<std::string> targets = {"sm_75", "sm_80", "sm_86",  "sm_87",
+                                            "sm_89", "sm_90", "sm_100", "sm_120"};
+  std::vector<absl::StatusOr<CompileOutput>> results(targets.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = pool->Compile(Job(Saxpy(), targets[i])); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << targets[i] << ": " << results[i].status();
+    ASSERT_EQ(results[i]->artifacts.size(), 2u);
+    EXPECT_EQ(results[i]->artifacts[0].meta.key.target.ToString(), targets[i]);
+  }
+  ProcessPoolStats stats = pool->stats();
+  EXPECT_EQ(stats.compiles, 8u);
+  EXPECT_EQ(stats.worker_starts, 2u);  // never more processes than workers
+  EXPECT_EQ(stats.crashes + stats.timeouts + stats.limit_kills, 0u);
+  EXPECT_GT(stats.cpu_micros, 8u * 10000);  // each compile took well over 10 ms of CPU
+  EXPECT_EQ(pool->worker_pids().size(), 2u);
+}
+
+TEST_F(ProcessPoolTest, CompileErrorCarriesTheNvrtcLogAcrossTheProcessBoundary) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  KernelSpec broken;
+  broken.name = "broken";
+  broken.source = testing::kSyntaxErrorSource;
+  CompileJob job = Job(broken, "sm_86");
+  absl::StatusOr<CompileOutput> remote = pool->Compile(job);
+  absl::StatusOr<CompileOutput> here = NewNvrtcCompiler(*toolkit_)->Compile(job);
+  ASSERT_EQ(remote.status().code(), absl::StatusCode::kAborted) << remote.status();
+  EXPECT_EQ(remote.status().message(), here.status().message());
+  EXPECT_NE(CompileLogOf(remote.status()).find("undeclared_identifier"), std::string::npos)
+      << remote.status();
+  EXPECT_EQ(CompileLogOf(remote.status()), CompileLogOf(here.status()));
+  EXPECT_EQ(pool->stats().crashes, 0u);  // a compile error is not a worker failure
+  EXPECT_EQ(pool->stats().worker_starts, 1u);
+}
+
+TEST_F(ProcessPoolTest, RefusedOptionsAndTargetsNeverReachAWorker) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  KernelSpec writes_file = Saxpy();
+  writes_file.options = {"-fdevice-time-trace=/tmp/x.json"};
+  EXPECT_EQ(pool->Compile(Job(writes_file, "sm_86")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status old = pool->Compile(Job(Saxpy(), "sm_70")).status();
+  EXPECT_EQ(old.code(), absl::StatusCode::kInvalidArgument) << old;
+  EXPECT_NE(old.message().find("supported"), absl::string_view::npos) << old;
+  EXPECT_EQ(pool->stats().compiles, 0u);
+}
+
+TEST_F(ProcessPoolTest, CrashFailsOnlyThatCompileAndTheNextOneGetsANewWorker) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kFaultyWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  ASSERT_EQ(pool->worker_pids().size(), 1u);
+  pid_t first = pool->worker_pids()[0];
+
+  absl::Status crash = pool->Compile(Job(Faulty("KCACHE_TEST_CRASH"), "sm_86")).status();
+  EXPECT_EQ(crash.code(), absl::StatusCode::kInternal) << crash;
+  EXPECT_NE(crash.message().find("compile worker crashed (signal 11, SIGSEGV) while compiling "
+                                 "saxpy_KCACHE_TEST_CRASH"),
+            absl::string_view::npos)
+      << crash;
+  EXPECT_NE(crash.message().find("for sm_86"), absl::string_view::npos) << crash;
+  EXPECT_NE(crash.message().find("the daemon keeps serving"), absl::string_view::npos) << crash;
+  EXPECT_TRUE(pool->worker_pids().empty());  // the dead one is gone, the next starts on demand
+
+  ExpectServes(*pool);
+  ASSERT_EQ(pool->worker_pids().size(), 1u);
+  EXPECT_NE(pool->worker_pids()[0], first);
+  EXPECT_EQ(pool->stats().crashes, 1u);
+  EXPECT_EQ(pool->stats().worker_starts, 2u);
+}
+
+TEST_F(ProcessPoolTest, HangIsKilledAtTheWallClockLimit) {
+  ProcessPoolOptions options = Options(kFaultyWorker, 1);
+  options.wall_time_per_compile = absl::Seconds(1);
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
+  ASSERT_NE(pool, nullptr);
+  pid_t hung = pool->worker_pids().at(0);
+  auto start = std::chrono::steady_clock::now();
+  absl::Status hang = pool->Compile(Job(Faulty("KCACHE_TEST_HANG"), "sm_89")).status();
+  double seconds = SecondsSince(start);
+  EXPECT_EQ(hang.code(), absl::StatusCode::kDeadlineExceeded) << hang;
+  EXPECT_NE(hang.message().find("compile of saxpy_KCACHE_TEST_HANG ("), absl::string_view::npos)
+      << hang;
+  EXPECT_NE(hang.message().find(") for sm_89 ran past the 1 s wall-clock limit "
+                                "(--compile-timeout-seconds); the worker was killed"),
+            absl::string_view::npos)
+      << hang;
+  EXPECT_GE(seconds, 1.0);
+  EXPECT_LT(seconds, 2.5);
+  EXPECT_EQ(kill(hung, 0), -1);  // really gone (and reaped: not even a zombie)
+  EXPECT_EQ(pool->stats().timeouts, 1u);
+  ExpectServes(*pool);
+}
+
+TEST_F(ProcessPoolTest, HeavyCompilePastTheCpuLimitIsResourceExhausted) {
+  ProcessPoolOptions options = Options(kWorker, 1);
+  options.cpu_seconds_per_compile = 1;
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
+  ASSERT_NE(pool, nullptr);
+  absl::Status status = pool->Compile(Job(MoeRouting(), "sm_90")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_NE(status.message().find("ran past the 1 s CPU-time limit (--compile-cpu-seconds)"),
+            absl::string_view::npos)
+      << status;
+  EXPECT_EQ(pool->stats().limit_kills, 1u);
+  ExpectServes(*pool);
+}
+
+TEST_F(ProcessPoolTest, HeavyCompilePastTheMemoryLimitIsResourceExhausted) {
+  if (!kMemoryLimitApplies) GTEST_SKIP() << "no RLIMIT_AS under sanitizers";
+  ProcessPoolOptions options = Options(kWorker, 1);
+  options.memory_bytes_per_worker = uint64_t{300} << 20;
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
+  ASSERT_NE(pool, nullptr);
+  absl::Status status = pool->Compile(Job(MoeRouting(), "sm_90")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_NE(status.message().find("compile of moe_routing ("), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find(
+                ") for sm_90 ran out of memory under the 300 MiB limit (--compile-memory-mb)"),
+            absl::string_view::npos)
+      << status;
+  ExpectServes(*pool);
+}
+
+TEST_F(ProcessPoolTest, MemoryLimitTooLowToLoadTheToolkitIsReportedAtStart) {
+  if (!kMemoryLimitApplies) GTEST_SKIP() << "no RLIMIT_AS under sanitizers";
+  ProcessPoolOptions options = Options(kWorker, 1);
+  options.memory_bytes_per_worker = uint64_t{100} << 20;
+  absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
+      NewProcessPoolCompiler(*toolkit_, options);
+  ASSERT_EQ(pool.status().code(), absl::StatusCode::kFailedPrecondition) << pool.status();
+  EXPECT_NE(pool.status().message().find("could not load the toolkit under its 100 MiB memory "
+                                         "limit (--compile-memory-mb"),
+            absl::string_view::npos)
+      << pool.status();
+}
+
+TEST_F(ProcessPoolTest, WorkerKilledWhileIdleIsReplacedWithoutFailingTheNextCompile) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  pid_t first = pool->worker_pids().at(0);
+  ASSERT_EQ(kill(first, SIGKILL), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ExpectServes(*pool);
+  EXPECT_NE(pool->worker_pids().at(0), first);
+}
+
+TEST_F(ProcessPoolTest, MissingWorkerBinaryIsFailedPreconditionNamingThePath) {
+  absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
+      NewProcessPoolCompiler(*toolkit_, Options("/nonexistent/kcache-compile-worker", 1));
+  ASSERT_EQ(pool.status().code(), absl::StatusCode::kFailedPrecondition) << pool.status();
+  EXPECT_NE(pool.status().message().find("/nonexistent/kcache-compile-worker"),
+            absl::string_view::npos);
+  EXPECT_NE(pool.status().message().find("--compile-worker"), absl::string_view::npos);
+}
+
+TEST_F(ProcessPoolTest, WorkerThatCannotStartIsReportedWithItsExit) {
+  testing::TempDir dir;
+  std::string not_a_program = dir.Write("not-a-program", "just text\n");
+  chmod(not_a_program.c_str(), 0755);
+  absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
+      NewProcessPoolCompiler(*toolkit_, Options(not_a_program.c_str(), 1));
+  ASSERT_EQ(pool.status().code(), absl::StatusCode::kFailedPrecondition) << pool.status();
+  EXPECT_NE(pool.status().message().find("could not execute the compile worker " + not_a_program),
+            absl::string_view::npos)
+      << pool.status();
+
+  // A "worker" that exits at once, with a code that shows extra_env reached it.
+  std::string quits =
+      dir.Write("quits", "#!/bin/sh\n[ \"$KCACHE_TEST_VAR\" = yes ] && exit 7\nexit 3\n");
+  chmod(quits.c_str(), 0755);
+  ProcessPoolOptions options = Options(quits.c_str(), 1);
+  options.extra_env = {{"KCACHE_TEST_VAR", "yes"}};
+  pool = NewProcessPoolCompiler(*toolkit_, options);
+  EXPECT_EQ(pool.status().code(), absl::StatusCode::kUnavailable) << pool.status();
+  EXPECT_NE(pool.status().message().find("stopped before it was ready (exit status 7"),
+            absl::string_view::npos)
+      << pool.status();
+}
+
+TEST_F(ProcessPoolTest, DestroyingThePoolEndsEveryWorker) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 2));
+  ASSERT_NE(pool, nullptr);
+  std::vector<pid_t> pids = pool->worker_pids();
+  ASSERT_EQ(pids.size(), 1u);  // one at start, the other on demand
+  pool.reset();
+  EXPECT_EQ(kill(pids[0], 0), -1);  // exited and reaped
+}
+
+TEST_F(ProcessPoolTest, DefaultWorkerPathFindsTheBuiltWorker) {
+  EXPECT_EQ(DefaultCompileWorkerPath(), kWorker);
+}
+
+// Not a benchmark: prints the pool's per-compile overhead for a tiny kernel and checks that
+// it stays small next to the compile itself. Runs alternate so that load from elsewhere on
+// the machine hits both sides alike.
+TEST_F(ProcessPoolTest, PerCompileOverheadIsSmall) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  std::unique_ptr<Compiler> local = NewNvrtcCompiler(*toolkit_);
+  CompileJob saxpy = Job(Saxpy(), "sm_89");
+  ASSERT_TRUE(pool->Compile(saxpy).ok());  // warm both
+  ASSERT_TRUE(local->Compile(saxpy).ok());
+  std::vector<double> in_process_ms, pool_ms;
+  for (int i = 0; i < 7; ++i) {
+    for (auto [compiler, ms] : {std::pair{local.get(), &in_process_ms},
+                                std::pair<Compiler*, std::vector<double>*>{pool.get(), &pool_ms}}) {
+      auto start = std::chrono::steady_clock::now();
+      EXPECT_TRUE(compiler->Compile(saxpy).ok());
+      ms->push_back(SecondsSince(start) * 1000);
+    }
+  }
+  std::sort(in_process_ms.begin(), in_process_ms.end());
+  std::sort(pool_ms.begin(), pool_ms.end());
+  double in_process = in_process_ms[3], through_pool = pool_ms[3];
+  std::printf("saxpy sm_89, median of 7: in-process %.1f ms, through the pool %.1f ms\n",
+              in_process, through_pool);
+  EXPECT_LT(through_pool, in_process * 1.5 + 10);
+
+  // A job the worker's compiler refuses at once (a NUL in the source) times the round trip
+  // alone: framing, protobuf, the socket and the worker's per-job setup.
+  KernelSpec nul = Saxpy();
+  nul.source.push_back('\0');
+  CompileJob refused = Job(nul, "sm_89");
+  std::vector<double> micros;
+  uint64_t compiles_before = pool->stats().compiles;
+  for (int i = 0; i < 50; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(pool->Compile(refused).status().code(), absl::StatusCode::kInvalidArgument);
+    micros.push_back(SecondsSince(start) * 1e6);
+  }
+  EXPECT_EQ(pool->stats().compiles, compiles_before + 50);  // each went to the worker
+  std::sort(micros.begin(), micros.end());
+  std::printf("round trip of a job the worker refuses at once: median %.0f us, p90 %.0f us\n",
+              micros[25], micros[45]);
+  EXPECT_LT(micros[25], 5000.0);
+}
+
+}  // namespace
+}  // namespace kcache
