@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "core/manifest.h"
 #include "kcache/kcache.h"
 
 namespace kcache::bench {
@@ -28,24 +27,6 @@ inline double Percentile(std::vector<double>& values, double p) {
 }
 
 inline double Median(std::vector<double> values) { return Percentile(values, 50); }
-
-// A manifest's kernels as the client library takes them.
-inline std::vector<client::KernelSource> SourcesOf(const Manifest& manifest) {
-  std::vector<client::KernelSource> sources;
-  for (const ManifestKernel& k : manifest.kernels) {
-    client::KernelSource s;
-    s.name = k.record.spec.name;
-    s.source = k.record.spec.source;
-    s.headers = k.record.spec.headers;
-    s.options = k.record.spec.options;
-    s.name_expressions = k.record.spec.name_expressions;
-    s.min_arch = k.record.arch.min_arch;
-    s.max_arch = k.record.arch.max_arch;
-    s.want_ltoir = k.record.want_ltoir;
-    sources.push_back(std::move(s));
-  }
-  return sources;
-}
 
 // True when `source` declares it can run on `device` (min/max arch).
 inline bool Runs(const client::KernelSource& source, const client::Device& device) {

@@ -69,13 +69,14 @@ int Main(int argc, char** argv) {
   app.add_option("--write-doc", doc, "Rewrite this benchmark's section of this Markdown file");
   CLI11_PARSE(app, argc, argv);
 
-  absl::StatusOr<Manifest> manifest = LoadManifest(manifest_path);
+  absl::StatusOr<std::vector<client::KernelSource>> loaded =
+      client::LoadManifestKernels(manifest_path);
   absl::StatusOr<client::Device> device = client::Device::Parse(device_text, 13000);
-  if (!manifest.ok() || !device.ok()) {
+  if (!loaded.ok() || !device.ok()) {
     std::fprintf(stderr, "bad --manifest or --device\n");
     return 2;
   }
-  std::vector<client::KernelSource> sources = SourcesOf(*manifest);
+  const std::vector<client::KernelSource>& sources = *loaded;
 
   testing::DaemonProcess daemon;
   if (absl::Status s = daemon.Start(); !s.ok()) {

@@ -17,20 +17,6 @@
 namespace kcache::cli {
 namespace {
 
-client::KernelSource SourceOf(const ManifestKernel& kernel) {
-  const KernelRecord& r = kernel.record;
-  client::KernelSource s;
-  s.name = r.spec.name;
-  s.source = r.spec.source;
-  s.headers = r.spec.headers;
-  s.options = r.spec.options;
-  s.name_expressions = r.spec.name_expressions;
-  s.min_arch = r.arch.min_arch;
-  s.max_arch = r.arch.max_arch;
-  s.want_ltoir = r.want_ltoir;
-  return s;
-}
-
 std::string Indent(const std::string& text) {
   std::string out = "    ";
   for (char c : text) {
@@ -90,13 +76,13 @@ int RunWarmOnServer(const ServerWarmFlags& flags) {
   absl::StatusOr<std::vector<Target>> targets = ParseTargetList(flags.arch);
   if (!targets.ok())
     return Fail(absl::StrCat("--arch: ", targets.status().message()), kExitBadInput);
-  absl::StatusOr<Manifest> manifest = LoadManifest(flags.manifest);
-  if (!manifest.ok()) return Fail(manifest.status().message(), kExitBadInput);
+  absl::StatusOr<std::vector<client::KernelSource>> loaded =
+      client::LoadManifestKernels(flags.manifest);
+  if (!loaded.ok()) return Fail(loaded.status().message(), kExitBadInput);
   absl::StatusOr<std::unique_ptr<client::Client>> c = ConnectForCli(flags.server, 60);
   if (!c.ok()) return FailStatus(c.status());
 
-  std::vector<client::KernelSource> kernels;
-  for (const ManifestKernel& k : manifest->kernels) kernels.push_back(SourceOf(k));
+  std::vector<client::KernelSource> kernels = *std::move(loaded);
   std::vector<std::string> target_names;
   for (const Target& t : *targets) target_names.push_back(t.ToString());
   std::printf("warming %zu kernels x %zu targets (%s) through kcached at %s\n", kernels.size(),

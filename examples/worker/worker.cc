@@ -34,19 +34,6 @@ std::string ArchText(int arch) {
 
 std::string Ms(int64_t micros) { return absl::StrFormat("%.1f ms", micros / 1e3); }
 
-KernelSource SourceOf(const ManifestKernel& kernel) {
-  const KernelRecord& r = kernel.record;
-  KernelSource s;
-  s.name = r.spec.name;
-  s.source = r.spec.source;
-  s.headers = r.spec.headers;
-  s.options = r.spec.options;
-  s.name_expressions = r.spec.name_expressions;
-  s.min_arch = r.arch.min_arch;
-  s.max_arch = r.arch.max_arch;
-  return s;
-}
-
 // The device to resolve for, and the GPU to load on (if any).
 struct StartDevice {
   Device device;
@@ -206,10 +193,10 @@ void PrintJson(const StartDevice& target, const std::string& mode,
 
 int RunWorker(const WorkerFlags& flags) {
   Clock::time_point start = Clock::now();
-  absl::StatusOr<Manifest> manifest = LoadManifest(flags.manifest);
-  if (!manifest.ok()) {
+  absl::StatusOr<std::vector<KernelSource>> kernels = client::LoadManifestKernels(flags.manifest);
+  if (!kernels.ok()) {
     std::fprintf(stderr, "kcache-example-worker: %s\n",
-                 std::string(manifest.status().message()).c_str());
+                 std::string(kernels.status().message()).c_str());
     return 2;
   }
   int exit_code = 0;
@@ -238,8 +225,8 @@ int RunWorker(const WorkerFlags& flags) {
     mode = absl::StrCat("kcached at ", options.address);
   }
   std::vector<KernelReport> reports;
-  for (const ManifestKernel& kernel : manifest->kernels) {
-    reports.push_back(GetKernel(SourceOf(kernel), *target, c.get(), local.get()));
+  for (const KernelSource& kernel : *kernels) {
+    reports.push_back(GetKernel(kernel, *target, c.get(), local.get()));
   }
   int64_t total = MicrosSince(start);
   if (flags.json) {

@@ -28,20 +28,6 @@ namespace kcache::gpu_test {
 
 inline std::string BundledManifestPath() { return KCACHE_SOURCE_DIR "/kernels/manifest.yaml"; }
 
-inline client::KernelSource ToKernelSource(const ManifestKernel& kernel) {
-  const KernelRecord& record = kernel.record;
-  client::KernelSource source;
-  source.name = record.spec.name;
-  source.source = record.spec.source;
-  source.headers = record.spec.headers;
-  source.options = record.spec.options;
-  source.name_expressions = record.spec.name_expressions;
-  source.min_arch = record.arch.min_arch;
-  source.max_arch = record.arch.max_arch;
-  source.want_ltoir = record.want_ltoir;
-  return source;
-}
-
 // Names of the manifest's kernels whose declared arch range holds `arch` (e.g. 89), in order.
 inline std::vector<std::string> KernelsForArch(const Manifest& manifest, int arch) {
   std::vector<std::string> names;
@@ -137,6 +123,9 @@ class ServedKernels {
 
   absl::Status Run(const Manifest& manifest, const std::vector<std::string>& names,
                    const client::Device& device) {
+    absl::StatusOr<std::vector<client::KernelSource>> all =
+        client::LoadManifestKernels(manifest.path);
+    if (!all.ok()) return all.status();
     std::vector<client::KernelSource> sources;
     for (const std::string& name : names) {
       const ManifestKernel* kernel = manifest.Find(name);
@@ -147,7 +136,7 @@ class ServedKernels {
         return absl::InvalidArgumentError(absl::StrCat(
             name, " does not support ", device.ToString(), " (its declared arch range)"));
       }
-      sources.push_back(ToKernelSource(*kernel));
+      sources.push_back((*all)[kernel - manifest.kernels.data()]);  // same order as the manifest
     }
     if (absl::Status s = daemon_.Start(); !s.ok()) return s;
     client::ClientOptions client_options;

@@ -180,6 +180,11 @@ struct WarmTotals {
 enum class BreakerState { kClosed, kOpen, kHalfOpen };
 absl::string_view BreakerStateName(BreakerState state);  // "closed", "open", "half_open"
 
+// The kernels of a kcache manifest (docs/manifest.md; variants are kernels of their own), as
+// sources, in the manifest's order. Errors name the file, line and field (InvalidArgument) or
+// the missing file (NotFound).
+absl::StatusOr<std::vector<KernelSource>> LoadManifestKernels(const std::string& path);
+
 // Thread-safe: one Client serves every thread of a worker.
 class Client {
  public:
