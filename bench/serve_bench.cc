@@ -3,6 +3,7 @@
 // redis-server this benchmark starts on loopback. Both measured in this run.
 //
 //   build/bench/kcache_bench_serve [--seconds 2] [--write-doc docs/BENCHMARKS.md]
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <spawn.h>
@@ -86,8 +87,14 @@ class RedisServer {
     const char* argv[] = {"redis-server", "--port", port_text.c_str(), "--bind", "127.0.0.1",
                           "--save", "", "--appendonly", "no", "--daemonize", "no",
                           "--loglevel", "warning", nullptr};
-    if (posix_spawnp(&pid_, "redis-server", nullptr, nullptr, const_cast<char**>(argv),
-                     environ) != 0) {
+    posix_spawn_file_actions_t quiet;  // redis's own log would interleave with the table
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&quiet, 1, 2);
+    int rc = posix_spawnp(&pid_, "redis-server", &quiet, nullptr, const_cast<char**>(argv),
+                          environ);
+    posix_spawn_file_actions_destroy(&quiet);
+    if (rc != 0) {
       return absl::FailedPreconditionError("redis-server not found; run scripts/install-deps.sh");
     }
     for (int i = 0; i < 100; ++i) {
