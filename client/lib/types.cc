@@ -3,6 +3,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/artifact.h"
+#include "core/compat.h"
+#include "core/target.h"
 #include "kcache/kcache.h"
 
 namespace kcache::client {
@@ -10,49 +13,29 @@ namespace kcache::client {
 std::string Device::ToString() const { return absl::StrCat(sm_major, ".", sm_minor); }
 
 absl::StatusOr<Device> Device::Parse(absl::string_view sm, uint32_t driver_version) {
-  absl::string_view text = absl::StripAsciiWhitespace(sm);
-  absl::ConsumePrefix(&text, "sm_");
-  int major = 0, minor = 0;
-  bool ok = false;
-  if (size_t dot = text.find('.'); dot != absl::string_view::npos) {
-    ok = absl::SimpleAtoi(text.substr(0, dot), &major) &&
-         absl::SimpleAtoi(text.substr(dot + 1), &minor) && text.size() - dot == 2;
-  } else if (int arch = 0; text.size() >= 2 && absl::SimpleAtoi(text, &arch)) {
-    major = arch / 10;
-    minor = arch % 10;
-    ok = true;
-  }
-  if (!ok || major < 1 || major > 99 || minor < 0 || minor > 9) {
+  absl::StatusOr<Sm> parsed = ParseSm(absl::StripAsciiWhitespace(sm));
+  if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", sm, "' is not a device SM; write it as major.minor, e.g. 8.9 (or sm_89)"));
   }
-  return Device{major, minor, driver_version};
+  return Device{parsed->major, parsed->minor, driver_version};
 }
 
+// The public enums carry the wire numbers of core's, so core names them.
+static_assert(static_cast<int>(ArtifactKind::kCubin) == static_cast<int>(kcache::ArtifactKind::kCubin) &&
+              static_cast<int>(ArtifactKind::kPtx) == static_cast<int>(kcache::ArtifactKind::kPtx) &&
+              static_cast<int>(ArtifactKind::kLtoir) == static_cast<int>(kcache::ArtifactKind::kLtoir));
+static_assert(static_cast<int>(ServeRule::kExactSass) == static_cast<int>(kcache::ServeRule::kExactSass) &&
+              static_cast<int>(ServeRule::kCompatibleSass) == static_cast<int>(kcache::ServeRule::kCompatibleSass) &&
+              static_cast<int>(ServeRule::kPtxJit) == static_cast<int>(kcache::ServeRule::kPtxJit) &&
+              static_cast<int>(ServeRule::kCompiled) == static_cast<int>(kcache::ServeRule::kCompiled));
+
 absl::string_view ArtifactKindName(ArtifactKind kind) {
-  switch (kind) {
-    case ArtifactKind::kCubin:
-      return "cubin";
-    case ArtifactKind::kPtx:
-      return "ptx";
-    case ArtifactKind::kLtoir:
-      return "ltoir";
-  }
-  return "unknown";
+  return kcache::ArtifactKindName(static_cast<kcache::ArtifactKind>(kind));
 }
 
 absl::string_view ServeRuleName(ServeRule rule) {
-  switch (rule) {
-    case ServeRule::kExactSass:
-      return "exact_sass";
-    case ServeRule::kCompatibleSass:
-      return "compatible_sass";
-    case ServeRule::kPtxJit:
-      return "ptx_jit";
-    case ServeRule::kCompiled:
-      return "compiled";
-  }
-  return "unknown";
+  return kcache::ServeRuleName(static_cast<kcache::ServeRule>(rule));
 }
 
 absl::string_view ServedFromName(ServedFrom from) {
