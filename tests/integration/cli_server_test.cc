@@ -16,20 +16,16 @@
 namespace kcache {
 namespace {
 
+using ::kcache::testing::Contains;
+
 using ::kcache::testing::KcacheCli;
 using ::kcache::testing::RunResult;
 using nlohmann::json;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 class CliServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_.Write("saxpy.cu", ::kcache::testing::kSaxpySource);
-    dir_.Write("scale.cu", ::kcache::testing::kScaleTemplateSource);
-    dir_.Write("scale.cuh", ::kcache::testing::kScaleHeader);
+    ::kcache::testing::WriteTestKernelFiles(dir_);
     manifest_ = dir_.Write("manifest.yaml", R"(version: 1
 kernels:
   - name: saxpy

@@ -13,21 +13,16 @@
 namespace kcache {
 namespace {
 
+using ::kcache::testing::Contains;
+
 using ::kcache::testing::KcacheCli;
 using ::kcache::testing::RunResult;
 using ::kcache::testing::TempDir;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_.Write("saxpy.cu", ::kcache::testing::kSaxpySource);
-    dir_.Write("scale.cu", ::kcache::testing::kScaleTemplateSource);
-    dir_.Write("scale.cuh", ::kcache::testing::kScaleHeader);
-    dir_.Write("broken.cu", ::kcache::testing::kSyntaxErrorSource);
+    ::kcache::testing::WriteTestKernelFiles(dir_);
     manifest_ = dir_.Write("manifest.yaml", R"(version: 1
 kernels:
   - name: saxpy

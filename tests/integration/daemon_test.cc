@@ -22,9 +22,12 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/kernels.h"
+#include "tests/testutil/run.h"
 
 namespace kcache {
 namespace {
+
+using ::kcache::testing::Contains;
 
 using ::kcache::testing::CallResolve;
 using ::kcache::testing::DaemonOptions;
@@ -35,10 +38,6 @@ using ::kcache::testing::StatCounter;
 using ::kcache::testing::WireSpec;
 
 constexpr char kFakeToolkit[] = "nvrtc-13.0+000000000000";
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::string FaultyWorker() {
   return KCACHE_BINARY_DIR "/daemon/compile/kcache-compile-worker-faulty";

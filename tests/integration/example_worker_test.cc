@@ -16,6 +16,8 @@
 namespace kcache {
 namespace {
 
+using ::kcache::testing::Contains;
+
 using ::kcache::testing::RunResult;
 using nlohmann::json;
 
@@ -26,16 +28,10 @@ std::string WorkerBinary() {
              "/examples/worker/kcache-example-worker";
 }
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 class ExampleWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_.Write("saxpy.cu", ::kcache::testing::kSaxpySource);
-    dir_.Write("scale.cu", ::kcache::testing::kScaleTemplateSource);
-    dir_.Write("scale.cuh", ::kcache::testing::kScaleHeader);
+    ::kcache::testing::WriteTestKernelFiles(dir_);
     manifest_ = dir_.Write("manifest.yaml", R"(version: 1
 kernels:
   - name: saxpy

@@ -2,6 +2,8 @@
 #ifndef KCACHE_TESTS_TESTUTIL_KERNELS_H_
 #define KCACHE_TESTS_TESTUTIL_KERNELS_H_
 
+#include "tests/testutil/temp_dir.h"
+
 namespace kcache::testing {
 
 inline constexpr char kSaxpySource[] = R"(
@@ -26,6 +28,15 @@ extern "C" __global__ void broken(float* y) {
   y[threadIdx.x] = undeclared_identifier;
 }
 )";
+
+// Writes the kernels above into `dir` as saxpy.cu, scale.cu + scale.cuh and broken.cu, for
+// tests that write a manifest naming them.
+inline void WriteTestKernelFiles(const TempDir& dir) {
+  dir.Write("saxpy.cu", kSaxpySource);
+  dir.Write("scale.cu", kScaleTemplateSource);
+  dir.Write("scale.cuh", kScaleHeader);
+  dir.Write("broken.cu", kSyntaxErrorSource);
+}
 
 }  // namespace kcache::testing
 

@@ -27,6 +27,11 @@ inline RunResult Run(const std::string& command) {
   return result;
 }
 
+// True when `part` occurs in `text` (for checking what a command printed).
+inline bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 // The kcache binary under test (ctest sets KCACHE_CLI).
 inline std::string KcacheCli() {
   const char* cli = std::getenv("KCACHE_CLI");

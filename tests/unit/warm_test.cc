@@ -23,10 +23,7 @@ class WarmTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(dir_ / "store");
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    dir_.Write("saxpy.cu", ::kcache::testing::kSaxpySource);
-    dir_.Write("scale.cu", ::kcache::testing::kScaleTemplateSource);
-    dir_.Write("scale.cuh", ::kcache::testing::kScaleHeader);
-    dir_.Write("broken.cu", ::kcache::testing::kSyntaxErrorSource);
+    ::kcache::testing::WriteTestKernelFiles(dir_);
   }
 
   Manifest LoadOrDie(const std::string& yaml) {
