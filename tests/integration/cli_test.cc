@@ -23,16 +23,7 @@ class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ::kcache::testing::WriteTestKernelFiles(dir_);
-    manifest_ = dir_.Write("manifest.yaml", R"(version: 1
-kernels:
-  - name: saxpy
-    source: saxpy.cu
-  - name: scale
-    source: scale.cu
-    headers: [scale.cuh]
-    name_expressions: ["scale<float>"]
-    min_arch: 8.0
-)");
+    manifest_ = dir_.Write("manifest.yaml", ::kcache::testing::kTestManifest);
     store_ = dir_ / "store";
   }
   RunResult Kcache(const std::string& args) {

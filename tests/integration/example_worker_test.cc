@@ -32,15 +32,7 @@ class ExampleWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ::kcache::testing::WriteTestKernelFiles(dir_);
-    manifest_ = dir_.Write("manifest.yaml", R"(version: 1
-kernels:
-  - name: saxpy
-    source: saxpy.cu
-  - name: scale
-    source: scale.cu
-    headers: [scale.cuh]
-    name_expressions: ["scale<float>"]
-    min_arch: 8.0
+    manifest_ = dir_.Write("manifest.yaml", std::string(::kcache::testing::kTestManifest) + R"(
   - name: hopper_only
     source: saxpy.cu
     options: [-DHOPPER=1]

@@ -29,6 +29,18 @@ extern "C" __global__ void broken(float* y) {
 }
 )";
 
+// A manifest over the files WriteTestKernelFiles writes: saxpy (any arch) and scale (8.0+).
+inline constexpr char kTestManifest[] = R"(version: 1
+kernels:
+  - name: saxpy
+    source: saxpy.cu
+  - name: scale
+    source: scale.cu
+    headers: [scale.cuh]
+    name_expressions: ["scale<float>"]
+    min_arch: 8.0
+)";
+
 // Writes the kernels above into `dir` as saxpy.cu, scale.cu + scale.cuh and broken.cu, for
 // tests that write a manifest naming them.
 inline void WriteTestKernelFiles(const TempDir& dir) {
