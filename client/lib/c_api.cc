@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/version.h"
 #include "kcache/device.h"
 #include "kcache/kcache.h"
 #include "kcache/kcache_c.h"
@@ -60,7 +61,7 @@ int Finish(absl::StatusOr<FetchedKernel> result, kcache_kernel** out) {
 
 extern "C" {
 
-const char* kcache_version(void) { return "0.1.0"; }
+const char* kcache_version(void) { return kcache::kVersion; }
 const char* kcache_last_error(void) { return last_error.c_str(); }
 
 void kcache_options_init(kcache_options* o) {

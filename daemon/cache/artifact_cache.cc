@@ -31,9 +31,9 @@ absl::Status CheckDevice(const Device& device) {
       device.sm.minor <= 9) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "device SM ", device.sm.major, ".", device.sm.minor,
-      " is not a compute capability; send major 1..99 and minor 0..9, e.g. 8.9"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("device SM ", device.sm.major, ".", device.sm.minor,
+                   " is not a compute capability; send major 1..99 and minor 0..9, e.g. 8.9"));
 }
 
 absl::Status CheckQuery(const ResolveQuery& query) {
@@ -69,8 +69,7 @@ class ArtifactCacheImpl : public ArtifactCache {
     tiers_ = std::make_unique<TieredStores>(local_.get(), baked, options.tier_off_initial,
                                             options.tier_off_max, &stats_);
     if (compiler_ != nullptr) {
-      flights_ = std::make_unique<CompileFlights>(compiler_.get(), tiers_.get(), &memory_,
-                                                  &stats_);
+      flights_ = std::make_unique<CompileFlights>(compiler_.get(), tiers_.get(), &memory_, &stats_);
     }
     checksum_failures_.assign(tiers_->size(), 0);
   }
@@ -83,6 +82,7 @@ class ArtifactCacheImpl : public ArtifactCache {
   CacheSnapshot Snapshot() const override;
 
  private:
+  absl::StatusOr<Served> ResolveTimed(const ResolveQuery& query);  // Resolve, unmeasured
   absl::StatusOr<KernelId> Identify(const ResolveQuery& query);
   void RegisterIfNew(const KernelId& id, const KernelRecord& record);
   absl::StatusOr<KernelId> FindByName(const std::string& name);
@@ -111,10 +111,21 @@ class ArtifactCacheImpl : public ArtifactCache {
 
 absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
   stats_.Add(Statistic::kResolveRequests);
+  absl::Time start = absl::Now();
+  absl::StatusOr<Served> served = ResolveTimed(query);
+  ResolveOutcome outcome = served.ok()                                ? OutcomeOf(served->tier)
+                           : absl::IsNotFound(served.status())        ? ResolveOutcome::kMiss
+                           : absl::IsInvalidArgument(served.status()) ? ResolveOutcome::kInvalid
+                                                                      : ResolveOutcome::kError;
+  stats_.RecordResolve(outcome, absl::Now() - start);
+  return served;
+}
+
+absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query) {
   absl::StatusOr<KernelId> id = Identify(query);
   if (!id.ok()) return id.status();
-  std::optional<MemoryEntry> hit = memory_.Lookup(MemoryKey{*id, query.device.sm,
-                                                            query.device.driver});
+  std::optional<MemoryEntry> hit =
+      memory_.Lookup(MemoryKey{*id, query.device.sm, query.device.driver});
   if (!hit) return ResolveMiss(*id, query);
   RecordSeen(*id, query, query.spec ? &*query.spec : nullptr);
   return Serve(std::move(hit->artifact), hit->rule, std::move(hit->reason), CacheTier::kMemory);
@@ -167,9 +178,10 @@ absl::StatusOr<KernelId> ArtifactCacheImpl::FindByName(const std::string& name) 
   }
   if (best) return best->id;
   if (first_error.ok() || absl::IsNotFound(first_error)) {
-    return Miss(WithMissReason(absl::NotFoundError(absl::StrCat(
-        "no store knows a kernel named (or with id) '", name,
-        "'; `kcache ls` lists what the daemon holds")), MissReason::kUnknownKernel));
+    return Miss(WithMissReason(
+        absl::NotFoundError(absl::StrCat("no store knows a kernel named (or with id) '", name,
+                                         "'; `kcache ls` lists what the daemon holds")),
+        MissReason::kUnknownKernel));
   }
   if (absl::IsInvalidArgument(first_error)) {  // an ambiguous id prefix
     stats_.Add(Statistic::kInvalidRequests);
@@ -209,14 +221,14 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
     if (absl::Status s = CheckArchRange(*sent, device); !s.ok()) return Miss(s);
   }
   if (record == nullptr && lookup->tiers_answered == 0 && tiers_->size() > 0) {
-    return Miss(WithMissReason(
-        absl::UnavailableError(absl::StrCat(
-            "every store tier is failing (", lookup->first_failure.message(),
-            ") and the kernel's spec is unknown; retry shortly or send the spec")),
-        MissReason::kNothingServable));
+    return Miss(
+        WithMissReason(absl::UnavailableError(absl::StrCat(
+                           "every store tier is failing (", lookup->first_failure.message(),
+                           ") and the kernel's spec is unknown; retry shortly or send the spec")),
+                       MissReason::kNothingServable));
   }
-  if (absl::Status s = CheckCompileAllowed(id, record, device, query.allow_compile,
-                                           compiler_ != nullptr);
+  if (absl::Status s =
+          CheckCompileAllowed(id, record, device, query.allow_compile, compiler_ != nullptr);
       !s.ok()) {
     return Miss(s);
   }
@@ -234,10 +246,10 @@ absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(const KernelRecord& record
   }
   std::shared_ptr<const Artifact> cubin = (*result)->Find(ArtifactKind::kCubin, job.target);
   if (cubin == nullptr) {
-    return Miss(WithMissReason(
-        absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(),
-                                         " produced no cubin")),
-        MissReason::kNothingServable));
+    return Miss(
+        WithMissReason(absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(),
+                                                        " produced no cubin")),
+                       MissReason::kNothingServable));
   }
   // Later requests for this device are served the cubin as an exact match.
   memory_.Insert(MemoryKey{record.id, device.sm, device.driver},
@@ -287,8 +299,8 @@ absl::StatusOr<WarmSummary> ArtifactCacheImpl::Warm(const Manifest& manifest,
   }
   const Toolkit& toolkit = compiler_->toolkit();
   for (const Target& target : options.targets) {
-    if (absl::Status s = ValidateTarget(target, toolkit.supported_archs(),
-                                        toolkit.identity().DisplayName());
+    if (absl::Status s =
+            ValidateTarget(target, toolkit.supported_archs(), toolkit.identity().DisplayName());
         !s.ok()) {
       return s;
     }
@@ -323,6 +335,7 @@ std::vector<SeenKernel> ArtifactCacheImpl::Seen() const {
 CacheSnapshot ArtifactCacheImpl::Snapshot() const {
   CacheSnapshot snapshot;
   snapshot.counters = stats_.Values();
+  snapshot.histograms = stats_.Histograms();
   auto set = [&](Statistic s, uint64_t value) {
     snapshot.counters[static_cast<size_t>(s) - 1].value = value;
   };
@@ -335,15 +348,26 @@ CacheSnapshot ArtifactCacheImpl::Snapshot() const {
     absl::MutexLock lock(&snapshot_mu_);
     uint64_t checksum_failures = 0;
     for (size_t t = 0; t < tiers_->size(); ++t) {
+      StoreSnapshot store;
+      store.path = tiers_->store(t).path();
+      store.tier = tiers_->kind(t);
+      store.available = tiers_->available(t);
       absl::StatusOr<StoreStats> stats = tiers_->Stats(t);
       if (stats.ok()) {
         checksum_failures_[t] = stats->checksum_failures;
+        store.stats_ok = true;
+        store.kernels = stats->kernels;
+        store.artifacts = stats->artifacts;
+        store.artifact_bytes = stats->artifact_bytes;
+        store.disk_bytes = stats->disk_bytes;
         if (t == 0) {
           snapshot.store_artifacts = stats->artifacts;
           snapshot.store_bytes = stats->artifact_bytes;
         }
       }
+      store.checksum_failures = checksum_failures_[t];
       checksum_failures += checksum_failures_[t];
+      snapshot.stores.push_back(std::move(store));
     }
     set(Statistic::kChecksumFailures, checksum_failures);
   }
@@ -355,10 +379,14 @@ CacheSnapshot ArtifactCacheImpl::Snapshot() const {
 
 absl::string_view CacheTierName(CacheTier tier) {
   switch (tier) {
-    case CacheTier::kMemory: return "memory";
-    case CacheTier::kLocalStore: return "local_store";
-    case CacheTier::kBakedStore: return "baked_store";
-    case CacheTier::kCompile: return "compile";
+    case CacheTier::kMemory:
+      return "memory";
+    case CacheTier::kLocalStore:
+      return "local_store";
+    case CacheTier::kBakedStore:
+      return "baked_store";
+    case CacheTier::kCompile:
+      return "compile";
   }
   return "unknown";
 }

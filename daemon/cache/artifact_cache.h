@@ -16,6 +16,7 @@
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
 #include "core/manifest.h"
+#include "daemon/cache/histogram.h"
 #include "daemon/cache/resolver.h"
 #include "daemon/warm/warm.h"
 
@@ -63,8 +64,23 @@ struct CounterValue {
   uint64_t value = 0;
 };
 
+// One store tier as a snapshot sees it.
+struct StoreSnapshot {
+  std::string path;
+  CacheTier tier = CacheTier::kLocalStore;  // kLocalStore (writable) or kBakedStore
+  bool available = true;                    // false while the tier is switched off after failures
+  bool stats_ok = false;  // false when its statistics could not be read (the counts are 0)
+  uint64_t kernels = 0;
+  uint64_t artifacts = 0;
+  uint64_t artifact_bytes = 0;  // payload bytes (uncompressed)
+  uint64_t disk_bytes = 0;
+  uint64_t checksum_failures = 0;  // since open
+};
+
 struct CacheSnapshot {
-  std::vector<CounterValue> counters;  // numbered, append-only (daemon/cache/statistics.h)
+  std::vector<CounterValue> counters;      // numbered, append-only (daemon/cache/statistics.h)
+  std::vector<HistogramValue> histograms;  // latencies (Statistics::Histograms)
+  std::vector<StoreSnapshot> stores;       // the writable store first, then the baked ones
   uint64_t memory_bytes = 0;
   uint64_t memory_entries = 0;
   uint64_t store_artifacts = 0;  // writable store
@@ -111,6 +127,8 @@ class ArtifactCache {
   // What workers asked for since start (for `kcache export-manifest`).
   virtual std::vector<SeenKernel> Seen() const = 0;
 
+  // Counters, histograms, memory and store sizes. Reads every store's statistics (a walk of
+  // its artifact index): meant for `kcache stat` and a metrics scrape, not for every request.
   virtual CacheSnapshot Snapshot() const = 0;
 };
 

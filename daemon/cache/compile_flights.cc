@@ -84,8 +84,10 @@ CompileResult CompileFlights::Run(const CompileJob& job) {
   Clock::time_point start = Clock::now();
   absl::StatusOr<CompileOutput> output = compiler_->Compile(job);
   stats_->Add(Statistic::kCompiles);
+  Clock::duration took = Clock::now() - start;
   stats_->Add(Statistic::kCompileMicros,
-              std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+              std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+  stats_->RecordCompile(absl::FromChrono(took));
   if (!output.ok()) {
     stats_->Add(Statistic::kCompileErrors);
     return output.status();

@@ -16,7 +16,8 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "resolves served from a read-only baked store (then written back above it)"},
     {S::kHitCompile, "resolve.hit.compile",
      "resolves served by compiling on the miss (the compiling request and its waiters)"},
-    {S::kRuleExactSass, "resolve.rule.exact_sass", "resolves answered with a cubin for the device's SM"},
+    {S::kRuleExactSass, "resolve.rule.exact_sass",
+     "resolves answered with a cubin for the device's SM"},
     {S::kRuleCompatibleSass, "resolve.rule.compatible_sass",
      "resolves answered with a cubin of the same major and a lower minor"},
     {S::kRulePtxJit, "resolve.rule.ptx_jit", "resolves answered with PTX the driver must JIT"},
@@ -31,7 +32,8 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
     {S::kMissCompileError, "miss.compile_error", "misses whose compile failed (NVRTC error)"},
     {S::kMissNothingServable, "miss.nothing_servable",
      "misses for any other cause: compile limits or unsupported target, every tier failing"},
-    {S::kInvalidRequests, "resolve.invalid", "Resolve calls refused as malformed (INVALID_ARGUMENT)"},
+    {S::kInvalidRequests, "resolve.invalid",
+     "Resolve calls refused as malformed (INVALID_ARGUMENT)"},
     {S::kCompiles, "compile.runs", "compiles run (misses and warms; once per single-flight)"},
     {S::kCompileErrors, "compile.errors", "compiles that failed"},
     {S::kCompileMicros, "compile.micros", "wall time spent in compiles, microseconds"},
@@ -70,35 +72,96 @@ const std::array<StatisticInfo, kStatisticCount> kStatisticInfo = kTable;
 
 Statistic HitStatistic(CacheTier tier) {
   switch (tier) {
-    case CacheTier::kMemory: return S::kHitMemory;
-    case CacheTier::kLocalStore: return S::kHitLocalStore;
-    case CacheTier::kBakedStore: return S::kHitBakedStore;
-    case CacheTier::kCompile: return S::kHitCompile;
+    case CacheTier::kMemory:
+      return S::kHitMemory;
+    case CacheTier::kLocalStore:
+      return S::kHitLocalStore;
+    case CacheTier::kBakedStore:
+      return S::kHitBakedStore;
+    case CacheTier::kCompile:
+      return S::kHitCompile;
   }
   return S::kHitCompile;
 }
 
 Statistic RuleStatistic(ServeRule rule) {
   switch (rule) {
-    case ServeRule::kExactSass: return S::kRuleExactSass;
-    case ServeRule::kCompatibleSass: return S::kRuleCompatibleSass;
-    case ServeRule::kPtxJit: return S::kRulePtxJit;
-    case ServeRule::kCompiled: return S::kRuleCompiled;
+    case ServeRule::kExactSass:
+      return S::kRuleExactSass;
+    case ServeRule::kCompatibleSass:
+      return S::kRuleCompatibleSass;
+    case ServeRule::kPtxJit:
+      return S::kRulePtxJit;
+    case ServeRule::kCompiled:
+      return S::kRuleCompiled;
   }
   return S::kRuleCompiled;
 }
 
 Statistic MissStatistic(MissReason reason) {
   switch (reason) {
-    case MissReason::kUnknownKernel: return S::kMissUnknownKernel;
-    case MissReason::kBelowMinArch: return S::kMissBelowMinArch;
-    case MissReason::kAboveMaxArch: return S::kMissAboveMaxArch;
-    case MissReason::kNoToolkit: return S::kMissNoToolkit;
-    case MissReason::kCompileNotAllowed: return S::kMissCompileNotAllowed;
-    case MissReason::kCompileError: return S::kMissCompileError;
-    case MissReason::kNothingServable: return S::kMissNothingServable;
+    case MissReason::kUnknownKernel:
+      return S::kMissUnknownKernel;
+    case MissReason::kBelowMinArch:
+      return S::kMissBelowMinArch;
+    case MissReason::kAboveMaxArch:
+      return S::kMissAboveMaxArch;
+    case MissReason::kNoToolkit:
+      return S::kMissNoToolkit;
+    case MissReason::kCompileNotAllowed:
+      return S::kMissCompileNotAllowed;
+    case MissReason::kCompileError:
+      return S::kMissCompileError;
+    case MissReason::kNothingServable:
+      return S::kMissNothingServable;
   }
   return S::kMissNothingServable;
+}
+
+absl::string_view ResolveOutcomeName(ResolveOutcome outcome) {
+  switch (outcome) {
+    case ResolveOutcome::kMemory:
+      return "memory";
+    case ResolveOutcome::kLocalStore:
+      return "local_store";
+    case ResolveOutcome::kBakedStore:
+      return "baked_store";
+    case ResolveOutcome::kCompile:
+      return "compile";
+    case ResolveOutcome::kMiss:
+      return "miss";
+    case ResolveOutcome::kInvalid:
+      return "invalid";
+    case ResolveOutcome::kError:
+      return "error";
+  }
+  return "error";
+}
+
+ResolveOutcome OutcomeOf(CacheTier tier) {
+  switch (tier) {
+    case CacheTier::kMemory:
+      return ResolveOutcome::kMemory;
+    case CacheTier::kLocalStore:
+      return ResolveOutcome::kLocalStore;
+    case CacheTier::kBakedStore:
+      return ResolveOutcome::kBakedStore;
+    case CacheTier::kCompile:
+      return ResolveOutcome::kCompile;
+  }
+  return ResolveOutcome::kError;
+}
+
+std::vector<HistogramValue> Statistics::Histograms() const {
+  std::vector<HistogramValue> out;
+  for (int i = 0; i < kResolveOutcomeCount; ++i) {
+    out.push_back(resolve_seconds_[i].Read(
+        "resolve.seconds", "time the cache took to answer a Resolve, by how it ended", "outcome",
+        std::string(ResolveOutcomeName(static_cast<ResolveOutcome>(i)))));
+  }
+  out.push_back(compile_seconds_.Read("compile.seconds",
+                                      "wall time of a compile (once per single-flight)", "", ""));
+  return out;
 }
 
 std::vector<CounterValue> Statistics::Values() const {

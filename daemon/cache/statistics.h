@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "core/compat.h"
 #include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/histogram.h"
 #include "daemon/cache/resolver.h"
 
 namespace kcache {
@@ -67,6 +69,21 @@ Statistic HitStatistic(CacheTier tier);
 Statistic RuleStatistic(ServeRule rule);
 Statistic MissStatistic(MissReason reason);
 
+// How a Resolve ended, for its latency histogram: served from a tier, a miss (NotFound: the
+// answer was "no"), refused as malformed, or failed (compile error, limits, every tier down).
+enum class ResolveOutcome : int {
+  kMemory = 0,
+  kLocalStore,
+  kBakedStore,
+  kCompile,
+  kMiss,
+  kInvalid,
+  kError,
+};
+inline constexpr int kResolveOutcomeCount = 7;
+absl::string_view ResolveOutcomeName(ResolveOutcome outcome);  // "memory", ..., "error"
+ResolveOutcome OutcomeOf(CacheTier tier);
+
 // Lock-free counters; every method is thread-safe.
 class Statistics {
  public:
@@ -78,9 +95,20 @@ class Statistics {
   // Every counter, in number order, with its name and help.
   std::vector<CounterValue> Values() const;
 
+  // Latencies: a Resolve inside the cache (by outcome) and a compile (one per single-flight).
+  void RecordResolve(ResolveOutcome outcome, absl::Duration duration) {
+    resolve_seconds_[static_cast<size_t>(outcome)].Record(duration);
+  }
+  void RecordCompile(absl::Duration duration) { compile_seconds_.Record(duration); }
+
+  // "resolve.seconds" once per outcome (label "outcome"), then "compile.seconds".
+  std::vector<HistogramValue> Histograms() const;
+
  private:
   static size_t Index(Statistic s) { return static_cast<size_t>(s) - 1; }
   std::array<std::atomic<uint64_t>, kStatisticCount> counters_{};
+  std::array<LatencyHistogram, kResolveOutcomeCount> resolve_seconds_;
+  LatencyHistogram compile_seconds_;
 };
 
 }  // namespace kcache

@@ -9,16 +9,20 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/version.h"
 #include "daemon/cache/artifact_cache.h"
 #include "daemon/compile/toolkit.h"
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/kernel_cache_service.h"
 #include "daemon/service/listen_socket.h"
+#include "daemon/service/metrics.h"
+#include "daemon/service/probe_listener.h"
 #include "daemon/store/store.h"
 
 namespace kcache {
@@ -99,6 +103,7 @@ class DaemonImpl final : public Daemon {
         !s.ok()) {
       return s;
     }
+    toolkit_name_ = service_options.toolkit_name;
     process_pool_ = dynamic_cast<ProcessPoolCompiler*>(compiler_.get());
     cache_options.compiler = compiler_;
     cache_options.memory_bytes = options_.memory_cache_bytes;
@@ -130,6 +135,7 @@ class DaemonImpl final : public Daemon {
                  absl::ToInt64Seconds(options_.shutdown_grace));
     absl::Time deadline = absl::Now() + options_.shutdown_grace;
     // New calls now get UNAVAILABLE and probes NOT_SERVING; the calls in flight run on.
+    serving_ = false;
     tracker_.StartDraining();
     server_->GetHealthCheckService()->Shutdown();
     if (probe_server_) probe_server_->GetHealthCheckService()->Shutdown();
@@ -139,6 +145,7 @@ class DaemonImpl final : public Daemon {
     }
     // Everything answered: close every connection now (a graceful GOAWAY would wait for idle
     // clients to notice it) and cancel what is left.
+    if (probe_listener_) probe_listener_->Stop();
     server_->Shutdown(absl::ToChronoTime(absl::Now()));
     if (probe_server_) probe_server_->Shutdown(absl::ToChronoTime(absl::Now()));
     server_->Wait();
@@ -226,20 +233,38 @@ class DaemonImpl final : public Daemon {
     return absl::OkStatus();
   }
 
-  // Health and reflection only: the KernelCache service is not registered here.
+  // The probe port: gRPC health and reflection only (the KernelCache service is not
+  // registered on this server, which has no port of its own: the listener hands it the gRPC
+  // connections) and HTTP GET /metrics and /healthz.
   absl::Status StartProbeServer() {
     if (options_.probe_port == 0) return absl::OkStatus();
-    std::string address = absl::StrCat(options_.probe_address, ":", options_.probe_port);
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &probe_port_);
     probe_server_ = builder.BuildAndStart();
-    if (probe_server_ == nullptr || probe_port_ == 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot listen on the probe address ", address,
-          ": the port is in use or the address is not local; choose another --probe-port"));
+    if (probe_server_ == nullptr) {
+      return absl::InternalError("cannot start the probe port's gRPC server");
     }
     probe_server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+    ProbeListenerOptions probe;
+    probe.address = options_.probe_address;
+    probe.port = options_.probe_port;
+    probe.grpc_server = probe_server_.get();
+    probe.metrics = [this] { return RenderMetrics(cache_->Snapshot(), Metrics()); };
+    probe.serving = [this] { return serving_.load(); };
+    absl::StatusOr<std::unique_ptr<ProbeListener>> listener = ProbeListener::Start(probe);
+    if (!listener.ok()) return listener.status();
+    probe_listener_ = *std::move(listener);
+    probe_port_ = probe_listener_->port();
     return absl::OkStatus();
+  }
+
+  DaemonMetrics Metrics() const {
+    DaemonMetrics metrics;
+    metrics.version = kVersion;
+    metrics.toolkit = toolkit_name_;
+    metrics.start_time_unix = absl::ToUnixSeconds(started_);
+    metrics.calls_in_flight = tracker_.active();
+    metrics.serving = serving_.load();
+    return metrics;
   }
 
   void KillCompileWorkers() {
@@ -270,7 +295,11 @@ class DaemonImpl final : public Daemon {
   CallTracker tracker_;
   std::unique_ptr<KernelCacheService> service_;
   std::unique_ptr<grpc::Server> probe_server_;
+  std::unique_ptr<ProbeListener> probe_listener_;  // stopped before probe_server_ shuts down
   std::unique_ptr<grpc::Server> server_;
+  std::string toolkit_name_;  // "" in serve-only mode
+  const absl::Time started_ = absl::Now();
+  std::atomic<bool> serving_{true};
   std::string socket_path_;
   ino_t socket_inode_ = 0;
   int probe_port_ = 0;

@@ -1,13 +1,13 @@
 #include "daemon/service/daemon_flags.h"
 
-#include <spdlog/spdlog.h>
-
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/version.h"
 #include "daemon/service/listen_socket.h"
+#include "daemon/service/log_format.h"
 
 namespace kcache {
 
@@ -19,11 +19,12 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   int64_t compile_timeout_seconds = absl::ToInt64Seconds(o.compile.wall_time_per_compile);
   int64_t grace_seconds = absl::ToInt64Seconds(o.shutdown_grace);
   std::string log_level = "info";
+  std::string log_format = "text";
 
   CLI::App app{
       "kcached: the kcache daemon. Serves compiled CUDA kernels over gRPC, compiling "
       "each missing one once. See docs/kcached.md."};
-  app.set_version_flag("--version", "kcached 0.1.0");
+  app.set_version_flag("--version", absl::StrCat("kcached ", kVersion));
   app.add_option("--store", o.store, "Writable artifact store folder (created if missing)")
       ->required();
   app.add_option("--baked", o.baked, "Read-only store baked into the image (repeatable)")
@@ -69,6 +70,10 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
+  app.add_option("--log-format", log_format,
+                 "text (for people) or json (one object per line, for log collectors)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -87,7 +92,9 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                                         ? absl::InfiniteDuration()
                                         : absl::Seconds(compile_timeout_seconds);
   o.shutdown_grace = absl::Seconds(grace_seconds);
-  spdlog::set_level(spdlog::level::from_str(log_level));
+  absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
+  if (!format.ok()) return format.status();
+  ConfigureLogging(*format, log_level);
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "daemon/service/daemon.h"
+#include "daemon/service/sd_notify.h"
 
 namespace kcache {
 namespace {
@@ -46,6 +47,13 @@ int WaitForSignal() {
   return byte;
 }
 
+// Tells systemd (Type=notify); a failure is logged, never fatal: the daemon serves anyway.
+void Notify(absl::string_view state) {
+  if (absl::Status s = NotifySystemd(state); !s.ok()) {
+    spdlog::warn("{}", std::string(s.message()));
+  }
+}
+
 }  // namespace
 
 int RunDaemon(DaemonOptions options) {
@@ -58,8 +66,10 @@ int RunDaemon(DaemonOptions options) {
     spdlog::error("kcached cannot start: {}", std::string(daemon.status().message()));
     return 1;
   }
+  Notify("READY=1\nSTATUS=serving");
   int signo = WaitForSignal();
   spdlog::info("received {}: stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
+  Notify("STOPPING=1\nSTATUS=finishing in-flight requests");
   // A second signal while shutting down means "now".
   std::thread([] {
     WaitForSignal();

@@ -22,6 +22,7 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/kernels.h"
+#include "tests/testutil/synthetic.h"
 #include "tests/testutil/run.h"
 
 namespace kcache {
@@ -36,40 +37,12 @@ using ::kcache::testing::ResolveOutcome;
 using ::kcache::testing::ResolveSpec;
 using ::kcache::testing::StatCounter;
 using ::kcache::testing::WireSpec;
-
-constexpr char kFakeToolkit[] = "nvrtc-13.0+000000000000";
+using ::kcache::testing::kFakeToolkit;
+using ::kcache::testing::PutSynthetic;
+using ::kcache::testing::Record;
 
 std::string FaultyWorker() {
   return KCACHE_BINARY_DIR "/daemon/compile/kcache-compile-worker-faulty";
-}
-
-// A kernel record for `source`, as the daemon computes it from the wire.
-KernelRecord Record(const std::string& name, const std::string& source, int min_arch = 0) {
-  KernelRecord record;
-  record.spec.name = name;
-  record.spec.source = source;
-  record.id = ComputeKernelId(record.spec);
-  record.arch.min_arch = min_arch;
-  record.registered_unix_ms = NowUnixMillis();
-  return record;
-}
-
-// Stores a synthetic artifact (recognisable bytes, not real code) for `target` ("sm_86",
-// "compute_80") into an open store; the daemon serves it as it would a real one.
-void PutSynthetic(Store& store, const KernelRecord& record, const std::string& target,
-                  std::string bytes = "") {
-  Artifact artifact;
-  artifact.meta.key.kernel_id = record.id;
-  artifact.meta.key.target = *ParseTarget(target);
-  artifact.meta.key.kind =
-      artifact.meta.key.target.kind == TargetKind::kPtx ? ArtifactKind::kPtx : ArtifactKind::kCubin;
-  artifact.meta.key.toolkit = kFakeToolkit;
-  artifact.meta.kernel_name = record.spec.name;
-  artifact.meta.created_unix_ms = NowUnixMillis();
-  artifact.meta.min_driver = 13000;
-  artifact.bytes = bytes.empty() ? "synthetic " + target : std::move(bytes);
-  ASSERT_TRUE(store.PutKernel(record).ok());
-  ASSERT_TRUE(store.Put(artifact).ok());
 }
 
 // A compile that takes about a second of CPU (40 unrolled transcendental steps).
@@ -609,53 +582,6 @@ TEST_F(DaemonTest, SourcesThatAreNotUtf8CompileAndTheirLogsTravel) {
   status = stub_->ExportManifest(&export_context, v1::ExportManifestRequest(), &exported);
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(exported.kernels(), 1u);
-}
-
-// A free TCP port on 127.0.0.1 (bound, read and released).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-TEST_F(DaemonTest, ProbePortAnswersHealthButNotTheCacheService) {
-  int port = FreePort();
-  StartDaemon({"--no-toolkit", "--probe-port", std::to_string(port)});
-  std::string probe = "127.0.0.1:" + std::to_string(port);
-  using ::kcache::testing::CheckHealth;
-  using ::kcache::testing::HealthStatus;
-  absl::StatusOr<HealthStatus> overall = CheckHealth(probe);
-  ASSERT_TRUE(overall.ok()) << overall.status();
-  EXPECT_EQ(*overall, HealthStatus::kServing);
-  absl::StatusOr<HealthStatus> service = CheckHealth(probe, "kcache.v1.KernelCache");
-  ASSERT_TRUE(service.ok()) << service.status();
-  EXPECT_EQ(*service, HealthStatus::kServing);
-  auto probe_stub = ::kcache::testing::NewStub(probe);
-  grpc::ClientContext context;
-  v1::StatResponse stat;
-  EXPECT_EQ(probe_stub->Stat(&context, v1::StatRequest(), &stat).error_code(),
-            grpc::StatusCode::UNIMPLEMENTED);
-  absl::StatusOr<HealthStatus> on_socket = CheckHealth(daemon_.address(), "kcache.v1.KernelCache");
-  ASSERT_TRUE(on_socket.ok());
-  EXPECT_EQ(*on_socket, HealthStatus::kServing);
-}
-
-TEST_F(DaemonTest, ReflectionListsTheCacheServiceOnTheSocketOnly) {
-  int port = FreePort();
-  StartDaemon({"--no-toolkit", "--probe-port", std::to_string(port)});
-  std::string on_socket = ::kcache::testing::ReflectionListServices(daemon_.address());
-  EXPECT_TRUE(Contains(on_socket, "kcache.v1.KernelCache")) << on_socket;
-  EXPECT_TRUE(Contains(on_socket, "grpc.health.v1.Health")) << on_socket;
-  std::string on_probe =
-      ::kcache::testing::ReflectionListServices("127.0.0.1:" + std::to_string(port));
-  EXPECT_TRUE(Contains(on_probe, "grpc.health.v1.Health")) << on_probe;
-  EXPECT_FALSE(Contains(on_probe, "kcache.v1.KernelCache")) << on_probe;
 }
 
 }  // namespace
