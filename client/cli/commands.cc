@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli/doctor.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 
@@ -40,6 +41,7 @@ int RunCli(int argc, char** argv) {
   RegisterWarmCommand(app, &exit_code);
   RegisterStoreCommands(app, &exit_code);
   RegisterServerCommands(app, &exit_code);
+  RegisterDoctorCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -20,7 +20,8 @@ int RunCli(int argc, char** argv);
 // Each sets *exit_code when its subcommand runs.
 void RegisterWarmCommand(CLI::App& app, int* exit_code);   // warm
 void RegisterStoreCommands(CLI::App& app, int* exit_code); // ls, stat, get
-// (warm, ls, stat and get take --server ADDR instead of --store DIR: server_commands.h)
+// (warm, ls, stat and get take --server ADDR instead of --store DIR: server_commands.h;
+// doctor: doctor.h)
 
 // Opens a store for a command, with errors that say which flag to fix.
 absl::StatusOr<std::unique_ptr<Store>> OpenStoreForCli(const std::string& path, bool read_only);

@@ -311,6 +311,48 @@ class RocksStore : public Store {
     return stats;
   }
 
+  absl::StatusOr<StoreVerifyReport> Verify() override {
+    StoreVerifyReport report;
+    auto corrupt = [&](absl::string_view which, const absl::Status& why) {
+      checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+      report.corrupt.push_back(absl::StrCat(which, ": ", why.message()));
+    };
+    absl::Status scanned = ForEach(artifacts_, [&](absl::string_view key, absl::string_view value) {
+      absl::StatusOr<Artifact> artifact = DecodeArtifactValue(value);
+      if (artifact.ok() && artifact->meta.key.Encode() != key) {
+        artifact = absl::DataLossError("the value belongs to another key");
+      }
+      if (!artifact.ok()) {
+        return corrupt(absl::StrCat("artifact ", KeyText(key)), artifact.status());
+      }
+      ++report.artifacts;
+      report.artifact_bytes += artifact->bytes.size();
+    });
+    if (scanned.ok()) {
+      scanned = ForEach(artifact_meta_, [&](absl::string_view key, absl::string_view value) {
+        absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(value);
+        if (meta.ok() && meta->key.Encode() != key) {
+          meta = absl::DataLossError("the entry belongs to another key");
+        }
+        if (!meta.ok()) {
+          return corrupt(absl::StrCat("listing entry of ", KeyText(key)), meta.status());
+        }
+        ++report.listings;
+      });
+    }
+    if (scanned.ok()) {
+      scanned = ForEach(kernels_, [&](absl::string_view key, absl::string_view value) {
+        absl::StatusOr<KernelRecord> record = DecodeKernel(key, value);
+        if (!record.ok()) {
+          return corrupt(absl::StrCat("kernel record ", KernelIdText(key)), record.status());
+        }
+        ++report.kernels;
+      });
+    }
+    if (!scanned.ok()) return scanned;
+    return report;
+  }
+
   const std::string& path() const override { return path_; }
 
  private:
@@ -358,6 +400,24 @@ class RocksStore : public Store {
     return absl::NotFoundError(absl::StrCat(
         what, " was corrupt in the store at ", path_, " (", why.message(), "); ",
         deleted ? "it was deleted; " : "", "treated as a miss"));
+  }
+
+  // Calls fn(key, value) for every entry of `family`, in key order.
+  template <typename Fn>
+  absl::Status ForEach(rocksdb::ColumnFamilyHandle* family, Fn fn) {
+    std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(Reading(), family));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) fn(View(it->key()), View(it->value()));
+    if (it->status().ok()) return absl::OkStatus();
+    return FromRocks(it->status(), absl::StrCat("reading ", family->GetName(), " of ", path_));
+  }
+
+  static std::string KeyText(absl::string_view raw_key) {
+    absl::StatusOr<ArtifactKey> key = ArtifactKey::Decode(raw_key);
+    return key.ok() ? key->ToString() : "(undecodable key)";
+  }
+  static std::string KernelIdText(absl::string_view raw_key) {
+    absl::StatusOr<KernelId> id = KernelId::FromBytes(raw_key);
+    return id.ok() ? id->Hex() : "(undecodable key)";
   }
 
   absl::StatusOr<KernelRecord> DecodeKernel(absl::string_view raw_key, absl::string_view value) {

@@ -36,6 +36,15 @@ struct StoreStats {
   uint64_t format_version = 0;      // docs/store-format.md
 };
 
+// What Store::Verify found (kcache doctor).
+struct StoreVerifyReport {
+  uint64_t kernels = 0;              // kernel records that verified
+  uint64_t artifacts = 0;            // artifact values that verified
+  uint64_t artifact_bytes = 0;       // their payload sizes (uncompressed)
+  uint64_t listings = 0;             // listing (metadata-only) entries that verified
+  std::vector<std::string> corrupt;  // one line per value that did not verify: which, why
+};
+
 // Thread-safe: every method may be called from any thread at any time.
 class Store {
  public:
@@ -63,6 +72,13 @@ class Store {
   virtual absl::StatusOr<std::vector<KernelRecord>> ListKernels() = 0;
 
   virtual absl::StatusOr<StoreStats> Stats() = 0;
+
+  // Reads and verifies every stored value, payloads included: each artifact (both checksums,
+  // framing, the decompressed payload) with its key, each listing entry, each kernel record.
+  // Changes nothing, even when writable: a value that does not verify is counted in
+  // checksum_failures and reported, not deleted (Get drops it on its next read). Reads one
+  // value at a time. An error only when the store cannot be read at all.
+  virtual absl::StatusOr<StoreVerifyReport> Verify() = 0;
 
   // The directory the store lives in.
   virtual const std::string& path() const = 0;

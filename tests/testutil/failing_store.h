@@ -55,6 +55,10 @@ class FailingStore : public Store {
     if (absl::Status s = Enter(); !s.ok()) return s;
     return inner_->Stats();
   }
+  absl::StatusOr<StoreVerifyReport> Verify() override {
+    if (absl::Status s = Enter(); !s.ok()) return s;
+    return inner_->Verify();
+  }
   const std::string& path() const override { return inner_->path(); }
 
  private:

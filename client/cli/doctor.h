@@ -1,0 +1,71 @@
+// kcache doctor: checks what a machine needs to build, serve and load kernels (CUDA toolkits,
+// the driver and its GPUs, stores, a running kcached) and says how to fix each problem
+// (docs/doctor.md). The checks (doctor_checks.cc) only read: a store is opened read-only,
+// the driver and toolkits are dlopen'd, a daemon is asked for its statistics. doctor.cc
+// prints their reports and registers the subcommand.
+#ifndef KCACHE_CLIENT_CLI_DOCTOR_H_
+#define KCACHE_CLIENT_CLI_DOCTOR_H_
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "daemon/compile/toolkit.h"
+
+namespace kcache::cli {
+
+enum class Level { kOk, kInfo, kProblem };
+absl::string_view LevelName(Level level);  // "ok", "info", "problem"
+
+struct Finding {
+  Level level = Level::kOk;
+  std::string text;
+  std::string fix;  // set for problems: what to do about it
+};
+
+// The findings of one check on one thing.
+struct CheckReport {
+  CheckReport(std::string check_name, std::string subject_name)
+      : check(std::move(check_name)), subject(std::move(subject_name)) {}
+
+  std::string check;              // "toolkit", "gpus", "store", "daemon"
+  std::string subject;            // the toolkit root, store path or daemon address; "" for gpus
+  std::vector<Finding> findings;  // in the order found
+  nlohmann::json details = nlohmann::json::object();  // the numbers behind them, for --json
+
+  void Ok(std::string text) { findings.push_back({Level::kOk, std::move(text), ""}); }
+  void Info(std::string text) { findings.push_back({Level::kInfo, std::move(text), ""}); }
+  void Problem(std::string text, std::string fix) {
+    findings.push_back({Level::kProblem, std::move(text), std::move(fix)});
+  }
+  int problems() const;
+};
+
+// Loads the toolkit at `root`: its NVRTC version, identity, architectures and nvJitLink.
+// `from_default` says the root came from $CUDA_HOME or /usr/local/cuda (for the fix).
+// Sets *loaded when it loads.
+CheckReport CheckToolkit(const std::string& root, bool from_default,
+                         std::shared_ptr<const Toolkit>* loaded);
+
+// The CUDA driver (dlopen'd, never linked) and every GPU it sees, each checked against the
+// loaded `toolkits`. No driver or no GPU is information, or a problem with `require_gpu`.
+CheckReport CheckGpus(bool require_gpu,
+                      const std::vector<std::shared_ptr<const Toolkit>>& toolkits);
+
+// Opens the store at `path` read-only (safe beside a daemon that holds it) and verifies
+// every value's checksums (Store::Verify).
+CheckReport CheckStore(const std::string& path);
+
+// Asks the kcached at `address` for its statistics within `timeout_s`.
+CheckReport CheckDaemon(const std::string& address, double timeout_s);
+
+// kcache doctor [--toolkit DIR]... [--store DIR]... [--server ADDR]... [--require-gpu] [--json]
+void RegisterDoctorCommand(CLI::App& app, int* exit_code);
+
+}  // namespace kcache::cli
+
+#endif  // KCACHE_CLIENT_CLI_DOCTOR_H_
