@@ -40,10 +40,11 @@ void PrintJob(const client::WarmJobEvent& e) {
   } else if (e.outcome == "skipped") {
     std::printf("%s %-7s %-28s %-9s %s\n", counter.c_str(), e.outcome.c_str(),
                 e.kernel_name.c_str(), e.target.c_str(), e.message.c_str());
-  } else {
-    std::printf("%s FAILED  %-28s %-9s %9s\n%s\n", counter.c_str(), e.kernel_name.c_str(),
-                e.target.c_str(), HumanMicros(static_cast<int64_t>(e.micros)).c_str(),
-                Indent(e.message).c_str());
+  } else {  // on stderr, as a store warm prints it: the NVRTC log is what a failed build shows
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s FAILED  %-28s %-9s %9s\n%s\n", counter.c_str(),
+                 e.kernel_name.c_str(), e.target.c_str(),
+                 HumanMicros(static_cast<int64_t>(e.micros)).c_str(), Indent(e.message).c_str());
   }
   std::fflush(stdout);
 }
@@ -67,7 +68,8 @@ void PrintTotals(const client::WarmTotals& totals, const std::vector<Target>& ta
   std::printf("\n%s", table.Render().c_str());
   std::printf("%s in %s\n", totals.failed == 0 ? "done" : "FAILED",
               HumanMicros(static_cast<int64_t>(totals.wall_micros)).c_str());
-  for (const std::string& f : failures) std::printf("failed: %s (log above)\n", f.c_str());
+  std::fflush(stdout);
+  for (const std::string& f : failures) std::fprintf(stderr, "failed: %s (log above)\n", f.c_str());
 }
 
 }  // namespace

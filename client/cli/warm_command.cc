@@ -59,9 +59,10 @@ class PrintingObserver : public WarmObserver {
         std::printf("%s %-7s %-28s %-9s %s\n", counter.c_str(), outcome.data(), name.c_str(),
                     target.c_str(), r.message.c_str());
         break;
-      case WarmOutcome::kFailed:
-        std::printf("%s FAILED  %-28s %-9s %9s\n%s\n", counter.c_str(), name.c_str(),
-                    target.c_str(), HumanMicros(r.micros).c_str(), Indent(r.message).c_str());
+      case WarmOutcome::kFailed:  // on stderr: the NVRTC log is what a failed build shows
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s FAILED  %-28s %-9s %9s\n%s\n", counter.c_str(), name.c_str(),
+                     target.c_str(), HumanMicros(r.micros).c_str(), Indent(r.message).c_str());
         break;
     }
     std::fflush(stdout);
@@ -119,10 +120,11 @@ void PrintSummary(const WarmSummary& summary, const std::vector<Target>& targets
   std::printf("\n%s", table.Render().c_str());
   std::printf("%s in %s\n", summary.ok() ? "done" : "FAILED",
               HumanMicros(summary.wall_micros).c_str());
+  std::fflush(stdout);
   for (const WarmJobResult& r : summary.results) {
     if (r.outcome == WarmOutcome::kFailed) {
-      std::printf("failed: %s for %s (log above)\n", r.job.kernel->record.spec.name.c_str(),
-                  r.job.target.ToString().c_str());
+      std::fprintf(stderr, "failed: %s for %s (log above)\n",
+                   r.job.kernel->record.spec.name.c_str(), r.job.target.ToString().c_str());
     }
   }
 }
