@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "client/cli/output.h"
 
@@ -74,6 +75,15 @@ int RunDoctor(const DoctorFlags& flags) {
     std::shared_ptr<const Toolkit> toolkit;
     reports.push_back(CheckToolkit(root, from_default, &toolkit));
     if (toolkit != nullptr) loaded.push_back(std::move(toolkit));
+  }
+  if (from_default) {
+    std::vector<std::string> others = OtherToolkitRoots("/usr/local", roots.front());
+    if (!others.empty()) {
+      reports.back().Info(absl::StrCat(
+          "also installed: ", absl::StrJoin(others, ", "),
+          " (kcache and kcached use the one above; check another with --toolkit DIR)"));
+      reports.back().details["also_installed"] = others;
+    }
   }
   reports.push_back(CheckGpus(flags.require_gpu, loaded));
   for (const std::string& store : flags.stores) reports.push_back(CheckStore(store));

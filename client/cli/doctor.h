@@ -51,6 +51,11 @@ struct CheckReport {
 CheckReport CheckToolkit(const std::string& root, bool from_default,
                          std::shared_ptr<const Toolkit>* loaded);
 
+// The other CUDA toolkits installed under `parent` ("/usr/local"): its cuda and cuda-* folders
+// that hold include/nvrtc.h, as canonical paths, sorted, without duplicates (cuda is usually a
+// link to one of them) and without the one `checked` already names.
+std::vector<std::string> OtherToolkitRoots(const std::string& parent, const std::string& checked);
+
 // The CUDA driver (dlopen'd, never linked) and every GPU it sees, each checked against the
 // loaded `toolkits`. No driver or no GPU is information, or a problem with `require_gpu`.
 CheckReport CheckGpus(bool require_gpu,

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -125,6 +127,22 @@ CheckReport CheckToolkit(const std::string& root, bool from_default,
                          {"nvjitlink", t.nvjitlink() != nullptr}});
   *loaded = *std::move(toolkit);
   return report;
+}
+
+std::vector<std::string> OtherToolkitRoots(const std::string& parent, const std::string& checked) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path skip = fs::weakly_canonical(checked, error);
+  std::set<std::string> found;
+  for (fs::directory_iterator it(parent, error), end; !error && it != end; it.increment(error)) {
+    std::string name = it->path().filename().string();
+    if (name != "cuda" && name.rfind("cuda-", 0) != 0) continue;
+    std::error_code entry_error;  // one unreadable folder does not end the listing
+    if (!fs::exists(it->path() / "include" / "nvrtc.h", entry_error)) continue;
+    fs::path root = fs::weakly_canonical(it->path(), entry_error);
+    if (!entry_error && root != skip) found.insert(root.string());
+  }
+  return {found.begin(), found.end()};
 }
 
 CheckReport CheckGpus(bool require_gpu,
