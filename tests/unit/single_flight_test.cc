@@ -32,7 +32,8 @@ TEST(SingleFlightTest, ConcurrentCallersShareOneRunAndItsResult) {
   absl::Notification release;
   constexpr int kThreads = 16;
   std::vector<Result> results(kThreads);
-  std::vector<bool> waited(kThreads);
+  // One char per thread, not vector<bool>: its bits share words, and the threads write at once.
+  std::vector<char> waited(kThreads);
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
