@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 
@@ -23,6 +24,15 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
                                                                start)
       .count();
 }
+
+}  // namespace
+
+std::string DefaultAddress() {
+  const char* env = std::getenv("KCACHE_ADDRESS");
+  return env != nullptr && *env != '\0' ? env : kDefaultAddress;
+}
+
+namespace {
 
 absl::Status CheckOptions(const ClientOptions& o) {
   if (o.address.empty()) {

@@ -13,8 +13,7 @@ int main(int argc, char** argv) {
   app.name("kcache-example-worker");
   app.add_option("--manifest", flags.manifest, "Kernel manifest (docs/manifest.md)")->required();
   app.add_option("--server", flags.server,
-                 "kcached address (default $KCACHE_ADDRESS, else unix:///run/kcache/kcache.sock)")
-      ->envname("KCACHE_ADDRESS");
+                 "kcached address (default $KCACHE_ADDRESS, else unix:///run/kcache/kcache.sock)");
   app.add_option("--device", flags.device, "Resolve for this SM (e.g. 8.9) instead of the GPU");
   app.add_option("--driver", flags.driver, "With --device: the driver version, e.g. 13000");
   app.add_flag("--no-cache", flags.no_cache,

@@ -114,6 +114,22 @@ TEST_F(ClientTest, ResolvesBySourceCompilingOnceThenFromMemory) {
               static_cast<long long>(first->micros), static_cast<long long>(again->micros));
 }
 
+TEST_F(ClientTest, DefaultAddressIsKcacheAddressFromTheEnvironment) {
+  StartDaemon();
+  setenv("KCACHE_ADDRESS", daemon_.address().c_str(), 1);
+  ClientOptions options = Patient();  // made while it is set: reads it
+  unsetenv("KCACHE_ADDRESS");
+  EXPECT_EQ(options.address, daemon_.address());
+  absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<client::DaemonStats> stats = (*c)->Stat();
+  EXPECT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(ClientOptions().address, client::kDefaultAddress);  // unset: the fixed path
+  setenv("KCACHE_ADDRESS", "", 1);
+  EXPECT_EQ(ClientOptions().address, client::kDefaultAddress);  // empty: as unset
+  unsetenv("KCACHE_ADDRESS");
+}
+
 TEST_F(ClientTest, ResolvesByNameAndByIdAfterWarmThroughTheDaemon) {
   StartDaemon();
   std::unique_ptr<Client> c = Connect(daemon_.address(), Patient());

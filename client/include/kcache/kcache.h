@@ -30,10 +30,15 @@ namespace kcache::client {
 
 inline constexpr char kDefaultAddress[] = "unix:///run/kcache/kcache.sock";
 
+// $KCACHE_ADDRESS when it is set and not empty (deploy/k8s sets it in the worker container),
+// else kDefaultAddress. Read each time it is called.
+std::string DefaultAddress();
+
 struct ClientOptions {
   // Where kcached listens: "unix:///run/kcache/kcache.sock", "unix:relative.sock",
   // "localhost:7071". A bare absolute path ("/run/kcache/kcache.sock") means a unix socket.
-  std::string address = kDefaultAddress;
+  // Default: DefaultAddress(), read when the options are made.
+  std::string address = DefaultAddress();
   // Limit of every daemon call (for Resolve: the header and every chunk). Must be > 0.
   absl::Duration deadline = absl::Seconds(2);
   // When the daemon cannot answer, compile a kernel given by source in this process with

@@ -45,7 +45,7 @@ typedef struct kcache_kernel kcache_kernel;
 /* Client settings. Fill with kcache_options_init, then change what you need. NULL or ""
  * strings take the default. */
 typedef struct kcache_options {
-  const char* address;            /* default "unix:///run/kcache/kcache.sock" */
+  const char* address;            /* default $KCACHE_ADDRESS, else "unix:///run/kcache/kcache.sock" */
   const char* client_name;        /* default "pid-<pid>" */
   const char* toolkit_root;       /* local compiles; default $CUDA_HOME, else /usr/local/cuda */
   int64_t deadline_ms;            /* every daemon call; default 2000 */
