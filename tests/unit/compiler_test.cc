@@ -19,6 +19,7 @@
 #include "core/cubin.h"
 #include "daemon/compile/toolkit.h"
 #include "gtest/gtest.h"
+#include "tests/testutil/toolkit.h"
 
 extern char** environ;
 
@@ -79,25 +80,18 @@ const Artifact* Find(const CompileOutput& out, ArtifactKind kind) {
 
 class CompilerTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
-    ASSERT_TRUE(toolkit.ok()) << toolkit.status();
-    toolkit_ = new std::shared_ptr<const Toolkit>(*toolkit);
-  }
-  static void TearDownTestSuite() {
-    delete toolkit_;
-    toolkit_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(toolkit_, nullptr);
-    compiler_ = NewNvrtcCompiler(*toolkit_);
+    const absl::StatusOr<std::shared_ptr<const Toolkit>>& toolkit =
+        ::kcache::testing::SharedToolkit();
+    ASSERT_TRUE(toolkit.ok()) << toolkit.status();
+    toolkit_ = *toolkit;
+    compiler_ = NewNvrtcCompiler(toolkit_);
   }
-  const Toolkit& toolkit() const { return **toolkit_; }
+  const Toolkit& toolkit() const { return *toolkit_; }
 
-  static std::shared_ptr<const Toolkit>* toolkit_;
+  std::shared_ptr<const Toolkit> toolkit_;
   std::unique_ptr<Compiler> compiler_;
 };
-std::shared_ptr<const Toolkit>* CompilerTest::toolkit_ = nullptr;
 
 TEST_F(CompilerTest, SmTargetsGiveCubinWithThatSmAndMatchingPtx) {
   for (int arch : {75, 86, 89, 90}) {
@@ -239,7 +233,8 @@ TEST_F(CompilerTest, SameJobGivesSameBytesInTwoProcesses) {
 TEST(CompilerChildProcess, WritesCompileOutput) {
   const char* out_path = getenv(kChildOutputEnv);
   if (out_path == nullptr) GTEST_SKIP() << "runs only as the child of a determinism test";
-  absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
+  const absl::StatusOr<std::shared_ptr<const Toolkit>>& toolkit =
+      ::kcache::testing::SharedToolkit();
   ASSERT_TRUE(toolkit.ok()) << toolkit.status();
   absl::StatusOr<CompileOutput> out =
       NewNvrtcCompiler(*toolkit)->Compile(Job(ScaleTemplated(), "sm_89"));

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/toolkit.h"
 
 namespace kcache {
 namespace {
@@ -82,16 +83,12 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 class ProcessPoolTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
+  void SetUp() override {
+    const absl::StatusOr<std::shared_ptr<const Toolkit>>& toolkit =
+        ::kcache::testing::SharedToolkit();
     ASSERT_TRUE(toolkit.ok()) << toolkit.status();
-    toolkit_ = new std::shared_ptr<const Toolkit>(*toolkit);
+    toolkit_ = *toolkit;
   }
-  static void TearDownTestSuite() {
-    delete toolkit_;
-    toolkit_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(toolkit_, nullptr); }
 
   static ProcessPoolOptions Options(const char* worker, int workers) {
     ProcessPoolOptions options;
@@ -101,7 +98,7 @@ class ProcessPoolTest : public ::testing::Test {
   }
   std::unique_ptr<ProcessPoolCompiler> Pool(ProcessPoolOptions options) {
     absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
-        NewProcessPoolCompiler(*toolkit_, std::move(options));
+        NewProcessPoolCompiler(toolkit_, std::move(options));
     EXPECT_TRUE(pool.ok()) << pool.status();
     return pool.ok() ? *std::move(pool) : nullptr;
   }
@@ -112,15 +109,14 @@ class ProcessPoolTest : public ::testing::Test {
     EXPECT_EQ(out->artifacts.size(), 2u);
   }
 
-  static std::shared_ptr<const Toolkit>* toolkit_;
+  std::shared_ptr<const Toolkit> toolkit_;
 };
-std::shared_ptr<const Toolkit>* ProcessPoolTest::toolkit_ = nullptr;
 
 TEST_F(ProcessPoolTest, GivesTheSameArtifactsAsTheInProcessCompiler) {
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
   ASSERT_NE(pool, nullptr);
-  EXPECT_EQ(pool->toolkit().identity().id, (*toolkit_)->identity().id);
-  std::unique_ptr<Compiler> local = NewNvrtcCompiler(*toolkit_);
+  EXPECT_EQ(pool->toolkit().identity().id, toolkit_->identity().id);
+  std::unique_ptr<Compiler> local = NewNvrtcCompiler(toolkit_);
   CompileJob scale = Job(ScaleTemplate(), "sm_80");
   scale.want_ltoir = true;
   for (const CompileJob& job : {Job(Saxpy(), "sm_89"), Job(Saxpy(), "compute_90"), scale}) {
@@ -181,7 +177,7 @@ TEST_F(ProcessPoolTest, CompileErrorCarriesTheNvrtcLogAcrossTheProcessBoundary) 
   broken.source = testing::kSyntaxErrorSource;
   CompileJob job = Job(broken, "sm_86");
   absl::StatusOr<CompileOutput> remote = pool->Compile(job);
-  absl::StatusOr<CompileOutput> here = NewNvrtcCompiler(*toolkit_)->Compile(job);
+  absl::StatusOr<CompileOutput> here = NewNvrtcCompiler(toolkit_)->Compile(job);
   ASSERT_EQ(remote.status().code(), absl::StatusCode::kAborted) << remote.status();
   EXPECT_EQ(remote.status().message(), here.status().message());
   EXPECT_NE(CompileLogOf(remote.status()).find("undeclared_identifier"), std::string::npos)
@@ -285,7 +281,7 @@ TEST_F(ProcessPoolTest, MemoryLimitTooLowToLoadTheToolkitIsReportedAtStart) {
   ProcessPoolOptions options = Options(kWorker, 1);
   options.memory_bytes_per_worker = uint64_t{100} << 20;
   absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
-      NewProcessPoolCompiler(*toolkit_, options);
+      NewProcessPoolCompiler(toolkit_, options);
   ASSERT_EQ(pool.status().code(), absl::StatusCode::kFailedPrecondition) << pool.status();
   EXPECT_NE(pool.status().message().find("could not load the toolkit under its 100 MiB memory "
                                          "limit (--compile-memory-mb"),
@@ -305,7 +301,7 @@ TEST_F(ProcessPoolTest, WorkerKilledWhileIdleIsReplacedWithoutFailingTheNextComp
 
 TEST_F(ProcessPoolTest, MissingWorkerBinaryIsFailedPreconditionNamingThePath) {
   absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
-      NewProcessPoolCompiler(*toolkit_, Options("/nonexistent/kcache-compile-worker", 1));
+      NewProcessPoolCompiler(toolkit_, Options("/nonexistent/kcache-compile-worker", 1));
   ASSERT_EQ(pool.status().code(), absl::StatusCode::kFailedPrecondition) << pool.status();
   EXPECT_NE(pool.status().message().find("/nonexistent/kcache-compile-worker"),
             absl::string_view::npos);
@@ -317,7 +313,7 @@ TEST_F(ProcessPoolTest, WorkerThatCannotStartIsReportedWithItsExit) {
   std::string not_a_program = dir.Write("not-a-program", "just text\n");
   chmod(not_a_program.c_str(), 0755);
   absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
-      NewProcessPoolCompiler(*toolkit_, Options(not_a_program.c_str(), 1));
+      NewProcessPoolCompiler(toolkit_, Options(not_a_program.c_str(), 1));
   ASSERT_EQ(pool.status().code(), absl::StatusCode::kFailedPrecondition) << pool.status();
   EXPECT_NE(pool.status().message().find("could not execute the compile worker " + not_a_program),
             absl::string_view::npos)
@@ -329,7 +325,7 @@ TEST_F(ProcessPoolTest, WorkerThatCannotStartIsReportedWithItsExit) {
   chmod(quits.c_str(), 0755);
   ProcessPoolOptions options = Options(quits.c_str(), 1);
   options.extra_env = {{"KCACHE_TEST_VAR", "yes"}};
-  pool = NewProcessPoolCompiler(*toolkit_, options);
+  pool = NewProcessPoolCompiler(toolkit_, options);
   EXPECT_EQ(pool.status().code(), absl::StatusCode::kUnavailable) << pool.status();
   EXPECT_NE(pool.status().message().find("stopped before it was ready (exit status 7"),
             absl::string_view::npos)
@@ -355,7 +351,7 @@ TEST_F(ProcessPoolTest, DefaultWorkerPathFindsTheBuiltWorker) {
 TEST_F(ProcessPoolTest, PerCompileOverheadIsSmall) {
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
   ASSERT_NE(pool, nullptr);
-  std::unique_ptr<Compiler> local = NewNvrtcCompiler(*toolkit_);
+  std::unique_ptr<Compiler> local = NewNvrtcCompiler(toolkit_);
   CompileJob saxpy = Job(Saxpy(), "sm_89");
   ASSERT_TRUE(pool->Compile(saxpy).ok());  // warm both
   ASSERT_TRUE(local->Compile(saxpy).ok());

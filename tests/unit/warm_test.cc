@@ -8,6 +8,7 @@
 #include "daemon/store/store.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/toolkit.h"
 
 namespace kcache {
 namespace {
@@ -17,7 +18,8 @@ using ::kcache::testing::TempDir;
 class WarmTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
+    const absl::StatusOr<std::shared_ptr<const Toolkit>>& toolkit =
+        ::kcache::testing::SharedToolkit();
     ASSERT_TRUE(toolkit.ok()) << toolkit.status();
     compiler_ = NewNvrtcCompiler(*toolkit);
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(dir_ / "store");
