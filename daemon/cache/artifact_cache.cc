@@ -360,10 +360,6 @@ CacheSnapshot ArtifactCacheImpl::Snapshot() const {
         store.artifacts = stats->artifacts;
         store.artifact_bytes = stats->artifact_bytes;
         store.disk_bytes = stats->disk_bytes;
-        if (t == 0) {
-          snapshot.store_artifacts = stats->artifacts;
-          snapshot.store_bytes = stats->artifact_bytes;
-        }
       }
       store.checksum_failures = checksum_failures_[t];
       checksum_failures += checksum_failures_[t];

@@ -81,10 +81,9 @@ struct CacheSnapshot {
   std::vector<CounterValue> counters;      // numbered, append-only (daemon/cache/statistics.h)
   std::vector<HistogramValue> histograms;  // latencies (Statistics::Histograms)
   std::vector<StoreSnapshot> stores;       // the writable store first, then the baked ones
+  const StoreSnapshot& writable() const { return stores.front(); }  // there is always one
   uint64_t memory_bytes = 0;
   uint64_t memory_entries = 0;
-  uint64_t store_artifacts = 0;  // writable store
-  uint64_t store_bytes = 0;
   std::vector<std::string> toolkits;  // identity ids of the compiler's toolkit(s)
 };
 

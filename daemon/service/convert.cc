@@ -192,8 +192,8 @@ void SnapshotToProto(const CacheSnapshot& snapshot, uint64_t uptime_seconds,
     c->set_value(counter.value);
     c->set_help(counter.help);
   }
-  out->set_store_artifacts(snapshot.store_artifacts);
-  out->set_store_bytes(snapshot.store_bytes);
+  out->set_store_artifacts(snapshot.writable().artifacts);
+  out->set_store_bytes(snapshot.writable().artifact_bytes);
   out->set_memory_bytes(snapshot.memory_bytes);
   out->set_memory_entries(snapshot.memory_entries);
   for (const std::string& toolkit : snapshot.toolkits) out->add_toolkits(toolkit);

@@ -96,14 +96,12 @@ class DaemonImpl final : public Daemon {
     if (absl::Status s = PrepareListenAddress(); !s.ok()) return s;
     CacheOptions cache_options;
     if (absl::Status s = OpenStores(&cache_options); !s.ok()) return s;
-    ServiceOptions service_options;
-    service_options.default_warm_jobs = options_.compile.workers;
+    service_options_.default_warm_jobs = options_.compile.workers;
     std::string toolkit_summary;
-    if (absl::Status s = StartCompiler(options_, &compiler_, &service_options, &toolkit_summary);
+    if (absl::Status s = StartCompiler(options_, &compiler_, &service_options_, &toolkit_summary);
         !s.ok()) {
       return s;
     }
-    toolkit_name_ = service_options.toolkit_name;
     process_pool_ = dynamic_cast<ProcessPoolCompiler*>(compiler_.get());
     cache_options.compiler = compiler_;
     cache_options.memory_bytes = options_.memory_cache_bytes;
@@ -112,8 +110,8 @@ class DaemonImpl final : public Daemon {
     if (!cache.ok()) return cache.status();
     cache_ = *std::move(cache);
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
-    service_ =
-        std::make_unique<KernelCacheService>(cache_.get(), pool_.get(), &tracker_, service_options);
+    service_ = std::make_unique<KernelCacheService>(cache_.get(), pool_.get(), &tracker_,
+                                                    service_options_);
 
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -260,8 +258,8 @@ class DaemonImpl final : public Daemon {
   DaemonMetrics Metrics() const {
     DaemonMetrics metrics;
     metrics.version = kVersion;
-    metrics.toolkit = toolkit_name_;
-    metrics.start_time_unix = absl::ToUnixSeconds(started_);
+    metrics.toolkit = service_options_.toolkit_name;
+    metrics.start_time_unix = absl::ToUnixSeconds(service_options_.started);
     metrics.calls_in_flight = tracker_.active();
     metrics.serving = serving_.load();
     return metrics;
@@ -297,8 +295,7 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<grpc::Server> probe_server_;
   std::unique_ptr<ProbeListener> probe_listener_;  // stopped before probe_server_ shuts down
   std::unique_ptr<grpc::Server> server_;
-  std::string toolkit_name_;  // "" in serve-only mode
-  const absl::Time started_ = absl::Now();
+  ServiceOptions service_options_;  // as the service got them (toolkit, start time) for metrics
   std::atomic<bool> serving_{true};
   std::string socket_path_;
   ino_t socket_inode_ = 0;

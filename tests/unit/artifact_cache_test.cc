@@ -23,6 +23,7 @@
 #include "tests/testutil/failing_store.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/toolkit.h"
 
 namespace kcache {
 namespace {
@@ -77,7 +78,8 @@ struct Options {
 class ArtifactCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
+    const absl::StatusOr<std::shared_ptr<const Toolkit>>& toolkit =
+        ::kcache::testing::SharedToolkit();
     ASSERT_TRUE(toolkit.ok()) << toolkit.status();
     toolkit_ = *toolkit;
     saxpy_ = RecordOf("saxpy", ::kcache::testing::kSaxpySource);
@@ -598,8 +600,8 @@ TEST_F(ArtifactCacheTest, SnapshotListsEveryCounterWithHelpAndStoreSizes) {
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate " << c.name;
   }
   EXPECT_EQ(snapshot.counters.front().name, "resolve.requests");  // number 1
-  EXPECT_EQ(snapshot.store_artifacts, 1u);
-  EXPECT_EQ(snapshot.store_bytes, 300u);
+  EXPECT_EQ(snapshot.writable().artifacts, 1u);
+  EXPECT_EQ(snapshot.writable().artifact_bytes, 300u);
 }
 
 }  // namespace
