@@ -4,6 +4,7 @@
 #ifndef KCACHE_DAEMON_SERVICE_CALL_TRACKER_H_
 #define KCACHE_DAEMON_SERVICE_CALL_TRACKER_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
@@ -47,6 +48,29 @@ class CallTracker {
   mutable absl::Mutex mu_;
   int64_t active_ ABSL_GUARDED_BY(mu_) = 0;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The lifetime of a reactor whose call entered a CallTracker: one reference for gRPC (dropped
+// in OnDone) plus one per background task working for the call (AddRef before it starts).
+// The last Unref deletes the reactor, then tells the tracker the call is over: after the
+// delete, because shutdown may tear down what the reactor used once the tracker is idle.
+class TrackedCall {
+ protected:
+  explicit TrackedCall(CallTracker* tracker) : tracker_(tracker) {}
+  virtual ~TrackedCall() = default;
+
+  void AddRef() { refs_.fetch_add(1); }
+  void Unref() {
+    if (refs_.fetch_sub(1) != 1) return;
+    CallTracker* tracker = tracker_;
+    delete this;
+    tracker->Exit();
+  }
+
+  CallTracker* const tracker_;
+
+ private:
+  std::atomic<int> refs_{1};  // gRPC's
 };
 
 }  // namespace kcache

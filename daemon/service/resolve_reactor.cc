@@ -33,11 +33,12 @@ std::string Describe(const ResolveQuery& query) {
 // Lifetime: deleted when both gRPC (OnDone) and the background task are done with it. The
 // call finishes exactly once: with the cache's answer, or earlier when it is cancelled (the
 // client gave up, or shutdown's grace ran out) while the cache still works on it.
-class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse> {
+class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse>,
+                             private TrackedCall {
  public:
   ResolveReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
                  const v1::ResolveRequest& request)
-      : tracker_(tracker) {
+      : TrackedCall(tracker) {
     if (!tracker_->Enter()) {
       FinishOnce(ShuttingDownStatus());
       return;
@@ -48,7 +49,7 @@ class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse
       FinishOnce(ToGrpcStatus(valid));
       return;
     }
-    refs_.fetch_add(1);  // the background task's reference
+    AddRef();  // the background task's reference
     pool->Submit([this, cache, query = QueryFromProto(request)] {
       Serve(cache->Resolve(query), query);
       Unref();
@@ -135,15 +136,6 @@ class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse
     Finish(status);
   }
 
-  void Unref() {
-    if (refs_.fetch_sub(1) != 1) return;
-    CallTracker* tracker = tracker_;
-    delete this;
-    tracker->Exit();
-  }
-
-  CallTracker* const tracker_;
-  std::atomic<int> refs_{1};  // gRPC's (dropped in OnDone) + the background task's
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
   bool writing_ ABSL_GUARDED_BY(mu_) = false;   // a write is in flight

@@ -47,11 +47,13 @@ absl::Status PrepareWarm(const v1::WarmRequest& request, const ServiceOptions& s
   return absl::OkStatus();
 }
 
-class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>, private WarmObserver {
+class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>,
+                          private WarmObserver,
+                          private TrackedCall {
  public:
   WarmReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
               const ServiceOptions& service, const v1::WarmRequest& request)
-      : tracker_(tracker) {
+      : TrackedCall(tracker) {
     if (!tracker_->Enter()) {
       Finish(ShuttingDownStatus());
       return;
@@ -65,7 +67,7 @@ class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>, pri
       return;
     }
     spdlog::info("warm: {} kernels x {} targets", manifest->kernels.size(), options.targets.size());
-    refs_.fetch_add(1);  // the background task's reference
+    AddRef();  // the background task's reference
     pool->Submit([this, cache, manifest, options = std::move(options)] {
       absl::StatusOr<WarmSummary> summary = cache->Warm(*manifest, options, this);
       if (summary.ok()) {
@@ -150,15 +152,6 @@ class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>, pri
     if (finish) Finish(*finish);
   }
 
-  void Unref() {
-    if (refs_.fetch_sub(1) != 1) return;
-    CallTracker* tracker = tracker_;
-    delete this;
-    tracker->Exit();
-  }
-
-  CallTracker* const tracker_;
-  std::atomic<int> refs_{1};  // gRPC's (dropped in OnDone) + the background task's
   absl::Mutex mu_;
   std::deque<v1::WarmProgress> queue_ ABSL_GUARDED_BY(mu_);
   v1::WarmProgress current_;  // the message in flight; written only when !writing_
