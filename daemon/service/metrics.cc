@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 
 namespace kcache {
 namespace {
@@ -180,9 +181,9 @@ void Stores(const CacheSnapshot& snapshot, Exposition& out) {
 
 void Histograms(const CacheSnapshot& snapshot, Exposition& out) {
   for (const HistogramValue& h : snapshot.histograms) {
-    std::string family = absl::StrCat(
-        "kcache_", h.name == "compile.seconds" ? "compile_duration" : "resolve_duration",
-        "_seconds");
+    // "resolve.seconds" -> "kcache_resolve_duration_seconds" (Prometheus names the unit last).
+    std::string family =
+        absl::StrCat("kcache_", absl::StrReplaceAll(h.name, {{".seconds", "_duration_seconds"}}));
     std::string label = Label(h.label, h.label_value);
     uint64_t cumulative = 0;
     for (size_t i = 0; i < h.counts.size(); ++i) {

@@ -162,13 +162,15 @@ class ProbeListener::Impl {
   }
 
   void HandOverToGrpc(int fd) {
-    Forget(fd);
+    bool stopping;
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_) {  // the gRPC server is about to shut down
-        close(fd);
-        return;
-      }
+      open_.erase(fd);
+      stopping = stopping_;
+    }
+    if (stopping) {  // the gRPC server is about to shut down
+      close(fd);
+      return;
     }
     SetReceiveTimeout(fd, absl::ZeroDuration());
     int one = 1;
