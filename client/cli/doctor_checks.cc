@@ -275,7 +275,7 @@ CheckReport CheckDaemon(const std::string& address, double timeout_s) {
     return report;
   }
   report.Ok(absl::StrCat("kcached answers in ", HumanMicros(micros), ", up ", stats->uptime_seconds,
-                         " s; ", stats->store_artifacts, " artifacts in its stores (",
+                         " s; ", stats->store_artifacts, " artifacts in its writable store (",
                          HumanBytes(stats->store_bytes), ")"));
   if (stats->toolkits.empty()) {
     report.Info("the daemon has no toolkit: it serves its stores but compiles no miss");
