@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package kcache needs to build, test and benchmark, and the node
-# modules of the deploy/ checks (deploy/tools, pinned by its package-lock.json).
-# Idempotent: packages already present are left alone and apt is not touched; npm runs only
-# when deploy/tools/node_modules is missing or older than package-lock.json.
+# Installs every Debian 12 package kcache needs to build, test and benchmark, and the Python
+# packages of its checks: a project-local virtual environment (.venv, or $KCACHE_VENV) filled
+# from the pinned requirements/test.txt with pip from PyPI (never the system Python's
+# site-packages; Debian's python3-venv makes the environment). What Debian packages well
+# (yamllint, redis-server, the C++ libraries) stays a Debian package.
+# Idempotent: packages already present are left alone and apt is not touched; pip runs only
+# when the environment is missing or requirements/test.txt changed since it last ran (pip's
+# own cache keeps what it downloaded).
 # Runs apt-get directly as root, through sudo otherwise. The CUDA toolkit is not
 # a Debian package: it is expected at $CUDA_HOME (default /usr/local/cuda).
 #
@@ -11,13 +15,19 @@
 #                                         benchmarks or the deploy checks (deploy/Dockerfile,
 #                                         which builds with -DKCACHE_BUILD_TESTS=OFF
 #                                         -DKCACHE_BUILD_BENCH=OFF)
+#   scripts/install-deps.sh --lock        after editing requirements/test.in: resolve it in a
+#                                         scratch environment and rewrite requirements/test.txt
 set -euo pipefail
 
-build_only=0
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${KCACHE_VENV:-$root/.venv}
+lock=$root/requirements/test.txt
+build_only=0 relock=0
 case ${1:-} in
   "") ;;
   --build-only) build_only=1 ;;
-  *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
+  --lock) relock=1 ;;
+  *) echo "usage: $0 [--build-only | --lock]" >&2; exit 2 ;;
 esac
 
 packages=(
@@ -32,11 +42,8 @@ if ((!build_only)); then
     libgtest-dev libgmock-dev libbenchmark-dev
     redis-server libhiredis-dev   # bench/serve compares against Redis on loopback
     yamllint                      # tests/deploy: lints deploy/**/*.yaml
+    python3 python3-venv          # the project's virtual environment (.venv), below
   )
-  # tests/deploy runs deploy/tools with Node.js >= 18 (Debian 12: 18) and npm. A node or npm
-  # already on PATH (e.g. a newer Node.js with its own npm) is used as it is.
-  command -v node >/dev/null 2>&1 || packages+=(nodejs)
-  command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
 missing=()
@@ -56,17 +63,29 @@ else
   echo "install-deps: all packages present"
 fi
 
+# The project's Python environment, from Debian's python3 (not whichever python3 is first on
+# PATH: a pyenv or conda one may lack venv, or change under the project).
+python=/usr/bin/python3
+if ((relock)); then
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  "$python" -m venv "$scratch/venv"
+  "$scratch/venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements/test.in"
+  {
+    sed -n '1,/^$/p' "$lock" | grep '^#'
+    "$scratch/venv/bin/pip" freeze --disable-pip-version-check | LC_ALL=C sort -f
+  } >"$lock.new"
+  mv "$lock.new" "$lock"
+  echo "install-deps: wrote $lock"
+  exit 0
+fi
 if ((!build_only)); then
-  node_major=$(node -p 'process.versions.node.split(".")[0]')
-  if ((node_major < 18)); then
-    echo "install-deps: node $(node --version) is too old for deploy/tools (Node.js >= 18 needed)." >&2
-    exit 1
-  fi
-  tools=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/tools
-  if [[ ! -f "$tools/node_modules/.package-lock.json" ||
-        "$tools/package-lock.json" -nt "$tools/node_modules/.package-lock.json" ]]; then
-    echo "install-deps: installing deploy/tools' node modules (npm ci)"
-    npm ci --prefix "$tools" --no-audit --no-fund --loglevel=error >/dev/null
+  stamp=$venv/.kcache-requirements
+  if [[ ! -x $venv/bin/python ]] || ! cmp -s "$lock" "$stamp"; then
+    echo "install-deps: filling the Python environment $venv from requirements/test.txt"
+    [[ -x $venv/bin/python ]] || "$python" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-input -r "$lock"
+    cp "$lock" "$stamp"
   fi
 fi
 

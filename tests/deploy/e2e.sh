@@ -3,7 +3,7 @@
 # this machine.
 #   1. the Dockerfile's warm stage: `kcache warm --arch <its KCACHE_ARCH>` of the bundled
 #      kernels into <root>/opt/kcache/store, the manifest beside it;
-#   2. the sidecar: kcached with the kcached container's own args (deploy/tools/pod-args.mjs),
+#   2. the sidecar: kcached with the kcached container's own args (deploy/tools/pod_args.py),
 #      paths moved under a temp root and the probe port made free (0);
 #   3. the worker container's command and args, against the socket, twice;
 #   4. a scrape of the probe port's /metrics: the counters moved, nothing was compiled (the
@@ -18,6 +18,12 @@ kcache=${KCACHE_CLI:-$build/client/cli/kcache}
 kcached=${KCACHED:-$build/daemon/service/kcached}
 worker=${KCACHE_EXAMPLE_WORKER:-$build/examples/worker/kcache-example-worker}
 device=${KCACHE_E2E_DEVICE:-8.9}
+python=$repo/scripts/venv-python
+# The pod's flags come from rendering deploy/k8s/base with kustomize (deploy/tools/pod_args.py).
+if [[ -z ${KUSTOMIZE:-} ]] && ! command -v kubectl >/dev/null && ! command -v kustomize >/dev/null; then
+  echo "e2e: SKIP: neither kubectl nor kustomize is installed (or \$KUSTOMIZE set) to render deploy/k8s/base" >&2
+  exit 125
+fi
 
 root=$(mktemp -d "${TMPDIR:-/tmp}/kcache-e2e.XXXXXX")
 daemon_pid=
@@ -56,8 +62,7 @@ http_get() {
 
 # A free TCP port on 127.0.0.1 (asked of the kernel, then released).
 free_port() {
-  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => {
-    console.log(s.address().port); s.close(); })'
+  "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # The value of one sample ("name{labels}") in a scrape, or "absent".
@@ -87,7 +92,7 @@ step "warm stage: kcache warm --arch $arch (the Dockerfile's) of kernels/manifes
 tail -1 "$root/warm.log"
 
 # 2. The sidecar, with the manifest's flags.
-mapfile -t manifest_args < <(node "$repo/deploy/tools/pod-args.mjs" "$repo/deploy/k8s/base" kcached)
+mapfile -t manifest_args < <("$python" "$repo/deploy/tools/pod_args.py" "$repo/deploy/k8s/base" kcached)
 ((${#manifest_args[@]})) || fail "no args for the kcached container in deploy/k8s/base"
 daemon_args=()
 socket=
@@ -116,7 +121,7 @@ done
 step "kcached ready: socket $socket, probe port $port"
 
 # 3. The worker container, twice (a first start, then a restart of the worker).
-mapfile -t worker_cmd < <(node "$repo/deploy/tools/pod-args.mjs" --command "$repo/deploy/k8s/base" worker)
+mapfile -t worker_cmd < <("$python" "$repo/deploy/tools/pod_args.py" --command "$repo/deploy/k8s/base" worker)
 worker_args=()
 for arg in "${worker_cmd[@]:1}"; do worker_args+=("$(relocate "$arg")"); done
 address=unix://$socket
