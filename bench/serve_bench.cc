@@ -19,7 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/bench_doc.h"
 #include "bench/bench_util.h"
-#include "daemon/store/store.h"
+#include "engine/store/store.h"
 #include "tests/testutil/daemon_process.h"
 
 extern char** environ;

@@ -21,10 +21,10 @@
 #include "absl/strings/str_join.h"
 #include "bench/bench_doc.h"
 #include "core/manifest.h"
-#include "daemon/compile/compiler.h"
-#include "daemon/compile/toolkit.h"
-#include "daemon/store/store.h"
-#include "daemon/warm/warm.h"
+#include "engine/compile/compiler.h"
+#include "engine/compile/toolkit.h"
+#include "engine/store/store.h"
+#include "engine/warm/warm.h"
 
 namespace kcache::bench {
 namespace {

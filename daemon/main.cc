@@ -1,8 +1,8 @@
-// kcached: parses flags and hands over to the daemon (daemon/service/daemon.h).
+// kcached: parses flags and hands over to the daemon (daemon/host/daemon.h).
 #include <cstdio>
 
-#include "daemon/service/daemon.h"
-#include "daemon/service/daemon_flags.h"
+#include "daemon/host/daemon.h"
+#include "daemon/host/daemon_flags.h"
 
 int main(int argc, char** argv) {
   absl::StatusOr<kcache::DaemonOptions> options = kcache::ParseDaemonFlags(argc, argv);

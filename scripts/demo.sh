@@ -10,7 +10,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/build.sh"
 build=${KCACHE_BUILD_DIR:-$root/build}
 kcache=$build/client/cli/kcache
-kcached=$build/daemon/service/kcached
+kcached=$build/daemon/kcached
 worker=$build/examples/worker/kcache-example-worker
 manifest=$root/kernels/manifest.yaml
 arch=${KCACHE_DEMO_ARCH:-7.5,8.6,8.9}

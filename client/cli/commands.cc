@@ -9,18 +9,22 @@
 
 namespace kcache::cli {
 
-absl::StatusOr<std::unique_ptr<Store>> OpenStoreForCli(const std::string& path, bool read_only) {
+absl::StatusOr<std::unique_ptr<Store>> OpenStoreForCli(const std::string& path, StoreUse use) {
   if (path.empty()) {
     return absl::InvalidArgumentError("no store given; pass --store DIR");
   }
-  if (read_only && !std::filesystem::exists(path)) {
-    return absl::NotFoundError(absl::StrCat("no store at '", path,
-                                            "'; create one with `kcache warm --store ", path,
-                                            " ...`"));
-  }
   StoreOptions options;
-  options.read_only = read_only;
-  return OpenStore(path, options);
+  options.read_only = use == StoreUse::kRead;
+  options.create_if_missing = use == StoreUse::kCreateOrWrite;
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
+  if (absl::IsNotFound(store.status())) {  // absent or empty: nothing to read
+    std::error_code ec;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is not a kcache store (",
+        std::filesystem::exists(path, ec) ? "an empty directory" : "no such directory",
+        "); make one with `kcache warm --store ", path, " MANIFEST`"));
+  }
+  return store;
 }
 
 absl::StatusOr<std::shared_ptr<const Toolkit>> LoadToolkitForCli(const std::string& root) {

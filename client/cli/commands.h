@@ -9,8 +9,8 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
-#include "daemon/compile/toolkit.h"
-#include "daemon/store/store.h"
+#include "engine/compile/toolkit.h"
+#include "engine/store/store.h"
 
 namespace kcache::cli {
 
@@ -23,8 +23,18 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code); // ls, stat, get
 // (warm, ls, stat and get take --server ADDR instead of --store DIR: server_commands.h;
 // doctor: doctor.h)
 
-// Opens a store for a command, with errors that say which flag to fix.
-absl::StatusOr<std::unique_ptr<Store>> OpenStoreForCli(const std::string& path, bool read_only);
+// How a command uses its --store. Only `kcache warm` creates a store; a command that reads
+// (ls, stat, doctor, get) never does, so a mistyped path is an error, not a new empty store.
+enum class StoreUse {
+  kRead,           // reads only (opened read-only)
+  kReadAndFill,    // reads, and writes what it compiles into the existing store (`get`)
+  kCreateOrWrite,  // creates the store when absent (`warm`)
+};
+
+// Opens a store for a command. InvalidArgument "'<path>' is not a kcache store ..." (naming
+// `kcache warm` as the way to make one) when `use` may not create it and it is absent, empty
+// or something else; other errors as OpenStore gives them.
+absl::StatusOr<std::unique_ptr<Store>> OpenStoreForCli(const std::string& path, StoreUse use);
 
 // Loads the toolkit at `root` ("" = $CUDA_HOME or /usr/local/cuda).
 absl::StatusOr<std::shared_ptr<const Toolkit>> LoadToolkitForCli(const std::string& root);

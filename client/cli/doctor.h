@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 
 namespace kcache::cli {
 

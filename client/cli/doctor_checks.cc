@@ -197,7 +197,7 @@ CheckReport CheckGpus(bool require_gpu,
 CheckReport CheckStore(const std::string& path) {
   CheckReport report("store", path);
   report.details["path"] = path;
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(path, /*read_only=*/true);
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(path, StoreUse::kRead);
   if (!store.ok()) {
     auto [what, advice] = SplitAdvice(store.status().message());
     report.details["error"] = std::string(store.status().message());

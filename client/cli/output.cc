@@ -10,6 +10,17 @@
 
 namespace kcache::cli {
 
+std::string ArchText(int arch) {
+  return arch ? absl::StrCat(arch / 10, ".", arch % 10) : std::string("-");
+}
+
+std::string ArchRangeText(int min_arch, int max_arch) {
+  if (min_arch == 0 && max_arch == 0) return "any";
+  if (max_arch == 0) return absl::StrCat(ArchText(min_arch), "+");
+  if (min_arch == 0) return absl::StrCat("up to ", ArchText(max_arch));
+  return absl::StrCat(ArchText(min_arch), "-", ArchText(max_arch));
+}
+
 std::string HumanBytes(uint64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
   double value = static_cast<double>(bytes) / 1024;

@@ -13,6 +13,10 @@ namespace kcache::cli {
 
 std::string HumanBytes(uint64_t bytes);      // "812 B", "18.2 KiB", "4.0 MiB"
 std::string HumanMicros(int64_t micros);     // "740 us", "74 ms", "5.52 s"
+// An architecture number (86 = SM 8.6) as "8.6"; 0 (no bound) as "-" (JSON fields).
+std::string ArchText(int arch);
+// A kernel's declared arch range for a table: "any", "8.9+", "up to 9.0", "8.0-9.0".
+std::string ArchRangeText(int min_arch, int max_arch);
 
 // A plain-text table: columns padded to their widest cell; first row is the header.
 // Columns whose index is in `right_aligned` are right-aligned (numbers).

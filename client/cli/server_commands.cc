@@ -19,10 +19,6 @@ namespace {
 using client::FetchedKernel;
 using nlohmann::json;
 
-std::string ArchText(int arch) {
-  return arch ? absl::StrCat(arch / 10, ".", arch % 10) : std::string("-");
-}
-
 bool LooksLikeKernelId(const std::string& text) {
   return text.size() == 64 && text.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
 }
@@ -160,7 +156,7 @@ int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {
     };
     std::vector<std::string> tier_names;
     for (const auto& [tier, unused] : tiers) tier_names.push_back(tier);
-    table.AddRow({k.name, k.kernel_id.substr(0, 12), absl::StrCat(ArchText(k.min_arch), "+"),
+    table.AddRow({k.name, k.kernel_id.substr(0, 12), ArchRangeText(k.min_arch, k.max_arch),
                   list(client::ArtifactKind::kCubin), list(client::ArtifactKind::kPtx),
                   list(client::ArtifactKind::kLtoir),
                   tier_names.empty() ? "-" : absl::StrJoin(tier_names, ","), HumanBytes(bytes)});

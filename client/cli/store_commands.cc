@@ -11,8 +11,8 @@
 #include "client/cli/commands.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
-#include "daemon/cache/resolver.h"
-#include "daemon/compile/compiler.h"
+#include "engine/resolve/resolver.h"
+#include "engine/compile/compiler.h"
 
 namespace kcache::cli {
 namespace {
@@ -39,8 +39,6 @@ struct GetFlags {
   bool json = false;
 };
 
-std::string ArchText(int arch) { return arch ? SmFromArch(arch).ToString() : "-"; }
-
 json MetaJson(const ArtifactMeta& m) {
   json lowered = json::object();
   for (const auto& [expr, name] : m.lowered_names) lowered[expr] = name;
@@ -57,7 +55,7 @@ json MetaJson(const ArtifactMeta& m) {
 }
 
 int RunLs(const StoreFlags& flags) {
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, true);
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, StoreUse::kRead);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
   absl::StatusOr<std::vector<KernelRecord>> kernels = (*store)->ListKernels();
   if (!kernels.ok()) return Fail(kernels.status().message());
@@ -96,7 +94,7 @@ int RunLs(const StoreFlags& flags) {
       return targets[kind].empty() ? std::string("-") : absl::StrJoin(targets[kind], ",");
     };
     table.AddRow({k.spec.name, k.id.ShortHex(),
-                  absl::StrCat(ArchText(k.arch.min_arch), "+"), list(ArtifactKind::kCubin),
+                  ArchRangeText(k.arch.min_arch, k.arch.max_arch), list(ArtifactKind::kCubin),
                   list(ArtifactKind::kPtx), list(ArtifactKind::kLtoir), HumanBytes(bytes)});
   }
   std::printf("%s%zu kernels, %zu artifacts\n", table.Render().c_str(), kernels->size(),
@@ -105,7 +103,7 @@ int RunLs(const StoreFlags& flags) {
 }
 
 int RunStat(const StoreFlags& flags) {
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, true);
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, StoreUse::kRead);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
   absl::StatusOr<StoreStats> stats = (*store)->Stats();
   if (!stats.ok()) return Fail(stats.status().message());
@@ -167,7 +165,7 @@ int RunStat(const StoreFlags& flags) {
 int RunGet(const GetFlags& flags) {
   absl::StatusOr<Sm> sm = ParseSm(flags.device);
   if (!sm.ok()) return Fail(absl::StrCat("--device: ", sm.status().message()), kExitBadInput);
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, flags.no_compile);
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, flags.no_compile ? StoreUse::kRead : StoreUse::kReadAndFill);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
   absl::StatusOr<KernelRecord> record = FindKernel(**store, flags.kernel);
   KernelId id;

@@ -11,8 +11,8 @@
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 #include "core/manifest.h"
-#include "daemon/compile/compiler.h"
-#include "daemon/warm/warm.h"
+#include "engine/compile/compiler.h"
+#include "engine/warm/warm.h"
 
 namespace kcache::cli {
 namespace {
@@ -141,7 +141,7 @@ int RunWarm(const WarmFlags& flags) {
                                         (*toolkit)->identity().DisplayName());
     if (!valid.ok()) return Fail(absl::StrCat("--arch: ", valid.message()), kExitBadInput);
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, false);
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, StoreUse::kCreateOrWrite);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
 
   std::unique_ptr<Compiler> compiler = NewNvrtcCompiler(*toolkit);

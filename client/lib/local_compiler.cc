@@ -10,8 +10,8 @@
 #include "client/lib/convert.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
-#include "daemon/compile/compiler.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/compiler.h"
+#include "engine/compile/toolkit.h"
 #include "kcache/kcache.h"
 
 namespace kcache::client {

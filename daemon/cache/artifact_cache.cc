@@ -1,5 +1,5 @@
 // The artifact cache: memory LRU -> writable store -> baked stores -> compile, by the serving
-// rules of daemon/cache/resolver.h, with single-flight compiles (compile_flights.h), tier
+// rules of engine/resolve/resolver.h, with single-flight compiles (compile_flights.h), tier
 // health (store_tiers.h), statistics (statistics.h) and the record of what was asked for.
 #include "daemon/cache/artifact_cache.h"
 
@@ -16,9 +16,9 @@
 #include "daemon/cache/seen_kernels.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
-#include "daemon/compile/compiler.h"
-#include "daemon/compile/toolkit.h"
-#include "daemon/store/store.h"
+#include "engine/compile/compiler.h"
+#include "engine/compile/toolkit.h"
+#include "engine/store/store.h"
 
 namespace kcache {
 namespace {

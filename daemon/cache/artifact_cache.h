@@ -17,8 +17,8 @@
 #include "core/kernel_spec.h"
 #include "core/manifest.h"
 #include "daemon/cache/histogram.h"
-#include "daemon/cache/resolver.h"
-#include "daemon/warm/warm.h"
+#include "engine/resolve/resolver.h"
+#include "engine/warm/warm.h"
 
 namespace kcache {
 

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 
 namespace kcache {
 namespace {

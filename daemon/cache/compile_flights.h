@@ -14,7 +14,7 @@
 #include "daemon/cache/single_flight.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
-#include "daemon/compile/compiler.h"
+#include "engine/compile/compiler.h"
 
 namespace kcache {
 
@@ -40,7 +40,7 @@ class CompileFlights {
   // caller joined another's flight. Errors are the compiler's (Aborted with the NVRTC log).
   CompileResult CompileOnce(const CompileJob& job, bool* waited = nullptr);
 
-  // A Compiler whose compiles go through CompileOnce, for daemon/warm's Warm(): a warm and a
+  // A Compiler whose compiles go through CompileOnce, for engine/warm's Warm(): a warm and a
   // miss for the same artifact compile once. Borrows this.
   std::unique_ptr<Compiler> AsCompiler();
 

@@ -15,7 +15,7 @@
 #include "core/compat.h"
 #include "daemon/cache/artifact_cache.h"
 #include "daemon/cache/histogram.h"
-#include "daemon/cache/resolver.h"
+#include "engine/resolve/resolver.h"
 
 namespace kcache {
 

@@ -15,9 +15,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/cache/artifact_cache.h"
-#include "daemon/cache/resolver.h"
+#include "engine/resolve/resolver.h"
 #include "daemon/cache/statistics.h"
-#include "daemon/store/store.h"
+#include "engine/store/store.h"
 
 namespace kcache {
 

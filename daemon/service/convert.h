@@ -10,7 +10,7 @@
 #include "core/kernel_spec.h"
 #include "core/target.h"
 #include "daemon/cache/artifact_cache.h"
-#include "daemon/warm/warm.h"
+#include "engine/warm/warm.h"
 #include "kcache/v1/kcache.pb.h"
 
 namespace kcache {

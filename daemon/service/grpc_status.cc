@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/cache/resolver.h"
+#include "engine/resolve/resolver.h"
 
 namespace kcache {
 namespace {

@@ -3,7 +3,7 @@
 renders, one per line, so a script can start a program with the manifest's own flags:
 
   mapfile -t args < <(scripts/venv-python deploy/tools/pod_args.py deploy/k8s/base kcached)
-  build/daemon/service/kcached "${args[@]}"
+  build/daemon/kcached "${args[@]}"
 
 --kind/--name pick the workload when the kustomization renders more than one (default: the
 one workload holding a container of that name). --command prints the container's command

@@ -8,7 +8,7 @@ Exit 0: every check passed; 1: a check failed; 2: usage error or missing Python 
 125: nothing failed, but the kustomizations were not rendered because neither kubectl nor
 kustomize is installed (the systemd checks still ran).
 
-  scripts/venv-python deploy/tools/validate.py --kcached build/daemon/service/kcached
+  scripts/venv-python deploy/tools/validate.py --kcached build/daemon/kcached
 """
 import argparse
 import os

@@ -1,6 +1,6 @@
 """pytest options of tests/deploy: the binaries whose --help the checks read.
 
-  scripts/venv-python -m pytest tests/deploy --kcached build/daemon/service/kcached
+  scripts/venv-python -m pytest tests/deploy --kcached build/daemon/kcached
 """
 import os
 import sys

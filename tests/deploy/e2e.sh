@@ -15,7 +15,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${KCACHE_BUILD_DIR:-$repo/build}
 kcache=${KCACHE_CLI:-$build/client/cli/kcache}
-kcached=${KCACHED:-$build/daemon/service/kcached}
+kcached=${KCACHED:-$build/daemon/kcached}
 worker=${KCACHE_EXAMPLE_WORKER:-$build/examples/worker/kcache-example-worker}
 device=${KCACHE_E2E_DEVICE:-8.9}
 python=$repo/scripts/venv-python

@@ -92,7 +92,7 @@ done
 echo "linked libraries by package:"
 for path in "${!package_of[@]}"; do echo "  ${package_of[$path]}  $path"; done | sort | sed 's/^/ /'
 
-# The dlopen'd CUDA libraries: found in the toolkit as daemon/compile/toolkit.cc finds them.
+# The dlopen'd CUDA libraries: found in the toolkit as engine/compile/toolkit.cc finds them.
 find_lib() {
   local base=$1 dir
   for dir in "$cuda_root/lib64" "$cuda_root/lib" "$cuda_root"/targets/*/lib; do

@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/manifest.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 #include "kcache/device.h"
 #include "kcache/kcache.h"
 #include "kernels/reference/launch.h"

@@ -1,6 +1,7 @@
 // The `kcache` tool as a user runs it: warm, warm again, ls, stat, get, and bad input.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,6 +19,7 @@ using ::kcache::testing::Contains;
 using ::kcache::testing::KcacheCli;
 using ::kcache::testing::RunResult;
 using ::kcache::testing::TempDir;
+namespace fs = std::filesystem;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -67,6 +69,16 @@ TEST_F(CliTest, LsAndStatPrintJson) {
   EXPECT_EQ(s["checksum_failures"], 0);
   RunResult text = Kcache("ls --store " + store_);
   EXPECT_TRUE(Contains(text.output, "saxpy")) << text.output;
+  // The arch column: saxpy declares no bounds, scale declares min_arch 8.0.
+  std::istringstream lines(text.output);
+  std::string line;
+  bool saxpy = false, scale = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("saxpy ", 0) == 0) saxpy = Contains(line, " any ");
+    if (line.rfind("scale ", 0) == 0) scale = Contains(line, " 8.0+ ");
+  }
+  EXPECT_TRUE(saxpy && scale) << text.output;
+  EXPECT_FALSE(Contains(text.output, "-+")) << text.output;
 }
 
 TEST_F(CliTest, GetWritesTheCubinTheDeviceWouldBeServed) {
@@ -128,10 +140,28 @@ TEST_F(CliTest, CompileErrorPrintsKernelTargetAndLogAndExitsNonZero) {
 TEST_F(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Kcache("warm --store " + store_ + " " + manifest_).exit_code, 2);  // no --arch
   EXPECT_EQ(Kcache("get --store " + store_ + " --device 8.x --kernel saxpy").exit_code, 2);
-  RunResult absent = Kcache("ls --store " + (dir_ / "absent"));
-  EXPECT_EQ(absent.exit_code, 2) << absent.output;
-  EXPECT_TRUE(Contains(absent.output, "no store at")) << absent.output;
   EXPECT_EQ(Kcache("--help").exit_code, 0);
+}
+
+TEST_F(CliTest, ReadingCommandsNeverCreateAStore) {
+  std::string absent = dir_ / "absent";
+  fs::create_directories(dir_ / "empty");
+  std::string empty = dir_ / "empty";
+  for (const std::string& command :
+       {"ls --store " + absent, "stat --store " + absent, "get --store " + absent +
+        " --device 8.6 --kernel saxpy", "get --store " + absent + " --device 8.6 --kernel saxpy --no-compile"}) {
+    RunResult r = Kcache(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_TRUE(Contains(r.output, "'" + absent + "' is not a kcache store (no such directory); "
+                                   "make one with `kcache warm --store " + absent))
+        << command << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(absent)) << command;
+  }
+  RunResult r = Kcache("get --store " + empty + " --device 8.6 --kernel saxpy");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "'" + empty + "' is not a kcache store (an empty directory)"))
+      << r.output;
+  EXPECT_TRUE(fs::is_empty(empty));
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
-#include "daemon/store/store.h"
+#include "engine/store/store.h"
 #include "kcache/device.h"
 #include "kcache/kcache.h"
 #include "tests/testutil/daemon_process.h"

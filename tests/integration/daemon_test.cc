@@ -18,7 +18,7 @@
 #include "core/artifact.h"
 #include "core/cubin.h"
 #include "core/manifest.h"
-#include "daemon/store/store.h"
+#include "engine/store/store.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/kernels.h"
@@ -42,7 +42,7 @@ using ::kcache::testing::PutSynthetic;
 using ::kcache::testing::Record;
 
 std::string FaultyWorker() {
-  return KCACHE_BINARY_DIR "/daemon/compile/kcache-compile-worker-faulty";
+  return KCACHE_BINARY_DIR "/daemon/workers/kcache-compile-worker-faulty";
 }
 
 // A compile that takes about a second of CPU (40 unrolled transcendental steps).

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/target.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 #include "kcache/device.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kernels.h"
@@ -204,8 +204,9 @@ TEST_F(DoctorTest, MissingStoreAndNotAStoreAreProblemsWithFixes) {
   not_store = dir_ / "notes";
   RunResult r = Doctor("--store " + missing + " --store " + not_store);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "problem  no store at '" + missing + "'")) << r.output;
-  EXPECT_TRUE(Contains(r.output, "fix: create one with `kcache warm --store " + missing))
+  EXPECT_TRUE(Contains(r.output, "problem  '" + missing + "' is not a kcache store (no such directory)"))
+      << r.output;
+  EXPECT_TRUE(Contains(r.output, "fix: make one with `kcache warm --store " + missing))
       << r.output;
   EXPECT_TRUE(Contains(r.output, not_store + " is not a kcache store")) << r.output;
   EXPECT_TRUE(Contains(r.output, "\n2 problems\n")) << r.output;

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/store/store.h"
+#include "engine/store/store.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/http.h"
 #include "tests/testutil/kcache_rpc.h"

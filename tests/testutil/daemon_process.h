@@ -50,7 +50,7 @@ namespace kcache::testing {
 // The kcached binary under test (ctest sets KCACHED).
 inline std::string KcachedBinary() {
   const char* path = std::getenv("KCACHED");
-  return path != nullptr && *path != '\0' ? path : KCACHE_BINARY_DIR "/daemon/service/kcached";
+  return path != nullptr && *path != '\0' ? path : KCACHE_BINARY_DIR "/daemon/kcached";
 }
 
 // grpc.health.v1.HealthCheckResponse.ServingStatus values.

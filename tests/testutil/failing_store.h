@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "daemon/store/store.h"
+#include "engine/store/store.h"
 
 namespace kcache::testing {
 

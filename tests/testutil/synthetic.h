@@ -12,7 +12,7 @@
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
-#include "daemon/store/store.h"
+#include "engine/store/store.h"
 
 namespace kcache::testing {
 

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 
 namespace kcache::testing {
 

@@ -1,4 +1,4 @@
-// Artifact keys (core/artifact.h) and store value encoding (daemon/store/value_format.h).
+// Artifact keys (core/artifact.h) and store value encoding (engine/store/value_format.h).
 #include <algorithm>
 #include <ctime>
 #include <string>
@@ -7,7 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "core/artifact.h"
-#include "daemon/store/value_format.h"
+#include "engine/store/value_format.h"
 #include "gtest/gtest.h"
 
 namespace kcache {

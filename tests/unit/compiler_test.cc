@@ -1,6 +1,6 @@
 // Real NVRTC and nvJitLink compiles of two tiny kernels (tests/testdata). Each compile takes
 // ~60 ms, so the set is kept small.
-#include "daemon/compile/compiler.h"
+#include "engine/compile/compiler.h"
 
 #include <spawn.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cubin.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/toolkit.h"
 

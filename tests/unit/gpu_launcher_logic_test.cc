@@ -17,7 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "core/manifest.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 #include "kernels/reference/launch.h"
 #include "kernels/reference/reference.h"
 #include "tests/gpu/compare_outputs.h"

@@ -1,5 +1,5 @@
-// FormatLogLine (daemon/service/log_format.h): one line per event in both formats.
-#include "daemon/service/log_format.h"
+// FormatLogLine (daemon/host/log_format.h): one line per event in both formats.
+#include "daemon/host/log_format.h"
 
 #include <gtest/gtest.h>
 

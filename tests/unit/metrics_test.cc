@@ -1,7 +1,7 @@
-// RenderMetrics (daemon/service/metrics.h) and LatencyHistogram (daemon/cache/histogram.h):
+// RenderMetrics (daemon/host/metrics.h) and LatencyHistogram (daemon/cache/histogram.h):
 // the exposition is well formed for a Prometheus parser, every statistic has its sample, and
 // values and labels come out as they went in.
-#include "daemon/service/metrics.h"
+#include "daemon/host/metrics.h"
 
 #include <gtest/gtest.h>
 

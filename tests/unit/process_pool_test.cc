@@ -2,7 +2,7 @@
 // compiler, concurrency, and a crash, a hang, a CPU-time and a memory overrun each failing
 // only their own request. The faulty worker (KCACHE_WORKER_FAULT_INJECTION) crashes on
 // KCACHE_TEST_CRASH and spins on KCACHE_TEST_HANG; the production worker has no such code.
-#include "daemon/compile/process_pool.h"
+#include "daemon/workers/process_pool.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/manifest.h"
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
@@ -24,8 +24,8 @@
 namespace kcache {
 namespace {
 
-constexpr char kWorker[] = KCACHE_BINARY_DIR "/daemon/compile/kcache-compile-worker";
-constexpr char kFaultyWorker[] = KCACHE_BINARY_DIR "/daemon/compile/kcache-compile-worker-faulty";
+constexpr char kWorker[] = KCACHE_BINARY_DIR "/daemon/workers/kcache-compile-worker";
+constexpr char kFaultyWorker[] = KCACHE_BINARY_DIR "/daemon/workers/kcache-compile-worker-faulty";
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kMemoryLimitApplies = false;  // the pool leaves RLIMIT_AS off under sanitizers

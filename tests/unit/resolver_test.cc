@@ -1,13 +1,13 @@
 // The serving rules end to end over a real store. Artifacts here are placed by hand (their
 // bytes are markers) so every rule can be reached; compile-on-miss uses real NVRTC.
-#include "daemon/cache/resolver.h"
+#include "engine/resolve/resolver.h"
 
 #include <gtest/gtest.h>
 
 #include "core/cubin.h"
-#include "daemon/compile/compiler.h"
-#include "daemon/compile/toolkit.h"
-#include "daemon/store/store.h"
+#include "engine/compile/compiler.h"
+#include "engine/compile/toolkit.h"
+#include "engine/store/store.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
 

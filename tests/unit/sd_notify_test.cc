@@ -1,5 +1,5 @@
-// NotifySystemd (daemon/service/sd_notify.h) against a real datagram socket.
-#include "daemon/service/sd_notify.h"
+// NotifySystemd (daemon/host/sd_notify.h) against a real datagram socket.
+#include "daemon/host/sd_notify.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-// The RocksDB store (daemon/store/store.h) against a real RocksDB in a fresh temp dir.
+// The RocksDB store (engine/store/store.h) against a real RocksDB in a fresh temp dir.
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/utilities/options_util.h>
@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "daemon/store/store.h"
-#include "daemon/store/value_format.h"
+#include "engine/store/store.h"
+#include "engine/store/value_format.h"
 #include "gtest/gtest.h"
 
 namespace kcache {

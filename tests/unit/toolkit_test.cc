@@ -1,5 +1,5 @@
 // Loads the real CUDA toolkit ($CUDA_HOME or /usr/local/cuda) with dlopen.
-#include "daemon/compile/toolkit.h"
+#include "engine/compile/toolkit.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <regex>
 #include <string>
 
-#include "daemon/compile/nvrtc_api.h"
+#include "engine/compile/nvrtc_api.h"
 #include "gtest/gtest.h"
 
 namespace kcache {

@@ -1,11 +1,11 @@
-#include "daemon/warm/warm.h"
+#include "engine/warm/warm.h"
 
 #include <gtest/gtest.h>
 
 #include "core/manifest.h"
-#include "daemon/compile/compiler.h"
-#include "daemon/compile/toolkit.h"
-#include "daemon/store/store.h"
+#include "engine/compile/compiler.h"
+#include "engine/compile/toolkit.h"
+#include "engine/store/store.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/toolkit.h"

@@ -1,0 +1,315 @@
+#include "daemon/host/daemon.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/version.h"
+#include "daemon/cache/artifact_cache.h"
+#include "engine/compile/toolkit.h"
+#include "daemon/service/blocking_pool.h"
+#include "daemon/service/kernel_cache_service.h"
+#include "daemon/host/listen_socket.h"
+#include "daemon/host/metrics.h"
+#include "daemon/host/probe_listener.h"
+#include "engine/store/store.h"
+
+namespace kcache {
+namespace {
+
+constexpr char kServiceName[] = "kcache.v1.KernelCache";
+
+std::string DescribeStore(Store& store) {
+  absl::StatusOr<StoreStats> stats = store.Stats();
+  if (!stats.ok()) return absl::StrCat(store.path(), " (stats unavailable)");
+  return absl::StrCat(store.path(), " (", stats->kernels, " kernels, ", stats->artifacts,
+                      " artifacts, ", stats->artifact_bytes >> 20, " MiB)");
+}
+
+// The toolkits to load and whether their absence is an error.
+struct ToolkitPlan {
+  std::vector<std::string> roots;
+  bool explicit_roots = false;
+};
+
+// Loads the toolkits and starts the compile process pool with the first. `compiler` stays
+// null in serve-only mode; `summary` says which mode and why.
+absl::Status StartCompiler(const DaemonOptions& options, std::shared_ptr<Compiler>* compiler,
+                           ServiceOptions* service, std::string* summary) {
+  if (options.no_toolkit) {
+    *summary = "no toolkit (--no-toolkit): serve-only, misses answer \"no toolkit\"";
+    return absl::OkStatus();
+  }
+  ToolkitPlan plan{options.toolkits, !options.toolkits.empty()};
+  if (plan.roots.empty()) plan.roots.push_back(Toolkit::DefaultRoot());
+  std::vector<std::shared_ptr<const Toolkit>> loaded;
+  for (const std::string& root : plan.roots) {
+    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(root);
+    if (!toolkit.ok()) {
+      if (plan.explicit_roots) return toolkit.status();
+      spdlog::warn("no toolkit: {}", std::string(toolkit.status().message()));
+      *summary = absl::StrCat("no toolkit at ", root,
+                              ": serve-only, misses answer \"no toolkit\" (pass --toolkit DIR "
+                              "or set CUDA_HOME to compile)");
+      return absl::OkStatus();
+    }
+    spdlog::info("toolkit {} loaded: {} in {} ms", (*toolkit)->identity().id,
+                 (*toolkit)->identity().DisplayName(), (*toolkit)->load_micros() / 1000);
+    loaded.push_back(*std::move(toolkit));
+  }
+  absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
+      NewProcessPoolCompiler(loaded.front(), options.compile);
+  if (!pool.ok()) {
+    return absl::Status(
+        pool.status().code(),
+        absl::StrCat(pool.status().message(), " (or start with --no-toolkit to serve only)"));
+  }
+  const Toolkit& first = *loaded.front();
+  service->supported_archs = first.supported_archs();
+  service->toolkit_name = first.identity().DisplayName();
+  *compiler = std::shared_ptr<Compiler>(*std::move(pool));
+  std::vector<std::string> names;
+  for (const auto& t : loaded) names.push_back(t->identity().DisplayName());
+  *summary = absl::StrCat("toolkits ", absl::StrJoin(names, ", "), "; misses compile with ",
+                          first.identity().DisplayName(), " in worker processes");
+  return absl::OkStatus();
+}
+
+class DaemonImpl final : public Daemon {
+ public:
+  explicit DaemonImpl(DaemonOptions options) : options_(std::move(options)) {}
+  ~DaemonImpl() override { Shutdown(); }
+
+  absl::Status Init() {
+    // The socket first: a live daemon there is the likeliest reason the store is locked too.
+    if (absl::Status s = PrepareListenAddress(); !s.ok()) return s;
+    CacheOptions cache_options;
+    if (absl::Status s = OpenStores(&cache_options); !s.ok()) return s;
+    service_options_.default_warm_jobs = options_.compile.workers;
+    std::string toolkit_summary;
+    if (absl::Status s = StartCompiler(options_, &compiler_, &service_options_, &toolkit_summary);
+        !s.ok()) {
+      return s;
+    }
+    process_pool_ = dynamic_cast<ProcessPoolCompiler*>(compiler_.get());
+    cache_options.compiler = compiler_;
+    cache_options.memory_bytes = options_.memory_cache_bytes;
+    absl::StatusOr<std::unique_ptr<ArtifactCache>> cache =
+        NewArtifactCache(std::move(cache_options));
+    if (!cache.ok()) return cache.status();
+    cache_ = *std::move(cache);
+    pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
+    service_ = std::make_unique<KernelCacheService>(cache_.get(), pool_.get(), &tracker_,
+                                                    service_options_);
+
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    if (absl::Status s = StartMainServer(); !s.ok()) return s;
+    if (absl::Status s = StartProbeServer(); !s.ok()) return s;
+    spdlog::info(
+        "kcached serving on {} (socket mode {:04o}){}; {}; memory cache {} MiB", options_.listen,
+        static_cast<unsigned>(options_.socket_mode),
+        probe_port_ ? absl::StrCat(", probes on ", options_.probe_address, ":", probe_port_) : "",
+        toolkit_summary, options_.memory_cache_bytes >> 20);
+    return absl::OkStatus();
+  }
+
+  bool Shutdown() override {
+    if (shut_down_) return clean_;
+    shut_down_ = true;
+    if (server_ == nullptr) return clean_ = CloseCache();
+    spdlog::info("shutting down: {} calls in flight, grace {} s", tracker_.active(),
+                 absl::ToInt64Seconds(options_.shutdown_grace));
+    absl::Time deadline = absl::Now() + options_.shutdown_grace;
+    // New calls now get UNAVAILABLE and probes NOT_SERVING; the calls in flight run on.
+    serving_ = false;
+    tracker_.StartDraining();
+    server_->GetHealthCheckService()->Shutdown();
+    if (probe_server_) probe_server_->GetHealthCheckService()->Shutdown();
+    if (!tracker_.WaitIdle(deadline)) {
+      spdlog::warn("shutdown: {} calls still in flight after the grace period; cancelling them",
+                   tracker_.active());
+    }
+    // Everything answered: close every connection now (a graceful GOAWAY would wait for idle
+    // clients to notice it) and cancel what is left.
+    if (probe_listener_) probe_listener_->Stop();
+    server_->Shutdown(absl::ToChronoTime(absl::Now()));
+    if (probe_server_) probe_server_->Shutdown(absl::ToChronoTime(absl::Now()));
+    server_->Wait();
+    if (probe_server_) probe_server_->Wait();
+    RemoveSocketFile(socket_path_, socket_inode_);
+    // Calls cancelled at the deadline may still have a compile running for them: give it a
+    // moment, then stop the compile workers (their compiles fail, their tasks return).
+    if (!pool_->Drain(absl::Now() + absl::Seconds(2))) {
+      KillCompileWorkers();
+      if (!pool_->Drain(absl::Now() + absl::Seconds(5))) {
+        spdlog::warn(
+            "shutdown: {} tasks still running; exiting without closing the stores "
+            "(every write is already durable)",
+            pool_->pending());
+        KillCompileWorkers();  // any the tasks started meanwhile
+        return clean_ = false;
+      }
+    }
+    return clean_ = CloseCache();
+  }
+
+  int probe_port() const override { return probe_port_; }
+
+ private:
+  absl::Status OpenStores(CacheOptions* cache_options) {
+    if (options_.store.empty()) {
+      return absl::InvalidArgumentError("--store DIR is required: the writable artifact store");
+    }
+    absl::StatusOr<std::unique_ptr<Store>> local = OpenStore(options_.store);
+    if (!local.ok()) return local.status();
+    spdlog::info("store {}", DescribeStore(**local));
+    cache_options->local = *std::move(local);
+    for (const std::string& path : options_.baked) {
+      StoreOptions read_only;
+      read_only.read_only = true;
+      read_only.create_if_missing = false;
+      absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(path, read_only);
+      if (!baked.ok()) {
+        return absl::Status(baked.status().code(),
+                            absl::StrCat("--baked ", path, ": ", baked.status().message()));
+      }
+      spdlog::info("baked store (read-only) {}", DescribeStore(**baked));
+      cache_options->baked.push_back(*std::move(baked));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status PrepareListenAddress() {
+    if (options_.listen.empty()) {
+      return absl::InvalidArgumentError(
+          "--listen is required, e.g. unix:///run/kcache/kcache.sock");
+    }
+    socket_path_ = UnixSocketPath(options_.listen);
+    if (socket_path_.empty()) {
+      spdlog::warn("--listen {} is not a unix socket: anyone who can reach it may use the cache",
+                   options_.listen);
+      return absl::OkStatus();
+    }
+    bool removed_stale = false;
+    if (absl::Status s = PrepareSocketPath(socket_path_, &removed_stale); !s.ok()) return s;
+    if (removed_stale) spdlog::info("removed a stale socket file at {}", socket_path_);
+    return absl::OkStatus();
+  }
+
+  absl::Status StartMainServer() {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials());
+    builder.RegisterService(service_.get());
+    // Bind with owner-only permissions, then widen to --socket-mode: never more open than
+    // asked, not even for an instant.
+    mode_t old_umask = umask(0177);
+    server_ = builder.BuildAndStart();
+    umask(old_umask);
+    if (server_ == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot listen on ", options_.listen,
+                       ": gRPC could not bind it (check the folder's "
+                       "permissions, or that the address is valid and free)"));
+    }
+    server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+    if (!socket_path_.empty()) {
+      if (absl::Status s = SetSocketMode(socket_path_, options_.socket_mode); !s.ok()) return s;
+      socket_inode_ = InodeOf(socket_path_);
+    }
+    return absl::OkStatus();
+  }
+
+  // The probe port: gRPC health and reflection only (the KernelCache service is not
+  // registered on this server, which has no port of its own: the listener hands it the gRPC
+  // connections) and HTTP GET /metrics and /healthz.
+  absl::Status StartProbeServer() {
+    if (options_.probe_port == 0) return absl::OkStatus();
+    grpc::ServerBuilder builder;
+    probe_server_ = builder.BuildAndStart();
+    if (probe_server_ == nullptr) {
+      return absl::InternalError("cannot start the probe port's gRPC server");
+    }
+    probe_server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+    ProbeListenerOptions probe;
+    probe.address = options_.probe_address;
+    probe.port = options_.probe_port;
+    probe.grpc_server = probe_server_.get();
+    probe.metrics = [this] { return RenderMetrics(cache_->Snapshot(), Metrics()); };
+    probe.serving = [this] { return serving_.load(); };
+    absl::StatusOr<std::unique_ptr<ProbeListener>> listener = ProbeListener::Start(probe);
+    if (!listener.ok()) return listener.status();
+    probe_listener_ = *std::move(listener);
+    probe_port_ = probe_listener_->port();
+    return absl::OkStatus();
+  }
+
+  DaemonMetrics Metrics() const {
+    DaemonMetrics metrics;
+    metrics.version = kVersion;
+    metrics.toolkit = service_options_.toolkit_name;
+    metrics.start_time_unix = absl::ToUnixSeconds(service_options_.started);
+    metrics.calls_in_flight = tracker_.active();
+    metrics.serving = serving_.load();
+    return metrics;
+  }
+
+  void KillCompileWorkers() {
+    if (process_pool_ == nullptr) return;
+    std::vector<pid_t> pids = process_pool_->worker_pids();
+    spdlog::warn(
+        "shutdown: compiles still running after the grace period; stopping {} compile "
+        "workers",
+        pids.size());
+    for (pid_t pid : pids) kill(pid, SIGKILL);
+  }
+
+  bool CloseCache() {
+    service_.reset();
+    pool_.reset();
+    cache_.reset();  // closes the stores (their writes are synced as they happen)
+    process_pool_ = nullptr;
+    compiler_.reset();
+    return true;
+  }
+
+  DaemonOptions options_;
+  // Declared in dependency order; CloseCache and the destructor tear down in reverse.
+  std::shared_ptr<Compiler> compiler_;
+  ProcessPoolCompiler* process_pool_ = nullptr;  // compiler_ as the pool it is (or null)
+  std::unique_ptr<ArtifactCache> cache_;
+  std::unique_ptr<BlockingPool> pool_;
+  CallTracker tracker_;
+  std::unique_ptr<KernelCacheService> service_;
+  std::unique_ptr<grpc::Server> probe_server_;
+  std::unique_ptr<ProbeListener> probe_listener_;  // stopped before probe_server_ shuts down
+  std::unique_ptr<grpc::Server> server_;
+  ServiceOptions service_options_;  // as the service got them (toolkit, start time) for metrics
+  std::atomic<bool> serving_{true};
+  std::string socket_path_;
+  ino_t socket_inode_ = 0;
+  int probe_port_ = 0;
+  bool shut_down_ = false;
+  bool clean_ = true;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
+  auto daemon = std::make_unique<DaemonImpl>(std::move(options));
+  if (absl::Status s = daemon->Init(); !s.ok()) return s;
+  return std::unique_ptr<Daemon>(std::move(daemon));
+}
+
+}  // namespace kcache

@@ -1,0 +1,66 @@
+// Daemon: kcached's lifecycle. Opens the stores, loads the toolkit(s), starts the compile
+// process pool and the artifact cache, serves kcache.v1.KernelCache (plus health and
+// reflection) on --listen and health + reflection only on the probe port, and shuts down
+// cleanly: stop accepting, finish in-flight requests within a grace period, close the stores.
+// docs/kcached.md documents the flags that fill DaemonOptions.
+#ifndef KCACHE_DAEMON_HOST_DAEMON_H_
+#define KCACHE_DAEMON_HOST_DAEMON_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "daemon/workers/process_pool.h"
+
+namespace kcache {
+
+struct DaemonOptions {
+  std::string store;               // --store DIR: the writable store (created if missing)
+  std::vector<std::string> baked;  // --baked DIR, repeatable: read-only stores, in order
+  // --toolkit DIR, repeatable. Empty: Toolkit::DefaultRoot() ($CUDA_HOME or /usr/local/cuda)
+  // if a toolkit loads there, else serve-only. A toolkit named here that fails to load is an
+  // error. The first one compiles misses; the others are loaded and listed.
+  std::vector<std::string> toolkits;
+  bool no_toolkit = false;                  // --no-toolkit: serve-only even if a toolkit is present
+  std::string listen;                       // --listen: unix:///path (or host:port)
+  mode_t socket_mode = 0660;                // --socket-mode
+  int probe_port = 0;                       // --probe-port: TCP port for probes; 0 = none
+  std::string probe_address = "127.0.0.1";  // --probe-address
+  ProcessPoolOptions compile;               // --compile-workers, --compile-cpu-seconds, ...
+  uint64_t memory_cache_bytes = uint64_t{256} << 20;  // --memory-cache-mb
+  absl::Duration shutdown_grace = absl::Seconds(30);  // --shutdown-grace-seconds
+  size_t max_request_threads = 256;  // threads for blocking work (requests waiting on compiles)
+};
+
+class Daemon {
+ public:
+  // Opens everything and starts listening. Errors say what to fix (a store that will not
+  // open, a --toolkit that will not load, a live daemon on the socket, a port in use).
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(DaemonOptions options);
+
+  // Shuts down (as Shutdown) if that has not happened.
+  virtual ~Daemon() = default;
+
+  // Stops accepting, lets in-flight requests finish for up to the grace period (then cancels
+  // them), waits a little longer for their background work, then closes the cache and the
+  // stores. Returns false when background work was still running at the end (the stores are
+  // then left open: every write is already durable). Idempotent.
+  virtual bool Shutdown() = 0;
+
+  // The probe port bound, or 0 when there is none.
+  virtual int probe_port() const = 0;
+};
+
+// kcached's main loop: starts the daemon, waits for SIGTERM or SIGINT, shuts down. Returns
+// the process exit code: 0 after a clean shutdown, 1 when start-up failed. A second signal
+// during shutdown exits at once with 1.
+int RunDaemon(DaemonOptions options);
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_HOST_DAEMON_H_

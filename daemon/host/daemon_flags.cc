@@ -1,0 +1,101 @@
+#include "daemon/host/daemon_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/version.h"
+#include "daemon/host/listen_socket.h"
+#include "daemon/host/log_format.h"
+
+namespace kcache {
+
+absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
+  DaemonOptions o;
+  std::string socket_mode = "0660";
+  uint64_t memory_cache_mb = o.memory_cache_bytes >> 20;
+  uint64_t compile_memory_mb = o.compile.memory_bytes_per_worker >> 20;
+  int64_t compile_timeout_seconds = absl::ToInt64Seconds(o.compile.wall_time_per_compile);
+  int64_t grace_seconds = absl::ToInt64Seconds(o.shutdown_grace);
+  std::string log_level = "info";
+  std::string log_format = "text";
+
+  CLI::App app{
+      "kcached: the kcache daemon. Serves compiled CUDA kernels over gRPC, compiling "
+      "each missing one once. See docs/kcached.md."};
+  app.set_version_flag("--version", absl::StrCat("kcached ", kVersion));
+  app.add_option("--store", o.store, "Writable artifact store folder (created if missing)")
+      ->required();
+  app.add_option("--baked", o.baked, "Read-only store baked into the image (repeatable)")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--listen", o.listen, "Address to serve on: unix:///path/to.sock")->required();
+  app.add_option("--socket-mode", socket_mode, "Permissions of the unix socket (octal)")
+      ->capture_default_str();
+  app.add_option("--probe-port", o.probe_port,
+                 "TCP port for health checks and reflection only (0: none)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--probe-address", o.probe_address, "Address the probe port binds")
+      ->capture_default_str();
+  app.add_option("--toolkit", o.toolkits,
+                 "CUDA toolkit root (repeatable; default $CUDA_HOME or /usr/local/cuda when "
+                 "present; the first one compiles)");
+  app.add_flag("--no-toolkit", o.no_toolkit, "Serve only: never compile, even with a toolkit");
+  app.add_option("--compile-workers", o.compile.workers,
+                 "Compile worker processes (0: one per core)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--compile-cpu-seconds", o.compile.cpu_seconds_per_compile,
+                 "CPU seconds one compile may use (0: no limit)")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
+  app.add_option("--compile-memory-mb", compile_memory_mb,
+                 "Address-space limit of each compile worker in MiB (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--compile-timeout-seconds", compile_timeout_seconds,
+                 "Wall time one compile may take (0: no limit)")
+      ->check(CLI::Range(int64_t{0}, int64_t{86400}))
+      ->capture_default_str();
+  app.add_option("--compile-worker", o.compile.worker_binary,
+                 "Path of kcache-compile-worker (default: next to kcached)");
+  app.add_option("--memory-cache-mb", memory_cache_mb, "Bound of the in-memory LRU in MiB")
+      ->capture_default_str();
+  app.add_option("--shutdown-grace-seconds", grace_seconds,
+                 "On SIGTERM, how long in-flight requests may take to finish")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600}))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level,
+                 "trace, debug (one line per request), info, warn, "
+                 "error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  app.add_option("--log-format", log_format,
+                 "text (for people) or json (one object per line, for log collectors)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    app.exit(e);
+    return absl::CancelledError("");
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(absl::StrCat(e.what(), "\nRun with --help for usage."));
+  }
+  absl::StatusOr<mode_t> mode = ParseSocketMode(socket_mode);
+  if (!mode.ok()) return mode.status();
+  o.socket_mode = *mode;
+  o.memory_cache_bytes = memory_cache_mb << 20;
+  o.compile.memory_bytes_per_worker = compile_memory_mb << 20;
+  o.compile.wall_time_per_compile = compile_timeout_seconds == 0
+                                        ? absl::InfiniteDuration()
+                                        : absl::Seconds(compile_timeout_seconds);
+  o.shutdown_grace = absl::Seconds(grace_seconds);
+  absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
+  if (!format.ok()) return format.status();
+  ConfigureLogging(*format, log_level);
+  return o;
+}
+
+}  // namespace kcache

@@ -1,0 +1,226 @@
+#include "daemon/host/metrics.h"
+
+#include <array>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+
+namespace kcache {
+namespace {
+
+using S = Statistic;
+
+constexpr char kHits[] = "kcache_resolve_hits_total";
+constexpr char kHitsHelp[] = "Resolves served, by the tier that served them.";
+constexpr char kRules[] = "kcache_resolve_rule_total";
+constexpr char kRulesHelp[] = "Resolves served, by the serving rule that chose the artifact.";
+constexpr char kMisses[] = "kcache_resolve_misses_total";
+constexpr char kMissesHelp[] = "Resolves answered with no artifact, by reason.";
+
+constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
+    {S::kResolveRequests, "kcache_resolve_requests_total", "Resolve calls received.", "", ""},
+    {S::kHitMemory, kHits, kHitsHelp, "tier", "memory"},
+    {S::kHitLocalStore, kHits, kHitsHelp, "tier", "local_store"},
+    {S::kHitBakedStore, kHits, kHitsHelp, "tier", "baked_store"},
+    {S::kHitCompile, kHits, kHitsHelp, "tier", "compile"},
+    {S::kRuleExactSass, kRules, kRulesHelp, "rule", "exact_sass"},
+    {S::kRuleCompatibleSass, kRules, kRulesHelp, "rule", "compatible_sass"},
+    {S::kRulePtxJit, kRules, kRulesHelp, "rule", "ptx_jit"},
+    {S::kRuleCompiled, kRules, kRulesHelp, "rule", "compiled"},
+    {S::kMissUnknownKernel, kMisses, kMissesHelp, "reason", "unknown_kernel"},
+    {S::kMissBelowMinArch, kMisses, kMissesHelp, "reason", "below_min_arch"},
+    {S::kMissAboveMaxArch, kMisses, kMissesHelp, "reason", "above_max_arch"},
+    {S::kMissNoToolkit, kMisses, kMissesHelp, "reason", "no_toolkit"},
+    {S::kMissCompileNotAllowed, kMisses, kMissesHelp, "reason", "compile_not_allowed"},
+    {S::kMissCompileError, kMisses, kMissesHelp, "reason", "compile_error"},
+    {S::kMissNothingServable, kMisses, kMissesHelp, "reason", "nothing_servable"},
+    {S::kInvalidRequests, "kcache_resolve_invalid_total", "Resolve calls refused as malformed.", "",
+     ""},
+    {S::kCompiles, "kcache_compiles_total", "Compiles run (misses and warms; once per flight).", "",
+     ""},
+    {S::kCompileErrors, "kcache_compile_errors_total", "Compiles that failed.", "", ""},
+    {S::kCompileMicros, "kcache_compile_seconds_total", "Wall time spent compiling.", "", "", 1e6},
+    {S::kCompileMicrosSaved, "kcache_compile_seconds_saved_total",
+     "Compile time of the artifacts served from memory or a store instead of compiled.", "", "",
+     1e6},
+    {S::kSingleFlightWaiters, "kcache_single_flight_waiters_total",
+     "Requests or warm jobs that waited for a compile another one started.", "", ""},
+    {S::kBytesServed, "kcache_served_bytes_total", "Payload bytes of the artifacts served.", "",
+     ""},
+    {S::kChecksumFailures, "kcache_store_checksum_failures_total",
+     "Corrupt entries the stores found since open (each dropped and rebuilt).", "", ""},
+    {S::kTierFailures, "kcache_tier_failures_total",
+     "Store calls that failed with an error other than not found.", "", ""},
+    {S::kTiersSwitchedOff, "kcache_tier_switched_off_total",
+     "Times a failing store tier was switched off.", "", ""},
+    {S::kTierSkips, "kcache_tier_skips_total",
+     "Store calls skipped because their tier was switched off.", "", ""},
+    {S::kMemoryEvictions, "kcache_memory_evictions_total",
+     "Memory cache entries evicted to stay within --memory-cache-mb.", "", ""},
+    {S::kMemoryInvalidations, "kcache_memory_invalidations_total",
+     "Memory cache entries dropped because a new artifact of their kernel was stored.", "", ""},
+    {S::kWriteBacks, "kcache_write_backs_total", "Baked-store hits copied into the writable store.",
+     "", ""},
+    {S::kKernelsRegistered, "kcache_kernels_registered_total",
+     "Kernel specs received in requests and registered in the writable store.", "", ""},
+    {S::kSeenDropped, "kcache_seen_dropped_total",
+     "Requests not recorded for export-manifest (the table of seen kernels was full).", "", ""},
+    {S::kWarmRuns, "kcache_warm_runs_total", "Warm calls run.", "", ""},
+}};
+
+constexpr bool MappedInOrder() {
+  for (size_t i = 0; i < kMappings.size(); ++i) {
+    if (static_cast<size_t>(kMappings[i].statistic) != i + 1) return false;
+  }
+  return true;
+}
+static_assert(MappedInOrder(), "kMappings must map every Statistic, in number order");
+
+// Label values escape backslash, double quote and newline; HELP text backslash and newline.
+std::string Escape(absl::string_view text, bool quotes) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Number(double value) {
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    return absl::StrCat(static_cast<int64_t>(value));
+  }
+  return absl::StrFormat("%.9g", value);
+}
+
+// Writes families: a HELP and TYPE header the first time a family appears, then its samples.
+class Exposition {
+ public:
+  void Sample(absl::string_view family, absl::string_view type, absl::string_view help,
+              absl::string_view labels, double value, absl::string_view suffix = "") {
+    if (family != current_) {
+      absl::StrAppend(&out_, "# HELP ", family, " ", Escape(help, false), "\n# TYPE ", family, " ",
+                      type, "\n");
+      current_ = std::string(family);
+    }
+    absl::StrAppend(&out_, family, suffix, labels.empty() ? "" : "{", labels,
+                    labels.empty() ? "" : "}", " ", Number(value), "\n");
+  }
+
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+  std::string current_;
+};
+
+std::string Label(absl::string_view name, absl::string_view value) {
+  if (name.empty()) return "";
+  return absl::StrCat(name, "=\"", Escape(value, true), "\"");
+}
+
+std::string Join(absl::string_view a, absl::string_view b) {
+  if (a.empty()) return std::string(b);
+  if (b.empty()) return std::string(a);
+  return absl::StrCat(a, ",", b);
+}
+
+void Counters(const CacheSnapshot& snapshot, Exposition& out) {
+  for (const MetricMapping& m : kMappings) {
+    size_t index = static_cast<size_t>(m.statistic) - 1;
+    uint64_t raw = index < snapshot.counters.size() ? snapshot.counters[index].value : 0;
+    out.Sample(m.family, "counter", m.family_help, Label(m.label, m.label_value),
+               static_cast<double>(raw) / m.divisor);
+  }
+}
+
+void Stores(const CacheSnapshot& snapshot, Exposition& out) {
+  struct Gauge {
+    absl::string_view family, help;
+    uint64_t StoreSnapshot::*field;
+  };
+  static constexpr Gauge kGauges[] = {
+      {"kcache_store_kernels", "Kernel records in the store.", &StoreSnapshot::kernels},
+      {"kcache_store_artifacts", "Artifacts in the store.", &StoreSnapshot::artifacts},
+      {"kcache_store_artifact_bytes", "Payload bytes of the store's artifacts.",
+       &StoreSnapshot::artifact_bytes},
+      {"kcache_store_disk_bytes", "Bytes of the store's files on disk.",
+       &StoreSnapshot::disk_bytes},
+      {"kcache_store_checksum_failures", "Corrupt entries the store found since it was opened.",
+       &StoreSnapshot::checksum_failures},
+  };
+  auto labels = [](const StoreSnapshot& s) {
+    return Join(Label("store", s.path),
+                Label("role", s.tier == CacheTier::kLocalStore ? "writable" : "baked"));
+  };
+  for (const Gauge& gauge : kGauges) {
+    for (const StoreSnapshot& store : snapshot.stores) {
+      out.Sample(gauge.family, "gauge", gauge.help, labels(store),
+                 static_cast<double>(store.*gauge.field));
+    }
+  }
+  for (const StoreSnapshot& store : snapshot.stores) {
+    out.Sample("kcache_store_up", "gauge",
+               "1 while the store tier answers, 0 while it is switched off after failures.",
+               labels(store), store.available && store.stats_ok ? 1 : 0);
+  }
+}
+
+void Histograms(const CacheSnapshot& snapshot, Exposition& out) {
+  for (const HistogramValue& h : snapshot.histograms) {
+    // "resolve.seconds" -> "kcache_resolve_duration_seconds" (Prometheus names the unit last).
+    std::string family =
+        absl::StrCat("kcache_", absl::StrReplaceAll(h.name, {{".seconds", "_duration_seconds"}}));
+    std::string label = Label(h.label, h.label_value);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < h.counts.size(); ++i) {
+      cumulative += h.counts[i];
+      double le = i < h.bounds.size() ? h.bounds[i] : INFINITY;
+      out.Sample(family, "histogram", h.help, Join(label, Label("le", Number(le))),
+                 static_cast<double>(cumulative), "_bucket");
+    }
+    out.Sample(family, "histogram", h.help, label, h.sum_seconds, "_sum");
+    out.Sample(family, "histogram", h.help, label, static_cast<double>(h.count), "_count");
+  }
+}
+
+}  // namespace
+
+const MetricMapping& MetricMappingOf(Statistic statistic) {
+  return kMappings[static_cast<size_t>(statistic) - 1];
+}
+
+std::string RenderMetrics(const CacheSnapshot& snapshot, const DaemonMetrics& daemon) {
+  Exposition out;
+  out.Sample("kcache_build_info", "gauge", "Always 1; the labels name the build and toolkit.",
+             Join(Label("version", daemon.version), Label("toolkit", daemon.toolkit)), 1);
+  out.Sample("kcache_start_time_seconds", "gauge", "When kcached started, seconds since the epoch.",
+             "", static_cast<double>(daemon.start_time_unix));
+  out.Sample("kcache_serving", "gauge", "1 while serving, 0 once shutting down.", "",
+             daemon.serving ? 1 : 0);
+  out.Sample("kcache_calls_in_flight", "gauge", "gRPC calls being answered now.", "",
+             static_cast<double>(daemon.calls_in_flight));
+  Counters(snapshot, out);
+  out.Sample("kcache_memory_cache_bytes", "gauge", "Payload bytes in the memory cache.", "",
+             static_cast<double>(snapshot.memory_bytes));
+  out.Sample("kcache_memory_cache_entries", "gauge", "Entries in the memory cache.", "",
+             static_cast<double>(snapshot.memory_entries));
+  Stores(snapshot, out);
+  Histograms(snapshot, out);
+  return out.Take();
+}
+
+}  // namespace kcache

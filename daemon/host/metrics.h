@@ -1,0 +1,45 @@
+// Prometheus metrics: the artifact cache's snapshot rendered in the Prometheus text exposition
+// format (version 0.0.4), served on the probe port's /metrics. Every numbered counter of
+// daemon/cache/statistics.h maps to one sample of one metric family (a family groups the
+// counters that differ by a label: tier, rule, reason); docs/metrics.md lists them.
+#ifndef KCACHE_DAEMON_HOST_METRICS_H_
+#define KCACHE_DAEMON_HOST_METRICS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/statistics.h"
+
+namespace kcache {
+
+inline constexpr absl::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// Where a numbered statistic goes: `family{label="label_value"}`, value divided by `divisor`.
+struct MetricMapping {
+  Statistic statistic;
+  absl::string_view family;       // "kcache_resolve_hits_total"
+  absl::string_view family_help;  // the family's HELP line (its first mapping's is used)
+  absl::string_view label;        // "" for none
+  absl::string_view label_value;
+  double divisor = 1;  // 1e6 for the microsecond counters exported as seconds
+};
+// One mapping per statistic, in number order (kMetricMappings[i].statistic == i + 1).
+const MetricMapping& MetricMappingOf(Statistic statistic);
+
+// What the daemon knows beside the cache.
+struct DaemonMetrics {
+  std::string version;          // "0.1.0"
+  std::string toolkit;          // the compiling toolkit's name, "" in serve-only mode
+  int64_t start_time_unix = 0;  // seconds since the epoch
+  int64_t calls_in_flight = 0;
+  bool serving = true;  // false while shutting down
+};
+
+// The whole exposition: counters, gauges (memory, stores, tiers up), histograms.
+std::string RenderMetrics(const CacheSnapshot& snapshot, const DaemonMetrics& daemon);
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_HOST_METRICS_H_

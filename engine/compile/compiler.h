@@ -1,0 +1,71 @@
+// Compiler: turns (KernelSpec, Target) into artifacts. The NVRTC implementation compiles in
+// the calling process; a worker-process pool (daemon) implements the same interface.
+#ifndef KCACHE_ENGINE_COMPILE_COMPILER_H_
+#define KCACHE_ENGINE_COMPILE_COMPILER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/artifact.h"
+#include "core/kernel_spec.h"
+#include "core/target.h"
+
+namespace kcache {
+
+class Toolkit;
+
+struct CompileJob {
+  KernelSpec spec;
+  KernelId id;          // ComputeKernelId(spec), computed by the caller once
+  Target target;        // sm_XX[a|f] (gives CUBIN + PTX) or compute_XX[a|f] (PTX only)
+  bool want_ltoir = false;  // also produce LTO-IR for compute_XX (a separate NVRTC pass)
+};
+
+struct CompileOutput {
+  // CUBIN for sm targets, PTX always, LTO-IR when asked. Metadata filled in: key (with the
+  // toolkit id), kernel name, lowered names, log, compile time, created time, min driver.
+  std::vector<Artifact> artifacts;
+};
+
+// Errors: InvalidArgument for a rejected option or unsupported target (message lists what is
+// allowed); Aborted for a compile error, with the full NVRTC log in the message and in the
+// payload kCompileLogPayload; Internal for an NVRTC failure that is not the source's fault.
+inline constexpr char kCompileLogPayload[] = "kcache.dev/compile-log";
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // Thread-safe: several compiles may run at once.
+  virtual absl::StatusOr<CompileOutput> Compile(const CompileJob& job) = 0;
+  virtual const Toolkit& toolkit() const = 0;
+};
+
+// Compiles with NVRTC in this process. -frandom-seed is derived from the artifact key, so the
+// same job gives the same bytes in any process.
+std::unique_ptr<Compiler> NewNvrtcCompiler(std::shared_ptr<const Toolkit> toolkit);
+
+// Links LTO-IR (one or more modules) into a cubin for `target` (an sm_ target) with
+// nvJitLink. FailedPrecondition when the toolkit has no nvJitLink; Aborted with the link log
+// when nvJitLink refuses (e.g. compute_90 LTO-IR to sm_86).
+absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
+                                      const std::vector<std::string>& ltoir_modules,
+                                      const Target& target, std::string* log = nullptr);
+
+// The compile log carried by a compile error, or "" if none.
+std::string CompileLogOf(const absl::Status& status);
+
+// (Added by the compiler engineer.) The -frandom-seed value every compile of (id, target) with
+// toolkit `toolkit_id` passes: "0x" + the first 8 hex digits of SHA-256 over a tagged framing
+// of the kernel id, the PTX form of the target and the toolkit id. The PTX form is used so that
+// an sm_86 compile and a compute_86 compile share a seed and yield the same compute_86 PTX.
+// 8 digits, not more: NVRTC 13.0 is deterministic only for numeric seeds up to 32 bits.
+std::string RandomSeedFor(const KernelId& id, const Target& target,
+                          absl::string_view toolkit_id);
+
+}  // namespace kcache
+
+#endif  // KCACHE_ENGINE_COMPILE_COMPILER_H_
