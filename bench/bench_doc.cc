@@ -16,8 +16,9 @@ absl::Status ReplaceSection(const std::string& path, const std::string& name,
     s << in.rdbuf();
     text = s.str();
   } else {
-    text = "# Benchmarks\n\nEvery figure here is printed by a benchmark under bench/; rerun it "
-           "with the command under its table.\n";
+    text =
+        "# Benchmarks\n\nEvery figure here is printed by a benchmark under bench/; rerun it "
+        "with the command under its table.\n";
   }
   char date[32];
   std::time_t now = std::time(nullptr);

@@ -9,11 +9,10 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -84,15 +83,15 @@ class RedisServer {
   absl::Status Start(int port) {
     port_ = port;
     std::string port_text = std::to_string(port);
-    const char* argv[] = {"redis-server", "--port", port_text.c_str(), "--bind", "127.0.0.1",
-                          "--save", "", "--appendonly", "no", "--daemonize", "no",
-                          "--loglevel", "warning", nullptr};
+    const char* argv[] = {"redis-server", "--port",     port_text.c_str(), "--bind", "127.0.0.1",
+                          "--save",       "",           "--appendonly",    "no",     "--daemonize",
+                          "no",           "--loglevel", "warning",         nullptr};
     posix_spawn_file_actions_t quiet;  // redis's own log would interleave with the table
     posix_spawn_file_actions_init(&quiet);
     posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&quiet, 1, 2);
-    int rc = posix_spawnp(&pid_, "redis-server", &quiet, nullptr, const_cast<char**>(argv),
-                          environ);
+    int rc =
+        posix_spawnp(&pid_, "redis-server", &quiet, nullptr, const_cast<char**>(argv), environ);
     posix_spawn_file_actions_destroy(&quiet);
     if (rc != 0) {
       return absl::FailedPreconditionError("redis-server not found; run scripts/install-deps.sh");
@@ -183,8 +182,8 @@ int Main(int argc, char** argv) {
       Cell r = Measure(clients, seconds, [&, id = id, size = size] {
         std::shared_ptr<redisContext> c(redisConnect("127.0.0.1", redis.port()), redisFree);
         return [c, id, size] {
-          redisReply* reply = static_cast<redisReply*>(
-              redisCommand(c.get(), "GET %b", id.data(), id.size()));
+          redisReply* reply =
+              static_cast<redisReply*>(redisCommand(c.get(), "GET %b", id.data(), id.size()));
           bool ok = reply != nullptr && reply->type == REDIS_REPLY_STRING && reply->len == size;
           freeReplyObject(reply);
           return ok;
@@ -206,7 +205,8 @@ int Main(int argc, char** argv) {
         "Resolve by kernel id through kcached (unix socket, artifact in its memory tier after "
         "the first request) against GET from redis-server on 127.0.0.1, same payloads, one "
         "connection per client thread; ",
-        std::thread::hardware_concurrency(), " cores shared by clients and servers. Goals: "
+        std::thread::hardware_concurrency(),
+        " cores shared by clients and servers. Goals: "
         "throughput at least Redis's, p99 under 1 ms for 200 KB.\n\n",
         table, "\nRerun: `build/bench/kcache_bench_serve --write-doc docs/BENCHMARKS.md`\n");
     if (absl::Status s = ReplaceSection(doc, "serve", body); !s.ok()) return 1;

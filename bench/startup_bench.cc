@@ -4,10 +4,9 @@
 // with --write-doc, rewrites its section of docs/BENCHMARKS.md.
 //
 //   build/bench/kcache_bench_startup [--device 8.9] [--runs 5] [--write-doc docs/BENCHMARKS.md]
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_format.h"
 #include "bench/bench_doc.h"
@@ -33,7 +32,8 @@ double StartThroughDaemon(const std::string& address,
     if (!Runs(s, device)) continue;
     absl::StatusOr<client::FetchedKernel> k = (*c)->Resolve(s, device);
     if (!k.ok()) {
-      std::fprintf(stderr, "resolve %s: %s\n", s.name.c_str(), std::string(k.status().message()).c_str());
+      std::fprintf(stderr, "resolve %s: %s\n", s.name.c_str(),
+                   std::string(k.status().message()).c_str());
       return -1;
     }
     ++*served;
@@ -50,7 +50,8 @@ double StartCompiling(const std::vector<client::KernelSource>& sources,
     if (!Runs(s, device)) continue;
     absl::StatusOr<client::FetchedKernel> k = compiler.Compile(s, device);
     if (!k.ok()) {
-      std::fprintf(stderr, "compile %s: %s\n", s.name.c_str(), std::string(k.status().message()).c_str());
+      std::fprintf(stderr, "compile %s: %s\n", s.name.c_str(),
+                   std::string(k.status().message()).c_str());
       return -1;
     }
   }

@@ -7,14 +7,13 @@
 //                                 [--jobs N] [--write-doc docs/BENCHMARKS.md]
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -61,8 +60,8 @@ std::vector<std::string> NvccCommands(const Manifest& manifest, const std::vecto
     for (const Target& t : targets) {
       if (!kernel.record.arch.Contains(t.sm.arch())) continue;  // kcache skips these too
       std::string arch = t.ToString().substr(t.ToString().find('_') + 1);
-      gencode.push_back(absl::StrCat("-gencode arch=compute_", arch, ",code=[sm_", arch,
-                                     ",compute_", arch, "]"));
+      gencode.push_back(
+          absl::StrCat("-gencode arch=compute_", arch, ",code=[sm_", arch, ",compute_", arch, "]"));
     }
     if (gencode.empty()) continue;
     fs::path dir = work / kernel.record.spec.name;
@@ -115,7 +114,9 @@ int Main(int argc, char** argv) {
   absl::StatusOr<Manifest> manifest = LoadManifest(manifest_path);
   absl::StatusOr<std::vector<Target>> targets = ParseTargetList(arch);
   if (!manifest.ok() || !targets.ok()) {
-    std::fprintf(stderr, "%s\n", std::string((manifest.ok() ? targets.status() : manifest.status()).message()).c_str());
+    std::fprintf(
+        stderr, "%s\n",
+        std::string((manifest.ok() ? targets.status() : manifest.status()).message()).c_str());
     return 2;
   }
   fs::path work = fs::temp_directory_path() / absl::StrCat("kcache-bench-warm-", getpid());
@@ -130,10 +131,12 @@ int Main(int argc, char** argv) {
   }
   std::unique_ptr<Compiler> compiler = NewNvrtcCompiler(*toolkit);
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore((work / "store").string());
-  absl::StatusOr<WarmSummary> cold = Warm(*manifest, WarmOptions{*targets, jobs}, **store, *compiler, nullptr);
+  absl::StatusOr<WarmSummary> cold =
+      Warm(*manifest, WarmOptions{*targets, jobs}, **store, *compiler, nullptr);
   double kcache_s = SecondsSince(start);
   start = Clock::now();
-  absl::StatusOr<WarmSummary> warm = Warm(*manifest, WarmOptions{*targets, jobs}, **store, *compiler, nullptr);
+  absl::StatusOr<WarmSummary> warm =
+      Warm(*manifest, WarmOptions{*targets, jobs}, **store, *compiler, nullptr);
   double rewarm_s = SecondsSince(start);
   if (!cold.ok() || !cold->ok() || !warm.ok()) {
     std::fprintf(stderr, "kcache warm failed\n");
@@ -143,7 +146,8 @@ int Main(int argc, char** argv) {
   // Two ways to give nvcc the same cores: `jobs` single-threaded processes at a time, or one
   // process at a time compiling its -gencode list with `jobs` threads (nvcc -t). The ratio is
   // taken against the faster.
-  std::vector<std::string> commands = NvccCommands(*manifest, *targets, **toolkit, work / "nvcc", 1);
+  std::vector<std::string> commands =
+      NvccCommands(*manifest, *targets, **toolkit, work / "nvcc", 1);
   start = Clock::now();
   bool nvcc_ok = RunAll(commands, jobs);
   double nvcc_procs_s = SecondsSince(start);
@@ -174,8 +178,8 @@ int Main(int argc, char** argv) {
   if (!doc.empty()) {
     std::string body = absl::StrCat(
         "Bundled manifest for `", arch, "` on ", std::thread::hardware_concurrency(),
-        " cores with ", (*toolkit)->identity().DisplayName(), "; both sides in one run.\n\n",
-        table, "\nRerun: `build/bench/kcache_bench_warm --write-doc docs/BENCHMARKS.md`\n");
+        " cores with ", (*toolkit)->identity().DisplayName(), "; both sides in one run.\n\n", table,
+        "\nRerun: `build/bench/kcache_bench_warm --write-doc docs/BENCHMARKS.md`\n");
     if (absl::Status s = ReplaceSection(doc, "warm", body); !s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       return 1;

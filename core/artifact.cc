@@ -56,8 +56,8 @@ absl::StatusOr<ArtifactKind> ParseArtifactKind(absl::string_view name) {
   for (ArtifactKind kind : {ArtifactKind::kCubin, ArtifactKind::kPtx, ArtifactKind::kLtoir}) {
     if (lower == ArtifactKindName(kind)) return kind;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown artifact kind '", name, "'; expected cubin, ptx or ltoir"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown artifact kind '", name, "'; expected cubin, ptx or ltoir"));
 }
 
 std::string ArtifactKey::Encode() const {

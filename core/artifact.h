@@ -4,11 +4,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
 
@@ -44,13 +44,13 @@ struct ArtifactMeta {
   std::string kernel_name;  // display name of the kernel it was built from
   // name expression -> lowered (mangled) name, as NVRTC reported them.
   std::vector<std::pair<std::string, std::string>> lowered_names;
-  std::string compile_log;       // NVRTC/nvJitLink log (warnings), may be empty
-  uint64_t compile_micros = 0;   // wall time of the compile that produced it
-  uint64_t size = 0;             // payload bytes
-  uint64_t checksum = 0;         // XXH3-64 of the payload
+  std::string compile_log;      // NVRTC/nvJitLink log (warnings), may be empty
+  uint64_t compile_micros = 0;  // wall time of the compile that produced it
+  uint64_t size = 0;            // payload bytes
+  uint64_t checksum = 0;        // XXH3-64 of the payload
   int64_t created_unix_ms = 0;
   int64_t last_used_unix_ms = 0;
-  uint32_t min_driver = 0;       // oldest driver (CUDA version number, e.g. 13000) that loads it
+  uint32_t min_driver = 0;  // oldest driver (CUDA version number, e.g. 13000) that loads it
 };
 
 struct Artifact {

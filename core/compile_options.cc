@@ -19,19 +19,26 @@ constexpr char kAllowedSummary[] =
 
 // Options that take no value.
 constexpr absl::string_view kFlags[] = {
-    "--use_fast_math", "-use_fast_math",
-    "-default-device", "--device-as-default-execution-space",
-    "--extra-device-vectorization", "-extra-device-vectorization",
-    "-lineinfo", "--generate-line-info",
-    "--restrict", "-restrict",
-    "-w", "--disable-warnings",
-    "-Xptxas=-v", "--ptxas-options=-v",
+    "--use_fast_math",
+    "-use_fast_math",
+    "-default-device",
+    "--device-as-default-execution-space",
+    "--extra-device-vectorization",
+    "-extra-device-vectorization",
+    "-lineinfo",
+    "--generate-line-info",
+    "--restrict",
+    "-restrict",
+    "-w",
+    "--disable-warnings",
+    "-Xptxas=-v",
+    "--ptxas-options=-v",
 };
 
 // Options written NAME=true|false.
 constexpr absl::string_view kBoolOptions[] = {
-    "--ftz", "-ftz", "--prec-div", "-prec-div", "--prec-sqrt", "-prec-sqrt",
-    "--fmad", "-fmad", "-rdc", "--relocatable-device-code",
+    "--ftz",      "-ftz",   "--prec-div", "-prec-div", "--prec-sqrt",
+    "-prec-sqrt", "--fmad", "-fmad",      "-rdc",      "--relocatable-device-code",
 };
 
 // Options refused for a reason more specific than "not in the list". Matched as the whole

@@ -35,15 +35,14 @@ absl::StatusOr<int> CubinSmArch(absl::string_view elf) {
   if (header.e_ident[EI_CLASS] != ELFCLASS64) return NotACubin("not a 64-bit ELF file");
   if (header.e_ident[EI_DATA] != ELFDATA2LSB) return NotACubin("not a little-endian ELF file");
   if (header.e_machine != kEmCuda) {
-    return NotACubin(absl::StrCat("ELF machine is ", header.e_machine, ", not EM_CUDA (",
-                                  kEmCuda, ")"));
+    return NotACubin(
+        absl::StrCat("ELF machine is ", header.e_machine, ", not EM_CUDA (", kEmCuda, ")"));
   }
   int sm = static_cast<int>((header.e_flags >> kSmShift) & kSmMask);
   if (sm < kMinSm) {
-    return NotACubin(absl::StrCat("e_flags 0x", absl::Hex(header.e_flags),
-                                  " holds no SM in bits 8..15 (ELF ABI version ",
-                                  static_cast<int>(header.e_ident[EI_ABIVERSION]),
-                                  "; CUDA 13 cubins use version 8)"));
+    return NotACubin(absl::StrCat(
+        "e_flags 0x", absl::Hex(header.e_flags), " holds no SM in bits 8..15 (ELF ABI version ",
+        static_cast<int>(header.e_ident[EI_ABIVERSION]), "; CUDA 13 cubins use version 8)"));
   }
   return sm;
 }

@@ -2,9 +2,8 @@
 #ifndef KCACHE_CORE_CUBIN_H_
 #define KCACHE_CORE_CUBIN_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace kcache {
 

@@ -26,14 +26,13 @@ void AppendField(std::string& out, absl::string_view bytes) {
 
 absl::StatusOr<KernelId> KernelId::FromHex(absl::string_view hex) {
   if (hex.size() != 2 * kSize) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel id '", hex, "' has ", hex.size(), " characters; a kernel id is ", 2 * kSize,
-        " hex digits (see `kcache ls`)"));
+    return absl::InvalidArgumentError(absl::StrCat("kernel id '", hex, "' has ", hex.size(),
+                                                   " characters; a kernel id is ", 2 * kSize,
+                                                   " hex digits (see `kcache ls`)"));
   }
   for (char c : hex) {
     if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("kernel id '", hex, "' is not hexadecimal"));
+      return absl::InvalidArgumentError(absl::StrCat("kernel id '", hex, "' is not hexadecimal"));
     }
   }
   return FromBytes(absl::HexStringToBytes(hex));

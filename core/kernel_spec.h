@@ -8,10 +8,10 @@
 #include <map>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace kcache {
 
@@ -41,8 +41,8 @@ class KernelId {
   // Takes exactly kSize raw bytes.
   static absl::StatusOr<KernelId> FromBytes(absl::string_view raw);
 
-  std::string Hex() const;        // 64 lowercase hex digits
-  std::string ShortHex() const;   // first 12 hex digits, for display
+  std::string Hex() const;       // 64 lowercase hex digits
+  std::string ShortHex() const;  // first 12 hex digits, for display
   absl::string_view Bytes() const {
     return {reinterpret_cast<const char*>(bytes_.data()), bytes_.size()};
   }

@@ -1,11 +1,11 @@
 #include "core/manifest.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -28,9 +28,8 @@ class Where {
       : path_(path), mark_(MarkOf(node)), field_(std::move(field)) {}
 
   absl::Status Error(absl::string_view what) const {
-    std::string place = mark_.is_null() ? path_
-                                        : absl::StrCat(path_, ":", mark_.line + 1, ":",
-                                                       mark_.column + 1);
+    std::string place =
+        mark_.is_null() ? path_ : absl::StrCat(path_, ":", mark_.line + 1, ":", mark_.column + 1);
     return absl::InvalidArgumentError(absl::StrCat(place, ": ", field_, ": ", what));
   }
   // A field below this one; a field that is absent points at its parent.
@@ -57,8 +56,7 @@ absl::Status CheckKeys(const YAML::Node& map, const Where& where,
     std::string key = item.first.as<std::string>();
     if (!allowed.count(key)) {
       return where.Child(item.first, absl::StrCat(".", key))
-          .Error(absl::StrCat("unknown field; allowed fields: ",
-                              absl::StrJoin(allowed, ", ")));
+          .Error(absl::StrCat("unknown field; allowed fields: ", absl::StrJoin(allowed, ", ")));
     }
   }
   return absl::OkStatus();
@@ -74,7 +72,8 @@ absl::StatusOr<std::vector<std::string>> StringList(const YAML::Node& node, cons
   if (!node) return out;
   if (!node.IsSequence()) return where.Error("must be a list, e.g. [a, b]");
   for (size_t i = 0; i < node.size(); ++i) {
-    absl::StatusOr<std::string> s = ScalarString(node[i], where.Child(node[i], absl::StrCat("[", i, "]")));
+    absl::StatusOr<std::string> s =
+        ScalarString(node[i], where.Child(node[i], absl::StrCat("[", i, "]")));
     if (!s.ok()) return s.status();
     out.push_back(*std::move(s));
   }
@@ -126,8 +125,8 @@ absl::StatusOr<int> ArchField(const YAML::Node& node, const Where& where) {
   if (!text.ok()) return text.status();
   absl::StatusOr<Sm> sm = ParseSm(*text);
   if (!sm.ok()) {
-    return where.Error(absl::StrCat("'", *text,
-                                    "' is not an architecture; write it as major.minor, e.g. 8.0"));
+    return where.Error(
+        absl::StrCat("'", *text, "' is not an architecture; write it as major.minor, e.g. 8.0"));
   }
   return sm->arch();
 }
@@ -143,7 +142,8 @@ absl::Status ParseSource(const YAML::Node& entry, const Where& where, const fs::
                          ManifestKernel* kernel) {
   const std::string& name = kernel->record.spec.name;
   if (entry["source"] && entry["source_text"]) {
-    return where.Error(absl::StrCat("kernel '", name, "' has both 'source' and 'source_text'; keep one"));
+    return where.Error(
+        absl::StrCat("kernel '", name, "' has both 'source' and 'source_text'; keep one"));
   }
   if (entry["source_text"]) {
     absl::StatusOr<std::string> text =
@@ -197,19 +197,21 @@ absl::Status ParseHeaders(const YAML::Node& entry, const Where& where, const fs:
 absl::Status ParseEntry(const YAML::Node& entry, const Where& where, const fs::path& base,
                         std::vector<ManifestKernel>* out) {
   static const std::set<std::string> kFields = {
-      "name", "source", "source_text", "headers", "header_texts", "options",
-      "name_expressions", "min_arch", "max_arch",
-      "cost", "ltoir", "variants"};
+      "name",    "source",           "source_text", "headers",  "header_texts",
+      "options", "name_expressions", "min_arch",    "max_arch", "cost",
+      "ltoir",   "variants"};
   if (absl::Status s = CheckKeys(entry, where, kFields); !s.ok()) return s;
 
   ManifestKernel kernel;
   KernelSpec& spec = kernel.record.spec;
   if (!entry["name"]) return where.Error("missing field 'name'");
-  absl::StatusOr<std::string> name = ScalarString(entry["name"], where.Child(entry["name"], ".name"));
+  absl::StatusOr<std::string> name =
+      ScalarString(entry["name"], where.Child(entry["name"], ".name"));
   if (!name.ok()) return name.status();
   if (!IsValidName(*name)) {
     return where.Child(entry["name"], ".name")
-        .Error(absl::StrCat("'", *name, "' is not a valid name; use lowercase letters, digits, _ and ."));
+        .Error(absl::StrCat("'", *name,
+                            "' is not a valid name; use lowercase letters, digits, _ and ."));
   }
   spec.name = *name;
 
@@ -222,14 +224,16 @@ absl::Status ParseEntry(const YAML::Node& entry, const Where& where, const fs::p
   if (absl::Status s = CheckOptions(*options, options_where); !s.ok()) return s;
   spec.options = *std::move(options);
 
-  absl::StatusOr<std::vector<std::string>> expressions =
-      StringList(entry["name_expressions"], where.Child(entry["name_expressions"], ".name_expressions"));
+  absl::StatusOr<std::vector<std::string>> expressions = StringList(
+      entry["name_expressions"], where.Child(entry["name_expressions"], ".name_expressions"));
   if (!expressions.ok()) return expressions.status();
   spec.name_expressions = *std::move(expressions);
 
-  absl::StatusOr<int> min_arch = ArchField(entry["min_arch"], where.Child(entry["min_arch"], ".min_arch"));
+  absl::StatusOr<int> min_arch =
+      ArchField(entry["min_arch"], where.Child(entry["min_arch"], ".min_arch"));
   if (!min_arch.ok()) return min_arch.status();
-  absl::StatusOr<int> max_arch = ArchField(entry["max_arch"], where.Child(entry["max_arch"], ".max_arch"));
+  absl::StatusOr<int> max_arch =
+      ArchField(entry["max_arch"], where.Child(entry["max_arch"], ".max_arch"));
   if (!max_arch.ok()) return max_arch.status();
   if (*min_arch && *max_arch && *min_arch > *max_arch) {
     return where.Child(entry["max_arch"], ".max_arch").Error("is below min_arch");
@@ -263,7 +267,9 @@ absl::Status ParseEntry(const YAML::Node& entry, const Where& where, const fs::p
     absl::StatusOr<std::string> vname = ScalarString(v["name"], vw.Child(v["name"], ".name"));
     if (!vname.ok()) return vname.status();
     if (!IsValidName(*vname)) {
-      return vw.Child(v["name"], ".name").Error(absl::StrCat("'", *vname, "' is not a valid name; use lowercase letters, digits and _"));
+      return vw.Child(v["name"], ".name")
+          .Error(absl::StrCat("'", *vname,
+                              "' is not a valid name; use lowercase letters, digits and _"));
     }
     Where vo = vw.Child(v["options"], ".options");
     absl::StatusOr<std::vector<std::string>> vopts = StringList(v["options"], vo);
@@ -271,7 +277,8 @@ absl::Status ParseEntry(const YAML::Node& entry, const Where& where, const fs::p
     if (absl::Status s = CheckOptions(*vopts, vo); !s.ok()) return s;
     ManifestKernel variant = kernel;
     variant.record.spec.name = absl::StrCat(spec.name, ".", *vname);
-    variant.record.spec.options.insert(variant.record.spec.options.end(), vopts->begin(), vopts->end());
+    variant.record.spec.options.insert(variant.record.spec.options.end(), vopts->begin(),
+                                       vopts->end());
     variant.record.id = ComputeKernelId(variant.record.spec);
     out->push_back(std::move(variant));
   }
@@ -304,8 +311,8 @@ absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string
   }
   if (version != kManifestVersion) {
     return top.Child(root["version"], ".version")
-        .Error(absl::StrCat("must be ", kManifestVersion,
-                            " (this kcache reads manifest version ", kManifestVersion, ")"));
+        .Error(absl::StrCat("must be ", kManifestVersion, " (this kcache reads manifest version ",
+                            kManifestVersion, ")"));
   }
   const YAML::Node& kernels = root["kernels"];
   Where kw = top.Child(kernels, ".kernels");
@@ -411,8 +418,8 @@ std::string WriteManifest(const std::vector<KernelRecord>& records, absl::string
 absl::StatusOr<Manifest> LoadManifest(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read manifest '", path,
-                                            "': no such file or not readable"));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read manifest '", path, "': no such file or not readable"));
   }
   std::ostringstream text;
   text << in.rdbuf();

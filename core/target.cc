@@ -13,8 +13,7 @@
 namespace kcache {
 namespace {
 
-constexpr char kTargetHelp[] =
-    "write a target as 8.6, sm_86, 9.0a, 10.0f or compute_86";
+constexpr char kTargetHelp[] = "write a target as 8.6, sm_86, 9.0a, 10.0f or compute_86";
 
 // Parses "86", "90a", "100f" (the part after sm_ / compute_). Returns false on anything else.
 bool ParseArchDigits(absl::string_view text, Sm* sm, ArchVariant* variant) {
@@ -73,7 +72,7 @@ absl::StatusOr<Sm> ParseSm(absl::string_view text) {
   Sm sm;
   ArchVariant variant;
   absl::string_view rest = text;
-  bool ok = absl::ConsumePrefix(&rest, "sm_") ? ParseArchDigits(rest, &sm, &variant)
+  bool ok = absl::ConsumePrefix(&rest, "sm_")           ? ParseArchDigits(rest, &sm, &variant)
             : rest.find('.') != absl::string_view::npos ? ParseDotted(rest, &sm, &variant)
                                                         : ParseArchDigits(rest, &sm, &variant);
   if (!ok || variant != ArchVariant::kNone) {
@@ -85,8 +84,8 @@ absl::StatusOr<Sm> ParseSm(absl::string_view text) {
 
 std::string Target::ToString() const {
   absl::string_view suffix = variant == ArchVariant::kArchSpecific ? "a"
-                            : variant == ArchVariant::kFamily     ? "f"
-                                                                  : "";
+                             : variant == ArchVariant::kFamily     ? "f"
+                                                                   : "";
   return absl::StrCat(kind == TargetKind::kSass ? "sm_" : "compute_", sm.arch(), suffix);
 }
 
@@ -115,8 +114,8 @@ absl::StatusOr<std::vector<Target>> ParseTargetList(absl::string_view text) {
   for (absl::string_view item : absl::StrSplit(text, ',')) {
     item = absl::StripAsciiWhitespace(item);
     if (item.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "target list '", text, "' has an empty item; ", "write e.g. 7.5,8.6,8.9"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("target list '", text, "' has an empty item; ", "write e.g. 7.5,8.6,8.9"));
     }
     absl::StatusOr<Target> target = ParseTarget(item);
     if (!target.ok()) return target.status();
@@ -132,8 +131,7 @@ absl::StatusOr<std::vector<Target>> ParseTargetList(absl::string_view text) {
 absl::Status ValidateTarget(const Target& target, const std::vector<int>& supported_archs,
                             absl::string_view toolkit_name) {
   int arch = target.sm.arch();
-  if (std::find(supported_archs.begin(), supported_archs.end(), arch) ==
-      supported_archs.end()) {
+  if (std::find(supported_archs.begin(), supported_archs.end(), arch) == supported_archs.end()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "target ", target.ToString(), " (", target.sm.ToString(), ") is not supported by ",
         toolkit_name, "; supported: ", ArchListForHumans(supported_archs)));

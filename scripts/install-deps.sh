@@ -43,6 +43,7 @@ if ((!build_only)); then
     redis-server libhiredis-dev   # bench/serve compares against Redis on loopback
     yamllint                      # tests/deploy: lints deploy/**/*.yaml
     python3 python3-venv          # the project's virtual environment (.venv), below
+    clang-format                  # tests/format: .clang-format enforced (clang-format 14)
   )
 fi
 

@@ -19,10 +19,10 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStoreForCli(const std::string& path, 
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
   if (absl::IsNotFound(store.status())) {  // absent or empty: nothing to read
     std::error_code ec;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' is not a kcache store (",
-        std::filesystem::exists(path, ec) ? "an empty directory" : "no such directory",
-        "); make one with `kcache warm --store ", path, " MANIFEST`"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is not a kcache store (",
+                     std::filesystem::exists(path, ec) ? "an empty directory" : "no such directory",
+                     "); make one with `kcache warm --store ", path, " MANIFEST`"));
   }
   return store;
 }

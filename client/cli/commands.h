@@ -3,10 +3,9 @@
 #ifndef KCACHE_CLIENT_CLI_COMMANDS_H_
 #define KCACHE_CLIENT_CLI_COMMANDS_H_
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
 #include "engine/compile/toolkit.h"
@@ -18,8 +17,8 @@ namespace kcache::cli {
 int RunCli(int argc, char** argv);
 
 // Each sets *exit_code when its subcommand runs.
-void RegisterWarmCommand(CLI::App& app, int* exit_code);   // warm
-void RegisterStoreCommands(CLI::App& app, int* exit_code); // ls, stat, get
+void RegisterWarmCommand(CLI::App& app, int* exit_code);    // warm
+void RegisterStoreCommands(CLI::App& app, int* exit_code);  // ls, stat, get
 // (warm, ls, stat and get take --server ADDR instead of --store DIR: server_commands.h;
 // doctor: doctor.h)
 

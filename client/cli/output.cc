@@ -84,8 +84,7 @@ void LiveLine::Clear() {
 }
 
 int Fail(absl::string_view message, int exit_code) {
-  std::fprintf(stderr, "kcache: error: %.*s\n", static_cast<int>(message.size()),
-               message.data());
+  std::fprintf(stderr, "kcache: error: %.*s\n", static_cast<int>(message.size()), message.data());
   return exit_code;
 }
 

@@ -11,8 +11,8 @@
 
 namespace kcache::cli {
 
-std::string HumanBytes(uint64_t bytes);      // "812 B", "18.2 KiB", "4.0 MiB"
-std::string HumanMicros(int64_t micros);     // "740 us", "74 ms", "5.52 s"
+std::string HumanBytes(uint64_t bytes);   // "812 B", "18.2 KiB", "4.0 MiB"
+std::string HumanMicros(int64_t micros);  // "740 us", "74 ms", "5.52 s"
 // An architecture number (86 = SM 8.6) as "8.6"; 0 (no bound) as "-" (JSON fields).
 std::string ArchText(int arch);
 // A kernel's declared arch range for a table: "any", "8.9+", "up to 9.0", "8.0-9.0".
@@ -50,8 +50,8 @@ int Fail(absl::string_view message, int exit_code = 1);
 
 // Exit codes shared by every command.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;     // the work failed (compile error, not found, ...)
-inline constexpr int kExitBadInput = 2;   // bad flags, manifest, target or store path
+inline constexpr int kExitFailed = 1;    // the work failed (compile error, not found, ...)
+inline constexpr int kExitBadInput = 2;  // bad flags, manifest, target or store path
 
 }  // namespace kcache::cli
 

@@ -42,9 +42,9 @@ void PrintJob(const client::WarmJobEvent& e) {
                 e.kernel_name.c_str(), e.target.c_str(), e.message.c_str());
   } else {  // on stderr, as a store warm prints it: the NVRTC log is what a failed build shows
     std::fflush(stdout);
-    std::fprintf(stderr, "%s FAILED  %-28s %-9s %9s\n%s\n", counter.c_str(),
-                 e.kernel_name.c_str(), e.target.c_str(),
-                 HumanMicros(static_cast<int64_t>(e.micros)).c_str(), Indent(e.message).c_str());
+    std::fprintf(stderr, "%s FAILED  %-28s %-9s %9s\n%s\n", counter.c_str(), e.kernel_name.c_str(),
+                 e.target.c_str(), HumanMicros(static_cast<int64_t>(e.micros)).c_str(),
+                 Indent(e.message).c_str());
   }
   std::fflush(stdout);
 }

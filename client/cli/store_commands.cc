@@ -11,8 +11,8 @@
 #include "client/cli/commands.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
-#include "engine/resolve/resolver.h"
 #include "engine/compile/compiler.h"
+#include "engine/resolve/resolver.h"
 
 namespace kcache::cli {
 namespace {
@@ -93,9 +93,9 @@ int RunLs(const StoreFlags& flags) {
     auto list = [&](ArtifactKind kind) {
       return targets[kind].empty() ? std::string("-") : absl::StrJoin(targets[kind], ",");
     };
-    table.AddRow({k.spec.name, k.id.ShortHex(),
-                  ArchRangeText(k.arch.min_arch, k.arch.max_arch), list(ArtifactKind::kCubin),
-                  list(ArtifactKind::kPtx), list(ArtifactKind::kLtoir), HumanBytes(bytes)});
+    table.AddRow({k.spec.name, k.id.ShortHex(), ArchRangeText(k.arch.min_arch, k.arch.max_arch),
+                  list(ArtifactKind::kCubin), list(ArtifactKind::kPtx), list(ArtifactKind::kLtoir),
+                  HumanBytes(bytes)});
   }
   std::printf("%s%zu kernels, %zu artifacts\n", table.Render().c_str(), kernels->size(),
               artifacts->size());
@@ -127,7 +127,8 @@ int RunStat(const StoreFlags& flags) {
   for (const auto& [unused, micros] : compiles) compile_micros += micros;
   if (flags.json) {
     json kinds = json::object();
-    for (const auto& [kind, cb] : by_kind) kinds[kind] = {{"count", cb.first}, {"bytes", cb.second}};
+    for (const auto& [kind, cb] : by_kind)
+      kinds[kind] = {{"count", cb.first}, {"bytes", cb.second}};
     json out = {{"path", flags.store},
                 {"format_version", stats->format_version},
                 {"kernels", stats->kernels},
@@ -165,7 +166,8 @@ int RunStat(const StoreFlags& flags) {
 int RunGet(const GetFlags& flags) {
   absl::StatusOr<Sm> sm = ParseSm(flags.device);
   if (!sm.ok()) return Fail(absl::StrCat("--device: ", sm.status().message()), kExitBadInput);
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, flags.no_compile ? StoreUse::kRead : StoreUse::kReadAndFill);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      OpenStoreForCli(flags.store, flags.no_compile ? StoreUse::kRead : StoreUse::kReadAndFill);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
   absl::StatusOr<KernelRecord> record = FindKernel(**store, flags.kernel);
   KernelId id;
@@ -214,9 +216,9 @@ int RunGet(const GetFlags& flags) {
     return kExitOk;
   }
   std::printf("%s %s %s for device %s: %s (%s)\n", meta.kernel_name.c_str(),
-              meta.key.target.ToString().c_str(), std::string(ArtifactKindName(meta.key.kind)).c_str(),
-              sm->ToString().c_str(), std::string(ServeRuleName(resolved->rule)).c_str(),
-              resolved->reason.c_str());
+              meta.key.target.ToString().c_str(),
+              std::string(ArtifactKindName(meta.key.kind)).c_str(), sm->ToString().c_str(),
+              std::string(ServeRuleName(resolved->rule)).c_str(), resolved->reason.c_str());
   for (const auto& [expr, name] : meta.lowered_names) {
     std::printf("  %s -> %s\n", expr.c_str(), name.c_str());
   }
@@ -288,8 +290,9 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
                       "Device's CUDA driver version, e.g. 13000 (default: unknown)");
   get_cmd->add_option("--kernel", get->kernel, "Kernel name or id (see kcache ls)")->required();
   get_cmd->add_option("-o,--output", get->output, "Write the artifact to this file");
-  get_cmd->add_option("--toolkit", get->toolkit,
-                      "CUDA toolkit root for compile-on-miss (default: $CUDA_HOME, else /usr/local/cuda)");
+  get_cmd->add_option(
+      "--toolkit", get->toolkit,
+      "CUDA toolkit root for compile-on-miss (default: $CUDA_HOME, else /usr/local/cuda)");
   get_cmd->add_flag("--no-compile", get->no_compile,
                     "Serve only what is stored (opens the store read-only)");
   get_cmd->add_flag("--json", get->json, "Print the artifact's metadata as JSON");

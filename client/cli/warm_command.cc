@@ -43,8 +43,8 @@ class PrintingObserver : public WarmObserver {
     running_.erase(Label(r.job));
     live_.Clear();
     std::string width = std::to_string(total);
-    std::string counter = absl::StrCat("[", std::string(width.size() - std::to_string(done).size(), ' '),
-                                       done, "/", total, "]");
+    std::string counter = absl::StrCat(
+        "[", std::string(width.size() - std::to_string(done).size(), ' '), done, "/", total, "]");
     std::string name = r.job.kernel->record.spec.name;
     std::string target = r.job.target.ToString();
     std::string outcome(WarmOutcomeName(r.outcome));
@@ -98,15 +98,25 @@ class PrintingObserver : public WarmObserver {
 };
 
 void PrintSummary(const WarmSummary& summary, const std::vector<Target>& targets) {
-  struct Counts { int built = 0, cached = 0, skipped = 0, failed = 0; };
+  struct Counts {
+    int built = 0, cached = 0, skipped = 0, failed = 0;
+  };
   std::map<std::string, Counts> by_target;
   for (const WarmJobResult& r : summary.results) {
     Counts& c = by_target[r.job.target.ToString()];
     switch (r.outcome) {
-      case WarmOutcome::kBuilt: ++c.built; break;
-      case WarmOutcome::kCached: ++c.cached; break;
-      case WarmOutcome::kSkipped: ++c.skipped; break;
-      case WarmOutcome::kFailed: ++c.failed; break;
+      case WarmOutcome::kBuilt:
+        ++c.built;
+        break;
+      case WarmOutcome::kCached:
+        ++c.cached;
+        break;
+      case WarmOutcome::kSkipped:
+        ++c.skipped;
+        break;
+      case WarmOutcome::kFailed:
+        ++c.failed;
+        break;
     }
   }
   Table table({"target", "built", "already cached", "skipped (arch)", "failed"}, {1, 2, 3, 4});
@@ -131,24 +141,26 @@ void PrintSummary(const WarmSummary& summary, const std::vector<Target>& targets
 
 int RunWarm(const WarmFlags& flags) {
   absl::StatusOr<std::vector<Target>> targets = ParseTargetList(flags.arch);
-  if (!targets.ok()) return Fail(absl::StrCat("--arch: ", targets.status().message()), kExitBadInput);
+  if (!targets.ok())
+    return Fail(absl::StrCat("--arch: ", targets.status().message()), kExitBadInput);
   absl::StatusOr<Manifest> manifest = LoadManifest(flags.manifest);
   if (!manifest.ok()) return Fail(manifest.status().message(), kExitBadInput);
   absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = LoadToolkitForCli(flags.toolkit);
   if (!toolkit.ok()) return Fail(toolkit.status().message(), kExitBadInput);
   for (const Target& target : *targets) {
-    absl::Status valid = ValidateTarget(target, (*toolkit)->supported_archs(),
-                                        (*toolkit)->identity().DisplayName());
+    absl::Status valid =
+        ValidateTarget(target, (*toolkit)->supported_archs(), (*toolkit)->identity().DisplayName());
     if (!valid.ok()) return Fail(absl::StrCat("--arch: ", valid.message()), kExitBadInput);
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, StoreUse::kCreateOrWrite);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      OpenStoreForCli(flags.store, StoreUse::kCreateOrWrite);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
 
   std::unique_ptr<Compiler> compiler = NewNvrtcCompiler(*toolkit);
   int jobs = flags.jobs > 0 ? flags.jobs : static_cast<int>(std::thread::hardware_concurrency());
   std::printf("warming %zu kernels x %zu targets (%s) into %s with %s, %d jobs\n",
-              manifest->kernels.size(), targets->size(), flags.arch.c_str(),
-              flags.store.c_str(), (*toolkit)->identity().DisplayName().c_str(), jobs);
+              manifest->kernels.size(), targets->size(), flags.arch.c_str(), flags.store.c_str(),
+              (*toolkit)->identity().DisplayName().c_str(), jobs);
   PrintingObserver observer;
   absl::StatusOr<WarmSummary> summary =
       Warm(*manifest, WarmOptions{*targets, jobs}, **store, *compiler, &observer);
@@ -167,8 +179,7 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
       "Compile every kernel of a manifest for each target into a store (or have a running\n"
       "kcached compile them into its store); what the store already holds is not compiled\n"
       "again. Exit 0 only if everything was built.");
-  warm->add_option("manifest", flags->manifest, "Kernel manifest (docs/manifest.md)")
-      ->required();
+  warm->add_option("manifest", flags->manifest, "Kernel manifest (docs/manifest.md)")->required();
   warm->add_option("--arch", flags->arch,
                    "Targets, comma-separated: 7.5,8.6,8.9 (SASS + PTX), 9.0a, compute_90")
       ->required();

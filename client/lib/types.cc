@@ -22,13 +22,16 @@ absl::StatusOr<Device> Device::Parse(absl::string_view sm, uint32_t driver_versi
 }
 
 // The public enums carry the wire numbers of core's, so core names them.
-static_assert(static_cast<int>(ArtifactKind::kCubin) == static_cast<int>(kcache::ArtifactKind::kCubin) &&
-              static_cast<int>(ArtifactKind::kPtx) == static_cast<int>(kcache::ArtifactKind::kPtx) &&
-              static_cast<int>(ArtifactKind::kLtoir) == static_cast<int>(kcache::ArtifactKind::kLtoir));
-static_assert(static_cast<int>(ServeRule::kExactSass) == static_cast<int>(kcache::ServeRule::kExactSass) &&
-              static_cast<int>(ServeRule::kCompatibleSass) == static_cast<int>(kcache::ServeRule::kCompatibleSass) &&
-              static_cast<int>(ServeRule::kPtxJit) == static_cast<int>(kcache::ServeRule::kPtxJit) &&
-              static_cast<int>(ServeRule::kCompiled) == static_cast<int>(kcache::ServeRule::kCompiled));
+static_assert(
+    static_cast<int>(ArtifactKind::kCubin) == static_cast<int>(kcache::ArtifactKind::kCubin) &&
+    static_cast<int>(ArtifactKind::kPtx) == static_cast<int>(kcache::ArtifactKind::kPtx) &&
+    static_cast<int>(ArtifactKind::kLtoir) == static_cast<int>(kcache::ArtifactKind::kLtoir));
+static_assert(
+    static_cast<int>(ServeRule::kExactSass) == static_cast<int>(kcache::ServeRule::kExactSass) &&
+    static_cast<int>(ServeRule::kCompatibleSass) ==
+        static_cast<int>(kcache::ServeRule::kCompatibleSass) &&
+    static_cast<int>(ServeRule::kPtxJit) == static_cast<int>(kcache::ServeRule::kPtxJit) &&
+    static_cast<int>(ServeRule::kCompiled) == static_cast<int>(kcache::ServeRule::kCompiled));
 
 absl::string_view ArtifactKindName(ArtifactKind kind) {
   return kcache::ArtifactKindName(static_cast<kcache::ArtifactKind>(kind));

@@ -41,7 +41,7 @@ struct MemoryEntry {
 };
 
 struct MemoryLruStats {
-  uint64_t bytes = 0;          // payload bytes held (an artifact under two keys counts twice)
+  uint64_t bytes = 0;  // payload bytes held (an artifact under two keys counts twice)
   uint64_t entries = 0;
   uint64_t evictions = 0;      // entries dropped to stay within the bound, since creation
   uint64_t invalidations = 0;  // entries dropped by InvalidateKernel, since creation

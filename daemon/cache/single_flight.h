@@ -32,7 +32,8 @@ class SingleFlight {
   // flight and returns its result. `*waited` (when given) says which happened. `work` runs
   // on the calling thread with no lock held.
   Value Do(const Key& key, absl::FunctionRef<Value()> work, bool* waited = nullptr) {
-    return Do(key, work, [] {}, waited);
+    return Do(
+        key, work, [] {}, waited);
   }
   // As above; a caller that joins a flight calls `on_join` (no lock held) before it waits.
   Value Do(const Key& key, absl::FunctionRef<Value()> work, absl::FunctionRef<void()> on_join,

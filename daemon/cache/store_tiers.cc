@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -134,8 +134,8 @@ absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(TieredStores& tiers) {
     }
   }
   if (answered == 0) {
-    return absl::UnavailableError(absl::StrCat("every store tier is failing: ",
-                                               first_failure.message(), "; retry shortly"));
+    return absl::UnavailableError(
+        absl::StrCat("every store tier is failing: ", first_failure.message(), "; retry shortly"));
   }
   std::vector<ListedKernelInfo> out;
   for (auto& [id, kernel] : kernels) out.push_back(std::move(kernel));

@@ -15,8 +15,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/cache/artifact_cache.h"
-#include "engine/resolve/resolver.h"
 #include "daemon/cache/statistics.h"
+#include "engine/resolve/resolver.h"
 #include "engine/store/store.h"
 
 namespace kcache {
@@ -50,8 +50,7 @@ class TieredStores : public StoreTiers {
 
   size_t size() const override { return tiers_.size(); }
   absl::StatusOr<KernelRecord> GetKernel(size_t tier, const KernelId& id) override;
-  absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(size_t tier,
-                                                          const KernelId& id) override;
+  absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(size_t tier, const KernelId& id) override;
   absl::StatusOr<Artifact> Get(size_t tier, const ArtifactKey& key) override;
 
   absl::Status Put(size_t tier, const Artifact& artifact);

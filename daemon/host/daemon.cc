@@ -17,12 +17,12 @@
 #include "absl/strings/str_join.h"
 #include "core/version.h"
 #include "daemon/cache/artifact_cache.h"
-#include "engine/compile/toolkit.h"
-#include "daemon/service/blocking_pool.h"
-#include "daemon/service/kernel_cache_service.h"
 #include "daemon/host/listen_socket.h"
 #include "daemon/host/metrics.h"
 #include "daemon/host/probe_listener.h"
+#include "daemon/service/blocking_pool.h"
+#include "daemon/service/kernel_cache_service.h"
+#include "engine/compile/toolkit.h"
 #include "engine/store/store.h"
 
 namespace kcache {

@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/compile_options.h"
-#include "engine/compile/toolkit.h"
 #include "daemon/workers/worker_process.h"
+#include "engine/compile/toolkit.h"
 
 namespace kcache {
 namespace {

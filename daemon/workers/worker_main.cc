@@ -22,9 +22,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "daemon/workers/worker_protocol.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
-#include "daemon/workers/worker_protocol.h"
 
 namespace kcache {
 namespace {

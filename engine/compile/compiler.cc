@@ -52,14 +52,14 @@ absl::StatusOr<std::string> Fetch(const NvrtcApi& api, nvrtcProgram prog, SizeFn
                                   GetFn get_fn, const char* what) {
   size_t size = 0;
   if (nvrtcResult r = size_fn(prog, &size); r != NVRTC_SUCCESS) {
-    return absl::InternalError(absl::StrCat("NVRTC could not report the ", what, " size: ",
-                                            api.ErrorString(r)));
+    return absl::InternalError(
+        absl::StrCat("NVRTC could not report the ", what, " size: ", api.ErrorString(r)));
   }
   std::string out(size, '\0');
   if (size == 0) return out;
   if (nvrtcResult r = get_fn(prog, out.data()); r != NVRTC_SUCCESS) {
-    return absl::InternalError(absl::StrCat("NVRTC could not return the ", what, ": ",
-                                            api.ErrorString(r)));
+    return absl::InternalError(
+        absl::StrCat("NVRTC could not return the ", what, ": ", api.ErrorString(r)));
   }
   return out;
 }
@@ -70,9 +70,9 @@ std::string TrimTrailingNul(std::string s) {
 }
 
 absl::Status CompileFailed(const CompileJob& job, const std::string& log) {
-  absl::Status status = absl::AbortedError(absl::StrCat("compile of ", DisplayName(job), " (",
-                                                        job.id.ShortHex(), ") for ",
-                                                        job.target.ToString(), " failed:\n", log));
+  absl::Status status =
+      absl::AbortedError(absl::StrCat("compile of ", DisplayName(job), " (", job.id.ShortHex(),
+                                      ") for ", job.target.ToString(), " failed:\n", log));
   status.SetPayload(kCompileLogPayload, absl::Cord(log));
   return status;
 }
@@ -113,8 +113,8 @@ std::vector<std::string> PassOptions(const Toolkit& toolkit, const CompileJob& j
   std::vector<std::string> options = toolkit.include_options();
   options.insert(options.end(), job.spec.options.begin(), job.spec.options.end());
   options.push_back(absl::StrCat("-arch=", arch_target.ToString()));
-  options.push_back(absl::StrCat("-frandom-seed=",
-                                 RandomSeedFor(job.id, job.target, toolkit.identity().id)));
+  options.push_back(
+      absl::StrCat("-frandom-seed=", RandomSeedFor(job.id, job.target, toolkit.identity().id)));
   if (dlto) options.push_back("-dlto");
   return options;
 }
@@ -134,12 +134,12 @@ absl::StatusOr<PassOutput> RunPass(const Toolkit& toolkit, const CompileJob& job
   // content (never from the display name) so equal kernels give equal bytes.
   std::string program_name = absl::StrCat("kernel_", job.id.ShortHex(), ".cu");
   Program prog(api);
-  if (nvrtcResult r = api.create_program(prog.out(), job.spec.source.c_str(),
-                                         program_name.c_str(), header_names.size(),
-                                         header_contents.data(), header_names.data());
+  if (nvrtcResult r =
+          api.create_program(prog.out(), job.spec.source.c_str(), program_name.c_str(),
+                             header_names.size(), header_contents.data(), header_names.data());
       r != NVRTC_SUCCESS) {
-    return absl::InternalError(absl::StrCat("nvrtcCreateProgram failed for ", DisplayName(job),
-                                            ": ", api.ErrorString(r)));
+    return absl::InternalError(
+        absl::StrCat("nvrtcCreateProgram failed for ", DisplayName(job), ": ", api.ErrorString(r)));
   }
   for (const std::string& expr : job.spec.name_expressions) {
     if (nvrtcResult r = api.add_name_expression(prog.get(), expr.c_str()); r != NVRTC_SUCCESS) {
@@ -160,13 +160,13 @@ absl::StatusOr<PassOutput> RunPass(const Toolkit& toolkit, const CompileJob& job
   out.log = TrimTrailingNul(*std::move(log));
   if (compiled == NVRTC_ERROR_COMPILATION) return CompileFailed(job, out.log);
   if (compiled == NVRTC_ERROR_INVALID_OPTION) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "NVRTC refused the options of ", DisplayName(job), ": ", out.log));
+    return absl::InvalidArgumentError(
+        absl::StrCat("NVRTC refused the options of ", DisplayName(job), ": ", out.log));
   }
   if (compiled != NVRTC_SUCCESS) {
     return absl::InternalError(absl::StrCat("NVRTC failed on ", DisplayName(job), " for ",
-                                            arch_target.ToString(), ": ",
-                                            api.ErrorString(compiled), "\n", out.log));
+                                            arch_target.ToString(), ": ", api.ErrorString(compiled),
+                                            "\n", out.log));
   }
 
   if (absl::Status s = CollectOutputs(api, prog.get(), job, arch_target, dlto, &out); !s.ok()) {
@@ -241,8 +241,8 @@ class NvrtcCompiler final : public Compiler {
       output.artifacts.push_back(MakeArtifact(*toolkit_, job, ArtifactKind::kCubin, job.target,
                                               *pass, std::move(pass->cubin)));
     }
-    output.artifacts.push_back(MakeArtifact(*toolkit_, job, ArtifactKind::kPtx, ptx_target,
-                                            *pass, std::move(pass->ptx)));
+    output.artifacts.push_back(
+        MakeArtifact(*toolkit_, job, ArtifactKind::kPtx, ptx_target, *pass, std::move(pass->ptx)));
     if (job.want_ltoir) {
       absl::StatusOr<PassOutput> lto = RunPass(*toolkit_, job, ptx_target, /*dlto=*/true);
       if (!lto.ok()) return lto.status();
@@ -260,8 +260,7 @@ class NvrtcCompiler final : public Compiler {
 
 }  // namespace
 
-std::string RandomSeedFor(const KernelId& id, const Target& target,
-                          absl::string_view toolkit_id) {
+std::string RandomSeedFor(const KernelId& id, const Target& target, absl::string_view toolkit_id) {
   // Tagged framing: fixed-size id, then length-prefixed strings.
   std::string target_text = target.WithKind(TargetKind::kPtx).ToString();
   std::string framing = "kcache.seed";

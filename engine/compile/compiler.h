@@ -20,8 +20,8 @@ class Toolkit;
 
 struct CompileJob {
   KernelSpec spec;
-  KernelId id;          // ComputeKernelId(spec), computed by the caller once
-  Target target;        // sm_XX[a|f] (gives CUBIN + PTX) or compute_XX[a|f] (PTX only)
+  KernelId id;              // ComputeKernelId(spec), computed by the caller once
+  Target target;            // sm_XX[a|f] (gives CUBIN + PTX) or compute_XX[a|f] (PTX only)
   bool want_ltoir = false;  // also produce LTO-IR for compute_XX (a separate NVRTC pass)
 };
 
@@ -63,8 +63,7 @@ std::string CompileLogOf(const absl::Status& status);
 // of the kernel id, the PTX form of the target and the toolkit id. The PTX form is used so that
 // an sm_86 compile and a compute_86 compile share a seed and yield the same compute_86 PTX.
 // 8 digits, not more: NVRTC 13.0 is deterministic only for numeric seeds up to 32 bits.
-std::string RandomSeedFor(const KernelId& id, const Target& target,
-                          absl::string_view toolkit_id);
+std::string RandomSeedFor(const KernelId& id, const Target& target, absl::string_view toolkit_id);
 
 }  // namespace kcache
 

@@ -47,9 +47,9 @@ std::string LinkLog(const NvJitLinkApi& api, nvJitLinkHandle handle) {
 // `what` says which step failed; the payload carries nvJitLink's log unchanged.
 absl::Status LinkFailed(const Target& target, const std::string& what, nvJitLinkResult result,
                         const std::string& log) {
-  absl::Status status = absl::AbortedError(absl::StrCat(
-      "nvJitLink could not link LTO-IR for ", target.ToString(), ": ", what,
-      " (nvJitLink error ", static_cast<int>(result), "):\n", log));
+  absl::Status status = absl::AbortedError(
+      absl::StrCat("nvJitLink could not link LTO-IR for ", target.ToString(), ": ", what,
+                   " (nvJitLink error ", static_cast<int>(result), "):\n", log));
   status.SetPayload(kCompileLogPayload, absl::Cord(log));
   return status;
 }
@@ -61,13 +61,13 @@ absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
                                       const Target& target, std::string* log) {
   const NvJitLinkApi* api = toolkit.nvjitlink();
   if (api == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the toolkit at ", toolkit.root(),
-        " has no libnvJitLink, so LTO-IR cannot be linked; install nvJitLink there"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the toolkit at ", toolkit.root(),
+                     " has no libnvJitLink, so LTO-IR cannot be linked; install nvJitLink there"));
   }
   if (target.kind != TargetKind::kSass) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LTO-IR links to a cubin for an sm_ target, not ", target.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("LTO-IR links to a cubin for an sm_ target, not ", target.ToString()));
   }
   if (ltoir_modules.empty()) {
     return absl::InvalidArgumentError("no LTO-IR modules to link");
@@ -81,9 +81,9 @@ absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
   }
   for (size_t i = 0; i < ltoir_modules.size(); ++i) {
     std::string name = absl::StrCat("module", i);
-    if (nvJitLinkResult r = api->add_data(handle.get(), NVJITLINK_INPUT_LTOIR,
-                                          ltoir_modules[i].data(), ltoir_modules[i].size(),
-                                          name.c_str());
+    if (nvJitLinkResult r =
+            api->add_data(handle.get(), NVJITLINK_INPUT_LTOIR, ltoir_modules[i].data(),
+                          ltoir_modules[i].size(), name.c_str());
         r != NVJITLINK_SUCCESS) {
       std::string text = LinkLog(*api, handle.get());
       if (log != nullptr) *log = text;
@@ -96,16 +96,15 @@ absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
   if (done != NVJITLINK_SUCCESS) return LinkFailed(target, "the link failed", done, text);
 
   size_t size = 0;
-  if (nvJitLinkResult r = api->get_linked_cubin_size(handle.get(), &size);
-      r != NVJITLINK_SUCCESS) {
+  if (nvJitLinkResult r = api->get_linked_cubin_size(handle.get(), &size); r != NVJITLINK_SUCCESS) {
     return absl::InternalError(absl::StrCat("nvJitLink could not report the cubin size (error ",
                                             static_cast<int>(r), ")"));
   }
   std::string cubin(size, '\0');
   if (nvJitLinkResult r = api->get_linked_cubin(handle.get(), cubin.data());
       r != NVJITLINK_SUCCESS) {
-    return absl::InternalError(absl::StrCat("nvJitLink could not return the cubin (error ",
-                                            static_cast<int>(r), ")"));
+    return absl::InternalError(
+        absl::StrCat("nvJitLink could not return the cubin (error ", static_cast<int>(r), ")"));
   }
   return cubin;
 }

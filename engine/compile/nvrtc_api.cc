@@ -14,9 +14,9 @@ void Resolve(void* handle, const char* name, const std::string& library_path, Fn
   if (!status->ok()) return;
   void* symbol = dlsym(handle, name);
   if (symbol == nullptr) {
-    *status = absl::FailedPreconditionError(absl::StrCat(
-        library_path, " has no ", name,
-        "; this CUDA toolkit is too old or damaged: install CUDA 13.0 or newer"));
+    *status = absl::FailedPreconditionError(
+        absl::StrCat(library_path, " has no ", name,
+                     "; this CUDA toolkit is too old or damaged: install CUDA 13.0 or newer"));
     return;
   }
   *fn = reinterpret_cast<Fn>(symbol);
@@ -26,8 +26,7 @@ void Resolve(void* handle, const char* name, const std::string& library_path, Fn
 
 std::string NvrtcApi::ErrorString(nvrtcResult result) const {
   const char* text = get_error_string != nullptr ? get_error_string(result) : nullptr;
-  return absl::StrCat(text != nullptr ? text : "NVRTC error", " (", static_cast<int>(result),
-                      ")");
+  return absl::StrCat(text != nullptr ? text : "NVRTC error", " (", static_cast<int>(result), ")");
 }
 
 absl::Status ResolveNvrtcApi(void* handle, const std::string& path, NvrtcApi* api) {
@@ -59,8 +58,7 @@ absl::Status ResolveNvJitLinkApi(void* handle, const std::string& path, NvJitLin
   Resolve(handle, "__nvJitLinkDestroy_13_0", path, &api->destroy, &s);
   Resolve(handle, "__nvJitLinkAddData_13_0", path, &api->add_data, &s);
   Resolve(handle, "__nvJitLinkComplete_13_0", path, &api->complete, &s);
-  Resolve(handle, "__nvJitLinkGetLinkedCubinSize_13_0", path, &api->get_linked_cubin_size,
-          &s);
+  Resolve(handle, "__nvJitLinkGetLinkedCubinSize_13_0", path, &api->get_linked_cubin_size, &s);
   Resolve(handle, "__nvJitLinkGetLinkedCubin_13_0", path, &api->get_linked_cubin, &s);
   Resolve(handle, "__nvJitLinkGetErrorLogSize_13_0", path, &api->get_error_log_size, &s);
   Resolve(handle, "__nvJitLinkGetErrorLog_13_0", path, &api->get_error_log, &s);

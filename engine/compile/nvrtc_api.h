@@ -70,8 +70,7 @@ absl::Status ResolveNvrtcApi(void* handle, const std::string& library_path, Nvrt
 // The same for nvJitLink. Entry points are looked up under the versioned names the CUDA 13.0
 // header binds to (__nvJitLinkCreate_13_0, ...), never under the plain names, whose ABI may
 // belong to another release.
-absl::Status ResolveNvJitLinkApi(void* handle, const std::string& library_path,
-                                 NvJitLinkApi* api);
+absl::Status ResolveNvJitLinkApi(void* handle, const std::string& library_path, NvJitLinkApi* api);
 
 }  // namespace kcache
 

@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
-#include <unistd.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,9 +36,9 @@ std::string CudaHomeForMessage() {
 }
 
 absl::Status NoToolkit(const std::string& root, const std::string& why) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "no CUDA toolkit at ", root, ": ", why, " (", CudaHomeForMessage(),
-      "); install the CUDA toolkit there or set CUDA_HOME / --toolkit"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("no CUDA toolkit at ", root, ": ", why, " (", CudaHomeForMessage(),
+                   "); install the CUDA toolkit there or set CUDA_HOME / --toolkit"));
 }
 
 bool IsDirectory(const fs::path& p) {
@@ -135,8 +135,7 @@ std::string ReadElfBuildId(const std::string& path) {
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
-                                                              &EVP_MD_CTX_free);
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   std::string buf(1 << 20, '\0');
   while (in.read(buf.data(), buf.size()) || in.gcount() > 0) {
@@ -181,9 +180,7 @@ class ToolkitImpl final : public Toolkit {
   const std::vector<int>& supported_archs() const override { return archs_; }
   const std::vector<std::string>& include_options() const override { return includes_; }
   const NvrtcApi& nvrtc() const override { return nvrtc_; }
-  const NvJitLinkApi* nvjitlink() const override {
-    return has_nvjitlink_ ? &nvjitlink_ : nullptr;
-  }
+  const NvJitLinkApi* nvjitlink() const override { return has_nvjitlink_ ? &nvjitlink_ : nullptr; }
   int64_t load_micros() const override { return load_micros_; }
 
   // The libraries stay loaded for the life of the process: NVRTC registers process-wide
@@ -223,13 +220,12 @@ absl::Status ToolkitImpl::LoadNvrtc(const std::string& root, const std::vector<f
   int num_archs = 0;
   if (nvrtcResult r = nvrtc_.get_num_supported_archs(&num_archs);
       r != NVRTC_SUCCESS || num_archs <= 0) {
-    return NoToolkit(root, absl::StrCat("nvrtcGetNumSupportedArchs failed: ",
-                                        nvrtc_.ErrorString(r)));
+    return NoToolkit(root,
+                     absl::StrCat("nvrtcGetNumSupportedArchs failed: ", nvrtc_.ErrorString(r)));
   }
   archs_.resize(num_archs);
   if (nvrtcResult r = nvrtc_.get_supported_archs(archs_.data()); r != NVRTC_SUCCESS) {
-    return NoToolkit(root, absl::StrCat("nvrtcGetSupportedArchs failed: ",
-                                        nvrtc_.ErrorString(r)));
+    return NoToolkit(root, absl::StrCat("nvrtcGetSupportedArchs failed: ", nvrtc_.ErrorString(r)));
   }
   std::sort(archs_.begin(), archs_.end());
   return LoadBuiltinsAndIdentity(root, path);
@@ -257,8 +253,8 @@ absl::Status ToolkitImpl::LoadBuiltinsAndIdentity(const std::string& root,
   if (!builtins_build.ok()) {
     return NoToolkit(root, std::string(builtins_build.status().message()));
   }
-  identity_.build = absl::StrCat("nvrtc ", identity_.major, ".", identity_.minor, " ",
-                                 *nvrtc_build, "; builtins ", *builtins_build);
+  identity_.build = absl::StrCat("nvrtc ", identity_.major, ".", identity_.minor, " ", *nvrtc_build,
+                                 "; builtins ", *builtins_build);
   identity_.id = absl::StrCat("nvrtc-", identity_.major, ".", identity_.minor, "+",
                               Sha256Hex(identity_.build).substr(0, 12));
   return absl::OkStatus();
@@ -270,9 +266,9 @@ absl::Status ToolkitImpl::LoadNvJitLink(const std::vector<fs::path>& dirs) {
   void* handle = dlopen(path.c_str(), RTLD_LOCAL | RTLD_NOW);
   if (handle == nullptr) {
     const char* err = dlerror();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot load ", path, ": ", err ? err : "dlopen failed",
-        "; repair the toolkit or remove libnvJitLink to run without LTO-IR linking"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot load ", path, ": ", err ? err : "dlopen failed",
+                     "; repair the toolkit or remove libnvJitLink to run without LTO-IR linking"));
   }
   if (absl::Status s = ResolveNvJitLinkApi(handle, path, &nvjitlink_); !s.ok()) return s;
   has_nvjitlink_ = true;

@@ -18,11 +18,11 @@ struct NvJitLinkApi;  // function pointers into libnvJitLink
 // What identifies a toolkit's output: the NVRTC version plus the exact library build, since
 // 13.0 and a patched 13.0 may emit different code.
 struct ToolkitIdentity {
-  int major = 0;                 // nvrtcVersion
+  int major = 0;  // nvrtcVersion
   int minor = 0;
-  std::string build;             // version/build strings read out of libnvrtc + builtins
-  std::string id;                // "nvrtc-13.0+<12 hex of SHA-256(build)>": goes into keys
-  std::string root;              // where it was loaded from: display only, not in `id`
+  std::string build;                // version/build strings read out of libnvrtc + builtins
+  std::string id;                   // "nvrtc-13.0+<12 hex of SHA-256(build)>": goes into keys
+  std::string root;                 // where it was loaded from: display only, not in `id`
   std::string DisplayName() const;  // "NVRTC 13.0 (/usr/local/cuda)"
 };
 

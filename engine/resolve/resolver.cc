@@ -14,14 +14,15 @@
 namespace kcache {
 namespace {
 
-constexpr MissReason kAllMissReasons[] = {
-    MissReason::kUnknownKernel,      MissReason::kBelowMinArch, MissReason::kAboveMaxArch,
-    MissReason::kNoToolkit,          MissReason::kCompileNotAllowed,
-    MissReason::kCompileError,       MissReason::kNothingServable};
+constexpr MissReason kAllMissReasons[] = {MissReason::kUnknownKernel,     MissReason::kBelowMinArch,
+                                          MissReason::kAboveMaxArch,      MissReason::kNoToolkit,
+                                          MissReason::kCompileNotAllowed, MissReason::kCompileError,
+                                          MissReason::kNothingServable};
 
 bool Servable(const ArtifactMeta& meta, const Device& device) {
   if (meta.key.kind == ArtifactKind::kLtoir) return false;
-  if (meta.key.kind == ArtifactKind::kCubin && meta.key.target.kind != TargetKind::kSass) return false;
+  if (meta.key.kind == ArtifactKind::kCubin && meta.key.target.kind != TargetKind::kSass)
+    return false;
   if (meta.key.kind == ArtifactKind::kPtx && meta.key.target.kind != TargetKind::kPtx) return false;
   if (device.driver != 0 && meta.min_driver > device.driver) return false;
   return CompatibilityOf(meta.key.target, device.sm).has_value();
@@ -38,9 +39,7 @@ class OneStore : public StoreTiers {
   absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(size_t, const KernelId& id) override {
     return store_.ListArtifacts(id);
   }
-  absl::StatusOr<Artifact> Get(size_t, const ArtifactKey& key) override {
-    return store_.Get(key);
-  }
+  absl::StatusOr<Artifact> Get(size_t, const ArtifactKey& key) override { return store_.Get(key); }
 
  private:
   Store& store_;
@@ -70,13 +69,20 @@ absl::StatusOr<Resolution> CompileForDevice(Store& store, const KernelRecord& re
 
 absl::string_view MissReasonName(MissReason reason) {
   switch (reason) {
-    case MissReason::kUnknownKernel: return "unknown_kernel";
-    case MissReason::kBelowMinArch: return "below_min_arch";
-    case MissReason::kAboveMaxArch: return "above_max_arch";
-    case MissReason::kNoToolkit: return "no_toolkit";
-    case MissReason::kCompileNotAllowed: return "compile_not_allowed";
-    case MissReason::kCompileError: return "compile_error";
-    case MissReason::kNothingServable: return "nothing_servable";
+    case MissReason::kUnknownKernel:
+      return "unknown_kernel";
+    case MissReason::kBelowMinArch:
+      return "below_min_arch";
+    case MissReason::kAboveMaxArch:
+      return "above_max_arch";
+    case MissReason::kNoToolkit:
+      return "no_toolkit";
+    case MissReason::kCompileNotAllowed:
+      return "compile_not_allowed";
+    case MissReason::kCompileError:
+      return "compile_error";
+    case MissReason::kNothingServable:
+      return "nothing_servable";
   }
   return "unknown";
 }
@@ -115,8 +121,8 @@ std::string ServeReason(ServeRule rule, const ArtifactMeta& meta, const Device& 
     case ServeRule::kExactSass:
       return absl::StrCat(target, " cubin matches device ", sm);
     case ServeRule::kCompatibleSass:
-      return absl::StrCat("no sm_", device.sm.arch(), " cubin stored; ", target,
-                          " cubin runs on ", sm, " (same major, lower minor)");
+      return absl::StrCat("no sm_", device.sm.arch(), " cubin stored; ", target, " cubin runs on ",
+                          sm, " (same major, lower minor)");
     case ServeRule::kPtxJit:
       return absl::StrCat("no cubin runs on ", sm, "; ", target,
                           " PTX is served and the driver must JIT it");
@@ -136,12 +142,11 @@ absl::Status CheckArchRange(const KernelRecord& record, const Device& device) {
         MissReason::kBelowMinArch);
   }
   if (record.arch.max_arch != 0 && arch > record.arch.max_arch) {
-    return WithMissReason(
-        absl::NotFoundError(absl::StrCat(
-            "kernel ", record.spec.name, " supports SM up to ",
-            SmFromArch(record.arch.max_arch).ToString(), " (its declared max_arch); device is ",
-            device.sm.ToString())),
-        MissReason::kAboveMaxArch);
+    return WithMissReason(absl::NotFoundError(absl::StrCat(
+                              "kernel ", record.spec.name, " supports SM up to ",
+                              SmFromArch(record.arch.max_arch).ToString(),
+                              " (its declared max_arch); device is ", device.sm.ToString())),
+                          MissReason::kAboveMaxArch);
   }
   return absl::OkStatus();
 }
@@ -154,8 +159,10 @@ absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
   };
   for (size_t t = 0; t < tiers.size() && !out.record; ++t) {
     absl::StatusOr<KernelRecord> record = tiers.GetKernel(t, id);
-    if (record.ok()) out.record = *std::move(record);
-    else note(record.status());
+    if (record.ok())
+      out.record = *std::move(record);
+    else
+      note(record.status());
   }
   if (out.record) {
     if (absl::Status s = CheckArchRange(*out.record, device); !s.ok()) return s;
@@ -197,27 +204,31 @@ absl::Status CheckCompileAllowed(const KernelId& id, const KernelRecord* record,
                                  const Device& device, bool allow_compile, bool have_compiler) {
   if (record == nullptr) {
     return WithMissReason(
-        absl::NotFoundError(absl::StrCat(
-            "kernel ", id.ShortHex(), " is unknown (no store holds its spec) and no stored "
-            "artifact of it runs on ", device.sm.ToString(),
-            "; warm it with `kcache warm` or send its spec")),
+        absl::NotFoundError(absl::StrCat("kernel ", id.ShortHex(),
+                                         " is unknown (no store holds its spec) and no stored "
+                                         "artifact of it runs on ",
+                                         device.sm.ToString(),
+                                         "; warm it with `kcache warm` or send its spec")),
         MissReason::kUnknownKernel);
   }
-  std::string nothing = absl::StrCat("no stored artifact of ", record->spec.name, " runs on ",
-                                     device.sm.ToString());
+  std::string nothing =
+      absl::StrCat("no stored artifact of ", record->spec.name, " runs on ", device.sm.ToString());
   if (!allow_compile) {
     return WithMissReason(
-        absl::NotFoundError(absl::StrCat(
-            nothing, " and the request did not allow compiling one; allow compiling or warm it "
-            "with `kcache warm --arch ", device.sm.ToString(), "`")),
+        absl::NotFoundError(
+            absl::StrCat(nothing,
+                         " and the request did not allow compiling one; allow compiling or warm it "
+                         "with `kcache warm --arch ",
+                         device.sm.ToString(), "`")),
         MissReason::kCompileNotAllowed);
   }
   if (!have_compiler) {
-    return WithMissReason(
-        absl::NotFoundError(absl::StrCat(
-            nothing, " and no toolkit is loaded to compile one; warm it with `kcache warm "
-            "--arch ", device.sm.ToString(), "` or give a toolkit (--toolkit / CUDA_HOME)")),
-        MissReason::kNoToolkit);
+    return WithMissReason(absl::NotFoundError(absl::StrCat(
+                              nothing,
+                              " and no toolkit is loaded to compile one; warm it with `kcache warm "
+                              "--arch ",
+                              device.sm.ToString(), "` or give a toolkit (--toolkit / CUDA_HOME)")),
+                          MissReason::kNoToolkit);
   }
   return absl::OkStatus();
 }
@@ -227,8 +238,8 @@ CompileJob CompileJobFor(const KernelRecord& record, const Device& device) {
                     Target{TargetKind::kSass, device.sm, ArchVariant::kNone}, record.want_ltoir};
 }
 
-absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id,
-                                            const Device& device, Compiler* compiler) {
+absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id, const Device& device,
+                                            Compiler* compiler) {
   OneStore tiers(store);
   absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device);
   if (!lookup.ok()) return lookup.status();
@@ -267,9 +278,9 @@ absl::StatusOr<KernelRecord> FindKernel(Store& store, absl::string_view name_or_
   if (best != nullptr) return *best;
   if (prefix_matches == 1) return *by_prefix;
   if (prefix_matches > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel id prefix '", name_or_id, "' matches ", prefix_matches,
-        " kernels; give more digits (see `kcache ls`)"));
+    return absl::InvalidArgumentError(absl::StrCat("kernel id prefix '", name_or_id, "' matches ",
+                                                   prefix_matches,
+                                                   " kernels; give more digits (see `kcache ls`)"));
   }
   return absl::NotFoundError(absl::StrCat("no kernel named or with id '", name_or_id,
                                           "' in the store; `kcache ls` lists what it holds"));

@@ -34,7 +34,8 @@ struct Device {
 struct Resolution {
   Artifact artifact;
   ServeRule rule = ServeRule::kExactSass;
-  std::string reason;  // one line: why this artifact, e.g. "no sm_89 cubin; sm_86 cubin runs on 8.9"
+  std::string
+      reason;  // one line: why this artifact, e.g. "no sm_89 cubin; sm_86 cubin runs on 8.9"
   bool needs_jit() const { return rule == ServeRule::kPtxJit; }
 };
 
@@ -118,8 +119,8 @@ CompileJob CompileJobFor(const KernelRecord& record, const Device& device);
 //        declared min_arch (or above max_arch), no toolkit to compile with, or (Aborted) the
 //        compile error with its NVRTC log. A failing store answers its own error.
 // A device below the kernel's declared min_arch is refused even if some artifact would load.
-absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id,
-                                            const Device& device, Compiler* compiler);
+absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id, const Device& device,
+                                            Compiler* compiler);
 
 // Finds kernels by display name or by hex id (full or a unique prefix of at least 8 digits).
 // Several records with one name (a kernel edited and warmed again): the most recently

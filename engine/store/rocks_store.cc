@@ -29,9 +29,9 @@ constexpr int kReadOnlyMaxOpenFiles = 1000;
 constexpr size_t kMaxKeyStringSize = 255;  // one length byte in the key
 
 const std::vector<std::string>& RequiredFamilies() {
-  static const auto* families = new std::vector<std::string>{
-      rocksdb::kDefaultColumnFamilyName, kArtifactsFamily, kArtifactMetaFamily, kKernelsFamily,
-      kMetaFamily};
+  static const auto* families =
+      new std::vector<std::string>{rocksdb::kDefaultColumnFamilyName, kArtifactsFamily,
+                                   kArtifactMetaFamily, kKernelsFamily, kMetaFamily};
   return *families;
 }
 
@@ -42,8 +42,9 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.IsInvalidArgument()) return absl::InvalidArgumentError(message);
   if (s.IsIOError() && absl::StrContains(s.ToString(), "lock")) {
     return absl::FailedPreconditionError(
-        absl::StrCat(message, "; another kcached or kcache warm (or this process) has it "
-                              "open for writing"));
+        absl::StrCat(message,
+                     "; another kcached or kcache warm (or this process) has it "
+                     "open for writing"));
   }
   if (s.IsIOError() || s.IsBusy() || s.IsTryAgain() || s.IsTimedOut()) {
     return absl::UnavailableError(message);
@@ -60,8 +61,7 @@ rocksdb::CompressionType MetadataCompression() {
   return zstd ? rocksdb::kZSTD : rocksdb::kNoCompression;
 }
 
-rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name,
-                                           const StoreOptions& options) {
+rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const StoreOptions& options) {
   rocksdb::ColumnFamilyOptions cf;
   cf.compression = rocksdb::kNoCompression;  // artifact and kernel values carry their own zstd
   if (name == kArtifactsFamily) {
@@ -135,21 +135,22 @@ absl::StatusOr<uint32_t> ReadFormatVersion(const OpenDb& open, const std::string
       open.db->Get(rocksdb::ReadOptions(), open.Family(kMetaFamily), kFormatVersionKey, &value);
   if (s.IsNotFound()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, " is not a kcache store: its 'meta' column family holds no format version (was "
-              "its creation interrupted?); remove the directory or pick another"));
+        path,
+        " is not a kcache store: its 'meta' column family holds no format version (was "
+        "its creation interrupted?); remove the directory or pick another"));
   }
   if (!s.ok()) return FromRocks(s, absl::StrCat("cannot read the format of ", path));
   absl::StatusOr<uint32_t> version = DecodeFormatVersion(value);
   if (!version.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a usable kcache store: ",
-                                                   version.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a usable kcache store: ", version.status().message()));
   }
   if (*version != kStoreFormatVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "store at ", path, " has format ", *version, ", this kcache reads up to ",
-        kStoreFormatVersion, *version > kStoreFormatVersion
-                                 ? "; upgrade kcache"
-                                 : "; rebuild the store with `kcache warm`"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("store at ", path, " has format ", *version, ", this kcache reads up to ",
+                     kStoreFormatVersion,
+                     *version > kStoreFormatVersion ? "; upgrade kcache"
+                                                    : "; rebuild the store with `kcache warm`"));
   }
   return *version;
 }
@@ -161,9 +162,10 @@ absl::StatusOr<std::vector<std::string>> InspectExisting(const std::string& path
   std::string not_store = absl::StrCat(path, " is not a kcache store: ");
   std::error_code ec;
   if (!fs::exists(fs::path(path) / "CURRENT", ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        not_store, "the directory is not empty and holds no RocksDB database; give kcache an "
-                   "empty or new directory"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(not_store,
+                     "the directory is not empty and holds no RocksDB database; give kcache an "
+                     "empty or new directory"));
   }
   std::vector<std::string> families;
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &families);
@@ -192,7 +194,9 @@ absl::StatusOr<std::vector<std::string>> InspectExisting(const std::string& path
 class RocksStore : public Store {
  public:
   RocksStore(std::string path, StoreOptions options, std::unique_ptr<OpenDb> open)
-      : path_(std::move(path)), options_(options), open_(std::move(open)),
+      : path_(std::move(path)),
+        options_(options),
+        open_(std::move(open)),
         artifacts_(open_->Family(kArtifactsFamily)),
         artifact_meta_(open_->Family(kArtifactMetaFamily)),
         kernels_(open_->Family(kKernelsFamily)) {}
@@ -247,8 +251,7 @@ class RocksStore : public Store {
   absl::Status PutKernel(const KernelRecord& record) override {
     if (absl::Status s = CheckWritable(); !s.ok()) return s;
     rocksdb::WriteBatch batch;
-    batch.Put(kernels_, ToSlice(record.id.Bytes()),
-              EncodeKernelValue(record, options_.zstd_level));
+    batch.Put(kernels_, ToSlice(record.id.Bytes()), EncodeKernelValue(record, options_.zstd_level));
     return Write(batch, absl::StrCat("writing kernel ", record.id.ShortHex()));
   }
 
@@ -286,8 +289,7 @@ class RocksStore : public Store {
     if (!it->status().ok()) return FromRocks(it->status(), "listing kernels");
     it.reset();
     for (const std::string& key : bad) {
-      DropCorrupt("kernel record", absl::DataLossError(""), {{kernels_, key}})
-          .IgnoreError();
+      DropCorrupt("kernel record", absl::DataLossError(""), {{kernels_, key}}).IgnoreError();
     }
     return records;
   }
@@ -397,9 +399,9 @@ class RocksStore : public Store {
       for (const auto& [family, key] : locations) batch.Delete(family, key);
       deleted = Write(batch, "deleting a corrupt value").ok();
     }
-    return absl::NotFoundError(absl::StrCat(
-        what, " was corrupt in the store at ", path_, " (", why.message(), "); ",
-        deleted ? "it was deleted; " : "", "treated as a miss"));
+    return absl::NotFoundError(absl::StrCat(what, " was corrupt in the store at ", path_, " (",
+                                            why.message(), "); ", deleted ? "it was deleted; " : "",
+                                            "treated as a miss"));
   }
 
   // Calls fn(key, value) for every entry of `family`, in key order.
@@ -525,9 +527,9 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& path,
   absl::StatusOr<std::unique_ptr<OpenDb>> open;
   if (empty) {
     if (options.read_only || !options.create_if_missing) {
-      return absl::NotFoundError(absl::StrCat(
-          "no kcache store at ", path, options.read_only ? " to open read-only" : "",
-          "; create one with `kcache warm` or open it writable"));
+      return absl::NotFoundError(
+          absl::StrCat("no kcache store at ", path, options.read_only ? " to open read-only" : "",
+                       "; create one with `kcache warm` or open it writable"));
     }
     open = CreateStore(path, options);
   } else {

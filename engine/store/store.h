@@ -28,12 +28,12 @@ struct StoreOptions {
 };
 
 struct StoreStats {
-  uint64_t kernels = 0;             // kernel records
-  uint64_t artifacts = 0;           // artifact entries
-  uint64_t artifact_bytes = 0;      // sum of payload sizes (uncompressed)
-  uint64_t disk_bytes = 0;          // SST + blob files on disk
-  uint64_t checksum_failures = 0;   // bad values seen by reads since open
-  uint64_t format_version = 0;      // docs/store-format.md
+  uint64_t kernels = 0;            // kernel records
+  uint64_t artifacts = 0;          // artifact entries
+  uint64_t artifact_bytes = 0;     // sum of payload sizes (uncompressed)
+  uint64_t disk_bytes = 0;         // SST + blob files on disk
+  uint64_t checksum_failures = 0;  // bad values seen by reads since open
+  uint64_t format_version = 0;     // docs/store-format.md
 };
 
 // What Store::Verify found (kcache doctor).

@@ -34,13 +34,25 @@ enum class Codec : uint8_t { kRaw = 0, kZstd = 1 };
 
 // Metadata tags. Numbers are stable; unknown tags are skipped by readers.
 enum ArtifactTag : uint8_t {
-  kTagKey = 1, kTagKernelName = 2, kTagLoweredName = 3, kTagCompileLog = 4,
-  kTagCompileMicros = 5, kTagSize = 6, kTagChecksum = 7, kTagCreated = 8, kTagLastUsed = 9,
+  kTagKey = 1,
+  kTagKernelName = 2,
+  kTagLoweredName = 3,
+  kTagCompileLog = 4,
+  kTagCompileMicros = 5,
+  kTagSize = 6,
+  kTagChecksum = 7,
+  kTagCreated = 8,
+  kTagLastUsed = 9,
   kTagMinDriver = 10,
 };
 enum KernelTag : uint8_t {
-  kTagKernelId = 1, kTagName = 2, kTagOption = 3, kTagNameExpression = 4, kTagMinArch = 5,
-  kTagMaxArch = 6, kTagWantLtoir = 7,
+  kTagKernelId = 1,
+  kTagName = 2,
+  kTagOption = 3,
+  kTagNameExpression = 4,
+  kTagMinArch = 5,
+  kTagMaxArch = 6,
+  kTagWantLtoir = 7,
 };
 enum KernelPayloadTag : uint8_t { kTagSource = 1, kTagHeader = 2 };
 
@@ -206,8 +218,8 @@ absl::StatusOr<Unframed> Unframe(absl::string_view value, ValueType expected) {
     return Corrupt("payload checksum mismatch");
   }
   if (static_cast<uint8_t>(p[kTypeOffset]) != static_cast<uint8_t>(expected)) {
-    return Corrupt(absl::StrCat("value type ", static_cast<uint8_t>(p[kTypeOffset]),
-                                " where type ", static_cast<int>(expected), " was expected"));
+    return Corrupt(absl::StrCat("value type ", static_cast<uint8_t>(p[kTypeOffset]), " where type ",
+                                static_cast<int>(expected), " was expected"));
   }
   uint8_t codec = static_cast<uint8_t>(p[kCodecOffset]);
   if (codec > static_cast<uint8_t>(Codec::kZstd) || p[kFlagsOffset] != 0) {
@@ -265,16 +277,26 @@ absl::StatusOr<ArtifactMeta> ParseArtifactMetaBlock(absl::string_view block) {
         has_key = true;
         break;
       }
-      case kTagKernelName: meta.kernel_name = std::string(field); break;
+      case kTagKernelName:
+        meta.kernel_name = std::string(field);
+        break;
       case kTagLoweredName: {
         auto& pair = meta.lowered_names.emplace_back();
         ok = ReadPair(field, &pair.first, &pair.second);
         break;
       }
-      case kTagCompileLog: meta.compile_log = std::string(field); break;
-      case kTagCompileMicros: ok = ReadU64(field, &meta.compile_micros); break;
-      case kTagSize: ok = has_size = ReadU64(field, &meta.size); break;
-      case kTagChecksum: ok = has_checksum = ReadU64(field, &meta.checksum); break;
+      case kTagCompileLog:
+        meta.compile_log = std::string(field);
+        break;
+      case kTagCompileMicros:
+        ok = ReadU64(field, &meta.compile_micros);
+        break;
+      case kTagSize:
+        ok = has_size = ReadU64(field, &meta.size);
+        break;
+      case kTagChecksum:
+        ok = has_checksum = ReadU64(field, &meta.checksum);
+        break;
       case kTagCreated:
         ok = ReadU64(field, &n);
         meta.created_unix_ms = static_cast<int64_t>(n);
@@ -287,7 +309,8 @@ absl::StatusOr<ArtifactMeta> ParseArtifactMetaBlock(absl::string_view block) {
         ok = ReadU64(field, &n) && n <= UINT32_MAX;
         meta.min_driver = static_cast<uint32_t>(n);
         break;
-      default: break;  // a field added later: skipped
+      default:
+        break;  // a field added later: skipped
     }
   }
   if (!ok || !reader.ok()) return Corrupt(absl::StrCat("bad artifact metadata field ", tag));
@@ -297,8 +320,7 @@ absl::StatusOr<ArtifactMeta> ParseArtifactMetaBlock(absl::string_view block) {
 
 }  // namespace
 
-std::string EncodeArtifactValue(const ArtifactMeta& meta, absl::string_view bytes,
-                                int zstd_level) {
+std::string EncodeArtifactValue(const ArtifactMeta& meta, absl::string_view bytes, int zstd_level) {
   return Frame(ValueType::kArtifact, ArtifactMetaBlock(meta), bytes, zstd_level);
 }
 
@@ -368,9 +390,15 @@ absl::StatusOr<KernelRecord> DecodeKernelValue(absl::string_view value) {
         if (ok) record.id = *id;
         break;
       }
-      case kTagName: record.spec.name = std::string(field); break;
-      case kTagOption: record.spec.options.emplace_back(field); break;
-      case kTagNameExpression: record.spec.name_expressions.emplace_back(field); break;
+      case kTagName:
+        record.spec.name = std::string(field);
+        break;
+      case kTagOption:
+        record.spec.options.emplace_back(field);
+        break;
+      case kTagNameExpression:
+        record.spec.name_expressions.emplace_back(field);
+        break;
       case kTagMinArch:
         ok = ReadU64(field, &n);
         record.arch.min_arch = static_cast<int>(static_cast<int64_t>(n));
@@ -383,7 +411,8 @@ absl::StatusOr<KernelRecord> DecodeKernelValue(absl::string_view value) {
         ok = ReadU64(field, &n) && n <= 1;
         record.want_ltoir = n == 1;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   if (!ok || !meta.ok() || !has_id) return Corrupt("bad kernel record metadata");

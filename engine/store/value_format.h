@@ -25,9 +25,9 @@ namespace kcache {
 inline constexpr uint32_t kStoreFormatVersion = 1;
 
 // Column families and "meta" keys (docs/store-format.md).
-inline constexpr char kArtifactsFamily[] = "artifacts";        // key: ArtifactKey::Encode()
+inline constexpr char kArtifactsFamily[] = "artifacts";         // key: ArtifactKey::Encode()
 inline constexpr char kArtifactMetaFamily[] = "artifact_meta";  // same key, metadata only
-inline constexpr char kKernelsFamily[] = "kernels";            // key: 32 kernel id bytes
+inline constexpr char kKernelsFamily[] = "kernels";             // key: 32 kernel id bytes
 inline constexpr char kMetaFamily[] = "meta";
 inline constexpr char kFormatVersionKey[] = "format_version";  // decimal ASCII
 inline constexpr char kCreatedKey[] = "created_unix_ms";       // decimal ASCII
@@ -47,8 +47,7 @@ enum class ValueType : uint8_t {
 // meta.checksum == PayloadChecksum(bytes) (Store::Put fills them in). The payload is
 // zstd-compressed at `zstd_level` when that saves at least 1/8 of it; zstd_level <= 0 stores
 // it raw (fastest to read).
-std::string EncodeArtifactValue(const ArtifactMeta& meta, absl::string_view bytes,
-                                int zstd_level);
+std::string EncodeArtifactValue(const ArtifactMeta& meta, absl::string_view bytes, int zstd_level);
 // Decodes and verifies an artifact value: both checksums, framing, meta.size, and (for a
 // compressed payload) PayloadChecksum of the decompressed bytes against meta.checksum.
 absl::StatusOr<Artifact> DecodeArtifactValue(absl::string_view value);

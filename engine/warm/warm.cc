@@ -102,10 +102,14 @@ WarmJobResult RunJob(const WarmJob& job, Store& store, Compiler& compiler) {
 
 absl::string_view WarmOutcomeName(WarmOutcome outcome) {
   switch (outcome) {
-    case WarmOutcome::kBuilt: return "built";
-    case WarmOutcome::kCached: return "cached";
-    case WarmOutcome::kSkipped: return "skipped";
-    case WarmOutcome::kFailed: return "failed";
+    case WarmOutcome::kBuilt:
+      return "built";
+    case WarmOutcome::kCached:
+      return "cached";
+    case WarmOutcome::kSkipped:
+      return "skipped";
+    case WarmOutcome::kFailed:
+      return "failed";
   }
   return "?";
 }
@@ -137,8 +141,8 @@ std::vector<WarmJob> PlanWarm(const Manifest& manifest, const std::vector<Target
   return jobs;
 }
 
-absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
-                                 Store& store, Compiler& compiler, WarmObserver* observer) {
+absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options, Store& store,
+                                 Compiler& compiler, WarmObserver* observer) {
   Clock::time_point start = Clock::now();
   for (const ManifestKernel& kernel : manifest.kernels) {
     KernelRecord record = kernel.record;
@@ -151,8 +155,7 @@ absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& op
   if (observer == nullptr) observer = &quiet;
   observer->OnPlan(jobs);
 
-  int threads = options.jobs > 0 ? options.jobs
-                                 : std::max(1u, std::thread::hardware_concurrency());
+  int threads = options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<int>(threads, std::max<size_t>(jobs.size(), 1));
   WarmSummary summary;
   absl::Mutex mu;  // serializes observer calls and guards `summary`
@@ -166,10 +169,18 @@ absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& op
       WarmJobResult result = RunJob(jobs[i], store, compiler);
       absl::MutexLock lock(&mu);
       switch (result.outcome) {
-        case WarmOutcome::kBuilt: ++summary.built; break;
-        case WarmOutcome::kCached: ++summary.cached; break;
-        case WarmOutcome::kSkipped: ++summary.skipped; break;
-        case WarmOutcome::kFailed: ++summary.failed; break;
+        case WarmOutcome::kBuilt:
+          ++summary.built;
+          break;
+        case WarmOutcome::kCached:
+          ++summary.cached;
+          break;
+        case WarmOutcome::kSkipped:
+          ++summary.skipped;
+          break;
+        case WarmOutcome::kFailed:
+          ++summary.failed;
+          break;
       }
       summary.results.push_back(std::move(result));
       observer->OnJobDone(summary.results.back(), static_cast<int>(summary.results.size()),

@@ -29,10 +29,10 @@ struct WarmJob {
 struct WarmJobResult {
   WarmJob job;
   WarmOutcome outcome = WarmOutcome::kBuilt;
-  int64_t micros = 0;       // compile (or lookup) wall time
-  uint64_t bytes = 0;       // payload bytes written (built) or found (cached)
+  int64_t micros = 0;              // compile (or lookup) wall time
+  uint64_t bytes = 0;              // payload bytes written (built) or found (cached)
   std::vector<std::string> kinds;  // artifacts written or found: "cubin", "ptx", "ltoir"
-  std::string message;      // skip reason, or the error with the full NVRTC log
+  std::string message;             // skip reason, or the error with the full NVRTC log
 };
 
 struct WarmSummary {
@@ -66,8 +66,8 @@ std::vector<WarmJob> PlanWarm(const Manifest& manifest, const std::vector<Target
 // is already in the store and verifies (so a second warm compiles nothing); a corrupt entry
 // is rebuilt. Returns an error only when the store itself fails; compile errors are
 // results (outcome kFailed) so one bad kernel does not hide the others.
-absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
-                                 Store& store, Compiler& compiler, WarmObserver* observer);
+absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options, Store& store,
+                                 Compiler& compiler, WarmObserver* observer);
 
 }  // namespace kcache
 

@@ -29,7 +29,7 @@ uint16_t double_to_half(double v) {
   const double a = std::fabs(v);
   if (a >= 65520.0) return sign | 0x7c00;
   int e;
-  std::frexp(a, &e);                 // a = f * 2^e, f in [0.5, 1)
+  std::frexp(a, &e);                     // a = f * 2^e, f in [0.5, 1)
   const int exp = std::max(e - 1, -14);  // subnormals share the 2^-14 scale
   const double quantum = std::ldexp(1.0, exp - 10);
   const double r = std::nearbyint(a / quantum) * quantum;
@@ -62,7 +62,7 @@ uint16_t float_to_half(float value) {
   if (ax >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to inf
   if (ax < 0x38800000) {                       // below 2^-14: subnormal (or zero)
     const float q = std::nearbyint(bits_float(ax) * 16777216.0f);  // units of 2^-24, exact scale
-    return sign | static_cast<uint16_t>(q);    // q == 1024 is the smallest normal
+    return sign | static_cast<uint16_t>(q);  // q == 1024 is the smallest normal
   }
   uint32_t hv = ((((ax >> 23) - 127 + 15) << 10) | ((ax & 0x7fffff) >> 13));
   const uint32_t rem = ax & 0x1fff;
@@ -95,11 +95,11 @@ uint8_t float_to_e4m3(float value) {
   if (std::isnan(value)) return 0x7f;
   const uint8_t sign = std::signbit(value) ? 0x80 : 0;
   const double a = std::fabs(static_cast<double>(value));
-  if (a > 464.0) return sign | 0x7e;                  // past 448 + half an ulp: saturate
-  if (a <= std::ldexp(1.0, -10)) return sign;         // at most half the smallest subnormal
+  if (a > 464.0) return sign | 0x7e;           // past 448 + half an ulp: saturate
+  if (a <= std::ldexp(1.0, -10)) return sign;  // at most half the smallest subnormal
   int e;
   std::frexp(a, &e);
-  const int exp = std::max(e - 1, -6);                // subnormals share the 2^-6 scale
+  const int exp = std::max(e - 1, -6);  // subnormals share the 2^-6 scale
   const double quantum = std::ldexp(1.0, exp - 3);
   const double r = std::nearbyint(a / quantum) * quantum;  // ties to even; <= 448 here
   std::frexp(r, &e);
@@ -185,8 +185,7 @@ void group_norm(const float* x, const float* gamma, const float* beta, float* y,
   }
 }
 
-void rms_norm(DType type, const float* x, const float* w, float* y, int rows, int cols,
-              float eps) {
+void rms_norm(DType type, const float* x, const float* w, float* y, int rows, int cols, float eps) {
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<size_t>(r) * cols;
     double sq = 0;
@@ -251,7 +250,8 @@ void attention(const float* q, const float* k, const float* v, float* o, int bat
         double m = -std::numeric_limits<double>::infinity();
         for (int j = 0; j < kmax; ++j) {
           double d = 0;
-          for (int c = 0; c < D; ++c) d += static_cast<double>(qi[c]) * kb[static_cast<size_t>(j) * D + c];
+          for (int c = 0; c < D; ++c)
+            d += static_cast<double>(qi[c]) * kb[static_cast<size_t>(j) * D + c];
           s[j] = d * scale;
           m = std::max(m, s[j]);
         }
@@ -325,13 +325,13 @@ void rotary_embedding(DType type, const int32_t* positions, float* q, float* k, 
   }
 }
 
-void linear_bf16(const float* x, const float* w, const float* bias, float* y, int M, int N,
-                 int K) {
+void linear_bf16(const float* x, const float* w, const float* bias, float* y, int M, int N, int K) {
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       double acc = 0;
       for (int kk = 0; kk < K; ++kk)
-        acc += static_cast<double>(x[static_cast<size_t>(m) * K + kk]) * w[static_cast<size_t>(n) * K + kk];
+        acc += static_cast<double>(x[static_cast<size_t>(m) * K + kk]) *
+               w[static_cast<size_t>(n) * K + kk];
       const float v = static_cast<float>(acc) + (bias ? bias[n] : 0.f);
       y[static_cast<size_t>(m) * N + n] = round_to(DType::kBF16, v);
     }
@@ -353,11 +353,11 @@ void fp8_dequantize_e4m3(const uint8_t* q, float* y, const float* scale, int n) 
   for (int i = 0; i < n; ++i) y[i] = round_to(DType::kF16, e4m3_to_float(q[i]) * scale[0]);
 }
 
-void fp8_gemv_e4m3(const uint8_t* w, const float* x, float* y, const float* w_scale, int N,
-                   int K) {
+void fp8_gemv_e4m3(const uint8_t* w, const float* x, float* y, const float* w_scale, int N, int K) {
   for (int n = 0; n < N; ++n) {
     double acc = 0;
-    for (int kk = 0; kk < K; ++kk) acc += static_cast<double>(e4m3_to_float(w[static_cast<size_t>(n) * K + kk])) * x[kk];
+    for (int kk = 0; kk < K; ++kk)
+      acc += static_cast<double>(e4m3_to_float(w[static_cast<size_t>(n) * K + kk])) * x[kk];
     y[n] = round_to(DType::kF16, static_cast<float>(acc) * w_scale[0]);
   }
 }
@@ -383,7 +383,8 @@ void moe_topk_softmax(const float* logits, float* topk_weights, int32_t* topk_id
     }
     for (int r = 0; r < kk; ++r) {
       const double p = std::exp(static_cast<double>(row[order[r]]) - m);
-      topk_weights[static_cast<size_t>(t) * k + r] = denom > 0 ? static_cast<float>(p / denom) : 0.f;
+      topk_weights[static_cast<size_t>(t) * k + r] =
+          denom > 0 ? static_cast<float>(p / denom) : 0.f;
       topk_ids[static_cast<size_t>(t) * k + r] = order[r];
     }
   }

@@ -41,8 +41,7 @@ void group_norm(const float* x, const float* gamma, const float* beta, float* y,
                 int HW, int G, float eps, int apply_silu);
 
 // rms_norm<T>, layer_norm<T>: x, y [rows, cols]; w / gamma / beta [cols].
-void rms_norm(DType type, const float* x, const float* w, float* y, int rows, int cols,
-              float eps);
+void rms_norm(DType type, const float* x, const float* w, float* y, int rows, int cols, float eps);
 void layer_norm(DType type, const float* x, const float* gamma, const float* beta, float* y,
                 int rows, int cols, float eps);
 
@@ -61,15 +60,13 @@ void rotary_embedding(DType type, const int32_t* positions, float* q, float* k, 
                       int heads_q, int heads_k, int head_dim, int rot_dim, float base);
 
 // linear_bf16_sm80: y [M, N] = x [M, K] . w [N, K]^T + bias [N] (bias may be null); bf16 out.
-void linear_bf16(const float* x, const float* w, const float* bias, float* y, int M, int N,
-                 int K);
+void linear_bf16(const float* x, const float* w, const float* bias, float* y, int M, int N, int K);
 
 // fp8_e4m3 kernels. q / w hold E4M3 bit patterns; x, y are fp16 values.
 void fp8_amax(const float* x, float* amax, int n);  // amax[0] = max(amax[0], max |x|)
 void fp8_quantize_e4m3(const float* x, uint8_t* q, const float* scale, int n);
 void fp8_dequantize_e4m3(const uint8_t* q, float* y, const float* scale, int n);
-void fp8_gemv_e4m3(const uint8_t* w, const float* x, float* y, const float* w_scale, int N,
-                   int K);
+void fp8_gemv_e4m3(const uint8_t* w, const float* x, float* y, const float* w_scale, int N, int K);
 
 // moe_topk_softmax<T, BLOCK, ITEMS>: logits [tokens, num_experts] (values of T),
 // topk_weights / topk_ids [tokens, k]. Requires k <= num_experts <= BLOCK * ITEMS.

@@ -1,4 +1,6 @@
 // Invariants of the CPU references (reference.h) and consistency of the launch table (launch.h).
+#include "kernels/reference/reference.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "kernels/reference/launch.h"
-#include "kernels/reference/reference.h"
 
 namespace kcache::reference {
 namespace {
@@ -52,7 +53,7 @@ TEST(HalfConversion, RoundTripsEveryFiniteHalf) {
 TEST(Bf16Conversion, KnownValuesAndRoundTrip) {
   EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(float_to_bf16(-1.0f), 0xbf80);
-  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);       // tie to even
+  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie to even
   EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
   for (uint32_t b = 0; b < 0x10000; ++b) {
     const uint16_t bits = static_cast<uint16_t>(b);
@@ -67,12 +68,12 @@ TEST(E4m3Conversion, KnownValues) {
   EXPECT_EQ(float_to_e4m3(464.0f), 0x7e);  // midpoint to the NaN code: saturates
   EXPECT_EQ(float_to_e4m3(1e6f), 0x7e);
   EXPECT_EQ(float_to_e4m3(-std::numeric_limits<float>::infinity()), 0xfe);
-  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -9)), 0x01);  // smallest subnormal
+  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -9)), 0x01);   // smallest subnormal
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // tie to even
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.5f, -10)), 0x01);
-  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -6)), 0x08);   // smallest normal
-  EXPECT_EQ(float_to_e4m3(1.0625f), 0x38);                // tie to even
-  EXPECT_EQ(float_to_e4m3(1.1875f), 0x3a);                // tie to even (up)
+  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -6)), 0x08);  // smallest normal
+  EXPECT_EQ(float_to_e4m3(1.0625f), 0x38);               // tie to even
+  EXPECT_EQ(float_to_e4m3(1.1875f), 0x3a);               // tie to even (up)
   EXPECT_EQ(float_to_e4m3(std::nanf("")), 0x7f);
   EXPECT_FLOAT_EQ(e4m3_to_float(0x7e), 448.0f);
   EXPECT_FLOAT_EQ(e4m3_to_float(0xb8), -1.0f);
@@ -108,8 +109,8 @@ TEST(TimestepEmbedding, ZeroTimestepAndFlipAndOddPad) {
   timestep_embedding(DType::kF32, t, out.data(), 2, dim, 10000.f, 1.f, 1.f, 0);
   timestep_embedding(DType::kF32, t, flipped.data(), 2, dim, 10000.f, 1.f, 1.f, 1);
   for (int j = 0; j < 4; ++j) {
-    EXPECT_EQ(out[j], 0.f);         // sin(0)
-    EXPECT_EQ(out[4 + j], 1.f);     // cos(0)
+    EXPECT_EQ(out[j], 0.f);      // sin(0)
+    EXPECT_EQ(out[4 + j], 1.f);  // cos(0)
     EXPECT_EQ(flipped[dim + j], out[dim + 4 + j]);
     EXPECT_EQ(flipped[dim + 4 + j], out[dim + j]);
   }
@@ -134,10 +135,10 @@ TEST(Geglu, GatesTheValue) {
   float out[d], out_tanh[d];
   geglu(in, out, 1, d, false);
   geglu(in, out_tanh, 1, d, true);
-  EXPECT_EQ(out[0], 0.f);                                 // gelu(0) = 0
-  EXPECT_EQ(out[1], -2.f * 20.f);                         // gelu(g) = g for large g
-  EXPECT_EQ(out[2], 0.f);                                 // gelu(g) -> 0 for very negative g
-  EXPECT_NEAR(out[3], 0.5f * 0.8413447f, 1e-3);           // gelu(1) = Phi(1)
+  EXPECT_EQ(out[0], 0.f);                        // gelu(0) = 0
+  EXPECT_EQ(out[1], -2.f * 20.f);                // gelu(g) = g for large g
+  EXPECT_EQ(out[2], 0.f);                        // gelu(g) -> 0 for very negative g
+  EXPECT_NEAR(out[3], 0.5f * 0.8413447f, 1e-3);  // gelu(1) = Phi(1)
   EXPECT_NEAR(out_tanh[3], 0.5f * 0.8411920f, 1e-3);
 }
 
@@ -150,7 +151,8 @@ TEST(GroupNorm, GroupsAreStandardised) {
   for (int grp = 0; grp < N * G; ++grp) {
     double s = 0, sq = 0;
     for (int i = 0; i < count; ++i) s += y[grp * count + i];
-    for (int i = 0; i < count; ++i) sq += (y[grp * count + i] - s / count) * (y[grp * count + i] - s / count);
+    for (int i = 0; i < count; ++i)
+      sq += (y[grp * count + i] - s / count) * (y[grp * count + i] - s / count);
     EXPECT_NEAR(s / count, 0.0, 2e-3);
     EXPECT_NEAR(sq / count, 1.0, 4e-3);
   }
@@ -339,7 +341,8 @@ TEST(Fp8, GemvMatchesDequantizedDot) {
   std::mt19937 rng(19);
   std::vector<uint8_t> w(N * K);
   for (auto& b : w) {
-    do b = static_cast<uint8_t>(rng()); while ((b & 0x7f) == 0x7f);
+    do b = static_cast<uint8_t>(rng());
+    while ((b & 0x7f) == 0x7f);
   }
   auto x = Random(K, -1.f, 1.f, DType::kF16, 20);
   const float s = 1.f / 448.f;
@@ -354,8 +357,8 @@ TEST(Fp8, GemvMatchesDequantizedDot) {
 
 TEST(MoeTopkSoftmax, SelectsLargestWithLowerIdOnTies) {
   const int E = 6, k = 3;
-  const float logits[2 * E] = {0.f, 2.f, 1.f, 2.f, -1.f, 0.5f,   // tie between 1 and 3
-                               -4.f, -3.f, -2.f, -1.f, 0.f, 1.f};
+  const float logits[2 * E] = {0.f,  2.f,  1.f,  2.f,  -1.f, 0.5f,  // tie between 1 and 3
+                               -4.f, -3.f, -2.f, -1.f, 0.f,  1.f};
   float w[2 * k], wn[2 * k];
   int32_t ids[2 * k], idsn[2 * k];
   moe_topk_softmax(logits, w, ids, 2, E, k, 0);
@@ -446,11 +449,11 @@ TEST(TopKTopPSample, TopPAndTopKCutTheTail) {
   int32_t s = -1;
   top_k_top_p_sample(logits, &high, &s, 1, 3, 1.f, 0, 0.6f);  // keeps ranks 0, 1
   EXPECT_EQ(s, 0);
-  top_k_top_p_sample(logits, &high, &s, 1, 3, 1.f, 0, 1.f);   // keeps all
+  top_k_top_p_sample(logits, &high, &s, 1, 3, 1.f, 0, 1.f);  // keeps all
   EXPECT_EQ(s, 1);
-  top_k_top_p_sample(logits, &high, &s, 1, 3, 1.f, 2, 1.f);   // top_k 2
+  top_k_top_p_sample(logits, &high, &s, 1, 3, 1.f, 2, 1.f);  // top_k 2
   EXPECT_EQ(s, 0);
-  top_k_top_p_sample(logits, &low, &s, 1, 3, 1.f, 0, 1.f);    // u = 0: rank 0
+  top_k_top_p_sample(logits, &low, &s, 1, 3, 1.f, 0, 1.f);  // u = 0: rank 0
   EXPECT_EQ(s, 2);
   // Masked (-inf) candidates are never drawn.
   const float masked[3] = {-std::numeric_limits<float>::infinity(), 1.f,
@@ -477,7 +480,8 @@ TEST(LaunchTable, EntriesAreWellFormed) {
     auto arg = [&](const char* n) -> int64_t {
       EXPECT_TRUE(scalars.count(n)) << ep.symbol << ": unknown argument " << n;
       for (size_t i = 0; i < ep.num_params; ++i)
-        if (std::strcmp(ep.params[i].name, n) == 0) return static_cast<int64_t>(ep.params[i].example);
+        if (std::strcmp(ep.params[i].name, n) == 0)
+          return static_cast<int64_t>(ep.params[i].example);
       return 0;
     };
     for (const Expr& g : ep.grid) EXPECT_GE(Eval(g, arg), 1) << ep.symbol;

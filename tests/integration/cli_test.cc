@@ -84,7 +84,8 @@ TEST_F(CliTest, LsAndStatPrintJson) {
 TEST_F(CliTest, GetWritesTheCubinTheDeviceWouldBeServed) {
   ASSERT_EQ(WarmStore("7.5,8.6").exit_code, 0);
   std::string out = dir_ / "k.cubin";
-  RunResult get = Kcache("get --no-compile --store " + store_ + " --device 8.9 --kernel saxpy -o " + out);
+  RunResult get =
+      Kcache("get --no-compile --store " + store_ + " --device 8.9 --kernel saxpy -o " + out);
   ASSERT_EQ(get.exit_code, 0) << get.output;
   EXPECT_TRUE(Contains(get.output, "compatible_sass")) << get.output;
   std::ifstream in(out, std::ios::binary);
@@ -114,7 +115,8 @@ TEST_F(CliTest, UnsupportedTargetListsWhatIsSupported) {
 }
 
 TEST_F(CliTest, BrokenManifestNamesFileLineAndField) {
-  std::string bad = dir_.Write("bad.yaml", "version: 1\nkernels:\n  - name: saxpy\n    sourc: saxpy.cu\n");
+  std::string bad =
+      dir_.Write("bad.yaml", "version: 1\nkernels:\n  - name: saxpy\n    sourc: saxpy.cu\n");
   RunResult r = Kcache("warm --arch 8.6 --store " + store_ + " " + bad);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(Contains(r.output, "bad.yaml:4:5: kernels[0].sourc: unknown field")) << r.output;
@@ -129,7 +131,8 @@ TEST_F(CliTest, MissingToolkitNamesCudaHome) {
 }
 
 TEST_F(CliTest, CompileErrorPrintsKernelTargetAndLogAndExitsNonZero) {
-  std::string m = dir_.Write("broken.yaml", "version: 1\nkernels:\n  - name: broken\n    source: broken.cu\n");
+  std::string m =
+      dir_.Write("broken.yaml", "version: 1\nkernels:\n  - name: broken\n    source: broken.cu\n");
   RunResult r = Kcache("warm --arch 8.6 --store " + store_ + " " + m);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(Contains(r.output, "FAILED  broken")) << r.output;
@@ -148,13 +151,17 @@ TEST_F(CliTest, ReadingCommandsNeverCreateAStore) {
   fs::create_directories(dir_ / "empty");
   std::string empty = dir_ / "empty";
   for (const std::string& command :
-       {"ls --store " + absent, "stat --store " + absent, "get --store " + absent +
-        " --device 8.6 --kernel saxpy", "get --store " + absent + " --device 8.6 --kernel saxpy --no-compile"}) {
+       {"ls --store " + absent, "stat --store " + absent,
+        "get --store " + absent + " --device 8.6 --kernel saxpy",
+        "get --store " + absent + " --device 8.6 --kernel saxpy --no-compile"}) {
     RunResult r = Kcache(command);
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
-    EXPECT_TRUE(Contains(r.output, "'" + absent + "' is not a kcache store (no such directory); "
-                                   "make one with `kcache warm --store " + absent))
-        << command << "\n" << r.output;
+    EXPECT_TRUE(Contains(r.output, "'" + absent +
+                                       "' is not a kcache store (no such directory); "
+                                       "make one with `kcache warm --store " +
+                                       absent))
+        << command << "\n"
+        << r.output;
     EXPECT_FALSE(fs::exists(absent)) << command;
   }
   RunResult r = Kcache("get --store " + empty + " --device 8.6 --kernel saxpy");

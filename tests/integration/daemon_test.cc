@@ -22,8 +22,8 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/kernels.h"
-#include "tests/testutil/synthetic.h"
 #include "tests/testutil/run.h"
+#include "tests/testutil/synthetic.h"
 
 namespace kcache {
 namespace {
@@ -33,13 +33,13 @@ using ::kcache::testing::Contains;
 using ::kcache::testing::CallResolve;
 using ::kcache::testing::DaemonOptions;
 using ::kcache::testing::DaemonProcess;
+using ::kcache::testing::kFakeToolkit;
+using ::kcache::testing::PutSynthetic;
+using ::kcache::testing::Record;
 using ::kcache::testing::ResolveOutcome;
 using ::kcache::testing::ResolveSpec;
 using ::kcache::testing::StatCounter;
 using ::kcache::testing::WireSpec;
-using ::kcache::testing::kFakeToolkit;
-using ::kcache::testing::PutSynthetic;
-using ::kcache::testing::Record;
 
 std::string FaultyWorker() {
   return KCACHE_BINARY_DIR "/daemon/workers/kcache-compile-worker-faulty";

@@ -204,10 +204,10 @@ TEST_F(DoctorTest, MissingStoreAndNotAStoreAreProblemsWithFixes) {
   not_store = dir_ / "notes";
   RunResult r = Doctor("--store " + missing + " --store " + not_store);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "problem  '" + missing + "' is not a kcache store (no such directory)"))
+  EXPECT_TRUE(
+      Contains(r.output, "problem  '" + missing + "' is not a kcache store (no such directory)"))
       << r.output;
-  EXPECT_TRUE(Contains(r.output, "fix: make one with `kcache warm --store " + missing))
-      << r.output;
+  EXPECT_TRUE(Contains(r.output, "fix: make one with `kcache warm --store " + missing)) << r.output;
   EXPECT_TRUE(Contains(r.output, not_store + " is not a kcache store")) << r.output;
   EXPECT_TRUE(Contains(r.output, "\n2 problems\n")) << r.output;
   EXPECT_FALSE(fs::exists(missing));  // read-only: nothing created

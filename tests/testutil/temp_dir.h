@@ -12,8 +12,7 @@ namespace kcache::testing {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "kcache-test.XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "kcache-test.XXXXXX").string();
     path_ = mkdtemp(pattern.data());
   }
   ~TempDir() {

@@ -162,7 +162,11 @@ TEST_F(ArtifactCacheTest, EachStoredRuleIsServedFromTheLocalStore) {
   Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_80");
   Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86");
   Place(*local_, saxpy_, ArtifactKind::kPtx, "compute_86");
-  struct Case { const char* sm; ServeRule rule; const char* bytes; };
+  struct Case {
+    const char* sm;
+    ServeRule rule;
+    const char* bytes;
+  };
   for (const Case& c : {Case{"8.6", ServeRule::kExactSass, "artifact for sm_86"},
                         Case{"8.9", ServeRule::kCompatibleSass, "artifact for sm_86"},
                         Case{"9.0", ServeRule::kPtxJit, "artifact for compute_86"}}) {
@@ -204,8 +208,9 @@ TEST_F(ArtifactCacheTest, MemoryHitTakesMicrosecondsAndTouchesNoStore) {
   constexpr int kHits = 20000;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kHits; ++i) ASSERT_TRUE(ById(saxpy_.id, "8.6").ok());
-  double micros = std::chrono::duration<double, std::micro>(
-                      std::chrono::steady_clock::now() - start).count() / kHits;
+  double micros =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+      kHits;
   std::printf("memory hit (200 KiB cubin, by id): %.2f us per resolve\n", micros);
   EXPECT_EQ(local_->calls(), store_calls);
   EXPECT_LT(micros, 50.0);  // a store read alone costs more than this
@@ -213,8 +218,9 @@ TEST_F(ArtifactCacheTest, MemoryHitTakesMicrosecondsAndTouchesNoStore) {
   ASSERT_TRUE(BySpec(saxpy_, "8.6").ok());  // by spec: the id is recomputed every time
   start = std::chrono::steady_clock::now();
   for (int i = 0; i < kHits; ++i) ASSERT_EQ(BySpec(saxpy_, "8.6")->tier, CacheTier::kMemory);
-  micros = std::chrono::duration<double, std::micro>(
-               std::chrono::steady_clock::now() - start).count() / kHits;
+  micros =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+      kHits;
   std::printf("memory hit (200 KiB cubin, by spec of %zu source bytes): %.2f us per resolve\n",
               saxpy_.spec.source.size(), micros);
   EXPECT_EQ(local_->calls(), store_calls + 2);  // registering the spec: one lookup, one write
@@ -488,7 +494,7 @@ TEST_F(ArtifactCacheTest, MemoryTierStaysWithinItsByteBound) {
   EXPECT_EQ(snapshot.memory_bytes, 2000u);
   EXPECT_EQ(snapshot.memory_entries, 2u);
   EXPECT_EQ(Counter("memory.evictions"), 2u);
-  EXPECT_EQ(ById(kernels[3].id, "8.6")->tier, CacheTier::kMemory);  // the newest stayed
+  EXPECT_EQ(ById(kernels[3].id, "8.6")->tier, CacheTier::kMemory);      // the newest stayed
   EXPECT_EQ(ById(kernels[0].id, "8.6")->tier, CacheTier::kLocalStore);  // the oldest went
 }
 
@@ -543,7 +549,8 @@ TEST_F(ArtifactCacheTest, WarmAndMissOfTheSameArtifactCompileOnce) {
   });
   // The warm holds the compile; the miss joins it.
   absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (compiler_->calls.load() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  while (compiler_->calls.load() == 0 && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(1));
   absl::StatusOr<Served> miss = absl::UnknownError("not run");
   std::thread resolve([&] { miss = BySpec(saxpy_, "8.6"); });
   AwaitCounter("compile.single_flight_waiters", 1);

@@ -46,8 +46,10 @@ TEST(ArtifactKeyTest, EncodingIsPinned) {
   ArtifactKey key = Key(IdOf(0xab, 0x01), ArtifactKind::kPtx, "compute_90a", "tk", 13000);
   std::string expected = "ab" + std::string(62, '0');
   for (size_t i = 2; i < 64; i += 2) expected[i + 1] = '1';
-  expected += "02" "0b" + absl::BytesToHexString("compute_90a") + "02" +
-              absl::BytesToHexString("tk") + "000032c8";
+  expected +=
+      "02"
+      "0b" +
+      absl::BytesToHexString("compute_90a") + "02" + absl::BytesToHexString("tk") + "000032c8";
   EXPECT_EQ(absl::BytesToHexString(key.Encode()), expected);
 }
 
@@ -99,7 +101,8 @@ TEST(ArtifactKeyTest, DecodeRejectsTruncatedAndGarbageInput) {
   std::string good = Key(IdOf(3, 4), ArtifactKind::kCubin, "sm_86").Encode();
   for (size_t n = 0; n < good.size(); ++n) {
     EXPECT_EQ(ArtifactKey::Decode(good.substr(0, n)).status().code(),
-              absl::StatusCode::kInvalidArgument) << "length " << n;
+              absl::StatusCode::kInvalidArgument)
+        << "length " << n;
   }
   EXPECT_FALSE(ArtifactKey::Decode(good + "x").ok());
   std::string bad_kind = good;
@@ -108,10 +111,12 @@ TEST(ArtifactKeyTest, DecodeRejectsTruncatedAndGarbageInput) {
   bad_kind[KernelId::kSize] = 0;
   EXPECT_FALSE(ArtifactKey::Decode(bad_kind).ok());
   // A well-framed target that parses ("8.6") but is not the canonical spelling ("sm_86").
-  std::string non_canonical = good.substr(0, KernelId::kSize + 1) + "\x03" "8.6" +
+  std::string non_canonical = good.substr(0, KernelId::kSize + 1) +
+                              "\x03"
+                              "8.6" +
                               good.substr(KernelId::kSize + 2 + 5);
-  EXPECT_TRUE(absl::StrContains(ArtifactKey::Decode(non_canonical).status().message(),
-                                 "canonical"));
+  EXPECT_TRUE(
+      absl::StrContains(ArtifactKey::Decode(non_canonical).status().message(), "canonical"));
   EXPECT_FALSE(ArtifactKey::Decode(std::string(40, '\xff')).ok());
   EXPECT_FALSE(ArtifactKey::Decode("hello").ok());
 }

@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "core/target.h"
 #include "absl/strings/string_view.h"
+#include "core/target.h"
 #include "gtest/gtest.h"
 
 namespace kcache {
 namespace {
 
 // The device columns of kTable, in order: every SM CUDA 13 supports.
-constexpr Sm kDevices[] = {{7, 5}, {8, 0}, {8, 6},  {8, 7},  {8, 8},  {8, 9},
+constexpr Sm kDevices[] = {{7, 5}, {8, 0},  {8, 6},  {8, 7},  {8, 8},  {8, 9},
                            {9, 0}, {10, 0}, {10, 3}, {11, 0}, {12, 0}, {12, 1}};
 constexpr size_t kDeviceCount = sizeof(kDevices) / sizeof(kDevices[0]);
 
@@ -225,9 +225,9 @@ TEST(PickBestTest, TiesPreferPlainOverFamilyOverArchSpecific) {
 TEST(PickBestTest, EmptyListGivesNothing) { EXPECT_EQ(PickBest({}, Sm{8, 6}), std::nullopt); }
 
 TEST(PickBestTest, AllIncompatibleGivesNothing) {
-  EXPECT_EQ(PickBest(Ts({"sm_90", "sm_75", "sm_89", "compute_90", "sm_90a", "compute_87"}),
-                     Sm{8, 6}),
-            std::nullopt);
+  EXPECT_EQ(
+      PickBest(Ts({"sm_90", "sm_75", "sm_89", "compute_90", "sm_90a", "compute_87"}), Sm{8, 6}),
+      std::nullopt);
   EXPECT_EQ(PickBest(Ts({"sm_103a", "sm_103", "sm_110", "compute_103f", "sm_120f"}), Sm{10, 0}),
             std::nullopt);
 }
@@ -244,8 +244,8 @@ TEST(PickBestTest, FromEveryTargetPicksExactPlainCubinOrElseExactPlainPtx) {
   }
   // Expected answers per device, in kDevices order.
   constexpr absl::string_view kBestOfAll[] = {"sm_75",  "sm_80",  "sm_86",  "sm_87",
-                                             "sm_88",  "sm_89",  "sm_90",  "sm_100",
-                                             "sm_103", "sm_110", "sm_120", "sm_121"};
+                                              "sm_88",  "sm_89",  "sm_90",  "sm_100",
+                                              "sm_103", "sm_110", "sm_120", "sm_121"};
   constexpr absl::string_view kBestPtx[] = {
       "compute_75", "compute_80",  "compute_86",  "compute_87",  "compute_88",  "compute_89",
       "compute_90", "compute_100", "compute_103", "compute_110", "compute_120", "compute_121"};
@@ -272,8 +272,8 @@ TEST(BetterForTest, IsAStrictTotalOrderOverFittingTargets) {
             << a.ToString() << " vs " << b.ToString() << " on " << device.ToString();
         for (const Target& c : fitting) {
           if (BetterFor(device, a, b) && BetterFor(device, b, c)) {
-            EXPECT_TRUE(BetterFor(device, a, c)) << a.ToString() << " > " << b.ToString()
-                                                 << " > " << c.ToString();
+            EXPECT_TRUE(BetterFor(device, a, c))
+                << a.ToString() << " > " << b.ToString() << " > " << c.ToString();
           }
         }
       }

@@ -20,26 +20,52 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-TEST(CompileOptionsTest, EmptyListIsAllowed) {
-  EXPECT_TRUE(ValidateCompileOptions({}).ok());
-}
+TEST(CompileOptionsTest, EmptyListIsAllowed) { EXPECT_TRUE(ValidateCompileOptions({}).ok()); }
 
 TEST(CompileOptionsTest, EveryAllowlistedSpellingIsAccepted) {
   const std::vector<std::string> allowed = {
-      "-std=c++11", "-std=c++14", "-std=c++17", "-std=c++20", "--std=c++17",
-      "-DFOO", "-DFOO=1", "-DBLOCK_SIZE=256", "-DNAME=a b", "--define-macro=FOO=2",
-      "-UFOO", "--undefine-macro=FOO",
-      "--use_fast_math", "-use_fast_math",
-      "--ftz=true", "-ftz=false", "--prec-div=false", "-prec-div=true",
-      "--prec-sqrt=false", "-prec-sqrt=true", "--fmad=false", "-fmad=true",
-      "-default-device", "--device-as-default-execution-space",
-      "-rdc=true", "-rdc=false", "--relocatable-device-code=true",
-      "--extra-device-vectorization", "-extra-device-vectorization",
-      "-lineinfo", "--generate-line-info",
-      "--dopt=on", "-dopt=on",
-      "--restrict", "-restrict", "-w", "--disable-warnings",
-      "--maxrregcount=64", "-maxrregcount=255", "--maxrregcount=1",
-      "-Xptxas=-v", "--ptxas-options=-v",
+      "-std=c++11",
+      "-std=c++14",
+      "-std=c++17",
+      "-std=c++20",
+      "--std=c++17",
+      "-DFOO",
+      "-DFOO=1",
+      "-DBLOCK_SIZE=256",
+      "-DNAME=a b",
+      "--define-macro=FOO=2",
+      "-UFOO",
+      "--undefine-macro=FOO",
+      "--use_fast_math",
+      "-use_fast_math",
+      "--ftz=true",
+      "-ftz=false",
+      "--prec-div=false",
+      "-prec-div=true",
+      "--prec-sqrt=false",
+      "-prec-sqrt=true",
+      "--fmad=false",
+      "-fmad=true",
+      "-default-device",
+      "--device-as-default-execution-space",
+      "-rdc=true",
+      "-rdc=false",
+      "--relocatable-device-code=true",
+      "--extra-device-vectorization",
+      "-extra-device-vectorization",
+      "-lineinfo",
+      "--generate-line-info",
+      "--dopt=on",
+      "-dopt=on",
+      "--restrict",
+      "-restrict",
+      "-w",
+      "--disable-warnings",
+      "--maxrregcount=64",
+      "-maxrregcount=255",
+      "--maxrregcount=1",
+      "-Xptxas=-v",
+      "--ptxas-options=-v",
   };
   for (const std::string& option : allowed) {
     EXPECT_TRUE(ValidateCompileOptions({option}).ok())
@@ -49,9 +75,8 @@ TEST(CompileOptionsTest, EveryAllowlistedSpellingIsAccepted) {
 }
 
 TEST(CompileOptionsTest, TargetOptionsAreRefusedAsAField) {
-  for (const std::string option :
-       {"-arch=sm_80", "-arch", "-archsm_80", "--gpu-architecture=compute_86",
-        "--gpu-architecture"}) {
+  for (const std::string option : {"-arch=sm_80", "-arch", "-archsm_80",
+                                   "--gpu-architecture=compute_86", "--gpu-architecture"}) {
     std::string message = RefusalOf(option);
     EXPECT_TRUE(Contains(message, "\"" + option + "\"")) << message;
     EXPECT_TRUE(Contains(message, "target architecture is a field")) << message;

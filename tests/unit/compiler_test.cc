@@ -223,8 +223,8 @@ TEST_F(CompilerTest, SameJobGivesSameBytesInTwoProcesses) {
   EXPECT_TRUE(first.substr(0, first.find("\n--\n")) == cubin->bytes)
       << "the parent's cubin differs from the children's";
   // The seed shows in the anonymous namespace's mangled name.
-  std::string seed = RandomSeedFor(ComputeKernelId(ScaleTemplated()), T("sm_89"),
-                                   toolkit().identity().id);
+  std::string seed =
+      RandomSeedFor(ComputeKernelId(ScaleTemplated()), T("sm_89"), toolkit().identity().id);
   EXPECT_NE(cubin->meta.lowered_names[0].second.find(seed.substr(2)), std::string::npos)
       << cubin->meta.lowered_names[0].second << " lacks " << seed;
 }
@@ -315,8 +315,7 @@ TEST_F(CompilerTest, SyntaxErrorIsAbortedWithTheNvrtcLog) {
   std::string message(out.status().message());
   std::string expected_start =
       absl::StrCat("compile of broken (", job.id.ShortHex(), ") for sm_86 failed:\n");
-  EXPECT_EQ(message.rfind(expected_start, 0), 0u)
-      << message;
+  EXPECT_EQ(message.rfind(expected_start, 0), 0u) << message;
   std::string log = CompileLogOf(out.status());
   EXPECT_NE(log.find("error"), std::string::npos) << log;
   // The log points at the line, under a program name derived from the kernel id.
@@ -326,8 +325,8 @@ TEST_F(CompilerTest, SyntaxErrorIsAbortedWithTheNvrtcLog) {
 }
 
 TEST_F(CompilerTest, DisallowedOptionsAreInvalidArgumentNamingTheOption) {
-  for (const std::string option : {"-fdevice-time-trace=x", "--pch-dir=/tmp", "-arch=sm_80",
-                                   "-I/etc"}) {
+  for (const std::string option :
+       {"-fdevice-time-trace=x", "--pch-dir=/tmp", "-arch=sm_80", "-I/etc"}) {
     KernelSpec spec = Saxpy();
     spec.options = {"-DOK=1", option};
     absl::StatusOr<CompileOutput> out = compiler_->Compile(Job(spec, "sm_86"));
@@ -340,15 +339,41 @@ TEST_F(CompilerTest, DisallowedOptionsAreInvalidArgumentNamingTheOption) {
 TEST_F(CompilerTest, EveryAllowlistedOptionIsAcceptedByNvrtc) {
   // One compile with every spelling the allowlist takes: none may be one NVRTC refuses.
   KernelSpec spec = Saxpy();
-  spec.options = {
-      "-std=c++14", "--std=c++17", "-DFOO", "-DNAME=a b", "--define-macro=BAR=2", "-UFOO",
-      "--undefine-macro=BAR", "--use_fast_math", "-use_fast_math", "--ftz=true", "-ftz=false",
-      "--prec-div=false", "-prec-div=true", "--prec-sqrt=false", "-prec-sqrt=true",
-      "--fmad=false", "-fmad=true", "-default-device", "--device-as-default-execution-space",
-      "-rdc=true", "--relocatable-device-code=false", "--extra-device-vectorization",
-      "-extra-device-vectorization", "-lineinfo", "--generate-line-info", "--dopt=on",
-      "-dopt=on", "--restrict", "-restrict", "-w", "--disable-warnings", "--maxrregcount=64",
-      "-maxrregcount=255", "-Xptxas=-v", "--ptxas-options=-v"};
+  spec.options = {"-std=c++14",
+                  "--std=c++17",
+                  "-DFOO",
+                  "-DNAME=a b",
+                  "--define-macro=BAR=2",
+                  "-UFOO",
+                  "--undefine-macro=BAR",
+                  "--use_fast_math",
+                  "-use_fast_math",
+                  "--ftz=true",
+                  "-ftz=false",
+                  "--prec-div=false",
+                  "-prec-div=true",
+                  "--prec-sqrt=false",
+                  "-prec-sqrt=true",
+                  "--fmad=false",
+                  "-fmad=true",
+                  "-default-device",
+                  "--device-as-default-execution-space",
+                  "-rdc=true",
+                  "--relocatable-device-code=false",
+                  "--extra-device-vectorization",
+                  "-extra-device-vectorization",
+                  "-lineinfo",
+                  "--generate-line-info",
+                  "--dopt=on",
+                  "-dopt=on",
+                  "--restrict",
+                  "-restrict",
+                  "-w",
+                  "--disable-warnings",
+                  "--maxrregcount=64",
+                  "-maxrregcount=255",
+                  "-Xptxas=-v",
+                  "--ptxas-options=-v"};
   absl::StatusOr<CompileOutput> out = compiler_->Compile(Job(spec, "sm_75"));
   ASSERT_TRUE(out.ok()) << out.status();
   const Artifact* cubin = Find(*out, ArtifactKind::kCubin);

@@ -1,8 +1,8 @@
 // Kernel ids are pinned by test vectors (also listed in docs/kernel-id.md, and computed there
 // by an independent Python implementation of the framing).
-#include "core/kernel_spec.h"
-
 #include <gtest/gtest.h>
+
+#include "core/kernel_spec.h"
 
 namespace kcache {
 namespace {

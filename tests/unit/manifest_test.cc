@@ -89,7 +89,8 @@ kernels:
 }
 
 TEST_F(ManifestTest, UnknownFieldIsNamed) {
-  std::string error = ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n    min_archh: 8.0\n");
+  std::string error =
+      ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n    min_archh: 8.0\n");
   EXPECT_NE(error.find(":5:5: kernels[0].min_archh: unknown field"), std::string::npos) << error;
 }
 
@@ -100,8 +101,8 @@ TEST_F(ManifestTest, MissingSourceFileIsNamed) {
 }
 
 TEST_F(ManifestTest, DisallowedOptionIsRefusedWithItsLine) {
-  std::string error = ErrorOf(
-      "version: 1\nkernels:\n  - name: k\n    source: k.cu\n    options: [-arch=sm_80]\n");
+  std::string error =
+      ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n    options: [-arch=sm_80]\n");
   EXPECT_NE(error.find(":5:"), std::string::npos) << error;
   EXPECT_NE(error.find("kernels[0].options"), std::string::npos) << error;
   EXPECT_NE(error.find("-arch"), std::string::npos) << error;
@@ -115,10 +116,13 @@ TEST_F(ManifestTest, RejectsBadStructure) {
   EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - name: Bad-Name\n    source: k.cu\n")
                 .find("not a valid name"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n  - name: k\n    source: k.cu\n")
-                .find("used twice"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n    min_arch: 9.0\n    max_arch: 8.0\n")
+  EXPECT_NE(
+      ErrorOf(
+          "version: 1\nkernels:\n  - name: k\n    source: k.cu\n  - name: k\n    source: k.cu\n")
+          .find("used twice"),
+      std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - name: k\n    source: k.cu\n    min_arch: 9.0\n    "
+                    "max_arch: 8.0\n")
                 .find("below min_arch"),
             std::string::npos);
   EXPECT_NE(ErrorOf("version: 1\nkernels: [\n").find("not valid YAML"), std::string::npos);
@@ -167,10 +171,16 @@ TEST(WriteManifestTest, RoundTripsEveryBundledKernelToTheSameIds) {
 }
 
 TEST(WriteManifestTest, AwkwardTextSurvivesExactly) {
-  std::vector<std::string> texts = {
-      "no trailing newline", "two trailing newlines\n\n", "  leading spaces\n",
-      "\ttab first\n", "crlf\r\nline\r\n", std::string("nul \0 inside\n", 14),
-      "quotes \" and ' and \\ backslash\n", "# looks like a comment\n", "ünïcödé\n", ""};
+  std::vector<std::string> texts = {"no trailing newline",
+                                    "two trailing newlines\n\n",
+                                    "  leading spaces\n",
+                                    "\ttab first\n",
+                                    "crlf\r\nline\r\n",
+                                    std::string("nul \0 inside\n", 14),
+                                    "quotes \" and ' and \\ backslash\n",
+                                    "# looks like a comment\n",
+                                    "ünïcödé\n",
+                                    ""};
   std::vector<KernelRecord> records;
   for (size_t i = 0; i < texts.size(); ++i) {
     KernelRecord r;

@@ -19,8 +19,7 @@ namespace {
 using Result = absl::StatusOr<std::shared_ptr<const std::string>>;
 
 // Waits (bounded) until `n` callers are waiting on `key`'s flight.
-void AwaitWaiters(const SingleFlight<std::string, Result>& flight, const std::string& key,
-                  int n) {
+void AwaitWaiters(const SingleFlight<std::string, Result>& flight, const std::string& key, int n) {
   absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (flight.waiters(key) < n && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
   ASSERT_EQ(flight.waiters(key), n);
@@ -38,11 +37,14 @@ TEST(SingleFlightTest, ConcurrentCallersShareOneRunAndItsResult) {
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       bool w = false;
-      results[i] = flight.Do("k", [&]() -> Result {
-        ++runs;
-        release.WaitForNotification();  // hold the flight open until all have joined
-        return std::make_shared<const std::string>("compiled");
-      }, &w);
+      results[i] = flight.Do(
+          "k",
+          [&]() -> Result {
+            ++runs;
+            release.WaitForNotification();  // hold the flight open until all have joined
+            return std::make_shared<const std::string>("compiled");
+          },
+          &w);
       waited[i] = w;
     });
   }
@@ -95,8 +97,8 @@ TEST(SingleFlightTest, DifferentKeysDoNotWaitForEachOther) {
   });
   // While "a" is held open, "b" runs and returns on its own.
   bool waited = true;
-  Result b = flight.Do("b", [] { return Result(std::make_shared<const std::string>("b")); },
-                       &waited);
+  Result b = flight.Do(
+      "b", [] { return Result(std::make_shared<const std::string>("b")); }, &waited);
   EXPECT_FALSE(waited);
   EXPECT_EQ(**b, "b");
   release_a.Notify();
@@ -106,7 +108,10 @@ TEST(SingleFlightTest, DifferentKeysDoNotWaitForEachOther) {
 TEST(SingleFlightTest, ACallerAfterTheFlightEndedRunsAgain) {
   SingleFlight<std::string, Result> flight;
   int runs = 0;
-  auto work = [&] { ++runs; return Result(std::make_shared<const std::string>("x")); };
+  auto work = [&] {
+    ++runs;
+    return Result(std::make_shared<const std::string>("x"));
+  };
   Result first = flight.Do("k", work);
   Result second = flight.Do("k", work);
   EXPECT_EQ(runs, 2);

@@ -1,4 +1,6 @@
 // The RocksDB store (engine/store/store.h) against a real RocksDB in a fresh temp dir.
+#include "engine/store/store.h"
+
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/utilities/options_util.h>
@@ -11,7 +13,6 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "engine/store/store.h"
 #include "engine/store/value_format.h"
 #include "gtest/gtest.h"
 
@@ -213,8 +214,7 @@ TEST_F(StoreTest, KernelRecordsRoundTrip) {
   EXPECT_EQ(got->arch.min_arch, 75);
   EXPECT_TRUE(got->want_ltoir);
   EXPECT_EQ(store->ListKernels()->size(), 2u);
-  EXPECT_EQ(store->GetKernel(MakeKernel("three").id).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->GetKernel(MakeKernel("three").id).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(StoreTest, ReopenKeepsEverythingAndStatsCountIt) {
@@ -441,8 +441,9 @@ TEST_F(StoreTest, NewerFormatIsRejectedWithAnUpgradeHint) {
   { ASSERT_NE(Open(), nullptr); }
   {
     RawDb raw(path_);
-    ASSERT_TRUE(raw.db()->Put(rocksdb::WriteOptions(), raw.Family(kMetaFamily),
-                              kFormatVersionKey, EncodeFormatVersion(kStoreFormatVersion + 1))
+    ASSERT_TRUE(raw.db()
+                    ->Put(rocksdb::WriteOptions(), raw.Family(kMetaFamily), kFormatVersionKey,
+                          EncodeFormatVersion(kStoreFormatVersion + 1))
                     .ok());
   }
   for (bool read_only : {false, true}) {

@@ -27,8 +27,8 @@ testing::AssertionResult MessageHas(const absl::Status& status, absl::string_vie
   if (absl::StrContains(status.message(), needle)) {
     return testing::AssertionSuccess();
   }
-  return testing::AssertionFailure() << "message \"" << status.message() << "\" lacks \""
-                                     << needle << "\"";
+  return testing::AssertionFailure()
+         << "message \"" << status.message() << "\" lacks \"" << needle << "\"";
 }
 
 // Every CUDA 13 target: plain, `a` (9.0 and later) and `f` (10.0 and later), SASS and PTX.
@@ -122,9 +122,8 @@ TEST(ParseSmTest, AcceptsDottedPrefixedAndNumericSpellings) {
     absl::string_view text;
     Sm want;
   };
-  const Case cases[] = {{"8.9", {8, 9}},   {"12.1", {12, 1}}, {"sm_89", {8, 9}},
-                        {"89", {8, 9}},    {"7.5", {7, 5}},   {"sm_121", {12, 1}},
-                        {"121", {12, 1}}, {"10.0", {10, 0}}};
+  const Case cases[] = {{"8.9", {8, 9}}, {"12.1", {12, 1}},   {"sm_89", {8, 9}}, {"89", {8, 9}},
+                        {"7.5", {7, 5}}, {"sm_121", {12, 1}}, {"121", {12, 1}},  {"10.0", {10, 0}}};
   for (const Case& c : cases) {
     absl::StatusOr<Sm> got = ParseSm(c.text);
     ASSERT_TRUE(got.ok()) << c.text << ": " << got.status();

@@ -123,8 +123,7 @@ TEST(ToolkitTest, MissingDirectoryIsFailedPrecondition) {
   absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(missing);
   ASSERT_FALSE(toolkit.ok());
   EXPECT_EQ(toolkit.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(toolkit.status().message().find(missing), absl::string_view::npos)
-      << toolkit.status();
+  EXPECT_NE(toolkit.status().message().find(missing), absl::string_view::npos) << toolkit.status();
   EXPECT_NE(toolkit.status().message().find("does not exist"), absl::string_view::npos);
 }
 

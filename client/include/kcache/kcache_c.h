@@ -45,10 +45,10 @@ typedef struct kcache_kernel kcache_kernel;
 /* Client settings. Fill with kcache_options_init, then change what you need. NULL or ""
  * strings take the default. */
 typedef struct kcache_options {
-  const char* address;            /* default $KCACHE_ADDRESS, else "unix:///run/kcache/kcache.sock" */
-  const char* client_name;        /* default "pid-<pid>" */
-  const char* toolkit_root;       /* local compiles; default $CUDA_HOME, else /usr/local/cuda */
-  int64_t deadline_ms;            /* every daemon call; default 2000 */
+  const char* address;      /* default $KCACHE_ADDRESS, else "unix:///run/kcache/kcache.sock" */
+  const char* client_name;  /* default "pid-<pid>" */
+  const char* toolkit_root; /* local compiles; default $CUDA_HOME, else /usr/local/cuda */
+  int64_t deadline_ms;      /* every daemon call; default 2000 */
   int32_t local_compile_fallback; /* nonzero: compile here when the daemon is away; default 1 */
   int32_t breaker_failures;       /* consecutive failures that open the circuit; default 3 */
   int64_t breaker_cooldown_ms;    /* how long it stays open; default 10000 */
