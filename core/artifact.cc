@@ -117,6 +117,16 @@ std::string ArtifactKey::ToString() const {
 
 uint64_t PayloadChecksum(absl::string_view data) { return XXH3_64bits(data.data(), data.size()); }
 
+std::string DriverText(uint32_t driver) {
+  if (driver == 0) return "unknown";
+  return absl::StrCat(driver / 1000, ".", (driver % 1000) / 10);
+}
+
+uint32_t MinDriverFor(ArtifactKind kind, int toolkit_major, int toolkit_minor) {
+  uint32_t major = static_cast<uint32_t>(toolkit_major) * 1000;
+  return kind == ArtifactKind::kPtx ? major + static_cast<uint32_t>(toolkit_minor) * 10 : major;
+}
+
 int64_t NowUnixMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())

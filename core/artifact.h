@@ -58,6 +58,16 @@ struct Artifact {
   std::string bytes;
 };
 
+// Drivers are CUDA version numbers as cuDriverGetVersion reports them: 13000 is 13.0, 12080
+// 12.8; 0 means unknown. "12.8", or "unknown" for 0.
+std::string DriverText(uint32_t driver);
+
+// The oldest driver that loads an artifact of `kind` built by a toolkit of version
+// major.minor: a cubin or LTO-IR needs a driver of the same major or newer (CUDA minor-version
+// compatibility: 13.x output loads on any 13.x driver), PTX one that knows its ISA version,
+// i.e. the toolkit's own version or newer.
+uint32_t MinDriverFor(ArtifactKind kind, int toolkit_major, int toolkit_minor);
+
 // XXH3-64 of `data`: the checksum stored with every artifact and checked on every read.
 uint64_t PayloadChecksum(absl::string_view data);
 

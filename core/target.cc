@@ -68,6 +68,36 @@ std::string Sm::ToString() const { return absl::StrCat(major, ".", minor); }
 
 Sm SmFromArch(int arch) { return Sm{arch / 10, arch % 10}; }
 
+absl::Status ValidateDeviceSm(int64_t major, int64_t minor) {
+  if (major >= 1 && major <= kMaxSmMajor && minor >= 0 && minor <= 9) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("device SM ", major, ".", minor,
+                                                 " is not a compute capability; major is 1..",
+                                                 kMaxSmMajor, " and minor 0..9, e.g. 8.9"));
+}
+
+absl::Status ValidateArchBound(int64_t arch, absl::string_view field) {
+  if (arch == 0 || (arch >= 10 && arch <= kMaxSmMajor * 10 + 9)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": ", arch,
+                   " is not an architecture; write major*10+minor, e.g. 75 for 7.5 or 121 for "
+                   "12.1 (0 = no bound)"));
+}
+
+absl::Status ValidateArchRange(int64_t min_arch, int64_t max_arch, absl::string_view field) {
+  if (absl::Status s = ValidateArchBound(min_arch, absl::StrCat(field, ".min_arch")); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateArchBound(max_arch, absl::StrCat(field, ".max_arch")); !s.ok()) {
+    return s;
+  }
+  if (min_arch != 0 && max_arch != 0 && min_arch > max_arch) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": min_arch ", min_arch,
+                                                   " is above max_arch ", max_arch,
+                                                   "; send a range that holds an SM"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Sm> ParseSm(absl::string_view text) {
   Sm sm;
   ArchVariant variant;
@@ -79,6 +109,7 @@ absl::StatusOr<Sm> ParseSm(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "device architecture '", text, "' is not valid; write it as major.minor, e.g. 8.9"));
   }
+  if (absl::Status s = ValidateDeviceSm(sm.major, sm.minor); !s.ok()) return s;
   return sm;
 }
 

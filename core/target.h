@@ -3,6 +3,7 @@
 #define KCACHE_CORE_TARGET_H_
 
 #include <compare>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,26 @@ struct Sm {
   auto operator<=>(const Sm&) const = default;
 };
 
-// Parses a device SM: "8.9", "12.1", "sm_89", "89". Variants are not allowed for devices.
+// The compute capabilities kcache accepts, for a device or a kernel's arch bound: major
+// 1..kMaxSmMajor, minor 0..9. The one bound every caller checks against (the daemon's front
+// end, the artifact cache, the kcache tool, libkcache).
+inline constexpr int kMaxSmMajor = 30;
+
+// OK for a compute capability within those bounds; InvalidArgument otherwise, naming the SM
+// and the bounds, e.g. "device SM 0.0 is not a compute capability; major is 1..30 and minor
+// 0..9, e.g. 8.9".
+absl::Status ValidateDeviceSm(int64_t major, int64_t minor);
+
+// OK for a kernel's arch bound: 0 (no bound) or major*10+minor within the bounds above.
+// InvalidArgument naming `field` otherwise.
+absl::Status ValidateArchBound(int64_t arch, absl::string_view field);
+
+// OK when both bounds pass ValidateArchBound and min <= max (0 = no bound); InvalidArgument
+// naming `field` otherwise.
+absl::Status ValidateArchRange(int64_t min_arch, int64_t max_arch, absl::string_view field);
+
+// Parses a device SM: "8.9", "12.1", "sm_89", "89". Variants are not allowed for devices, and
+// the SM must pass ValidateDeviceSm.
 absl::StatusOr<Sm> ParseSm(absl::string_view text);
 // Sm from an NVRTC arch number: 89 -> 8.9, 121 -> 12.1.
 Sm SmFromArch(int arch);

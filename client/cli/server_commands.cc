@@ -84,6 +84,7 @@ int RunGetOnServer(const ServerGetFlags& flags) {
   if (!c.ok()) return FailStatus(c.status());
   client::CallOptions call;
   call.allow_daemon_compile = !flags.no_compile;
+  call.ptx_now = flags.ptx_now;
   absl::StatusOr<FetchedKernel> k = LooksLikeKernelId(flags.kernel)
                                         ? (*c)->ResolveById(flags.kernel, *device, call)
                                         : (*c)->ResolveByName(flags.kernel, *device, call);

@@ -18,6 +18,7 @@ struct ServerGetFlags {
   std::string kernel;  // name, or 64 hex digits
   std::string output;
   bool no_compile = false;
+  bool ptx_now = false;
   bool json = false;
   double timeout_s = 60;
 };

@@ -34,8 +34,9 @@ struct GetFlags {
   uint32_t driver = 0;
   std::string kernel;
   std::string output;
-  std::string toolkit;
+  std::vector<std::string> toolkits;  // --toolkit, repeatable; none: the default toolkit
   bool no_compile = false;
+  bool ptx_now = false;
   bool json = false;
 };
 
@@ -179,22 +180,36 @@ int RunGet(const GetFlags& flags) {
     return Fail(record.status().message());
   }
 
-  std::unique_ptr<Compiler> compiler;
+  std::vector<std::unique_ptr<Compiler>> compilers;
   std::string no_compiler_reason;
   if (!flags.no_compile) {
-    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = LoadToolkitForCli(flags.toolkit);
-    if (toolkit.ok()) {
-      compiler = NewNvrtcCompiler(*toolkit);
-    } else {
-      no_compiler_reason = std::string(toolkit.status().message());
+    for (const std::string& root :
+         flags.toolkits.empty() ? std::vector<std::string>{""} : flags.toolkits) {
+      absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = LoadToolkitForCli(root);
+      if (toolkit.ok()) {
+        compilers.push_back(NewNvrtcCompiler(*toolkit));
+      } else if (!flags.toolkits.empty()) {  // a toolkit asked for by name must load
+        return Fail(absl::StrCat("--toolkit ", root, ": ", toolkit.status().message()),
+                    kExitBadInput);
+      } else {
+        no_compiler_reason = std::string(toolkit.status().message());
+      }
     }
   }
+  std::vector<Compiler*> compiler_ptrs;
+  for (const std::unique_ptr<Compiler>& c : compilers) compiler_ptrs.push_back(c.get());
   Device device{*sm, flags.driver};
-  absl::StatusOr<Resolution> resolved = ResolveFromStore(**store, id, device, compiler.get());
+  ResolvePolicy policy{.allow_compile = !flags.no_compile, .ptx_now = flags.ptx_now};
+  absl::StatusOr<Resolution> resolved =
+      ResolveFromStore(**store, id, device, policy, compiler_ptrs);
   if (!resolved.ok()) {
     std::string message(resolved.status().message());
     if (!no_compiler_reason.empty()) absl::StrAppend(&message, "\n(", no_compiler_reason, ")");
     return Fail(message);
+  }
+  if (!resolved->write_status.ok()) {
+    std::fprintf(stderr, "kcache: warning: the compiled artifacts were not stored: %s\n",
+                 std::string(resolved->write_status.message()).c_str());
   }
   const ArtifactMeta& meta = resolved->artifact.meta;
   if (!flags.output.empty()) {
@@ -290,18 +305,21 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
                       "Device's CUDA driver version, e.g. 13000 (default: unknown)");
   get_cmd->add_option("--kernel", get->kernel, "Kernel name or id (see kcache ls)")->required();
   get_cmd->add_option("-o,--output", get->output, "Write the artifact to this file");
-  get_cmd->add_option(
-      "--toolkit", get->toolkit,
-      "CUDA toolkit root for compile-on-miss (default: $CUDA_HOME, else /usr/local/cuda)");
+  get_cmd->add_option("--toolkit", get->toolkits,
+                      "CUDA toolkit root for compile-on-miss; repeat to load several (the newest "
+                      "one the --driver loads is used; default: $CUDA_HOME, else /usr/local/cuda)");
   get_cmd->add_flag("--no-compile", get->no_compile,
                     "Serve only what is stored (opens the store read-only)");
+  get_cmd->add_flag("--ptx-now", get->ptx_now,
+                    "When only PTX is stored and SASS could be compiled, take the PTX now (the "
+                    "SASS is still compiled and stored for the next call)");
   get_cmd->add_flag("--json", get->json, "Print the artifact's metadata as JSON");
   get_cmd->callback([get, exit_code] {
     *exit_code = Dispatch(
         get->store, get->server, [&] { return RunGet(*get); },
         [&] {
-          ServerGetFlags f{get->server, get->device,     get->driver, get->kernel,
-                           get->output, get->no_compile, get->json,   get->timeout_s};
+          ServerGetFlags f{get->server,     get->device,  get->driver, get->kernel,   get->output,
+                           get->no_compile, get->ptx_now, get->json,   get->timeout_s};
           return RunGetOnServer(f);
         });
   });

@@ -79,6 +79,7 @@ struct Client::Impl {
     daemon.RenewIfFailed();
     request.set_client(client_name);
     request.set_no_compile(!call.allow_daemon_compile);
+    request.set_ptx_now(call.ptx_now);
     absl::StatusOr<FetchedKernel> result = daemon.Resolve(request, DeadlineFor(call));
     if (result.ok() || !IsDaemonFailure(result.status())) {
       breaker.RecordSuccess();

@@ -3,13 +3,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/target.h"
+#include "engine/resolve/resolver.h"
 
 namespace kcache::client {
-namespace {
-
-std::string ArchText(int arch) { return absl::StrCat(arch / 10, ".", arch % 10); }
-
-}  // namespace
 
 KernelSpec ToCoreSpec(const KernelSource& source) {
   KernelSpec spec;
@@ -49,26 +46,15 @@ FetchedKernel FromCoreArtifact(Artifact artifact) {
 }
 
 absl::Status CheckDevice(const Device& device) {
-  if (device.sm_major < 1 || device.sm_major > 99 || device.sm_minor < 0 || device.sm_minor > 9) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("device SM ", device.sm_major, ".", device.sm_minor,
-                     " is not a compute capability; give major.minor, e.g. 8.9 (or detect it with "
-                     "DetectDevices)"));
-  }
-  return absl::OkStatus();
+  return ValidateDeviceSm(device.sm_major, device.sm_minor);
 }
 
 absl::Status CheckArchRange(const KernelSource& source, const Device& device) {
-  const std::string name = source.name.empty() ? "the kernel" : source.name;
-  if (source.min_arch > 0 && device.arch() < source.min_arch) {
-    return absl::NotFoundError(absl::StrCat("device ", device.ToString(), " is below ", name,
-                                            "'s min_arch ", ArchText(source.min_arch)));
-  }
-  if (source.max_arch > 0 && device.arch() > source.max_arch) {
-    return absl::NotFoundError(absl::StrCat("device ", device.ToString(), " is above ", name,
-                                            "'s max_arch ", ArchText(source.max_arch)));
-  }
-  return absl::OkStatus();
+  KernelRecord record;
+  record.spec.name = source.name.empty() ? "the kernel" : source.name;
+  record.arch = ArchRange{source.min_arch, source.max_arch};
+  return ::kcache::CheckArchRange(
+      record, ::kcache::Device{Sm{device.sm_major, device.sm_minor}, device.driver_version});
 }
 
 }  // namespace kcache::client

@@ -1,4 +1,4 @@
-// LocalCompiler: NVRTC in this process (kcache_compile's in-process compiler), loaded lazily.
+// LocalCompiler: NVRTC in this process (the engine's compiler and resolve decision), loaded lazily.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -12,31 +12,10 @@
 #include "core/target.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
+#include "engine/resolve/resolver.h"
 #include "kcache/kcache.h"
 
 namespace kcache::client {
-namespace {
-
-// The device's own SASS when the toolkit supports its SM, else PTX for the highest supported
-// arch below it (the driver JITs it).
-absl::StatusOr<Target> TargetFor(const Device& device, const Toolkit& toolkit) {
-  const std::vector<int>& archs = toolkit.supported_archs();
-  if (std::find(archs.begin(), archs.end(), device.arch()) != archs.end()) {
-    return Target{TargetKind::kSass, Sm{device.sm_major, device.sm_minor}, ArchVariant::kNone};
-  }
-  int best = 0;
-  for (int arch : archs) {
-    if (arch <= device.arch()) best = std::max(best, arch);
-  }
-  if (best == 0) {
-    return absl::NotFoundError(absl::StrCat("device ", device.ToString(), " is below every target ",
-                                            toolkit.identity().DisplayName(),
-                                            " supports; it cannot compile for this GPU"));
-  }
-  return Target{TargetKind::kPtx, SmFromArch(best), ArchVariant::kNone};
-}
-
-}  // namespace
 
 struct LocalCompiler::Impl {
   std::string root;
@@ -83,32 +62,30 @@ absl::StatusOr<FetchedKernel> LocalCompiler::Compile(const KernelSource& source,
   if (absl::Status s = CheckArchRange(source, device); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<Compiler>> compiler = impl_->Get();
   if (!compiler.ok()) return compiler.status();
-  const Toolkit& toolkit = (*compiler)->toolkit();
-  absl::StatusOr<Target> target = TargetFor(device, toolkit);
-  if (!target.ok()) return target.status();
 
-  CompileJob job;
-  job.spec = ToCoreSpec(source);
-  job.id = ComputeKernelId(job.spec);
-  job.target = *target;
-  absl::StatusOr<CompileOutput> output = (*compiler)->Compile(job);
-  if (!output.ok()) return output.status();
-  ArtifactKind want = target->kind == TargetKind::kSass ? ArtifactKind::kCubin : ArtifactKind::kPtx;
-  for (Artifact& artifact : output->artifacts) {
-    if (FromCoreKind(artifact.meta.key.kind) != want) continue;
-    FetchedKernel kernel = FromCoreArtifact(std::move(artifact));
-    kernel.served_from = ServedFrom::kLocalCompile;
-    kernel.rule = ServeRule::kCompiled;
-    kernel.needs_jit = want == ArtifactKind::kPtx;
-    kernel.reason = absl::StrCat("compiled in this process with ", toolkit.identity().DisplayName(),
-                                 " for ", kernel.target);
-    kernel.micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-    return kernel;
-  }
-  return absl::InternalError(
-      absl::StrCat("NVRTC produced no ", ArtifactKindName(want), " for ", target->ToString()));
+  // The engine's decision with no store: the device's SASS when the toolkit supports the SM
+  // and the driver loads its output, else PTX for the highest arch below it, else why not.
+  KernelRecord record;
+  record.spec = ToCoreSpec(source);
+  record.id = ComputeKernelId(record.spec);
+  record.arch = ArchRange{source.min_arch, source.max_arch};
+  Compiler* compilers[] = {compiler->get()};
+  absl::StatusOr<Resolution> resolved = ResolveSpecInProcess(
+      record, ::kcache::Device{Sm{device.sm_major, device.sm_minor}, device.driver_version},
+      ResolvePolicy{}, compilers);
+  if (!resolved.ok()) return resolved.status();
+  bool ptx = resolved->artifact.meta.key.kind == ::kcache::ArtifactKind::kPtx;
+  std::string target = resolved->artifact.meta.key.target.ToString();
+  FetchedKernel kernel = FromCoreArtifact(std::move(resolved->artifact));
+  kernel.served_from = ServedFrom::kLocalCompile;
+  kernel.rule = ServeRule::kCompiled;
+  kernel.needs_jit = ptx;
+  kernel.reason = absl::StrCat("compiled in this process with ",
+                               (*compiler)->toolkit().identity().DisplayName(), " for ", target);
+  kernel.micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  return kernel;
 }
 
 }  // namespace kcache::client

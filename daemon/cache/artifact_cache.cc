@@ -4,6 +4,8 @@
 #include "daemon/cache/artifact_cache.h"
 
 #include <algorithm>
+#include <deque>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -26,16 +28,6 @@ namespace {
 // Ids known to have a record in some store; past this many the set starts over.
 constexpr size_t kMaxRegisteredIds = 100000;
 
-absl::Status CheckDevice(const Device& device) {
-  if (device.sm.major >= 1 && device.sm.major <= 99 && device.sm.minor >= 0 &&
-      device.sm.minor <= 9) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("device SM ", device.sm.major, ".", device.sm.minor,
-                   " is not a compute capability; send major 1..99 and minor 0..9, e.g. 8.9"));
-}
-
 absl::Status CheckQuery(const ResolveQuery& query) {
   int given = int{query.spec.has_value()} + int{query.id.has_value()} + int{!query.name.empty()};
   if (given != 1) {
@@ -54,7 +46,7 @@ absl::Status CheckQuery(const ResolveQuery& query) {
           "the kernel spec's min_arch is above its max_arch; send a range that holds an SM");
     }
   }
-  return CheckDevice(query.device);
+  return ValidateDeviceSm(query.device.sm.major, query.device.sm.minor);
 }
 
 class ArtifactCacheImpl : public ArtifactCache {
@@ -62,16 +54,29 @@ class ArtifactCacheImpl : public ArtifactCache {
   explicit ArtifactCacheImpl(CacheOptions options)
       : local_(std::move(options.local)),
         baked_(std::move(options.baked)),
-        compiler_(std::move(options.compiler)),
-        memory_(options.memory_bytes) {
+        compilers_(std::move(options.compilers)),
+        compile_allowed_(options.compile_allowed),
+        memory_(options.memory_bytes),
+        background_queue_(options.background_queue) {
     std::vector<Store*> baked;
     for (const std::unique_ptr<Store>& store : baked_) baked.push_back(store.get());
     tiers_ = std::make_unique<TieredStores>(local_.get(), baked, options.tier_off_initial,
                                             options.tier_off_max, &stats_);
-    if (compiler_ != nullptr) {
-      flights_ = std::make_unique<CompileFlights>(compiler_.get(), tiers_.get(), &memory_, &stats_);
+    for (const std::shared_ptr<Compiler>& compiler : compilers_) {
+      toolkits_.push_back(&compiler->toolkit());
+      flights_.push_back(
+          std::make_unique<CompileFlights>(compiler.get(), tiers_.get(), &memory_, &stats_));
     }
     checksum_failures_.assign(tiers_->size(), 0);
+    if (!compilers_.empty()) background_ = std::thread([this] { RunBackgroundCompiles(); });
+  }
+
+  ~ArtifactCacheImpl() override {
+    {
+      absl::MutexLock lock(&background_mu_);
+      stopping_ = true;
+    }
+    if (background_.joinable()) background_.join();
   }
 
   absl::StatusOr<Served> Resolve(const ResolveQuery& query) override;
@@ -82,12 +87,24 @@ class ArtifactCacheImpl : public ArtifactCache {
   CacheSnapshot Snapshot() const override;
 
  private:
+  struct BackgroundCompile {
+    CompileJob job;
+    size_t toolkit;
+  };
+
   absl::StatusOr<Served> ResolveTimed(const ResolveQuery& query);  // Resolve, unmeasured
   absl::StatusOr<KernelId> Identify(const ResolveQuery& query);
   void RegisterIfNew(const KernelId& id, const KernelRecord& record);
   absl::StatusOr<KernelId> FindByName(const std::string& name);
   absl::StatusOr<Served> ResolveMiss(const KernelId& id, const ResolveQuery& query);
-  absl::StatusOr<Served> CompileMiss(const KernelRecord& record, const Device& device);
+  Served ServeStored(const KernelId& id, const Device& device, Resolution hit, size_t tier,
+                     bool remember, uint64_t epoch);
+  absl::StatusOr<Served> CompileMiss(ResolveDecision decision, const Device& device,
+                                     uint64_t epoch);
+  void QueueBackground(CompileJob job, size_t toolkit);
+  void RunBackgroundCompiles();
+  // The index of the newest loaded toolkit (warms compile with it); compilers_ is not empty.
+  size_t Newest() const;
   Served Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule, std::string reason,
                CacheTier tier);
   absl::Status Miss(absl::Status status);
@@ -95,11 +112,13 @@ class ArtifactCacheImpl : public ArtifactCache {
 
   std::unique_ptr<Store> local_;
   std::vector<std::unique_ptr<Store>> baked_;
-  std::shared_ptr<Compiler> compiler_;
+  std::vector<std::shared_ptr<Compiler>> compilers_;
+  std::vector<const Toolkit*> toolkits_;  // compilers_[i]->toolkit()
+  const bool compile_allowed_;
   Statistics stats_;
   MemoryLru memory_;
   std::unique_ptr<TieredStores> tiers_;
-  std::unique_ptr<CompileFlights> flights_;  // null without a compiler
+  std::vector<std::unique_ptr<CompileFlights>> flights_;  // one per compiler
   SeenKernels seen_;
 
   absl::Mutex mu_;
@@ -107,6 +126,14 @@ class ArtifactCacheImpl : public ArtifactCache {
   mutable absl::Mutex snapshot_mu_;
   // Per tier, the last checksum-failure count its Stats() reported (kept while it is off).
   mutable std::vector<uint64_t> checksum_failures_ ABSL_GUARDED_BY(snapshot_mu_);
+
+  // Compiles of ptx_now resolves, run one at a time by background_ (through the flights, so a
+  // foreground miss for the same artifact joins them), bounded by background_queue_.
+  const size_t background_queue_;
+  absl::Mutex background_mu_;
+  std::deque<BackgroundCompile> background_jobs_ ABSL_GUARDED_BY(background_mu_);
+  bool stopping_ ABSL_GUARDED_BY(background_mu_) = false;
+  std::thread background_;
 };
 
 absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
@@ -194,73 +221,122 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
                                                       const ResolveQuery& query) {
   const Device& device = query.device;
   uint64_t epoch = memory_.epoch();
-  absl::StatusOr<StoredLookup> lookup = LookupStored(*tiers_, id, device);
-  const KernelRecord* record = nullptr;
-  if (lookup.ok() && lookup->record) record = &*lookup->record;
-  std::optional<KernelRecord> sent;  // the client's spec, when no store has the record
-  if (record == nullptr && query.spec) {
+  std::optional<KernelRecord> sent;  // the client's spec, used when no store has the record
+  if (query.spec) {
     sent = *query.spec;
     sent->id = id;
-    record = &*sent;
   }
-  RecordSeen(id, query, record);
-  if (!lookup.ok()) return Miss(lookup.status());
-
-  if (lookup->hit) {
-    Resolution& hit = *lookup->hit;
-    auto artifact = std::make_shared<const Artifact>(std::move(hit.artifact));
-    CacheTier tier = tiers_->kind(lookup->hit_tier);
-    if (lookup->hit_tier > 0 && tiers_->Put(0, *artifact).ok()) {
-      stats_.Add(Statistic::kWriteBacks);
+  ResolvePolicy policy{.allow_compile = query.allow_compile && compile_allowed_,
+                       .ptx_now = query.ptx_now};
+  absl::StatusOr<ResolveDecision> decision =
+      DecideResolve(*tiers_, id, sent ? &*sent : nullptr, device, policy, toolkits_);
+  RecordSeen(id, query,
+             decision.ok() && decision->record ? &*decision->record : (sent ? &*sent : nullptr));
+  if (!decision.ok()) {
+    if (absl::IsInvalidArgument(decision.status())) {
+      stats_.Add(Statistic::kInvalidRequests);
+      return decision.status();
     }
-    memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver},
-                            MemoryEntry{artifact, hit.rule, hit.reason}, epoch);
-    return Serve(std::move(artifact), hit.rule, std::move(hit.reason), tier);
+    return Miss(decision.status());
   }
-  if (sent) {
-    if (absl::Status s = CheckArchRange(*sent, device); !s.ok()) return Miss(s);
+  switch (decision->action) {
+    case ResolveDecision::Action::kServe:
+      return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier,
+                         /*remember=*/true, epoch);
+    case ResolveDecision::Action::kServeAndCompile:
+      QueueBackground(*decision->compile, decision->toolkit);
+      // Not remembered in memory: the SASS compiled in the background replaces it.
+      return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier,
+                         /*remember=*/false, epoch);
+    case ResolveDecision::Action::kCompile:
+      break;
   }
-  if (record == nullptr && lookup->tiers_answered == 0 && tiers_->size() > 0) {
-    return Miss(
-        WithMissReason(absl::UnavailableError(absl::StrCat(
-                           "every store tier is failing (", lookup->first_failure.message(),
-                           ") and the kernel's spec is unknown; retry shortly or send the spec")),
-                       MissReason::kNothingServable));
-  }
-  if (absl::Status s =
-          CheckCompileAllowed(id, record, device, query.allow_compile, compiler_ != nullptr);
-      !s.ok()) {
-    return Miss(s);
-  }
-  return CompileMiss(*record, device);
+  return CompileMiss(*std::move(decision), device, epoch);
 }
 
-absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(const KernelRecord& record,
-                                                      const Device& device) {
-  CompileJob job = CompileJobFor(record, device);
-  CompileResult result = flights_->CompileOnce(job);
+Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, Resolution hit,
+                                      size_t tier, bool remember, uint64_t epoch) {
+  auto artifact = std::make_shared<const Artifact>(std::move(hit.artifact));
+  if (tier > 0 && tiers_->Put(0, *artifact).ok()) stats_.Add(Statistic::kWriteBacks);
+  if (remember) {
+    memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver},
+                            MemoryEntry{artifact, hit.rule, hit.reason}, epoch);
+  }
+  return Serve(std::move(artifact), hit.rule, std::move(hit.reason), tiers_->kind(tier));
+}
+
+absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
+                                                      const Device& device, uint64_t epoch) {
+  const CompileJob& job = *decision.compile;
+  CompileResult result = flights_[decision.toolkit]->CompileOnce(job);
   if (!result.ok()) {
-    return Miss(WithMissReason(result.status(), absl::IsAborted(result.status())
-                                                    ? MissReason::kCompileError
-                                                    : MissReason::kNothingServable));
+    bool compile_error = absl::IsAborted(result.status());
+    if (decision.stored && !compile_error) {  // limits, a crashed worker: the PTX still runs
+      return ServeStored(job.id, device, *std::move(decision.stored), decision.stored_tier,
+                         /*remember=*/false, epoch);
+    }
+    return Miss(WithMissReason(
+        result.status(), compile_error ? MissReason::kCompileError : MissReason::kNothingServable));
   }
-  std::shared_ptr<const Artifact> cubin = (*result)->Find(ArtifactKind::kCubin, job.target);
-  if (cubin == nullptr) {
-    return Miss(
-        WithMissReason(absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(),
-                                                        " produced no cubin")),
-                       MissReason::kNothingServable));
+  std::shared_ptr<const Artifact> artifact = (*result)->Find(ServedKindOf(job), job.target);
+  if (artifact == nullptr) {
+    return Miss(WithMissReason(
+        absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(), " produced no ",
+                                         ArtifactKindName(ServedKindOf(job)))),
+        MissReason::kNothingServable));
   }
-  // Later requests for this device are served the cubin as an exact match.
-  memory_.Insert(MemoryKey{record.id, device.sm, device.driver},
-                 MemoryEntry{cubin, ServeRule::kExactSass,
-                             ServeReason(ServeRule::kExactSass, cubin->meta, device)});
+  // Later requests for this device are served it from memory: a cubin as an exact match.
+  ServeRule rule = CompiledRule(job);
+  ServeRule remembered = rule == ServeRule::kCompiled ? ServeRule::kExactSass : rule;
+  std::string remembered_reason = remembered == rule
+                                      ? CompiledReason(job, artifact->meta, device)
+                                      : ServeReason(remembered, artifact->meta, device);
+  memory_.Insert(MemoryKey{job.id, device.sm, device.driver},
+                 MemoryEntry{artifact, remembered, remembered_reason});
   if ((*result)->from_store) {  // an earlier flight stored it between our lookup and now
-    return Serve(cubin, ServeRule::kExactSass,
-                 ServeReason(ServeRule::kExactSass, cubin->meta, device), CacheTier::kLocalStore);
+    return Serve(std::move(artifact), remembered, std::move(remembered_reason),
+                 CacheTier::kLocalStore);
   }
-  std::string reason = ServeReason(ServeRule::kCompiled, cubin->meta, device);
-  return Serve(std::move(cubin), ServeRule::kCompiled, std::move(reason), CacheTier::kCompile);
+  std::string reason = CompiledReason(job, artifact->meta, device);
+  return Serve(std::move(artifact), rule, std::move(reason), CacheTier::kCompile);
+}
+
+void ArtifactCacheImpl::QueueBackground(CompileJob job, size_t toolkit) {
+  absl::MutexLock lock(&background_mu_);
+  if (background_jobs_.size() >= background_queue_) {
+    stats_.Add(Statistic::kBackgroundCompilesDropped);
+    return;
+  }
+  stats_.Add(Statistic::kBackgroundCompilesQueued);
+  background_jobs_.push_back(BackgroundCompile{std::move(job), toolkit});
+}
+
+void ArtifactCacheImpl::RunBackgroundCompiles() {
+  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(background_mu_) {
+    return stopping_ || !background_jobs_.empty();
+  };
+  while (true) {
+    BackgroundCompile next;
+    {
+      absl::MutexLock lock(&background_mu_);
+      background_mu_.Await(absl::Condition(&ready));
+      if (stopping_) return;  // queued compiles are dropped: nobody waits for them
+      next = std::move(background_jobs_.front());
+      background_jobs_.pop_front();
+    }
+    // Stored and the kernel's memory entries dropped by the flight; errors are counted there.
+    flights_[next.toolkit]->CompileOnce(next.job).IgnoreError();
+  }
+}
+
+size_t ArtifactCacheImpl::Newest() const {
+  size_t best = 0;
+  for (size_t i = 1; i < toolkits_.size(); ++i) {
+    const ToolkitIdentity& a = toolkits_[i]->identity();
+    const ToolkitIdentity& b = toolkits_[best]->identity();
+    if (std::make_pair(a.major, a.minor) > std::make_pair(b.major, b.minor)) best = i;
+  }
+  return best;
 }
 
 Served ArtifactCacheImpl::Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule,
@@ -289,7 +365,7 @@ absl::StatusOr<WarmSummary> ArtifactCacheImpl::Warm(const Manifest& manifest,
                                                     const WarmOptions& options,
                                                     WarmObserver* observer) {
   stats_.Add(Statistic::kWarmRuns);
-  if (compiler_ == nullptr) {
+  if (compilers_.empty()) {
     return absl::FailedPreconditionError(
         "no toolkit is loaded, so this daemon cannot compile; start kcached with --toolkit "
         "(or CUDA_HOME), or warm into a store directory with `kcache warm --store`");
@@ -297,7 +373,8 @@ absl::StatusOr<WarmSummary> ArtifactCacheImpl::Warm(const Manifest& manifest,
   if (options.targets.empty()) {
     return absl::InvalidArgumentError("warm needs at least one target, e.g. --arch 8.9");
   }
-  const Toolkit& toolkit = compiler_->toolkit();
+  size_t newest = Newest();
+  const Toolkit& toolkit = *toolkits_[newest];
   for (const Target& target : options.targets) {
     if (absl::Status s =
             ValidateTarget(target, toolkit.supported_archs(), toolkit.identity().DisplayName());
@@ -305,7 +382,7 @@ absl::StatusOr<WarmSummary> ArtifactCacheImpl::Warm(const Manifest& manifest,
       return s;
     }
   }
-  std::unique_ptr<Compiler> through_flights = flights_->AsCompiler();
+  std::unique_ptr<Compiler> through_flights = flights_[newest]->AsCompiler();
   return kcache::Warm(manifest, options, *local_, *through_flights, observer);
 }
 
@@ -367,7 +444,7 @@ CacheSnapshot ArtifactCacheImpl::Snapshot() const {
     }
     set(Statistic::kChecksumFailures, checksum_failures);
   }
-  if (compiler_ != nullptr) snapshot.toolkits.push_back(compiler_->toolkit().identity().id);
+  for (const Toolkit* toolkit : toolkits_) snapshot.toolkits.push_back(toolkit->identity().id);
   return snapshot;
 }
 

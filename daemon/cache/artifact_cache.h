@@ -32,8 +32,15 @@ absl::string_view CacheTierName(CacheTier tier);  // "memory", "local_store", ..
 struct CacheOptions {
   std::unique_ptr<Store> local;               // writable store; required
   std::vector<std::unique_ptr<Store>> baked;  // read-only stores baked into the image, in order
-  std::shared_ptr<Compiler> compiler;         // null: serve only ("no toolkit" on a miss)
-  uint64_t memory_bytes = 256ull << 20;       // bound of the memory LRU (payload bytes)
+  // The loaded toolkits' compilers, any order; empty: serve only ("no toolkit" on a miss). A
+  // miss compiles with the newest one the device's driver loads that supports its SM.
+  std::vector<std::shared_ptr<Compiler>> compilers;
+  // False: never compile (kcached --no-toolkit); a miss answers kCompileNotAllowed.
+  bool compile_allowed = true;
+  // Bound of the compiles queued to run in the background (for ptx_now resolves); past it a
+  // PTX answer is served without queueing its SASS compile (counted).
+  size_t background_queue = 64;
+  uint64_t memory_bytes = 256ull << 20;  // bound of the memory LRU (payload bytes)
   // A store tier whose call fails (an error other than NotFound) is skipped for this long,
   // doubling each time it fails again after coming back, up to the max; a success resets it.
   absl::Duration tier_off_initial = absl::Seconds(5);
@@ -47,7 +54,8 @@ struct ResolveQuery {
   std::string name;
   Device device;
   bool allow_compile = true;
-  std::string client;  // for logs
+  bool ptx_now = false;  // ResolvePolicy::ptx_now: take stored PTX now, compile in the background
+  std::string client;    // for logs
 };
 
 struct Served {

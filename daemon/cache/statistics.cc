@@ -56,6 +56,12 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
     {S::kSeenDropped, "seen.dropped",
      "requests not recorded for export-manifest because the table of seen kernels was full"},
     {S::kWarmRuns, "warm.runs", "Warm calls run"},
+    {S::kMissDriverTooOld, "miss.driver_too_old",
+     "misses whose device driver loads neither what is stored nor what a loaded toolkit builds"},
+    {S::kBackgroundCompilesQueued, "compile.background_queued",
+     "SASS compiles queued behind a PTX answer taken now (ptx_now)"},
+    {S::kBackgroundCompilesDropped, "compile.background_dropped",
+     "SASS compiles not queued behind a PTX answer: the background queue was full"},
 }};
 
 constexpr bool NumberedInOrder() {
@@ -112,6 +118,8 @@ Statistic MissStatistic(MissReason reason) {
       return S::kMissCompileNotAllowed;
     case MissReason::kCompileError:
       return S::kMissCompileError;
+    case MissReason::kDriverTooOld:
+      return S::kMissDriverTooOld;
     case MissReason::kNothingServable:
       return S::kMissNothingServable;
   }

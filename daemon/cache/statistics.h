@@ -53,9 +53,12 @@ enum class Statistic : int {
   kKernelsRegistered = 31,
   kSeenDropped = 32,
   kWarmRuns = 33,
+  kMissDriverTooOld = 34,
+  kBackgroundCompilesQueued = 35,
+  kBackgroundCompilesDropped = 36,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 33;
+inline constexpr int kStatisticCount = 36;
 
 struct StatisticInfo {
   Statistic id;

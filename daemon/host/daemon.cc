@@ -43,12 +43,14 @@ struct ToolkitPlan {
   bool explicit_roots = false;
 };
 
-// Loads the toolkits and starts the compile process pool with the first. `compiler` stays
-// null in serve-only mode; `summary` says which mode and why.
-absl::Status StartCompiler(const DaemonOptions& options, std::shared_ptr<Compiler>* compiler,
-                           ServiceOptions* service, std::string* summary) {
+// Loads the toolkits and starts a compile process pool for each (a miss compiles with the
+// newest one the device's driver loads). `pools` stays empty in serve-only mode; `summary`
+// says which mode and why.
+absl::Status StartCompilers(const DaemonOptions& options,
+                            std::vector<std::shared_ptr<ProcessPoolCompiler>>* pools,
+                            ServiceOptions* service, std::string* summary) {
   if (options.no_toolkit) {
-    *summary = "no toolkit (--no-toolkit): serve-only, misses answer \"no toolkit\"";
+    *summary = "no toolkit (--no-toolkit): serve-only, misses answer \"compiling not allowed\"";
     return absl::OkStatus();
   }
   ToolkitPlan plan{options.toolkits, !options.toolkits.empty()};
@@ -68,21 +70,31 @@ absl::Status StartCompiler(const DaemonOptions& options, std::shared_ptr<Compile
                  (*toolkit)->identity().DisplayName(), (*toolkit)->load_micros() / 1000);
     loaded.push_back(*std::move(toolkit));
   }
-  absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
-      NewProcessPoolCompiler(loaded.front(), options.compile);
-  if (!pool.ok()) {
-    return absl::Status(
-        pool.status().code(),
-        absl::StrCat(pool.status().message(), " (or start with --no-toolkit to serve only)"));
-  }
-  const Toolkit& first = *loaded.front();
-  service->supported_archs = first.supported_archs();
-  service->toolkit_name = first.identity().DisplayName();
-  *compiler = std::shared_ptr<Compiler>(*std::move(pool));
+  // Warm validates its targets against the newest toolkit, which it compiles with.
+  const Toolkit* newest = nullptr;
   std::vector<std::string> names;
-  for (const auto& t : loaded) names.push_back(t->identity().DisplayName());
-  *summary = absl::StrCat("toolkits ", absl::StrJoin(names, ", "), "; misses compile with ",
-                          first.identity().DisplayName(), " in worker processes");
+  for (const std::shared_ptr<const Toolkit>& toolkit : loaded) {
+    absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
+        NewProcessPoolCompiler(toolkit, options.compile);
+    if (!pool.ok()) {
+      return absl::Status(
+          pool.status().code(),
+          absl::StrCat(pool.status().message(), " (or start with --no-toolkit to serve only)"));
+    }
+    pools->push_back(*std::move(pool));
+    const ToolkitIdentity& v = toolkit->identity();
+    if (newest == nullptr ||
+        std::make_pair(v.major, v.minor) >
+            std::make_pair(newest->identity().major, newest->identity().minor)) {
+      newest = toolkit.get();
+    }
+    names.push_back(v.DisplayName());
+  }
+  service->supported_archs = newest->supported_archs();
+  service->toolkit_name = newest->identity().DisplayName();
+  *summary = absl::StrCat("toolkits ", absl::StrJoin(names, ", "),
+                          "; a miss compiles in worker processes with the newest one its "
+                          "driver loads");
   return absl::OkStatus();
 }
 
@@ -98,12 +110,12 @@ class DaemonImpl final : public Daemon {
     if (absl::Status s = OpenStores(&cache_options); !s.ok()) return s;
     service_options_.default_warm_jobs = options_.compile.workers;
     std::string toolkit_summary;
-    if (absl::Status s = StartCompiler(options_, &compiler_, &service_options_, &toolkit_summary);
+    if (absl::Status s = StartCompilers(options_, &pools_, &service_options_, &toolkit_summary);
         !s.ok()) {
       return s;
     }
-    process_pool_ = dynamic_cast<ProcessPoolCompiler*>(compiler_.get());
-    cache_options.compiler = compiler_;
+    cache_options.compilers.assign(pools_.begin(), pools_.end());
+    cache_options.compile_allowed = !options_.no_toolkit;
     cache_options.memory_bytes = options_.memory_cache_bytes;
     absl::StatusOr<std::unique_ptr<ArtifactCache>> cache =
         NewArtifactCache(std::move(cache_options));
@@ -266,8 +278,12 @@ class DaemonImpl final : public Daemon {
   }
 
   void KillCompileWorkers() {
-    if (process_pool_ == nullptr) return;
-    std::vector<pid_t> pids = process_pool_->worker_pids();
+    std::vector<pid_t> pids;
+    for (const std::shared_ptr<ProcessPoolCompiler>& pool : pools_) {
+      std::vector<pid_t> more = pool->worker_pids();
+      pids.insert(pids.end(), more.begin(), more.end());
+    }
+    if (pids.empty()) return;
     spdlog::warn(
         "shutdown: compiles still running after the grace period; stopping {} compile "
         "workers",
@@ -279,15 +295,13 @@ class DaemonImpl final : public Daemon {
     service_.reset();
     pool_.reset();
     cache_.reset();  // closes the stores (their writes are synced as they happen)
-    process_pool_ = nullptr;
-    compiler_.reset();
+    pools_.clear();
     return true;
   }
 
   DaemonOptions options_;
   // Declared in dependency order; CloseCache and the destructor tear down in reverse.
-  std::shared_ptr<Compiler> compiler_;
-  ProcessPoolCompiler* process_pool_ = nullptr;  // compiler_ as the pool it is (or null)
+  std::vector<std::shared_ptr<ProcessPoolCompiler>> pools_;  // one per toolkit; none: serve-only
   std::unique_ptr<ArtifactCache> cache_;
   std::unique_ptr<BlockingPool> pool_;
   CallTracker tracker_;

@@ -1,5 +1,6 @@
 #include "daemon/host/metrics.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -70,6 +71,11 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kSeenDropped, "kcache_seen_dropped_total",
      "Requests not recorded for export-manifest (the table of seen kernels was full).", "", ""},
     {S::kWarmRuns, "kcache_warm_runs_total", "Warm calls run.", "", ""},
+    {S::kMissDriverTooOld, kMisses, kMissesHelp, "reason", "driver_too_old"},
+    {S::kBackgroundCompilesQueued, "kcache_background_compiles_queued_total",
+     "SASS compiles queued behind a PTX answer taken now (ptx_now).", "", ""},
+    {S::kBackgroundCompilesDropped, "kcache_background_compiles_dropped_total",
+     "SASS compiles not queued behind a PTX answer: the background queue was full.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {
@@ -138,12 +144,24 @@ std::string Join(absl::string_view a, absl::string_view b) {
   return absl::StrCat(a, ",", b);
 }
 
+// Every family's samples together (the exposition format wants one HELP/TYPE per family),
+// families in the order they first appear in kMappings: a statistic appended later to a
+// labelled family (miss.driver_too_old) joins its family's block.
 void Counters(const CacheSnapshot& snapshot, Exposition& out) {
+  std::vector<absl::string_view> families;
   for (const MetricMapping& m : kMappings) {
-    size_t index = static_cast<size_t>(m.statistic) - 1;
-    uint64_t raw = index < snapshot.counters.size() ? snapshot.counters[index].value : 0;
-    out.Sample(m.family, "counter", m.family_help, Label(m.label, m.label_value),
-               static_cast<double>(raw) / m.divisor);
+    if (std::find(families.begin(), families.end(), m.family) == families.end()) {
+      families.push_back(m.family);
+    }
+  }
+  for (absl::string_view family : families) {
+    for (const MetricMapping& m : kMappings) {
+      if (m.family != family) continue;
+      size_t index = static_cast<size_t>(m.statistic) - 1;
+      uint64_t raw = index < snapshot.counters.size() ? snapshot.counters[index].value : 0;
+      out.Sample(m.family, "counter", m.family_help, Label(m.label, m.label_value),
+                 static_cast<double>(raw) / m.divisor);
+    }
   }
 }
 

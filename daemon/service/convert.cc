@@ -72,6 +72,7 @@ ResolveQuery QueryFromProto(const v1::ResolveRequest& request) {
   }
   query.device = DeviceFromProto(request.device());
   query.allow_compile = !request.no_compile();
+  query.ptx_now = request.ptx_now();
   query.client = request.client();
   return query;
 }

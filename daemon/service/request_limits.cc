@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/compile_options.h"
 #include "core/kernel_spec.h"
+#include "core/target.h"
 
 namespace kcache {
 namespace {
@@ -28,13 +29,6 @@ absl::Status CheckShortField(const std::string& text, absl::string_view field) {
                    absl::StrCat("is ", text.size(), " bytes; the limit is ", kMaxShortField));
   }
   return CheckNoNul(text, field);
-}
-
-absl::Status CheckArch(uint32_t arch, absl::string_view field) {
-  if (arch == 0 || (arch >= 10 && arch <= kMaxSmMajor * 10 + 9)) return absl::OkStatus();
-  return Invalid(field, absl::StrCat(arch,
-                                     " is not an architecture; write major*10+minor, "
-                                     "e.g. 75 for 7.5 or 121 for 12.1 (0 = no bound)"));
 }
 
 absl::Status CheckCounts(const v1::KernelSpec& spec, absl::string_view field) {
@@ -109,17 +103,7 @@ absl::Status ValidateSpec(const v1::KernelSpec& spec, absl::string_view field) {
   if (absl::Status s = ValidateCompileOptions(options); !s.ok()) {
     return Invalid(absl::StrCat(field, ".options"), s.message());
   }
-  if (absl::Status s = CheckArch(spec.min_arch(), absl::StrCat(field, ".min_arch")); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckArch(spec.max_arch(), absl::StrCat(field, ".max_arch")); !s.ok()) {
-    return s;
-  }
-  if (spec.min_arch() != 0 && spec.max_arch() != 0 && spec.min_arch() > spec.max_arch()) {
-    return Invalid(
-        field, absl::StrCat("min_arch ", spec.min_arch(), " is above max_arch ", spec.max_arch()));
-  }
-  return absl::OkStatus();
+  return ValidateArchRange(spec.min_arch(), spec.max_arch(), field);
 }
 
 absl::Status ValidateDevice(const v1::Device& device, bool present) {
@@ -128,12 +112,7 @@ absl::Status ValidateDevice(const v1::Device& device, bool present) {
                    "sm_major is 0; send the device's compute capability, e.g. "
                    "sm_major 8, sm_minor 9 for an SM 8.9 GPU");
   }
-  if (device.sm_major() > kMaxSmMajor || device.sm_minor() > 9) {
-    return Invalid("device", absl::StrCat("SM ", device.sm_major(), ".", device.sm_minor(),
-                                          " is not a compute capability; sm_major is 1..",
-                                          kMaxSmMajor, " and sm_minor 0..9"));
-  }
-  return absl::OkStatus();
+  return ValidateDeviceSm(device.sm_major(), device.sm_minor());
 }
 
 absl::Status ValidateResolveRequest(const v1::ResolveRequest& request) {

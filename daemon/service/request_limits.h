@@ -22,18 +22,16 @@ inline constexpr size_t kMaxShortField = 4096;  // one option, expression, heade
 inline constexpr size_t kMaxKernelNameBytes = 256;
 inline constexpr size_t kMaxWarmTargets = 64;
 inline constexpr size_t kMaxClientBytes = 256;  // ResolveRequest.client (logs only)
-// Device SMs accepted: major 1..30, minor 0..9 (arch numbers up to 309).
-inline constexpr uint32_t kMaxSmMajor = 30;
 // Resolve payload chunk size: ResolveResponse.chunk carries at most this many bytes.
 inline constexpr size_t kChunkBytes = 1u << 20;
 
 // A spec as it arrives: non-empty source; sizes within the limits above; no NUL byte in any
 // text (NVRTC reads C strings); header names non-empty and unique; options on the allowlist
-// (core/compile_options.h); min_arch/max_arch 0 or an arch number (75, 89, 121) with
-// min <= max. `field` names the spec in messages ("spec", "kernels[3]").
+// (core/compile_options.h); min_arch/max_arch as ValidateArchRange (core/target.h) says. `field`
+// names the spec in messages ("spec", "kernels[3]").
 absl::Status ValidateSpec(const v1::KernelSpec& spec, absl::string_view field);
 
-// A device: sm_major 1..30 and sm_minor 0..9 (a missing device reads as 0.0 and is refused).
+// A device: ValidateDeviceSm (core/target.h; a missing device reads as 0.0 and is refused).
 absl::Status ValidateDevice(const v1::Device& device, bool present);
 
 // Exactly one kernel (spec, 32-byte kernel_id or non-empty kernel_name) and a valid device.

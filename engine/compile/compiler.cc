@@ -214,8 +214,7 @@ Artifact MakeArtifact(const Toolkit& toolkit, const CompileJob& job, ArtifactKin
   a.meta.size = bytes.size();
   a.meta.checksum = PayloadChecksum(bytes);
   a.meta.created_unix_ms = NowUnixMillis();
-  // Every CUDA 13.x toolkit's output needs a 13.x driver (R580+): CUDA version numbering.
-  a.meta.min_driver = toolkit.identity().major * 1000 + toolkit.identity().minor * 10;
+  a.meta.min_driver = MinDriverFor(kind, toolkit.identity().major, toolkit.identity().minor);
   a.bytes = std::move(bytes);
   return a;
 }

@@ -2,31 +2,79 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/compile/compiler.h"
+#include "engine/compile/toolkit.h"
 #include "engine/store/store.h"
 
 namespace kcache {
 namespace {
 
-constexpr MissReason kAllMissReasons[] = {MissReason::kUnknownKernel,     MissReason::kBelowMinArch,
-                                          MissReason::kAboveMaxArch,      MissReason::kNoToolkit,
-                                          MissReason::kCompileNotAllowed, MissReason::kCompileError,
-                                          MissReason::kNothingServable};
+constexpr MissReason kAllMissReasons[] = {
+    MissReason::kUnknownKernel,   MissReason::kBelowMinArch,      MissReason::kAboveMaxArch,
+    MissReason::kNoToolkit,       MissReason::kCompileNotAllowed, MissReason::kCompileError,
+    MissReason::kNothingServable, MissReason::kDriverTooOld};
 
-bool Servable(const ArtifactMeta& meta, const Device& device) {
+// Whether the artifact's code runs on the device, its driver aside.
+bool RunsOn(const ArtifactMeta& meta, const Device& device) {
   if (meta.key.kind == ArtifactKind::kLtoir) return false;
-  if (meta.key.kind == ArtifactKind::kCubin && meta.key.target.kind != TargetKind::kSass)
+  if (meta.key.kind == ArtifactKind::kCubin && meta.key.target.kind != TargetKind::kSass) {
     return false;
+  }
   if (meta.key.kind == ArtifactKind::kPtx && meta.key.target.kind != TargetKind::kPtx) return false;
-  if (device.driver != 0 && meta.min_driver > device.driver) return false;
   return CompatibilityOf(meta.key.target, device.sm).has_value();
 }
+
+// Whether a driver (0: unknown, assumed new enough) loads what needs `min_driver`.
+bool DriverLoads(uint32_t driver, uint32_t min_driver) {
+  return driver == 0 || min_driver <= driver;
+}
+
+bool Servable(const ArtifactMeta& meta, const Device& device) {
+  return RunsOn(meta, device) && DriverLoads(device.driver, meta.min_driver);
+}
+
+// Appended to a reason when the driver is unknown: what serving assumed.
+std::string AssumedDriver(const Device& device, uint32_t min_driver) {
+  if (device.driver != 0 || min_driver == 0) return "";
+  return absl::StrCat("; driver unknown, assumed ", DriverText(min_driver), " or newer");
+}
+
+std::string Version(const Toolkit& toolkit) {
+  return absl::StrCat(toolkit.identity().major, ".", toolkit.identity().minor);
+}
+
+// The oldest driver that loads what `toolkit` builds for a sm_ target.
+uint32_t CubinMinDriver(const Toolkit& toolkit) {
+  return MinDriverFor(ArtifactKind::kCubin, toolkit.identity().major, toolkit.identity().minor);
+}
+
+bool Supports(const Toolkit& toolkit, int arch) {
+  const std::vector<int>& archs = toolkit.supported_archs();
+  return std::find(archs.begin(), archs.end(), arch) != archs.end();
+}
+
+// No tiers at all: libkcache's local fallback has only the spec it was given.
+class NoTiers : public StoreTiers {
+ public:
+  size_t size() const override { return 0; }
+  absl::StatusOr<KernelRecord> GetKernel(size_t, const KernelId&) override {
+    return absl::NotFoundError("no store");
+  }
+  absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(size_t, const KernelId&) override {
+    return absl::NotFoundError("no store");
+  }
+  absl::StatusOr<Artifact> Get(size_t, const ArtifactKey&) override {
+    return absl::NotFoundError("no store");
+  }
+};
 
 // A single store seen as the only tier.
 class OneStore : public StoreTiers {
@@ -45,24 +93,50 @@ class OneStore : public StoreTiers {
   Store& store_;
 };
 
-absl::StatusOr<Resolution> CompileForDevice(Store& store, const KernelRecord& record,
-                                            const Device& device, Compiler& compiler) {
-  absl::StatusOr<CompileOutput> output = compiler.Compile(CompileJobFor(record, device));
-  if (!output.ok()) {
-    return WithMissReason(output.status(), absl::IsAborted(output.status())
-                                               ? MissReason::kCompileError
-                                               : MissReason::kNothingServable);
+// Why nothing can compile the device's SASS for this driver, as a miss: kDriverTooOld when some
+// toolkit supports the SM but the driver loads none of those, else kNothingServable.
+absl::Status NoToolkitFits(absl::string_view nothing, absl::Span<const Toolkit* const> toolkits,
+                           const Device& device) {
+  std::vector<const Toolkit*> supporting;
+  for (const Toolkit* t : toolkits) {
+    if (Supports(*t, device.sm.arch())) supporting.push_back(t);
   }
-  std::optional<Resolution> served;
-  for (Artifact& artifact : output->artifacts) {
-    if (absl::Status s = store.Put(artifact); !s.ok()) return s;
-    if (artifact.meta.key.kind == ArtifactKind::kCubin) {
-      served = Resolution{artifact, ServeRule::kCompiled,
-                          ServeReason(ServeRule::kCompiled, artifact.meta, device)};
+  if (!supporting.empty()) {
+    const Toolkit* oldest = *std::min_element(
+        supporting.begin(), supporting.end(),
+        [](const Toolkit* a, const Toolkit* b) { return CubinMinDriver(*a) < CubinMinDriver(*b); });
+    return WithMissReason(
+        absl::NotFoundError(absl::StrCat(
+            nothing, ": driver ", DriverText(device.driver), " cannot load code built by NVRTC ",
+            Version(*oldest), " (needs ", DriverText(CubinMinDriver(*oldest)),
+            " or newer); load an older toolkit with --toolkit or update the driver")),
+        MissReason::kDriverTooOld);
+  }
+  std::vector<std::string> loaded;
+  for (const Toolkit* t : toolkits) loaded.push_back(t->identity().DisplayName());
+  return WithMissReason(absl::NotFoundError(absl::StrCat(
+                            nothing, ": no loaded toolkit supports sm_", device.sm.arch(), " (",
+                            absl::StrJoin(loaded, ", "), "); load one that does with --toolkit")),
+                        MissReason::kNothingServable);
+}
+
+// For a device no loaded toolkit has SASS for: the newest toolkit the driver loads PTX of that
+// supports an arch below the device, and that arch (its PTX runs on the device through the
+// driver's JIT). nullopt when none.
+std::optional<std::pair<size_t, int>> PtxFallback(absl::Span<const Toolkit* const> toolkits,
+                                                  const Device& device) {
+  std::optional<std::pair<size_t, int>> best;
+  for (size_t i = 0; i < toolkits.size(); ++i) {
+    const ToolkitIdentity& v = toolkits[i]->identity();
+    if (!DriverLoads(device.driver, MinDriverFor(ArtifactKind::kPtx, v.major, v.minor))) continue;
+    int arch = 0;
+    for (int a : toolkits[i]->supported_archs()) {
+      if (a <= device.sm.arch()) arch = std::max(arch, a);
     }
+    if (arch == 0) continue;
+    if (!best || arch > best->second) best = std::make_pair(i, arch);
   }
-  if (!served) return absl::InternalError("compile produced no cubin");
-  return *std::move(served);
+  return best;
 }
 
 }  // namespace
@@ -83,6 +157,8 @@ absl::string_view MissReasonName(MissReason reason) {
       return "compile_error";
     case MissReason::kNothingServable:
       return "nothing_servable";
+    case MissReason::kDriverTooOld:
+      return "driver_too_old";
   }
   return "unknown";
 }
@@ -117,17 +193,18 @@ std::vector<ArtifactMeta> RankCandidates(const std::vector<ArtifactMeta>& artifa
 std::string ServeReason(ServeRule rule, const ArtifactMeta& meta, const Device& device) {
   std::string target = meta.key.target.ToString();
   std::string sm = device.sm.ToString();
+  std::string assumed = AssumedDriver(device, meta.min_driver);
   switch (rule) {
     case ServeRule::kExactSass:
-      return absl::StrCat(target, " cubin matches device ", sm);
+      return absl::StrCat(target, " cubin matches device ", sm, assumed);
     case ServeRule::kCompatibleSass:
       return absl::StrCat("no sm_", device.sm.arch(), " cubin stored; ", target, " cubin runs on ",
-                          sm, " (same major, lower minor)");
+                          sm, " (same major, lower minor)", assumed);
     case ServeRule::kPtxJit:
       return absl::StrCat("no cubin runs on ", sm, "; ", target,
-                          " PTX is served and the driver must JIT it");
+                          " PTX is served and the driver must JIT it", assumed);
     case ServeRule::kCompiled:
-      return absl::StrCat("nothing stored ran on ", sm, "; compiled ", target, " now");
+      return absl::StrCat("nothing stored ran on ", sm, "; compiled ", target, " now", assumed);
   }
   return "";
 }
@@ -159,10 +236,11 @@ absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
   };
   for (size_t t = 0; t < tiers.size() && !out.record; ++t) {
     absl::StatusOr<KernelRecord> record = tiers.GetKernel(t, id);
-    if (record.ok())
+    if (record.ok()) {
       out.record = *std::move(record);
-    else
+    } else {
       note(record.status());
+    }
   }
   if (out.record) {
     if (absl::Status s = CheckArchRange(*out.record, device); !s.ok()) return s;
@@ -179,6 +257,10 @@ absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
     }
     ++out.tiers_answered;
     for (ArtifactMeta& meta : *listed) {
+      if (RunsOn(meta, device) && !DriverLoads(device.driver, meta.min_driver) &&
+          (out.refused_min_driver == 0 || meta.min_driver < out.refused_min_driver)) {
+        out.refused_min_driver = meta.min_driver;
+      }
       std::vector<size_t>& where = holders[meta.key];
       if (where.empty()) candidates.push_back(std::move(meta));
       where.push_back(t);
@@ -200,9 +282,71 @@ absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
   return out;
 }
 
-absl::Status CheckCompileAllowed(const KernelId& id, const KernelRecord* record,
-                                 const Device& device, bool allow_compile, bool have_compiler) {
-  if (record == nullptr) {
+std::optional<size_t> PickToolkit(absl::Span<const Toolkit* const> toolkits, uint32_t driver,
+                                  int arch) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < toolkits.size(); ++i) {
+    const Toolkit& t = *toolkits[i];
+    if (!Supports(t, arch) || !DriverLoads(driver, CubinMinDriver(t))) continue;
+    if (!best) {
+      best = i;
+      continue;
+    }
+    const ToolkitIdentity& a = t.identity();
+    const ToolkitIdentity& b = toolkits[*best]->identity();
+    if (std::make_pair(a.major, a.minor) > std::make_pair(b.major, b.minor)) best = i;
+  }
+  return best;
+}
+
+CompileJob CompileJobFor(const KernelRecord& record, const Device& device) {
+  return CompileJob{record.spec, record.id,
+                    Target{TargetKind::kSass, device.sm, ArchVariant::kNone}, record.want_ltoir};
+}
+
+absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId& id,
+                                              const KernelRecord* sent, const Device& device,
+                                              const ResolvePolicy& policy,
+                                              absl::Span<const Toolkit* const> toolkits) {
+  if (absl::Status s = ValidateDeviceSm(device.sm.major, device.sm.minor); !s.ok()) return s;
+  absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device);
+  if (!lookup.ok()) return lookup.status();
+  ResolveDecision decision;
+  if (lookup->record) {
+    decision.record = std::move(lookup->record);
+  } else if (sent != nullptr) {
+    if (absl::Status s = CheckArchRange(*sent, device); !s.ok()) return s;
+    decision.record = *sent;
+    decision.record->id = id;
+  }
+  if (lookup->hit) {
+    decision.stored = std::move(lookup->hit);
+    decision.stored_tier = lookup->hit_tier;
+  }
+  if (decision.stored && !decision.stored->needs_jit()) return decision;  // SASS: serve it
+
+  std::optional<size_t> toolkit;
+  if (decision.record && policy.allow_compile) {
+    toolkit = PickToolkit(toolkits, device.driver, device.sm.arch());
+  }
+  if (toolkit) {
+    decision.compile = CompileJobFor(*decision.record, device);
+    decision.toolkit = *toolkit;
+    decision.action = decision.stored && policy.ptx_now ? ResolveDecision::Action::kServeAndCompile
+                                                        : ResolveDecision::Action::kCompile;
+    return decision;
+  }
+  if (decision.stored) return decision;  // PTX, and nothing can build SASS: the driver JITs
+
+  // Nothing stored runs here, and no SASS can be built: why.
+  if (!decision.record) {
+    if (lookup->tiers_answered == 0 && tiers.size() > 0) {
+      return WithMissReason(
+          absl::UnavailableError(
+              absl::StrCat("every store tier is failing (", lookup->first_failure.message(),
+                           ") and the kernel's spec is unknown; retry shortly or send the spec")),
+          MissReason::kNothingServable);
+    }
     return WithMissReason(
         absl::NotFoundError(absl::StrCat("kernel ", id.ShortHex(),
                                          " is unknown (no store holds its spec) and no stored "
@@ -211,46 +355,113 @@ absl::Status CheckCompileAllowed(const KernelId& id, const KernelRecord* record,
                                          "; warm it with `kcache warm` or send its spec")),
         MissReason::kUnknownKernel);
   }
-  std::string nothing =
-      absl::StrCat("no stored artifact of ", record->spec.name, " runs on ", device.sm.ToString());
-  if (!allow_compile) {
+  std::string nothing = absl::StrCat("no stored artifact of ", decision.record->spec.name,
+                                     " runs on ", device.sm.ToString());
+  if (lookup->refused_min_driver != 0) {
+    absl::StrAppend(&nothing, " with driver ", DriverText(device.driver), " (stored ones need ",
+                    DriverText(lookup->refused_min_driver), " or newer)");
+  }
+  if (!policy.allow_compile) {
     return WithMissReason(
         absl::NotFoundError(
             absl::StrCat(nothing,
-                         " and the request did not allow compiling one; allow compiling or warm it "
-                         "with `kcache warm --arch ",
+                         ", and compiling was not allowed (--no-compile, or a daemon started with "
+                         "--no-toolkit); allow compiling or warm it with `kcache warm --arch ",
                          device.sm.ToString(), "`")),
         MissReason::kCompileNotAllowed);
   }
-  if (!have_compiler) {
+  if (toolkits.empty()) {
     return WithMissReason(absl::NotFoundError(absl::StrCat(
                               nothing,
-                              " and no toolkit is loaded to compile one; warm it with `kcache warm "
-                              "--arch ",
+                              ", and no toolkit is loaded to compile one; warm it with `kcache "
+                              "warm --arch ",
                               device.sm.ToString(), "` or give a toolkit (--toolkit / CUDA_HOME)")),
                           MissReason::kNoToolkit);
   }
-  return absl::OkStatus();
+  bool some_toolkit_supports = false;
+  for (const Toolkit* t : toolkits) some_toolkit_supports |= Supports(*t, device.sm.arch());
+  if (!some_toolkit_supports) {
+    if (std::optional<std::pair<size_t, int>> ptx = PtxFallback(toolkits, device)) {
+      decision.compile =
+          CompileJob{decision.record->spec, decision.record->id,
+                     Target{TargetKind::kPtx, SmFromArch(ptx->second), ArchVariant::kNone}};
+      decision.toolkit = ptx->first;
+      decision.action = ResolveDecision::Action::kCompile;
+      return decision;
+    }
+  }
+  return NoToolkitFits(nothing, toolkits, device);
 }
 
-CompileJob CompileJobFor(const KernelRecord& record, const Device& device) {
-  return CompileJob{record.spec, record.id,
-                    Target{TargetKind::kSass, device.sm, ArchVariant::kNone}, record.want_ltoir};
+ArtifactKind ServedKindOf(const CompileJob& job) {
+  return job.target.kind == TargetKind::kSass ? ArtifactKind::kCubin : ArtifactKind::kPtx;
+}
+
+ServeRule CompiledRule(const CompileJob& job) {
+  return job.target.kind == TargetKind::kSass ? ServeRule::kCompiled : ServeRule::kPtxJit;
+}
+
+std::string CompiledReason(const CompileJob& job, const ArtifactMeta& meta, const Device& device) {
+  if (job.target.kind == TargetKind::kSass) return ServeReason(ServeRule::kCompiled, meta, device);
+  return absl::StrCat("no loaded toolkit supports sm_", device.sm.arch(), "; compiled ",
+                      job.target.ToString(), " PTX now and the driver must JIT it",
+                      AssumedDriver(device, meta.min_driver));
+}
+
+absl::StatusOr<Resolution> ResolveInProcess(StoreTiers& tiers, Store* write_to, const KernelId& id,
+                                            const KernelRecord* sent, const Device& device,
+                                            const ResolvePolicy& policy,
+                                            absl::Span<Compiler* const> compilers) {
+  std::vector<const Toolkit*> toolkits;
+  for (Compiler* c : compilers) toolkits.push_back(&c->toolkit());
+  absl::StatusOr<ResolveDecision> decision =
+      DecideResolve(tiers, id, sent, device, policy, toolkits);
+  if (!decision.ok()) return decision.status();
+  if (decision->action == ResolveDecision::Action::kServe) return *std::move(decision->stored);
+
+  const CompileJob& job = *decision->compile;
+  absl::StatusOr<CompileOutput> output = compilers[decision->toolkit]->Compile(job);
+  if (!output.ok()) {
+    bool compile_error = absl::IsAborted(output.status());
+    if (decision->stored && !compile_error) return *std::move(decision->stored);
+    return WithMissReason(output.status(),
+                          compile_error ? MissReason::kCompileError : MissReason::kNothingServable);
+  }
+  absl::Status written;
+  if (write_to != nullptr) {
+    for (const Artifact& artifact : output->artifacts) {
+      if (absl::Status s = write_to->Put(artifact); !s.ok() && written.ok()) written = s;
+    }
+  }
+  if (decision->action == ResolveDecision::Action::kServeAndCompile) {
+    decision->stored->write_status = written;
+    return *std::move(decision->stored);
+  }
+  for (Artifact& artifact : output->artifacts) {
+    if (artifact.meta.key.kind != ServedKindOf(job) || artifact.meta.key.target != job.target) {
+      continue;
+    }
+    std::string reason = CompiledReason(job, artifact.meta, device);
+    return Resolution{std::move(artifact), CompiledRule(job), std::move(reason), written};
+  }
+  return WithMissReason(
+      absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(), " produced no ",
+                                       ArtifactKindName(ServedKindOf(job)))),
+      MissReason::kNothingServable);
 }
 
 absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id, const Device& device,
-                                            Compiler* compiler) {
+                                            const ResolvePolicy& policy,
+                                            absl::Span<Compiler* const> compilers) {
   OneStore tiers(store);
-  absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device);
-  if (!lookup.ok()) return lookup.status();
-  if (lookup->hit) return *std::move(lookup->hit);
-  if (!lookup->first_failure.ok()) return lookup->first_failure;
-  const KernelRecord* record = lookup->record ? &*lookup->record : nullptr;
-  if (absl::Status s = CheckCompileAllowed(id, record, device, true, compiler != nullptr);
-      !s.ok()) {
-    return s;
-  }
-  return CompileForDevice(store, *record, device, *compiler);
+  return ResolveInProcess(tiers, &store, id, nullptr, device, policy, compilers);
+}
+
+absl::StatusOr<Resolution> ResolveSpecInProcess(const KernelRecord& spec, const Device& device,
+                                                const ResolvePolicy& policy,
+                                                absl::Span<Compiler* const> compilers) {
+  NoTiers none;
+  return ResolveInProcess(none, nullptr, spec.id, &spec, device, policy, compilers);
 }
 
 absl::StatusOr<KernelRecord> FindKernel(Store& store, absl::string_view name_or_id) {

@@ -1,8 +1,9 @@
-// Resolving a kernel for a device: the serving rules of DESIGN.md applied to what one or more
-// stores hold, with compile-on-miss when a compiler is given. This is the ONE implementation of
-// the rules: `kcache get --store` answers through ResolveFromStore (one store), and the daemon's
-// artifact cache (artifact_cache.h) through LookupStored over its tiers plus the compile gate
-// below, so both give the same answer and the same reasons.
+// Resolving a kernel for a device: the serving rules of DESIGN.md (docs/serving-rules.md)
+// applied to what stores hold and what the loaded toolkits can build. DecideResolve is the ONE
+// decision: `kcache get --store` and libkcache's local fallback run it to the end in process
+// (ResolveInProcess), and the daemon's artifact cache runs it over its tiers and adds only the
+// memory tier, write-back and single-flight around it, so every path gives the same rule,
+// reason and bytes for the same (kernel, device, driver, policy).
 #ifndef KCACHE_ENGINE_RESOLVE_RESOLVER_H_
 #define KCACHE_ENGINE_RESOLVE_RESOLVER_H_
 
@@ -14,16 +15,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/artifact.h"
 #include "core/compat.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
+#include "engine/compile/compiler.h"
 
 namespace kcache {
 
-class Compiler;
 class Store;
-struct CompileJob;
 
 // The device a worker runs on.
 struct Device {
@@ -34,8 +35,12 @@ struct Device {
 struct Resolution {
   Artifact artifact;
   ServeRule rule = ServeRule::kExactSass;
-  std::string
-      reason;  // one line: why this artifact, e.g. "no sm_89 cubin; sm_86 cubin runs on 8.9"
+  // One line: why this artifact, e.g. "no sm_89 cubin stored; sm_86 cubin runs on 8.9 (same
+  // major, lower minor)". With an unknown driver it ends saying what was assumed.
+  std::string reason;
+  // ResolveInProcess only: OK, or why the compiled output could not be written to the store
+  // (the artifact is served all the same).
+  absl::Status write_status;
   bool needs_jit() const { return rule == ServeRule::kPtxJit; }
 };
 
@@ -50,6 +55,7 @@ enum class MissReason : int {
   kCompileNotAllowed = 5,  // nothing stored fits and the request forbade compiling
   kCompileError = 6,       // the compile failed (Aborted, NVRTC log attached)
   kNothingServable = 7,    // anything else: compile limits, unsupported target, tiers failing
+  kDriverTooOld = 8,  // what is stored, and what every loaded toolkit builds, needs a newer driver
 };
 absl::string_view MissReasonName(MissReason reason);  // "unknown_kernel", "below_min_arch", ...
 inline constexpr char kMissReasonPayload[] = "kcache.dev/miss-reason";
@@ -90,6 +96,9 @@ struct StoredLookup {
   size_t hit_tier = 0;                 // which tier `hit` was read from
   int tiers_answered = 0;              // tiers whose artifact listing succeeded
   absl::Status first_failure;          // the first tier error seen (OK when none)
+  // The lowest min_driver of the stored artifacts that would run on the device but that its
+  // (known) driver cannot load; 0 when none was left out for the driver.
+  uint32_t refused_min_driver = 0;
 };
 
 // Finds the kernel's record (first tier that has it) and refuses a device outside its declared
@@ -97,30 +106,95 @@ struct StoredLookup {
 // the candidates of every tier together (RankCandidates) and reads them best first; the same
 // artifact held by several tiers is read from the upper one first. A candidate that does not
 // read back (corrupt: the store counted and dropped it; or its tier failing) is skipped for the
-// next. No hit is not an error: see CheckCompileAllowed.
+// next. No hit is not an error: see DecideResolve.
 absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
                                           const Device& device);
 
-// Steps 4-5 when nothing stored fits: OK when a compile may run; otherwise NotFound saying why
-// (kUnknownKernel when `record` is null, kCompileNotAllowed, kNoToolkit), with what to do.
-absl::Status CheckCompileAllowed(const KernelId& id, const KernelRecord* record,
-                                 const Device& device, bool allow_compile, bool have_compiler);
+// What a caller allows when nothing stored is the best answer (DESIGN.md, steps 3-4).
+struct ResolvePolicy {
+  // False: answer from the stores only; NotFound (kCompileNotAllowed) when nothing there fits.
+  bool allow_compile = true;
+  // When the best stored answer is PTX and a toolkit could build the device's SASS: true takes
+  // the PTX now (the caller compiles the SASS for later callers: the daemon in the
+  // background), false waits for the SASS. A driver JIT at every worker start is the stall
+  // kcache removes, so the default waits.
+  bool ptx_now = false;
+};
+
+// What to do for one (kernel, device, policy).
+struct ResolveDecision {
+  std::optional<KernelRecord> record;  // the kernel's record: stored (first tier) or as sent
+  // A stored artifact: the answer (kServe, kServeAndCompile), or the PTX to fall back on when
+  // the compile of kCompile fails for a reason other than a compile error.
+  std::optional<Resolution> stored;
+  size_t stored_tier = 0;  // which tier `stored` was read from
+  // kCompile, kServeAndCompile: the job, for the toolkit at index `toolkit` of those given.
+  std::optional<CompileJob> compile;
+  size_t toolkit = 0;
+  enum class Action {
+    kServe,            // serve `stored`
+    kCompile,          // run `compile` and serve its output (the SASS, or PTX for compute_ jobs)
+    kServeAndCompile,  // serve `stored` (PTX) now, and run `compile` for later callers
+  };
+  Action action = Action::kServe;
+};
+
+// The one decision. Refuses an invalid device SM (InvalidArgument) and a device outside the
+// kernel's declared range (NotFound, kBelowMinArch / kAboveMaxArch). Reads the best stored
+// artifact the device and its driver can load (LookupStored). Then:
+//   exact or compatible SASS stored                          -> kServe;
+//   PTX stored, SASS compilable (see below)                  -> kCompile (ptx_now:
+//   kServeAndCompile); PTX stored, nothing can compile                          -> kServe
+//   (needs_jit); nothing stored, compilable                               -> kCompile; nothing
+//   stored, no toolkit supports the SM but one supports a lower arch and the driver loads its PTX
+//   -> kCompile of compute_XX (PTX); otherwise NotFound with the reason: kUnknownKernel (no record
+//   stored and no spec `sent`), kCompileNotAllowed, kNoToolkit, kDriverTooOld (naming the driver
+//   and what it needs), kNothingServable (no toolkit supports the SM); Unavailable when every tier
+//   failed and the spec is unknown.
+// "Compilable": the record is known, the policy allows it, and a toolkit the driver can load
+// supports the device's SM; of several, the newest (PickToolkit). `sent` is the caller's
+// spec, used when no store holds the record (its id must be `id`).
+absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId& id,
+                                              const KernelRecord* sent, const Device& device,
+                                              const ResolvePolicy& policy,
+                                              absl::Span<const Toolkit* const> toolkits);
+
+// The newest of `toolkits` whose output `driver` loads (0: any) and that supports `arch`, or
+// nullopt.
+std::optional<size_t> PickToolkit(absl::Span<const Toolkit* const> toolkits, uint32_t driver,
+                                  int arch);
 
 // The compile a miss runs: plain SASS for the device's SM (which also yields its PTX), plus
 // LTO-IR when the kernel wants it, so a miss writes what `kcache warm` writes for that target.
 CompileJob CompileJobFor(const KernelRecord& record, const Device& device);
 
-// Serves kernel `id` for `device` from `store`:
-//   1-3. the best stored artifact by the serving rules (a corrupt entry is skipped: the next
-//        best is tried, and the bad one counts in the store's statistics);
-//   4.   otherwise, if `compiler` is non-null and the store has the kernel's record, compiles
-//        for the device's SM, stores the result and serves it (rule kCompiled);
-//   5.   otherwise NotFound with the reason: kernel unknown, device below the kernel's
-//        declared min_arch (or above max_arch), no toolkit to compile with, or (Aborted) the
-//        compile error with its NVRTC log. A failing store answers its own error.
-// A device below the kernel's declared min_arch is refused even if some artifact would load.
+// The answer a finished compile gives: its cubin for a sm_ job (rule kCompiled), its PTX for a
+// compute_ job (kPtxJit, the device's SM being one no loaded toolkit supports).
+ArtifactKind ServedKindOf(const CompileJob& job);
+ServeRule CompiledRule(const CompileJob& job);
+std::string CompiledReason(const CompileJob& job, const ArtifactMeta& meta, const Device& device);
+
+// Runs DecideResolve to the end in the calling thread (`kcache get --store`, libkcache's local
+// fallback): serves what it says, runs its compile with compilers[decision.toolkit] and writes
+// the output to `write_to` (null: nowhere; a failed write is reported in write_status, never
+// fails the answer). kServeAndCompile serves the PTX after the compile has run and been
+// written. A compile error is Aborted with the NVRTC log (kCompileError); any other compile
+// failure serves the stored PTX when there is one.
+absl::StatusOr<Resolution> ResolveInProcess(StoreTiers& tiers, Store* write_to, const KernelId& id,
+                                            const KernelRecord* sent, const Device& device,
+                                            const ResolvePolicy& policy,
+                                            absl::Span<Compiler* const> compilers);
+
+// ResolveInProcess over one store, writing compiled output back to it (a read-only store
+// refuses the write: see write_status).
 absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id, const Device& device,
-                                            Compiler* compiler);
+                                            const ResolvePolicy& policy,
+                                            absl::Span<Compiler* const> compilers);
+
+// ResolveInProcess with no store: only `spec` (its id filled in) and the compilers.
+absl::StatusOr<Resolution> ResolveSpecInProcess(const KernelRecord& spec, const Device& device,
+                                                const ResolvePolicy& policy,
+                                                absl::Span<Compiler* const> compilers);
 
 // Finds kernels by display name or by hex id (full or a unique prefix of at least 8 digits).
 // Several records with one name (a kernel edited and warmed again): the most recently

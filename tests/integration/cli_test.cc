@@ -97,13 +97,29 @@ TEST_F(CliTest, GetWritesTheCubinTheDeviceWouldBeServed) {
   EXPECT_EQ(below.exit_code, 1) << below.output;
   EXPECT_TRUE(Contains(below.output, "needs SM 8.0")) << below.output;
 
-  // 9.0 was not warmed: the compute_86 PTX is served (rule 3) before any compile (rule 4).
-  RunResult jit = Kcache("get --store " + store_ + " --device 9.0 --kernel saxpy --json");
-  ASSERT_EQ(jit.exit_code, 0) << jit.output;
-  nlohmann::json meta = nlohmann::json::parse(jit.output);
-  EXPECT_EQ(meta["rule"], "ptx_jit");
-  EXPECT_EQ(meta["needs_jit"], true);
-  EXPECT_EQ(meta["target"], "compute_86");
+  // 9.0 was not warmed: only the compute_86 PTX runs there. Without compiling (or asking for
+  // an answer now) it is served for the driver to JIT; otherwise sm_90 is compiled (a JIT at
+  // every worker start is what kcache removes) and stored, and served exactly from then on.
+  for (const char* flags : {" --no-compile", " --ptx-now"}) {
+    RunResult jit = Kcache("get --store " + store_ + " --device 9.0 --kernel saxpy --json" + flags);
+    ASSERT_EQ(jit.exit_code, 0) << flags << jit.output;
+    nlohmann::json meta = nlohmann::json::parse(jit.output);
+    EXPECT_EQ(meta["rule"], "ptx_jit") << flags;
+    EXPECT_EQ(meta["needs_jit"], true) << flags;
+    EXPECT_EQ(meta["target"], "compute_86") << flags;
+  }
+  // --ptx-now compiled sm_90 after answering: it is stored now.
+  RunResult exact = Kcache("get --store " + store_ + " --device 9.0 --kernel saxpy --json");
+  ASSERT_EQ(exact.exit_code, 0) << exact.output;
+  nlohmann::json meta = nlohmann::json::parse(exact.output);
+  EXPECT_EQ(meta["rule"], "exact_sass");
+  EXPECT_EQ(meta["target"], "sm_90");
+  RunResult compiled = Kcache("get --store " + store_ + " --device 10.0 --kernel saxpy --json");
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.output;
+  meta = nlohmann::json::parse(compiled.output);
+  EXPECT_EQ(meta["rule"], "compiled");
+  EXPECT_EQ(meta["needs_jit"], false);
+  EXPECT_EQ(meta["target"], "sm_100");
 }
 
 TEST_F(CliTest, UnsupportedTargetListsWhatIsSupported) {

@@ -470,8 +470,11 @@ TEST_F(DaemonTest, WithoutToolkitServesStoredArtifactsAndRefusesMisses) {
   ResolveOutcome miss =
       CallResolve(*stub_, ResolveSpec(WireSpec("saxpy", ::kcache::testing::kSaxpySource), 8, 6));
   EXPECT_EQ(miss.status.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_TRUE(Contains(miss.status.error_message(), "no toolkit")) << miss.status.error_message();
-  EXPECT_EQ(StatCounter(*stub_, "miss.no_toolkit"), 1u);
+  // --no-toolkit forbids compiling: the miss says so (not "no toolkit is loaded").
+  EXPECT_TRUE(Contains(miss.status.error_message(), "compiling was not allowed"))
+      << miss.status.error_message();
+  EXPECT_EQ(StatCounter(*stub_, "miss.compile_not_allowed"), 1u);
+  EXPECT_EQ(StatCounter(*stub_, "miss.no_toolkit"), 0u);
 
   v1::WarmRequest warm;
   *warm.add_kernels() = WireSpec("saxpy", ::kcache::testing::kSaxpySource);

@@ -40,7 +40,10 @@ class ResolverTest : public ::testing::Test {
 
   absl::StatusOr<Resolution> Resolve(const std::string& sm, uint32_t driver = 0,
                                      Compiler* compiler = nullptr) {
-    return ResolveFromStore(*store_, record_.id, Device{*ParseSm(sm), driver}, compiler);
+    std::vector<Compiler*> compilers;
+    if (compiler != nullptr) compilers.push_back(compiler);
+    return ResolveFromStore(*store_, record_.id, Device{*ParseSm(sm), driver}, ResolvePolicy{},
+                            compilers);
   }
 
   TempDir dir_;
@@ -123,7 +126,7 @@ TEST_F(ResolverTest, UnknownKernelIsNotFound) {
   KernelSpec other;
   other.source = "nothing";
   absl::StatusOr<Resolution> r =
-      ResolveFromStore(*store_, ComputeKernelId(other), Device{{8, 6}, 0}, nullptr);
+      ResolveFromStore(*store_, ComputeKernelId(other), Device{{8, 6}, 0}, ResolvePolicy{}, {});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("unknown"), absl::string_view::npos) << r.status();
 }

@@ -126,6 +126,10 @@ struct FetchedKernel {
 struct CallOptions {
   absl::Duration deadline = absl::ZeroDuration();  // 0 = ClientOptions::deadline
   bool allow_daemon_compile = true;                // false: the daemon answers NOT_FOUND on a miss
+  // True: when the daemon holds only PTX for the device and could compile its SASS, take the
+  // PTX now (the driver JITs it) while the daemon compiles the SASS in the background for the
+  // next caller. False (default): wait for the SASS, so this worker never pays a JIT.
+  bool ptx_now = false;
 };
 
 // The daemon's statistics (kcache stat --server).
