@@ -7,11 +7,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace kcache::cli {
 
 std::string ArchText(int arch) {
   return arch ? absl::StrCat(arch / 10, ".", arch % 10) : std::string("-");
+}
+
+std::string ToolkitVersionsText(const std::vector<std::string>& toolkit_ids) {
+  std::set<std::string> versions;
+  for (const std::string& id : toolkit_ids) {
+    std::string version = id.substr(0, id.find('+'));
+    if (version.rfind("nvrtc-", 0) == 0) version = version.substr(6);
+    versions.insert(version);
+  }
+  return versions.empty() ? "-" : absl::StrJoin(versions, ",");
 }
 
 std::string ArchRangeText(int min_arch, int max_arch) {

@@ -17,6 +17,9 @@ std::string HumanMicros(int64_t micros);  // "740 us", "74 ms", "5.52 s"
 std::string ArchText(int arch);
 // A kernel's declared arch range for a table: "any", "8.9+", "up to 9.0", "8.0-9.0".
 std::string ArchRangeText(int min_arch, int max_arch);
+// The toolkit versions of artifacts for a table, from their toolkit ids
+// ("nvrtc-13.0+9ca007cdb201"): distinct, sorted, e.g. "12.9,13.0"; "-" when none.
+std::string ToolkitVersionsText(const std::vector<std::string>& toolkit_ids);
 
 // A plain-text table: columns padded to their widest cell; first row is the header.
 // Columns whose index is in `right_aligned` are right-aligned (numbers).

@@ -139,13 +139,15 @@ int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
-  Table table({"kernel", "id", "arch", "cubin", "ptx", "ltoir", "tiers", "bytes"}, {7});
+  Table table({"kernel", "id", "arch", "cubin", "ptx", "ltoir", "toolkits", "tiers", "bytes"}, {8});
   size_t artifacts = 0;
   for (const client::ListedKernel& k : *kernels) {
     std::map<client::ArtifactKind, std::vector<std::string>> targets;
     std::map<std::string, bool> tiers;
+    std::vector<std::string> toolkits;
     uint64_t bytes = 0;
     for (const client::ListedArtifact& a : k.artifacts) {
+      toolkits.push_back(a.toolkit);
       targets[a.kind].push_back(a.target.substr(a.target.find('_') + 1));
       std::string tier(client::ServedFromName(a.tier));
       tiers[tier.substr(tier.find(':') + 1)] = true;
@@ -159,7 +161,7 @@ int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {
     for (const auto& [tier, unused] : tiers) tier_names.push_back(tier);
     table.AddRow({k.name, k.kernel_id.substr(0, 12), ArchRangeText(k.min_arch, k.max_arch),
                   list(client::ArtifactKind::kCubin), list(client::ArtifactKind::kPtx),
-                  list(client::ArtifactKind::kLtoir),
+                  list(client::ArtifactKind::kLtoir), ToolkitVersionsText(toolkits),
                   tier_names.empty() ? "-" : absl::StrJoin(tier_names, ","), HumanBytes(bytes)});
   }
   std::printf("%s%zu kernels, %zu artifacts (kcached at %s)\n", table.Render().c_str(),

@@ -82,11 +82,13 @@ int RunLs(const StoreFlags& flags) {
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
-  Table table({"kernel", "id", "arch", "cubin", "ptx", "ltoir", "bytes"}, {6});
+  Table table({"kernel", "id", "arch", "cubin", "ptx", "ltoir", "toolkits", "bytes"}, {7});
   for (const KernelRecord& k : *kernels) {
     std::map<ArtifactKind, std::vector<std::string>> targets;
+    std::vector<std::string> toolkits;
     uint64_t bytes = 0;
     for (const ArtifactMeta* m : by_kernel[k.id]) {
+      toolkits.push_back(m->key.toolkit);
       std::string target = m->key.target.ToString();  // "sm_90a" -> "90a"
       targets[m->key.kind].push_back(target.substr(target.find('_') + 1));
       bytes += m->size;
@@ -96,7 +98,7 @@ int RunLs(const StoreFlags& flags) {
     };
     table.AddRow({k.spec.name, k.id.ShortHex(), ArchRangeText(k.arch.min_arch, k.arch.max_arch),
                   list(ArtifactKind::kCubin), list(ArtifactKind::kPtx), list(ArtifactKind::kLtoir),
-                  HumanBytes(bytes)});
+                  ToolkitVersionsText(toolkits), HumanBytes(bytes)});
   }
   std::printf("%s%zu kernels, %zu artifacts\n", table.Render().c_str(), kernels->size(),
               artifacts->size());

@@ -240,9 +240,13 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
     return Miss(decision.status());
   }
   switch (decision->action) {
-    case ResolveDecision::Action::kServe:
-      return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier,
-                         /*remember=*/true, epoch);
+    case ResolveDecision::Action::kServe: {
+      // PTX is remembered only when nothing here can ever compile: another request (one
+      // that allows compiling) must still get the SASS built.
+      bool remember = !decision->stored->needs_jit() || compilers_.empty() || !compile_allowed_;
+      return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier, remember,
+                         epoch);
+    }
     case ResolveDecision::Action::kServeAndCompile:
       QueueBackground(*decision->compile, decision->toolkit);
       // Not remembered in memory: the SASS compiled in the background replaces it.

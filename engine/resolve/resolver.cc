@@ -185,7 +185,10 @@ std::vector<ArtifactMeta> RankCandidates(const std::vector<ArtifactMeta>& artifa
   }
   std::stable_sort(out.begin(), out.end(), [&](const ArtifactMeta& a, const ArtifactMeta& b) {
     if (a.key.target != b.key.target) return BetterFor(device.sm, a.key.target, b.key.target);
-    return a.created_unix_ms > b.created_unix_ms;  // same target, several toolkits: newest
+    // Same target from several toolkits (all loadable by the driver): the newest toolkit's,
+    // then the most recently made.
+    if (a.min_driver != b.min_driver) return a.min_driver > b.min_driver;
+    return a.created_unix_ms > b.created_unix_ms;
   });
   return out;
 }

@@ -65,7 +65,9 @@ std::optional<MissReason> MissReasonOf(const absl::Status& status);
 absl::Status WithMissReason(absl::Status status, MissReason reason);
 
 // The artifacts of `id` ordered best first for `device` by the serving rules (CUBIN and PTX
-// only; an artifact whose min_driver is above a known driver is left out). Exposed for tests.
+// only; an artifact whose min_driver is above a known driver is left out). The same target
+// from several toolkits: the newest toolkit's first (highest min_driver), then the newest made.
+// Exposed for tests.
 std::vector<ArtifactMeta> RankCandidates(const std::vector<ArtifactMeta>& artifacts,
                                          const Device& device);
 

@@ -613,3 +613,79 @@ TEST_F(ArtifactCacheTest, SnapshotListsEveryCounterWithHelpAndStoreSizes) {
 
 }  // namespace
 }  // namespace kcache
+
+namespace kcache {
+namespace {
+
+// Stored PTX is not the steady answer when the device's SASS can be built (a JIT at every
+// worker start): the SASS is compiled and served; ptx_now takes the PTX now and compiles the
+// SASS in the background for the next caller; without a compile allowed, the PTX stays.
+TEST_F(ArtifactCacheTest, StoredPtxIsReplacedBySassCompiledNowOrInTheBackground) {
+  Make();
+  ASSERT_TRUE(local_->PutKernel(saxpy_).ok());
+  Place(*local_, saxpy_, ArtifactKind::kPtx, "compute_86");
+
+  absl::StatusOr<Served> no_compile = ById(saxpy_.id, "9.0", /*compile=*/false);
+  ASSERT_TRUE(no_compile.ok()) << no_compile.status();
+  EXPECT_EQ(no_compile->rule, ServeRule::kPtxJit);
+  EXPECT_EQ(compiler_->calls.load(), 0);
+
+  ResolveQuery now;
+  now.id = saxpy_.id;
+  now.device = Device{{9, 0}, 13000};
+  now.ptx_now = true;
+  absl::StatusOr<Served> ptx = cache_->Resolve(now);
+  ASSERT_TRUE(ptx.ok()) << ptx.status();
+  EXPECT_EQ(ptx->rule, ServeRule::kPtxJit);
+  EXPECT_EQ(ptx->artifact->meta.key.target.ToString(), "compute_86");
+  EXPECT_EQ(Counter("compile.background_queued"), 1u);
+  AwaitCounter("compile.runs", 1);  // the background compile of sm_90, until it is stored
+  auto stored_sm90 = [&] {
+    absl::StatusOr<std::vector<ArtifactMeta>> listed = local_->ListArtifacts(saxpy_.id);
+    for (const ArtifactMeta& m : listed.ok() ? *listed : std::vector<ArtifactMeta>{}) {
+      if (m.key.target.ToString() == "sm_90") return true;
+    }
+    return false;
+  };
+  absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!stored_sm90() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE(stored_sm90());
+  absl::StatusOr<Served> sass = ById(saxpy_.id, "9.0");
+  ASSERT_TRUE(sass.ok()) << sass.status();
+  EXPECT_EQ(sass->rule, ServeRule::kExactSass);
+  EXPECT_EQ(sass->artifact->meta.key.target.ToString(), "sm_90");
+  EXPECT_EQ(sass->tier, CacheTier::kLocalStore);
+  EXPECT_EQ(compiler_->calls.load(), 1);
+
+  // A device with only PTX stored and no ptx_now: compiled on this request.
+  absl::StatusOr<Served> compiled = ById(saxpy_.id, "12.0");
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_EQ(compiled->rule, ServeRule::kCompiled);
+  EXPECT_EQ(compiled->artifact->meta.key.target.ToString(), "sm_120");
+  EXPECT_EQ(compiler_->calls.load(), 2);
+}
+
+TEST_F(ArtifactCacheTest, NothingIsServedOrCompiledThatTheDriverCannotLoad) {
+  Make();
+  ASSERT_TRUE(local_->PutKernel(saxpy_).ok());
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86");  // min_driver 13000
+  ResolveQuery old_driver;
+  old_driver.id = saxpy_.id;
+  old_driver.device = Device{{8, 6}, 12080};
+  absl::StatusOr<Served> s = cache_->Resolve(old_driver);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(MissReasonOf(s.status()), MissReason::kDriverTooOld) << s.status();
+  EXPECT_NE(s.status().message().find("driver 12.8 cannot load code built by NVRTC 13.0"),
+            absl::string_view::npos)
+      << s.status();
+  EXPECT_EQ(Counter("miss.driver_too_old"), 1u);
+  EXPECT_EQ(compiler_->calls.load(), 0);  // the 13.0 toolkit's output would not load either
+  old_driver.device.driver = 0;           // unknown: assumed new enough, and said so
+  s = cache_->Resolve(old_driver);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_NE(s->reason.find("driver unknown, assumed 13.0 or newer"), std::string::npos)
+      << s->reason;
+}
+
+}  // namespace
+}  // namespace kcache
