@@ -200,31 +200,19 @@ TEST_F(ArtifactCacheTest, SecondResolveIsAMemoryHitSharingTheSameBytes) {
   EXPECT_EQ(Counter("resolve.bytes_served"), 2 * first->artifact->bytes.size());
 }
 
-TEST_F(ArtifactCacheTest, MemoryHitTakesMicrosecondsAndTouchesNoStore) {
+// How fast a memory hit is belongs to bench/ (bench/serve measures resolves through kcached);
+// here, that it is one: no store is touched.
+TEST_F(ArtifactCacheTest, MemoryHitTouchesNoStore) {
   Make();
   Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86", std::string(200 << 10, 'c'));
   ASSERT_TRUE(ById(saxpy_.id, "8.6").ok());
   int store_calls = local_->calls();
-  constexpr int kHits = 20000;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kHits; ++i) ASSERT_TRUE(ById(saxpy_.id, "8.6").ok());
-  double micros =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
-      kHits;
-  std::printf("memory hit (200 KiB cubin, by id): %.2f us per resolve\n", micros);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(ById(saxpy_.id, "8.6")->tier, CacheTier::kMemory);
   EXPECT_EQ(local_->calls(), store_calls);
-  EXPECT_LT(micros, 50.0);  // a store read alone costs more than this
 
   ASSERT_TRUE(BySpec(saxpy_, "8.6").ok());  // by spec: the id is recomputed every time
-  start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kHits; ++i) ASSERT_EQ(BySpec(saxpy_, "8.6")->tier, CacheTier::kMemory);
-  micros =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
-      kHits;
-  std::printf("memory hit (200 KiB cubin, by spec of %zu source bytes): %.2f us per resolve\n",
-              saxpy_.spec.source.size(), micros);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(BySpec(saxpy_, "8.6")->tier, CacheTier::kMemory);
   EXPECT_EQ(local_->calls(), store_calls + 2);  // registering the spec: one lookup, one write
-  EXPECT_LT(micros, 50.0);
 }
 
 TEST_F(ArtifactCacheTest, BakedStoreHitIsWrittenBackToLocalStoreAndMemory) {

@@ -181,11 +181,33 @@ TEST_F(CompilerTest, RandomSeedDependsOnKernelTargetAndToolkitButNotKind) {
   EXPECT_NE(seed, RandomSeedFor(id, T("sm_89"), "nvrtc-13.0+000000000000"));
 }
 
+// The child's side of CompileInChildProcess, run before main (so it is no test of its own):
+// when kChildOutputEnv is set, loads the toolkit itself, compiles, writes cubin + "\n--\n" +
+// lowered names to that file, and exits (0, or 1 on any failure).
+int RunAsCompileChild() {
+  const char* out_path = getenv(kChildOutputEnv);
+  if (out_path == nullptr) return 0;
+  absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
+  if (!toolkit.ok()) std::exit(1);
+  absl::StatusOr<CompileOutput> out =
+      NewNvrtcCompiler(*toolkit)->Compile(Job(ScaleTemplated(), "sm_89"));
+  if (!out.ok()) std::exit(1);
+  const Artifact* cubin = Find(*out, ArtifactKind::kCubin);
+  if (cubin == nullptr) std::exit(1);
+  {
+    std::ofstream file(out_path, std::ios::binary);
+    file << cubin->bytes << "\n--\n";
+    for (const auto& [expr, lowered] : cubin->meta.lowered_names) file << lowered << "\n";
+    if (!file.good()) std::exit(1);
+  }
+  std::exit(0);
+}
+const int kCompileChild = RunAsCompileChild();
+
 // Compiles the templated kernel for sm_89 in a fresh process (this test binary, re-run with
-// a filter) and returns cubin + "\n--\n" + lowered names.
+// kChildOutputEnv set: RunAsCompileChild) and returns cubin + "\n--\n" + lowered names.
 std::string CompileInChildProcess(const fs::path& out_file) {
   std::string self = fs::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=CompilerChildProcess.WritesCompileOutput";
   std::string env_entry = absl::StrCat(kChildOutputEnv, "=", out_file.string());
   std::vector<char*> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -194,7 +216,7 @@ std::string CompileInChildProcess(const fs::path& out_file) {
   }
   env.push_back(env_entry.data());
   env.push_back(nullptr);
-  char* argv[] = {self.data(), filter.data(), nullptr};
+  char* argv[] = {self.data(), nullptr};
   pid_t pid = 0;
   EXPECT_EQ(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, env.data()), 0);
   int status = 0;
@@ -227,24 +249,6 @@ TEST_F(CompilerTest, SameJobGivesSameBytesInTwoProcesses) {
       RandomSeedFor(ComputeKernelId(ScaleTemplated()), T("sm_89"), toolkit().identity().id);
   EXPECT_NE(cubin->meta.lowered_names[0].second.find(seed.substr(2)), std::string::npos)
       << cubin->meta.lowered_names[0].second << " lacks " << seed;
-}
-
-// Runs only inside CompileInChildProcess: loads the toolkit itself, compiles, writes.
-TEST(CompilerChildProcess, WritesCompileOutput) {
-  const char* out_path = getenv(kChildOutputEnv);
-  if (out_path == nullptr) GTEST_SKIP() << "runs only as the child of a determinism test";
-  const absl::StatusOr<std::shared_ptr<const Toolkit>>& toolkit =
-      ::kcache::testing::SharedToolkit();
-  ASSERT_TRUE(toolkit.ok()) << toolkit.status();
-  absl::StatusOr<CompileOutput> out =
-      NewNvrtcCompiler(*toolkit)->Compile(Job(ScaleTemplated(), "sm_89"));
-  ASSERT_TRUE(out.ok()) << out.status();
-  const Artifact* cubin = Find(*out, ArtifactKind::kCubin);
-  ASSERT_NE(cubin, nullptr);
-  std::ofstream file(out_path, std::ios::binary);
-  file << cubin->bytes << "\n--\n";
-  for (const auto& [expr, lowered] : cubin->meta.lowered_names) file << lowered << "\n";
-  ASSERT_TRUE(file.good());
 }
 
 TEST_F(CompilerTest, ConcurrentCompilesAgreeWithEachOther) {
