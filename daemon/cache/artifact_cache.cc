@@ -12,7 +12,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "core/compile_options.h"
 #include "daemon/cache/compile_flights.h"
 #include "daemon/cache/memory_lru.h"
 #include "daemon/cache/seen_kernels.h"
@@ -39,7 +38,6 @@ absl::Status CheckQuery(const ResolveQuery& query) {
     if (record.spec.source.empty()) {
       return absl::InvalidArgumentError("the kernel spec has no source text; send the source");
     }
-    if (absl::Status s = ValidateCompileOptions(record.spec.options); !s.ok()) return s;
     if (record.arch.min_arch != 0 && record.arch.max_arch != 0 &&
         record.arch.min_arch > record.arch.max_arch) {
       return absl::InvalidArgumentError(
@@ -80,6 +78,11 @@ class ArtifactCacheImpl : public ArtifactCache {
   }
 
   absl::StatusOr<Served> Resolve(const ResolveQuery& query) override;
+  void RecordRefused(absl::Duration elapsed) override {
+    stats_.Add(Statistic::kResolveRequests);
+    stats_.Add(Statistic::kInvalidRequests);
+    stats_.RecordResolve(ResolveOutcome::kInvalid, elapsed);
+  }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
   absl::StatusOr<std::vector<ListedKernelInfo>> List() override;

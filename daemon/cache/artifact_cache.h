@@ -113,7 +113,9 @@ struct SeenKernel {
 
 // Thread-safe. Errors: NotFound with the reason (kernel unknown, below min arch, no toolkit,
 // nothing servable and no compile allowed), InvalidArgument (bad query: none or several of
-// spec/id/name, a spec with a refused option, a device SM out of range), Aborted (compile
+// spec/id/name, a spec without source or with min_arch above max_arch, a device SM out of
+// range; compile options are the caller's to validate, at its edge: the front end does, and
+// the compile worker checks again), Aborted (compile
 // error; the NVRTC log is in the message and the kCompileLogPayload payload),
 // DeadlineExceeded / ResourceExhausted (compile ran past its limits), Unavailable (every
 // tier failed). A failing tier is switched off for a while and counted: it slows requests,
@@ -123,6 +125,11 @@ class ArtifactCache {
   virtual ~ArtifactCache() = default;
 
   virtual absl::StatusOr<Served> Resolve(const ResolveQuery& query) = 0;
+
+  // A Resolve the front end refused before asking (InvalidArgument: a malformed request),
+  // `elapsed` after it arrived: counted as a request and as invalid (resolve.requests,
+  // resolve.invalid) and timed under outcome "invalid", as the cache counts its own refusals.
+  virtual void RecordRefused(absl::Duration elapsed) = 0;
 
   // Warms into the writable store through the same compiler (and single-flight) as misses.
   virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,

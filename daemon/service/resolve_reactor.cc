@@ -43,8 +43,10 @@ class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse
       FinishOnce(ShuttingDownStatus());
       return;
     }
+    absl::Time arrived = absl::Now();
     absl::Status valid = ValidateResolveRequest(request);
     if (!valid.ok()) {
+      cache->RecordRefused(absl::Now() - arrived);
       spdlog::info("resolve refused: {}", FirstLine(valid.message()));
       FinishOnce(ToGrpcStatus(valid));
       return;

@@ -11,7 +11,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "core/compile_options.h"
 #include "daemon/workers/worker_process.h"
 #include "engine/compile/toolkit.h"
 
@@ -49,8 +48,8 @@ class ProcessPool final : public ProcessPoolCompiler {
   }
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) override {
-    // Refused here, before anything reaches a process (the worker checks again).
-    if (absl::Status s = ValidateCompileOptions(job.spec.options); !s.ok()) return s;
+    // Options were validated at the edge (the front end); the worker's compiler checks them
+    // again as defence. A target the toolkit lacks is refused before it reaches a process.
     if (absl::Status s = ValidateTarget(job.target, toolkit_->supported_archs(),
                                         toolkit_->identity().DisplayName());
         !s.ok()) {

@@ -324,6 +324,9 @@ TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonStaysUp) {
     EXPECT_TRUE(Contains(out.status.error_message(), expected))
         << expected << ": " << out.status.error_message();
   }
+  // Refused at the front end, and counted: requests and invalid ones alike.
+  EXPECT_EQ(StatCounter(*stub_, "resolve.invalid"), cases.size());
+  EXPECT_EQ(StatCounter(*stub_, "resolve.requests"), cases.size());
   // Over gRPC's 4 MiB receive limit: refused by gRPC itself.
   ResolveOutcome oversized =
       CallResolve(*stub_, ResolveSpec(WireSpec("giant", std::string(5u << 20, 'x')), 8, 6));
