@@ -36,7 +36,8 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "Resolve calls refused as malformed (INVALID_ARGUMENT)"},
     {S::kCompiles, "compile.runs", "compiles run (misses and warms; once per single-flight)"},
     {S::kCompileErrors, "compile.errors", "compiles that failed"},
-    {S::kCompileMicros, "compile.micros", "wall time spent in compiles, microseconds"},
+    {S::kCompileMicros, "compile.micros",
+     "wall time spent compiling, microseconds (without the wait for a worker)"},
     {S::kCompileMicrosSaved, "compile.micros_saved",
      "compile time of the artifacts served from memory or a store, microseconds"},
     {S::kSingleFlightWaiters, "compile.single_flight_waiters",
@@ -62,6 +63,10 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "SASS compiles queued behind a PTX answer taken now (ptx_now)"},
     {S::kBackgroundCompilesDropped, "compile.background_dropped",
      "SASS compiles not queued behind a PTX answer: the background queue was full"},
+    {S::kCompileQueueMicros, "compile.queue_micros",
+     "time compiles waited for a free compile worker, microseconds (not in compile.micros)"},
+    {S::kCompileLimitStops, "compile.limit_stops",
+     "compiles stopped by a limit: wall-clock time, CPU time or memory (each also logged)"},
 }};
 
 constexpr bool NumberedInOrder() {

@@ -56,9 +56,11 @@ enum class Statistic : int {
   kMissDriverTooOld = 34,
   kBackgroundCompilesQueued = 35,
   kBackgroundCompilesDropped = 36,
+  kCompileQueueMicros = 37,
+  kCompileLimitStops = 38,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 36;
+inline constexpr int kStatisticCount = 38;
 
 struct StatisticInfo {
   Statistic id;

@@ -76,6 +76,10 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "SASS compiles queued behind a PTX answer taken now (ptx_now).", "", ""},
     {S::kBackgroundCompilesDropped, "kcache_background_compiles_dropped_total",
      "SASS compiles not queued behind a PTX answer: the background queue was full.", "", ""},
+    {S::kCompileQueueMicros, "kcache_compile_queue_seconds_total",
+     "Time compiles waited for a free compile worker (not in compile seconds).", "", "", 1e6},
+    {S::kCompileLimitStops, "kcache_compile_limit_stops_total",
+     "Compiles stopped by the wall-clock, CPU-time or memory limit.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {

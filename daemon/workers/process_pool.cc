@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/workers/worker_process.h"
 #include "engine/compile/toolkit.h"
+#include "spdlog/spdlog.h"
 
 namespace kcache {
 namespace {
@@ -55,7 +57,11 @@ class ProcessPool final : public ProcessPoolCompiler {
         !s.ok()) {
       return s;
     }
+    auto queued = std::chrono::steady_clock::now();
     size_t slot = Acquire();
+    int64_t queued_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - queued)
+                                .count();
     std::unique_ptr<WorkerProcess> worker = TakeUsableWorker(slot);
     if (worker == nullptr) {
       absl::StatusOr<std::unique_ptr<WorkerProcess>> started = WorkerProcess::Start(launch_);
@@ -69,7 +75,12 @@ class ProcessPool final : public ProcessPoolCompiler {
       ++stats_.worker_starts;
     }
     absl::StatusOr<CompileOutput> output = worker->Run(job);
+    if (output.ok()) output->queued_micros = queued_micros;
     Count(worker->fate(), worker->last_job_cpu_micros());
+    if (worker->fate() == WorkerFate::kTimedOut || worker->fate() == WorkerFate::kLimitKilled) {
+      // One line per compile a limit ended: what, for which target, and which limit.
+      spdlog::warn("compile stopped by a limit: {}", std::string(output.status().message()));
+    }
     if (worker->fate() != WorkerFate::kAlive) worker.reset();  // replaced at the next compile
     Release(slot, std::move(worker));
     return output;

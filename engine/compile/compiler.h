@@ -29,6 +29,9 @@ struct CompileOutput {
   // CUBIN for sm targets, PTX always, LTO-IR when asked. Metadata filled in: key (with the
   // toolkit id), kernel name, lowered names, log, compile time, created time, min driver.
   std::vector<Artifact> artifacts;
+  // How long the job waited for a free compiler before it started (a worker pool's queue);
+  // 0 for a compile run at once in the calling thread.
+  int64_t queued_micros = 0;
 };
 
 // Errors: InvalidArgument for a rejected option or unsupported target (message lists what is

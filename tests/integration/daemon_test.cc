@@ -291,6 +291,13 @@ TEST_F(DaemonTest, CompilePastItsTimeLimitFailsClearlyAndTheDaemonServesOn) {
       CallResolve(*stub_, ResolveSpec(WireSpec("saxpy", ::kcache::testing::kSaxpySource), 8, 6));
   EXPECT_TRUE(next.status.ok()) << next.status.error_message();
   ExpectAlive();
+  // Counted, and logged once, naming the kernel, the target and the limit.
+  EXPECT_EQ(StatCounter(*stub_, "compile.limit_stops"), 1u);
+  std::string log = daemon_.Log();
+  size_t first = log.find("compile stopped by a limit: compile of hang");
+  EXPECT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("compile stopped by a limit", first + 1), std::string::npos) << log;
+  EXPECT_TRUE(Contains(log, "wall-clock limit")) << log;
 }
 
 TEST_F(DaemonTest, MalformedRequestsAreInvalidArgumentAndTheDaemonStaysUp) {

@@ -394,3 +394,33 @@ TEST_F(ProcessPoolTest, PerCompileOverheadIsSmall) {
 
 }  // namespace
 }  // namespace kcache
+
+namespace kcache {
+namespace {
+
+// A job that waits for the only worker reports the wait apart from its compile, so the daemon
+// can tell queue wait from compile time.
+TEST_F(ProcessPoolTest, WaitForAFreeWorkerIsReportedApartFromTheCompile) {
+  ProcessPoolOptions options = Options(kFaultyWorker, 1);
+  options.wall_time_per_compile = absl::Seconds(1);
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
+  ASSERT_NE(pool, nullptr);
+  absl::Status hang;
+  std::thread first(
+      [&] { hang = pool->Compile(Job(Faulty("KCACHE_TEST_HANG"), "sm_89")).status(); });
+  for (int i = 0; i < 2000 && pool->stats().compiles == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(pool->stats().compiles, 1u);  // the hang holds the worker until its 1 s limit
+  absl::StatusOr<CompileOutput> queued = pool->Compile(Job(Saxpy(), "sm_89"));
+  first.join();
+  EXPECT_EQ(hang.code(), absl::StatusCode::kDeadlineExceeded) << hang;
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_GT(queued->queued_micros, 0);  // it waited for the hang's worker to be killed
+  absl::StatusOr<CompileOutput> alone = pool->Compile(Job(Saxpy(), "sm_86"));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_LT(alone->queued_micros, queued->queued_micros);  // nothing ahead of it
+}
+
+}  // namespace
+}  // namespace kcache
