@@ -27,6 +27,10 @@ struct KernelSpec {
   std::map<std::string, std::string> headers;  // include name -> content (kept sorted by name)
   std::vector<std::string> options;            // NVRTC options, in order (never -arch)
   std::vector<std::string> name_expressions;   // e.g. "softmax<float>", in order
+  // The source's file name as the manifest or the sender gives it ("broken.cu"), for NVRTC's
+  // messages only: a compile log names it instead of the program's content-derived name. NOT
+  // part of the kernel id, and never in the compiled bytes.
+  std::string source_name;
 };
 
 // SHA-256 of a KernelSpec's canonical framing.

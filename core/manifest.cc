@@ -160,6 +160,7 @@ absl::Status ParseSource(const YAML::Node& entry, const Where& where, const fs::
   absl::StatusOr<std::string> source = ScalarString(entry["source"], source_where);
   if (!source.ok()) return source.status();
   kernel->source_path = (base / *source).lexically_normal().string();
+  kernel->record.spec.source_name = *source;
   absl::StatusOr<std::string> text = ReadFile(kernel->source_path, source_where);
   if (!text.ok()) return text.status();
   kernel->record.spec.source = *std::move(text);

@@ -11,6 +11,7 @@ namespace kcache::client {
 KernelSpec ToCoreSpec(const KernelSource& source) {
   KernelSpec spec;
   spec.name = source.name;
+  spec.source_name = source.source_name;
   spec.source = source.source;
   spec.headers = source.headers;
   spec.options = source.options;

@@ -12,6 +12,7 @@ absl::StatusOr<std::vector<KernelSource>> LoadManifestKernels(const std::string&
     const KernelRecord& r = kernel.record;
     KernelSource s;
     s.name = r.spec.name;
+    s.source_name = r.spec.source_name;
     s.source = r.spec.source;
     s.headers = r.spec.headers;
     s.options = r.spec.options;

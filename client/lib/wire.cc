@@ -10,6 +10,7 @@ namespace kcache::client {
 
 void ToWire(const KernelSource& source, v1::KernelSpec* out) {
   out->set_name(source.name);
+  out->set_source_name(source.source_name);
   out->set_source(source.source);
   for (const auto& [name, content] : source.headers) {
     v1::Header* header = out->add_headers();

@@ -12,6 +12,7 @@ namespace kcache {
 KernelRecord RecordFromProto(const v1::KernelSpec& spec) {
   KernelRecord record;
   record.spec.name = spec.name();
+  record.spec.source_name = spec.source_name();
   record.spec.source = spec.source();
   for (const v1::Header& header : spec.headers()) {
     record.spec.headers[header.name()] = header.content();
@@ -29,6 +30,7 @@ KernelRecord RecordFromProto(const v1::KernelSpec& spec) {
 
 void RecordToProto(const KernelRecord& record, v1::KernelSpec* out) {
   out->set_name(record.spec.name);
+  out->set_source_name(record.spec.source_name);
   out->set_source(record.spec.source);
   for (const auto& [name, content] : record.spec.headers) {
     v1::Header* header = out->add_headers();

@@ -76,6 +76,14 @@ absl::Status ValidateSpec(const v1::KernelSpec& spec, absl::string_view field) {
     return Invalid(field, absl::StrCat("name is ", spec.name().size(), " bytes; the limit is ",
                                        kMaxKernelNameBytes));
   }
+  if (spec.source_name().size() > kMaxSourceNameBytes) {
+    return Invalid(field, absl::StrCat("source_name is ", spec.source_name().size(),
+                                       " bytes; the limit is ", kMaxSourceNameBytes));
+  }
+  if (absl::Status s = CheckNoNul(spec.source_name(), absl::StrCat(field, ".source_name"));
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = CheckCounts(spec, field); !s.ok()) return s;
   if (absl::Status s = CheckNoNul(spec.source(), absl::StrCat(field, ".source")); !s.ok()) {
     return s;

@@ -20,6 +20,7 @@ inline constexpr size_t kMaxSpecOptions = 256;
 inline constexpr size_t kMaxNameExpressions = 4096;
 inline constexpr size_t kMaxShortField = 4096;  // one option, expression, header name
 inline constexpr size_t kMaxKernelNameBytes = 256;
+inline constexpr size_t kMaxSourceNameBytes = 255;  // KernelSpec.source_name
 inline constexpr size_t kMaxWarmTargets = 64;
 inline constexpr size_t kMaxClientBytes = 256;  // ResolveRequest.client (logs only)
 // Resolve payload chunk size: ResolveResponse.chunk carries at most this many bytes.

@@ -153,6 +153,7 @@ absl::Status StatusFromProto(const internal::WorkerStatus& proto) {
 internal::CompileRequest JobToProto(const CompileJob& job) {
   internal::CompileRequest proto;
   proto.set_name(job.spec.name);
+  proto.set_source_name(job.spec.source_name);
   proto.set_source(job.spec.source);
   for (const auto& [name, content] : job.spec.headers) {
     internal::Header* h = proto.add_headers();
@@ -170,6 +171,7 @@ internal::CompileRequest JobToProto(const CompileJob& job) {
 absl::StatusOr<CompileJob> JobFromProto(const internal::CompileRequest& proto) {
   CompileJob job;
   job.spec.name = proto.name();
+  job.spec.source_name = proto.source_name();
   job.spec.source = proto.source();
   for (const internal::Header& h : proto.headers()) job.spec.headers[h.name()] = h.content();
   job.spec.options.assign(proto.options().begin(), proto.options().end());

@@ -2,12 +2,14 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "core/compile_options.h"
 #include "engine/compile/nvrtc_api.h"
 #include "engine/compile/toolkit.h"
@@ -67,6 +69,18 @@ absl::StatusOr<std::string> Fetch(const NvrtcApi& api, nvrtcProgram prog, SizeFn
 std::string TrimTrailingNul(std::string s) {
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
+}
+
+// NVRTC's log names the program ("kernel_<id>.cu(3): error ..."); the program name is derived
+// from the content because -lineinfo puts it into the cubin. Messages name the source as its
+// sender did instead ("broken.cu(3): error ..."), when that name is printable and short.
+std::string SourceNamedLog(std::string log, const std::string& program_name,
+                           const std::string& source_name) {
+  bool printable = !source_name.empty() && source_name.size() <= 255 &&
+                   std::all_of(source_name.begin(), source_name.end(),
+                               [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (!printable) return log;
+  return absl::StrReplaceAll(log, {{program_name, source_name}});
 }
 
 absl::Status CompileFailed(const CompileJob& job, const std::string& log) {
@@ -157,7 +171,7 @@ absl::StatusOr<PassOutput> RunPass(const Toolkit& toolkit, const CompileJob& job
   absl::StatusOr<std::string> log =
       Fetch(api, prog.get(), api.get_program_log_size, api.get_program_log, "compile log");
   if (!log.ok()) return log.status();
-  out.log = TrimTrailingNul(*std::move(log));
+  out.log = SourceNamedLog(TrimTrailingNul(*std::move(log)), program_name, job.spec.source_name);
   if (compiled == NVRTC_ERROR_COMPILATION) return CompileFailed(job, out.log);
   if (compiled == NVRTC_ERROR_INVALID_OPTION) {
     return absl::InvalidArgumentError(

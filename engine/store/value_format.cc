@@ -53,6 +53,7 @@ enum KernelTag : uint8_t {
   kTagMinArch = 5,
   kTagMaxArch = 6,
   kTagWantLtoir = 7,
+  kTagSourceName = 8,
 };
 enum KernelPayloadTag : uint8_t { kTagSource = 1, kTagHeader = 2 };
 
@@ -358,6 +359,7 @@ std::string EncodeKernelValue(const KernelRecord& record, int zstd_level) {
   FieldWriter meta;
   meta.Bytes(kTagKernelId, record.id.Bytes());
   meta.Bytes(kTagName, record.spec.name);
+  if (!record.spec.source_name.empty()) meta.Bytes(kTagSourceName, record.spec.source_name);
   for (const std::string& option : record.spec.options) meta.Bytes(kTagOption, option);
   for (const std::string& expression : record.spec.name_expressions) {
     meta.Bytes(kTagNameExpression, expression);
@@ -392,6 +394,9 @@ absl::StatusOr<KernelRecord> DecodeKernelValue(absl::string_view value) {
       }
       case kTagName:
         record.spec.name = std::string(field);
+        break;
+      case kTagSourceName:
+        record.spec.source_name = std::string(field);
         break;
       case kTagOption:
         record.spec.options.emplace_back(field);

@@ -113,3 +113,23 @@ TEST_F(CliServerTest, UnknownKernelAndAbsentDaemonFailWithReasons) {
 
 }  // namespace
 }  // namespace kcache
+
+namespace kcache {
+namespace {
+
+// Through the daemon too (its compile workers), a compile error names the source file as the
+// manifest gives it; the kernel id is the same as for a spec without that name.
+TEST_F(CliServerTest, CompileErrorThroughTheDaemonNamesTheSourceFile) {
+  std::string broken =
+      dir_.Write("broken.yaml", "version: 1\nkernels:\n  - name: broken\n    source: broken.cu\n");
+  RunResult r = Kcache("warm --arch 8.6" + server_ + " " + broken);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output,
+                       "broken.cu(3): error: identifier \"undeclared_identifier\" is "
+                       "undefined"))
+      << r.output;
+  EXPECT_FALSE(Contains(r.output, "kernel_")) << r.output;
+}
+
+}  // namespace
+}  // namespace kcache

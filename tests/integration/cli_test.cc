@@ -154,6 +154,12 @@ TEST_F(CliTest, CompileErrorPrintsKernelTargetAndLogAndExitsNonZero) {
   EXPECT_TRUE(Contains(r.output, "FAILED  broken")) << r.output;
   EXPECT_TRUE(Contains(r.output, "sm_86")) << r.output;
   EXPECT_TRUE(Contains(r.output, "undeclared_identifier")) << r.output;
+  // The log names the source as the manifest does, not the program's content-derived name.
+  EXPECT_TRUE(Contains(r.output,
+                       "broken.cu(3): error: identifier \"undeclared_identifier\" is "
+                       "undefined"))
+      << r.output;
+  EXPECT_FALSE(Contains(r.output, "kernel_")) << r.output;
 }
 
 TEST_F(CliTest, UsageErrorsExitTwo) {

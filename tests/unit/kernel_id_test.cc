@@ -34,6 +34,12 @@ TEST(KernelIdTest, DisplayNameIsNotPartOfTheId) {
   EXPECT_EQ(ComputeKernelId(renamed), ComputeKernelId(TwoHeaderSpec()));
 }
 
+TEST(KernelIdTest, SourceFileNameIsNotPartOfTheId) {
+  KernelSpec named = TwoHeaderSpec();
+  named.source_name = "kernels/attention.cu";
+  EXPECT_EQ(ComputeKernelId(named), ComputeKernelId(TwoHeaderSpec()));
+}
+
 TEST(KernelIdTest, OptionOrderMatters) {
   KernelSpec swapped = TwoHeaderSpec();
   std::swap(swapped.options[0], swapped.options[1]);

@@ -60,7 +60,8 @@ struct ClientOptions {
 // expressions are the same kernel (the same kernel id); `name` is for display only.
 struct KernelSource {
   std::string name;
-  std::string source;                          // CUDA C++ source text
+  std::string source_name;  // the source's file name, for compile messages ("attention.cu")
+  std::string source;       // CUDA C++ source text
   std::map<std::string, std::string> headers;  // include name -> content
   std::vector<std::string> options;            // NVRTC options (allowlisted; never -arch)
   std::vector<std::string> name_expressions;   // e.g. "softmax<float>", lowered on compile
