@@ -28,15 +28,8 @@ def main() -> int:
     opts = p.parse_args()
     require_deps()
     from kcache_deploy.checks import containers_of, pod_spec_of
-    from kcache_deploy.kustomize import RenderError, RendererMissing, object_name, render
-    try:
-        objects = render(opts.directory)
-    except RendererMissing as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except RenderError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    from kcache_deploy.kustomize import object_name, render_or_exit
+    objects = render_or_exit(opts.directory)
     found = []
     for obj in objects:
         if opts.kind and obj.get("kind") != opts.kind:

@@ -22,15 +22,8 @@ def main() -> int:
     opts = p.parse_args()
     require_deps()
     import yaml
-    from kcache_deploy.kustomize import RenderError, RendererMissing, render
-    try:
-        objects = render(opts.directory)
-    except RendererMissing as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except RenderError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    from kcache_deploy.kustomize import render_or_exit
+    objects = render_or_exit(opts.directory)
     if opts.json:
         print(json.dumps(objects, indent=2))
     else:

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import yaml
@@ -120,6 +121,19 @@ def render(directory: str) -> list:
     if problems:
         raise RenderError("; ".join(problems))
     return objects
+
+
+def render_or_exit(directory: str) -> list:
+    """render() for the command-line tools: on failure prints "error: ..." and exits 1 (does
+    not render) or 2 (nothing installed that can render)."""
+    try:
+        return render(directory)
+    except RendererMissing as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except RenderError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 def unselected_patch_targets(directory: str) -> list[str]:
