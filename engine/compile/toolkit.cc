@@ -276,7 +276,15 @@ absl::Status ToolkitImpl::LoadNvJitLink(const std::vector<fs::path>& dirs) {
 }
 
 void ToolkitImpl::AddIncludes(const fs::path& root) {
-  for (const fs::path& dir : {root / "include", root / "include" / "cccl"}) {
+  std::vector<fs::path> dirs = {root / "include", root / "include" / "cccl"};
+  // NVIDIA's pip wheels split a toolkit into packages side by side under .../nvidia/: NVRTC
+  // in cuda_nvrtc/ (the root given), cuda_fp16.h & co. in cuda_runtime/include, CCCL (cub,
+  // cuda/std) in cuda_cccl/include. A wheel root takes its siblings' headers.
+  if (root.filename() == "cuda_nvrtc") {
+    dirs.push_back(root.parent_path() / "cuda_runtime" / "include");
+    dirs.push_back(root.parent_path() / "cuda_cccl" / "include");
+  }
+  for (const fs::path& dir : dirs) {
     if (IsDirectory(dir)) includes_.push_back(absl::StrCat("-I", dir.string()));
   }
 }

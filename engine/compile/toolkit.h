@@ -32,10 +32,14 @@ class Toolkit {
   // $CUDA_HOME if set, else /usr/local/cuda.
   static std::string DefaultRoot();
 
-  // dlopens <root>/lib64/libnvrtc.so(.13) (also <root>/lib, targets/*/lib) and, if present,
-  // libnvJitLink. FailedPrecondition naming the root and $CUDA_HOME when libnvrtc is absent
-  // or unusable, e.g. "no CUDA toolkit at /opt/cuda: libnvrtc.so not found in
-  // /opt/cuda/lib64; install the CUDA toolkit there or set CUDA_HOME / --toolkit".
+  // dlopens <root>/lib64/libnvrtc.so(.13) (also <root>/lib, targets/*/lib; the highest
+  // libnvrtc.so.N there, so a 12.x or 11.x toolkit loads too) and, if present, libnvJitLink.
+  // Every compile gets -I<root>/include and -I<root>/include/cccl; a root that is a pip
+  // wheel's .../nvidia/cuda_nvrtc also its sibling wheels' cuda_runtime/include and
+  // cuda_cccl/include (nvidia-cuda-runtime-cu12, nvidia-cuda-cccl-cu12). FailedPrecondition naming
+  // the root and $CUDA_HOME when libnvrtc is absent or unusable, e.g. "no CUDA toolkit at
+  // /opt/cuda: libnvrtc.so not found in /opt/cuda/lib64; install the CUDA toolkit there or set
+  // CUDA_HOME / --toolkit".
   static absl::StatusOr<std::shared_ptr<const Toolkit>> Load(const std::string& root);
 
   virtual ~Toolkit() = default;

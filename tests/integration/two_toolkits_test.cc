@@ -127,3 +127,35 @@ TEST_F(TwoToolkitsTest, KcachedCompilesWithTheNewestToolkitTheDriverLoads) {
 
 }  // namespace
 }  // namespace kcache
+
+namespace kcache {
+namespace {
+
+// The wheel toolkit compiles what the bundled kernels include (cuda_fp16.h from the
+// cuda_runtime wheel, cub from the cuda_cccl wheel): a 12.8 driver gets every bundled kernel
+// that declares no arch above what NVRTC 12.9 supports, built by 12.9.
+TEST_F(TwoToolkitsTest, TheWheelToolkitCompilesTheBundledKernelsForA128Driver) {
+  std::string store = dir_ / "bundled";
+  std::string manifest = std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml";
+  RunResult warm =
+      Kcache("warm --arch 7.5 --toolkit " + nvrtc130_ + " --store " + store + " " + manifest);
+  ASSERT_EQ(warm.exit_code, 0) << warm.output;
+  RunResult ls = Kcache("ls --json --store " + store);
+  ASSERT_EQ(ls.exit_code, 0) << ls.output;
+  int compiled = 0;
+  for (const auto& k : nlohmann::json::parse(ls.output)) {
+    std::string name = k["name"];
+    if (k["min_arch"] != "-" && k["min_arch"].get<std::string>() > "8.6") continue;  // fp8: 8.9
+    RunResult r = Kcache("get --json --store " + store + " --toolkit " + nvrtc130_ + " --toolkit " +
+                         nvrtc129_ + " --device 8.6 --driver 12080 --kernel " + name);
+    ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+    nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    EXPECT_EQ(j["rule"], "compiled") << name;
+    EXPECT_EQ(j["toolkit"].get<std::string>().rfind("nvrtc-12.9+", 0), 0u) << name;
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 10);  // all but the FP8 kernel (8.9+)
+}
+
+}  // namespace
+}  // namespace kcache
