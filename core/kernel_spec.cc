@@ -81,4 +81,90 @@ KernelId ComputeKernelId(const KernelSpec& spec) {
   return KernelId(digest);
 }
 
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+absl::Status CheckNoNul(const std::string& text, absl::string_view field) {
+  size_t nul = text.find('\0');
+  if (nul == std::string::npos) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("contains a NUL byte at offset ", nul,
+                                     "; NVRTC reads C strings, so send text without NUL bytes"));
+}
+
+absl::Status CheckShortField(const std::string& text, absl::string_view field) {
+  if (text.size() > kMaxShortField) {
+    return Invalid(field,
+                   absl::StrCat("is ", text.size(), " bytes; the limit is ", kMaxShortField));
+  }
+  return CheckNoNul(text, field);
+}
+
+absl::Status CheckCounts(const KernelSpec& spec, absl::string_view field) {
+  if (spec.headers.size() > kMaxSpecHeaders) {
+    return Invalid(field, absl::StrCat("has ", spec.headers.size(), " headers; the limit is ",
+                                       kMaxSpecHeaders));
+  }
+  if (spec.options.size() > kMaxSpecOptions) {
+    return Invalid(field, absl::StrCat("has ", spec.options.size(), " options; the limit is ",
+                                       kMaxSpecOptions));
+  }
+  if (spec.name_expressions.size() > kMaxNameExpressions) {
+    return Invalid(field, absl::StrCat("has ", spec.name_expressions.size(),
+                                       " name expressions; the limit is ", kMaxNameExpressions));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateSpecLimits(const KernelSpec& spec, absl::string_view field) {
+  if (spec.source.empty()) {
+    return Invalid(field, "source is empty; send the kernel's CUDA C++ source text");
+  }
+  if (spec.name.size() > kMaxKernelNameBytes) {
+    return Invalid(field, absl::StrCat("name is ", spec.name.size(), " bytes; the limit is ",
+                                       kMaxKernelNameBytes));
+  }
+  if (spec.source_name.size() > kMaxSourceNameBytes) {
+    return Invalid(field, absl::StrCat("source_name is ", spec.source_name.size(),
+                                       " bytes; the limit is ", kMaxSourceNameBytes));
+  }
+  if (absl::Status s = CheckNoNul(spec.source_name, absl::StrCat(field, ".source_name")); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckCounts(spec, field); !s.ok()) return s;
+  if (absl::Status s = CheckNoNul(spec.source, absl::StrCat(field, ".source")); !s.ok()) {
+    return s;
+  }
+  size_t bytes = spec.source.size();
+  for (const auto& [name, content] : spec.headers) {
+    std::string where = absl::StrCat(field, ".headers[", name.empty() ? "\"\"" : name, "]");
+    if (name.empty()) {
+      return Invalid(where, "has no name; give the name the source #includes, e.g. \"op.cuh\"");
+    }
+    if (absl::Status s = CheckShortField(name, where + ".name"); !s.ok()) return s;
+    if (absl::Status s = CheckNoNul(content, where + ".content"); !s.ok()) return s;
+    bytes += name.size() + content.size();
+  }
+  for (size_t i = 0; i < spec.options.size(); ++i) {
+    std::string where = absl::StrCat(field, ".options[", i, "]");
+    if (absl::Status s = CheckShortField(spec.options[i], where); !s.ok()) return s;
+    bytes += spec.options[i].size();
+  }
+  for (size_t i = 0; i < spec.name_expressions.size(); ++i) {
+    std::string where = absl::StrCat(field, ".name_expressions[", i, "]");
+    if (absl::Status s = CheckShortField(spec.name_expressions[i], where); !s.ok()) return s;
+    bytes += spec.name_expressions[i].size();
+  }
+  if (bytes > kMaxSpecBytes) {
+    return Invalid(
+        field, absl::StrCat("is ", bytes, " bytes of source, headers and options; the limit is ",
+                            kMaxSpecBytes, " (3 MiB): split the kernel or trim its headers"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kcache

@@ -4,12 +4,14 @@
 
 #include <array>
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -67,6 +69,25 @@ class KernelId {
 std::string CanonicalKernelFraming(const KernelSpec& spec);
 
 KernelId ComputeKernelId(const KernelSpec& spec);
+
+// What a kernel spec may hold, wherever it comes from (a manifest, a worker's request on the
+// wire, libkcache before it sends one). gRPC refuses any message over 4 MiB before the daemon
+// sees it; these limits sit below that so that a large but well-formed spec gets a precise
+// answer.
+inline constexpr size_t kMaxSpecBytes = 3u << 20;  // source + headers + options + exprs
+inline constexpr size_t kMaxSpecHeaders = 1024;
+inline constexpr size_t kMaxSpecOptions = 256;
+inline constexpr size_t kMaxNameExpressions = 4096;
+inline constexpr size_t kMaxShortField = 4096;  // one option, expression, header name
+inline constexpr size_t kMaxKernelNameBytes = 256;
+inline constexpr size_t kMaxSourceNameBytes = 255;
+
+// OK when `spec` is within those limits: non-empty source; sizes and counts within the
+// limits; no NUL byte in any text (NVRTC reads C strings); header names non-empty. Otherwise
+// InvalidArgument "<field>...: <what was wrong and what to send>". Options are
+// ValidateCompileOptions' (core/compile_options.h), arch ranges ValidateArchRange's
+// (core/target.h).
+absl::Status ValidateSpecLimits(const KernelSpec& spec, absl::string_view field);
 
 // Lowest and highest SM (major*10+minor, e.g. 75, 121) a kernel supports; 0 = no bound.
 struct ArchRange {

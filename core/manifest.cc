@@ -252,6 +252,11 @@ absl::Status ParseEntry(const YAML::Node& entry, const Where& where, const fs::p
     return where.Child(entry["ltoir"], ".ltoir").Error("must be true or false");
   }
 
+  // The limits every spec keeps (the daemon refuses more), checked here so that a manifest the
+  // image build warms is one the daemon would accept from a worker.
+  if (absl::Status s = ValidateSpecLimits(spec, "the kernel"); !s.ok()) {
+    return where.Error(s.message());
+  }
   ManifestKernel base_kernel = kernel;
   base_kernel.record.id = ComputeKernelId(base_kernel.record.spec);
   out->push_back(base_kernel);

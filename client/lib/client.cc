@@ -123,6 +123,9 @@ absl::StatusOr<FetchedKernel> Client::Resolve(const KernelSource& source, const 
                                               const CallOptions& call) {
   auto start = std::chrono::steady_clock::now();
   if (absl::Status s = CheckDevice(device); !s.ok()) return s;
+  // The daemon would refuse it (the same core limits): say so without a round trip, and
+  // without compiling it locally either.
+  if (absl::Status s = ValidateSpecLimits(ToCoreSpec(source), "spec"); !s.ok()) return s;
   v1::ResolveRequest request;
   ToWire(source, request.mutable_spec());
   ToWire(device, request.mutable_device());

@@ -35,13 +35,10 @@ absl::Status CheckQuery(const ResolveQuery& query) {
   }
   if (query.spec) {
     const KernelRecord& record = *query.spec;
-    if (record.spec.source.empty()) {
-      return absl::InvalidArgumentError("the kernel spec has no source text; send the source");
-    }
-    if (record.arch.min_arch != 0 && record.arch.max_arch != 0 &&
-        record.arch.min_arch > record.arch.max_arch) {
-      return absl::InvalidArgumentError(
-          "the kernel spec's min_arch is above its max_arch; send a range that holds an SM");
+    if (absl::Status s = ValidateSpecLimits(record.spec, "spec"); !s.ok()) return s;
+    if (absl::Status s = ValidateArchRange(record.arch.min_arch, record.arch.max_arch, "spec");
+        !s.ok()) {
+      return s;
     }
   }
   return ValidateDeviceSm(query.device.sm.major, query.device.sm.minor);

@@ -16,52 +16,15 @@ absl::Status Invalid(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
 }
 
-absl::Status CheckNoNul(const std::string& text, absl::string_view field) {
-  size_t nul = text.find('\0');
-  if (nul == std::string::npos) return absl::OkStatus();
-  return Invalid(field, absl::StrCat("contains a NUL byte at offset ", nul,
-                                     "; NVRTC reads C strings, so send text without NUL bytes"));
-}
-
-absl::Status CheckShortField(const std::string& text, absl::string_view field) {
-  if (text.size() > kMaxShortField) {
-    return Invalid(field,
-                   absl::StrCat("is ", text.size(), " bytes; the limit is ", kMaxShortField));
-  }
-  return CheckNoNul(text, field);
-}
-
-absl::Status CheckCounts(const v1::KernelSpec& spec, absl::string_view field) {
-  if (spec.headers_size() > static_cast<int>(kMaxSpecHeaders)) {
-    return Invalid(field, absl::StrCat("has ", spec.headers_size(), " headers; the limit is ",
-                                       kMaxSpecHeaders));
-  }
-  if (spec.options_size() > static_cast<int>(kMaxSpecOptions)) {
-    return Invalid(field, absl::StrCat("has ", spec.options_size(), " options; the limit is ",
-                                       kMaxSpecOptions));
-  }
-  if (spec.name_expressions_size() > static_cast<int>(kMaxNameExpressions)) {
-    return Invalid(field, absl::StrCat("has ", spec.name_expressions_size(),
-                                       " name expressions; the limit is ", kMaxNameExpressions));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckHeaders(const v1::KernelSpec& spec, absl::string_view field, size_t* bytes) {
+// What a proto carries that the core spec cannot show: a header sent twice (the spec keeps one).
+absl::Status CheckDuplicateHeaders(const v1::KernelSpec& spec, absl::string_view field) {
   std::set<std::string> names;
   for (int i = 0; i < spec.headers_size(); ++i) {
-    const v1::Header& header = spec.headers(i);
-    std::string where = absl::StrCat(field, ".headers[", i, "]");
-    if (header.name().empty()) {
-      return Invalid(where, "has no name; give the name the source #includes, e.g. \"op.cuh\"");
+    if (!names.insert(spec.headers(i).name()).second) {
+      return Invalid(absl::StrCat(field, ".headers[", i, "]"),
+                     absl::StrCat("header '", spec.headers(i).name(),
+                                  "' appears twice; send each header once"));
     }
-    if (absl::Status s = CheckShortField(header.name(), where + ".name"); !s.ok()) return s;
-    if (absl::Status s = CheckNoNul(header.content(), where + ".content"); !s.ok()) return s;
-    if (!names.insert(header.name()).second) {
-      return Invalid(
-          where, absl::StrCat("header '", header.name(), "' appears twice; send each header once"));
-    }
-    *bytes += header.name().size() + header.content().size();
   }
   return absl::OkStatus();
 }
@@ -69,46 +32,20 @@ absl::Status CheckHeaders(const v1::KernelSpec& spec, absl::string_view field, s
 }  // namespace
 
 absl::Status ValidateSpec(const v1::KernelSpec& spec, absl::string_view field) {
-  if (spec.source().empty()) {
-    return Invalid(field, "source is empty; send the kernel's CUDA C++ source text");
+  if (spec.headers_size() > static_cast<int>(kMaxSpecHeaders)) {  // before copying them
+    return Invalid(field, absl::StrCat("has ", spec.headers_size(), " headers; the limit is ",
+                                       kMaxSpecHeaders));
   }
-  if (spec.name().size() > kMaxKernelNameBytes) {
-    return Invalid(field, absl::StrCat("name is ", spec.name().size(), " bytes; the limit is ",
-                                       kMaxKernelNameBytes));
-  }
-  if (spec.source_name().size() > kMaxSourceNameBytes) {
-    return Invalid(field, absl::StrCat("source_name is ", spec.source_name().size(),
-                                       " bytes; the limit is ", kMaxSourceNameBytes));
-  }
-  if (absl::Status s = CheckNoNul(spec.source_name(), absl::StrCat(field, ".source_name"));
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckCounts(spec, field); !s.ok()) return s;
-  if (absl::Status s = CheckNoNul(spec.source(), absl::StrCat(field, ".source")); !s.ok()) {
-    return s;
-  }
-  size_t bytes = spec.source().size();
-  if (absl::Status s = CheckHeaders(spec, field, &bytes); !s.ok()) return s;
-  for (int i = 0; i < spec.options_size(); ++i) {
-    std::string where = absl::StrCat(field, ".options[", i, "]");
-    if (absl::Status s = CheckShortField(spec.options(i), where); !s.ok()) return s;
-    bytes += spec.options(i).size();
-  }
-  for (int i = 0; i < spec.name_expressions_size(); ++i) {
-    std::string where = absl::StrCat(field, ".name_expressions[", i, "]");
-    if (absl::Status s = CheckShortField(spec.name_expressions(i), where); !s.ok()) return s;
-    bytes += spec.name_expressions(i).size();
-  }
-  if (bytes > kMaxSpecBytes) {
-    return Invalid(field,
-                   absl::StrCat("is ", bytes,
-                                " bytes of source, headers and options; "
-                                "the limit is ",
-                                kMaxSpecBytes, " (3 MiB): split the kernel or trim its headers"));
-  }
-  std::vector<std::string> options(spec.options().begin(), spec.options().end());
-  if (absl::Status s = ValidateCompileOptions(options); !s.ok()) {
+  if (absl::Status s = CheckDuplicateHeaders(spec, field); !s.ok()) return s;
+  KernelSpec core;
+  core.name = spec.name();
+  core.source_name = spec.source_name();
+  core.source = spec.source();
+  for (const v1::Header& header : spec.headers()) core.headers[header.name()] = header.content();
+  core.options.assign(spec.options().begin(), spec.options().end());
+  core.name_expressions.assign(spec.name_expressions().begin(), spec.name_expressions().end());
+  if (absl::Status s = ValidateSpecLimits(core, field); !s.ok()) return s;
+  if (absl::Status s = ValidateCompileOptions(core.options); !s.ok()) {
     return Invalid(absl::StrCat(field, ".options"), s.message());
   }
   return ValidateArchRange(spec.min_arch(), spec.max_arch(), field);

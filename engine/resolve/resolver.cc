@@ -277,7 +277,7 @@ absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
         continue;
       }
       ServeRule rule = *CompatibilityOf(meta.key.target, device.sm);
-      out.hit = Resolution{*std::move(artifact), rule, ServeReason(rule, meta, device)};
+      out.hit = Resolution{*std::move(artifact), rule, ServeReason(rule, meta, device), {}};
       out.hit_tier = t;
       return out;
     }

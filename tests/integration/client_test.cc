@@ -309,6 +309,17 @@ TEST_F(ClientTest, NotFoundFromALiveDaemonIsAnAnswerNotABreakerFailure) {
   EXPECT_EQ(c->breaker_state(), BreakerState::kClosed);
 }
 
+TEST(ClientNoDaemonTest, ASpecOverTheCoreLimitsIsRefusedBeforeAnyCall) {
+  ::kcache::testing::TempDir dir;
+  std::unique_ptr<Client> c = Connect("unix://" + (dir / "absent.sock"), ClientOptions{});
+  KernelSource huge = Saxpy();
+  huge.source.append(3u << 20, ' ');
+  absl::StatusOr<FetchedKernel> k = c->Resolve(huge, kSm89);
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument) << k.status();
+  EXPECT_NE(k.status().message().find("the limit is 3145728"), std::string::npos) << k.status();
+  EXPECT_EQ(c->breaker_state(), BreakerState::kClosed);  // the daemon was never asked
+}
+
 TEST(ClientNoDaemonTest, WithoutFallbackUnavailableComesQuickly) {
   ::kcache::testing::TempDir dir;
   ClientOptions options;

@@ -559,7 +559,9 @@ TEST_F(DaemonTest, ExportManifestLoadsBackWithTheAskedForKernels) {
   ASSERT_TRUE(manifest.ok()) << manifest.status() << "\n" << response.manifest_yaml();
   std::set<KernelId> ids;
   for (const ManifestKernel& kernel : manifest->kernels) ids.insert(kernel.record.id);
-  KernelSpec fast_spec{"", ::kcache::testing::kSaxpySource, {}, {"--use_fast_math"}, {}};
+  KernelSpec fast_spec;
+  fast_spec.source = ::kcache::testing::kSaxpySource;
+  fast_spec.options = {"--use_fast_math"};
   EXPECT_EQ(ids, (std::set<KernelId>{Record("saxpy", ::kcache::testing::kSaxpySource).id,
                                      ComputeKernelId(fast_spec)}));
 }

@@ -186,7 +186,10 @@ TEST_F(ResolveMatrixTest, StoredAnswersAgreeForEveryDeviceDriverAndSet) {
     if (set.toolkit128) AddToolkit128(store);
     // The daemon serves the same set as a baked store and never compiles (--no-toolkit);
     // kcache get --no-compile answers from the store the same way.
-    DaemonProcess daemon(DaemonOptions{.baked = {store}, .extra_flags = {"--no-toolkit"}});
+    DaemonOptions options;
+    options.baked = {store};
+    options.extra_flags = {"--no-toolkit"};
+    DaemonProcess daemon(options);
     ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
     served += Compare(set.name, store, daemon, {"saxpy", "scale"}, " --no-compile", "");
   }
@@ -197,7 +200,9 @@ TEST_F(ResolveMatrixTest, CompilingAnswersAgreeAndFollowTheDriver) {
   // Two copies of one set: kcache get compiles into its copy, the daemon into its own store.
   std::string cli_store = Warmed("cli", "8.0");
   std::string baked = Warmed("baked", "8.0");
-  DaemonProcess daemon(DaemonOptions{.baked = {baked}});
+  DaemonOptions options;
+  options.baked = {baked};
+  DaemonProcess daemon(options);
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   int served = 0;
   for (const char* device : {"8.6", "9.0", "12.1"}) {

@@ -119,8 +119,10 @@ TEST_F(TwoToolkitsTest, KcacheGetCompilesWithTheNewestToolkitTheDriverLoads) {
 }
 
 TEST_F(TwoToolkitsTest, KcachedCompilesWithTheNewestToolkitTheDriverLoads) {
-  DaemonProcess daemon(DaemonOptions{
-      .baked = {Warmed("baked")}, .extra_flags = {"--toolkit", nvrtc130_, "--toolkit", nvrtc129_}});
+  DaemonOptions options;
+  options.baked = {Warmed("baked")};
+  options.extra_flags = {"--toolkit", nvrtc130_, "--toolkit", nvrtc129_};
+  DaemonProcess daemon(options);
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   Run("--server " + daemon.address());
 }
