@@ -284,10 +284,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
   }
   std::shared_ptr<const Artifact> artifact = (*result)->Find(ServedKindOf(job), job.target);
   if (artifact == nullptr) {
-    return Miss(WithMissReason(
-        absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(), " produced no ",
-                                         ArtifactKindName(ServedKindOf(job)))),
-        MissReason::kNothingServable));
+    return Miss(CompiledNothingServable(job));
   }
   // Later requests for this device are served it from memory: a cubin as an exact match.
   ServeRule rule = CompiledRule(job);
@@ -336,9 +333,7 @@ void ArtifactCacheImpl::RunBackgroundCompiles() {
 size_t ArtifactCacheImpl::Newest() const {
   size_t best = 0;
   for (size_t i = 1; i < toolkits_.size(); ++i) {
-    const ToolkitIdentity& a = toolkits_[i]->identity();
-    const ToolkitIdentity& b = toolkits_[best]->identity();
-    if (std::make_pair(a.major, a.minor) > std::make_pair(b.major, b.minor)) best = i;
+    if (toolkits_[i]->identity().NewerThan(toolkits_[best]->identity())) best = i;
   }
   return best;
 }

@@ -83,11 +83,7 @@ absl::Status StartCompilers(const DaemonOptions& options,
     }
     pools->push_back(*std::move(pool));
     const ToolkitIdentity& v = toolkit->identity();
-    if (newest == nullptr ||
-        std::make_pair(v.major, v.minor) >
-            std::make_pair(newest->identity().major, newest->identity().minor)) {
-      newest = toolkit.get();
-    }
+    if (newest == nullptr || v.NewerThan(newest->identity())) newest = toolkit.get();
     names.push_back(v.DisplayName());
   }
   service->supported_archs = newest->supported_archs();

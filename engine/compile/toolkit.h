@@ -24,6 +24,10 @@ struct ToolkitIdentity {
   std::string id;                   // "nvrtc-13.0+<12 hex of SHA-256(build)>": goes into keys
   std::string root;                 // where it was loaded from: display only, not in `id`
   std::string DisplayName() const;  // "NVRTC 13.0 (/usr/local/cuda)"
+  // Version order (13.0 is newer than 12.9); builds of one version are not ordered.
+  bool NewerThan(const ToolkitIdentity& other) const {
+    return major != other.major ? major > other.major : minor > other.minor;
+  }
 };
 
 // Loaded once, then immutable and thread-safe.

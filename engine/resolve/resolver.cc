@@ -291,13 +291,7 @@ std::optional<size_t> PickToolkit(absl::Span<const Toolkit* const> toolkits, uin
   for (size_t i = 0; i < toolkits.size(); ++i) {
     const Toolkit& t = *toolkits[i];
     if (!Supports(t, arch) || !DriverLoads(driver, CubinMinDriver(t))) continue;
-    if (!best) {
-      best = i;
-      continue;
-    }
-    const ToolkitIdentity& a = t.identity();
-    const ToolkitIdentity& b = toolkits[*best]->identity();
-    if (std::make_pair(a.major, a.minor) > std::make_pair(b.major, b.minor)) best = i;
+    if (!best || t.identity().NewerThan(toolkits[*best]->identity())) best = i;
   }
   return best;
 }
@@ -411,6 +405,13 @@ std::string CompiledReason(const CompileJob& job, const ArtifactMeta& meta, cons
                       AssumedDriver(device, meta.min_driver));
 }
 
+absl::Status CompiledNothingServable(const CompileJob& job) {
+  return WithMissReason(
+      absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(), " produced no ",
+                                       ArtifactKindName(ServedKindOf(job)))),
+      MissReason::kNothingServable);
+}
+
 absl::StatusOr<Resolution> ResolveInProcess(StoreTiers& tiers, Store* write_to, const KernelId& id,
                                             const KernelRecord* sent, const Device& device,
                                             const ResolvePolicy& policy,
@@ -447,10 +448,7 @@ absl::StatusOr<Resolution> ResolveInProcess(StoreTiers& tiers, Store* write_to, 
     std::string reason = CompiledReason(job, artifact.meta, device);
     return Resolution{std::move(artifact), CompiledRule(job), std::move(reason), written};
   }
-  return WithMissReason(
-      absl::InternalError(absl::StrCat("the compile for ", job.target.ToString(), " produced no ",
-                                       ArtifactKindName(ServedKindOf(job)))),
-      MissReason::kNothingServable);
+  return CompiledNothingServable(job);
 }
 
 absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id, const Device& device,

@@ -175,6 +175,8 @@ CompileJob CompileJobFor(const KernelRecord& record, const Device& device);
 ArtifactKind ServedKindOf(const CompileJob& job);
 ServeRule CompiledRule(const CompileJob& job);
 std::string CompiledReason(const CompileJob& job, const ArtifactMeta& meta, const Device& device);
+// Internal (kNothingServable): a finished compile whose output lacks what it should serve.
+absl::Status CompiledNothingServable(const CompileJob& job);
 
 // Runs DecideResolve to the end in the calling thread (`kcache get --store`, libkcache's local
 // fallback): serves what it says, runs its compile with compilers[decision.toolkit] and writes
