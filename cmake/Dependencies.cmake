@@ -15,6 +15,8 @@ find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(JEMALLOC IMPORTED_TARGET jemalloc)
+# libseccomp: the compile workers' syscall filter (engine/workers/sandbox.cc).
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 if(KCACHE_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
   include(GoogleTest)

@@ -36,6 +36,7 @@ packages=(
   librocksdb-dev libabsl-dev
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   libxxhash-dev libssl-dev libzstd-dev libjemalloc-dev
+  libseccomp-dev                # compile workers: seccomp filter (docs/compile-workers.md)
 )
 if ((!build_only)); then
   packages+=(

@@ -28,6 +28,7 @@ debian_packages=(
   librocksdb7.8 libsnappy1v5 liblz4-1 libbz2-1.0 zlib1g libgflags2.2 libzstd1   # RocksDB
   libssl3                               # OpenSSL libcrypto (kernel ids, toolkit identity)
   libyaml-cpp0.7 libxxhash0 libspdlog1.10 libfmt9 libjemalloc2
+  libseccomp2                           # the compile workers' syscall filter
 )
 
 cuda_version=${CUDA_VERSION:-13.0}

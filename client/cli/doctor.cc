@@ -25,6 +25,7 @@ struct DoctorFlags {
 
 std::string Heading(const CheckReport& report) {
   if (report.check == "gpus") return "driver and GPUs";
+  if (report.check == "sandbox") return "compile sandbox";
   return absl::StrCat(report.check, " ", report.subject);
 }
 
@@ -86,6 +87,7 @@ int RunDoctor(const DoctorFlags& flags) {
     }
   }
   reports.push_back(CheckGpus(flags.require_gpu, loaded));
+  reports.push_back(CheckSandbox());
   for (const std::string& store : flags.stores) reports.push_back(CheckStore(store));
   for (const std::string& server : flags.servers) {
     reports.push_back(CheckDaemon(server, flags.timeout_s));

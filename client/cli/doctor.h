@@ -61,6 +61,11 @@ std::vector<std::string> OtherToolkitRoots(const std::string& parent, const std:
 CheckReport CheckGpus(bool require_gpu,
                       const std::vector<std::shared_ptr<const Toolkit>>& toolkits);
 
+// What this kernel offers to sandbox compile workers (Landlock, seccomp, user namespaces).
+// Without Landlock and seccomp it is a problem: kcached then refuses sources that clients
+// send (unless --allow-unsandboxed-compiles) and `kcache warm --store` refuses to run.
+CheckReport CheckSandbox();
+
 // Opens the store at `path` read-only (safe beside a daemon that holds it) and verifies
 // every value's checksums (Store::Verify).
 CheckReport CheckStore(const std::string& path);

@@ -13,6 +13,7 @@
 #include "client/cli/output.h"
 #include "client/cli/server_connect.h"
 #include "core/target.h"
+#include "engine/workers/sandbox.h"
 #include "kcache/device.h"
 
 namespace kcache::cli {
@@ -190,6 +191,33 @@ CheckReport CheckGpus(bool require_gpu,
     } else {
       report.Ok(absl::StrCat(text, ": ", coverage));
     }
+  }
+  return report;
+}
+
+CheckReport CheckSandbox() {
+  CheckReport report("sandbox", "");
+  SandboxSupport support = DetectSandboxSupport();
+  report.details["landlock_abi"] = support.landlock_abi;
+  report.details["seccomp"] = support.seccomp;
+  report.details["user_namespaces"] = support.user_namespaces;
+  report.details["enough"] = support.Enough();
+  if (!support.Enough()) {
+    report.Problem(
+        absl::StrCat("compile workers cannot be sandboxed here: ", support.Describe(),
+                     "; kcached refuses sources that clients send (it compiles only the baked "
+                     "stores' kernels) and `kcache warm --store` will not run"),
+        "run on Linux 5.13+ with Landlock enabled (lsm=...,landlock) and seccomp filters; in a "
+        "container, allow the landlock_* syscalls in its seccomp profile; or accept the risk "
+        "with --allow-unsandboxed-compiles");
+    return report;
+  }
+  report.Ok(absl::StrCat("compile workers are sandboxed: ", support.Describe(),
+                         " (docs/compile-workers.md)"));
+  if (!support.user_namespaces) {
+    report.Info(
+        "no unprivileged user namespaces: workers get no network namespace of their own "
+        "(seccomp still refuses every socket)");
   }
   return report;
 }

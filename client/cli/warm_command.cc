@@ -13,6 +13,7 @@
 #include "core/manifest.h"
 #include "engine/compile/compiler.h"
 #include "engine/warm/warm.h"
+#include "engine/workers/process_pool.h"
 
 namespace kcache::cli {
 namespace {
@@ -24,6 +25,7 @@ struct WarmFlags {
   std::string toolkit;
   std::string manifest;
   int jobs = 0;
+  bool allow_unsandboxed = false;
 };
 
 // Prints a line per finished job and, on a terminal, a live line of what is compiling.
@@ -156,14 +158,28 @@ int RunWarm(const WarmFlags& flags) {
       OpenStoreForCli(flags.store, StoreUse::kCreateOrWrite);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
 
-  std::unique_ptr<Compiler> compiler = NewNvrtcCompiler(*toolkit);
+  // The same sandboxed worker processes as kcached's: a manifest exported from a daemon
+  // carries sources that its clients sent.
   int jobs = flags.jobs > 0 ? flags.jobs : static_cast<int>(std::thread::hardware_concurrency());
+  ProcessPoolOptions pool_options;
+  pool_options.workers = jobs;
+  absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> compiler =
+      NewProcessPoolCompiler(*toolkit, pool_options);
+  if (!compiler.ok()) return Fail(compiler.status().message());
+  if (!(*compiler)->sandboxed() && !flags.allow_unsandboxed) {
+    return Fail(absl::StrCat(
+        "the compile workers cannot be sandboxed here: ", (*compiler)->sandbox(),
+        "; a kernel's #include could read this machine's files. Run on a kernel with Landlock "
+        "and seccomp, or pass --allow-unsandboxed-compiles if you trust every source in ",
+        flags.manifest));
+  }
   std::printf("warming %zu kernels x %zu targets (%s) into %s with %s, %d jobs\n",
               manifest->kernels.size(), targets->size(), flags.arch.c_str(), flags.store.c_str(),
               (*toolkit)->identity().DisplayName().c_str(), jobs);
+  std::printf("compile workers: %s\n", (*compiler)->sandbox().c_str());
   PrintingObserver observer;
   absl::StatusOr<WarmSummary> summary =
-      Warm(*manifest, WarmOptions{*targets, jobs}, **store, *compiler, &observer);
+      Warm(*manifest, WarmOptions{*targets, jobs}, **store, **compiler, &observer);
   observer.Finish();
   if (!summary.ok()) return Fail(summary.status().message());
   PrintSummary(*summary, *targets);
@@ -194,6 +210,11 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
   CLI::Option* toolkit = warm->add_option(
       "--toolkit", flags->toolkit, "CUDA toolkit root (default: $CUDA_HOME, else /usr/local/cuda)");
   toolkit->excludes(server);
+  CLI::Option* unsandboxed = warm->add_flag(
+      "--allow-unsandboxed-compiles", flags->allow_unsandboxed,
+      "With --store: compile even where the compile workers cannot be sandboxed (no Landlock "
+      "or seccomp here); only for manifests whose every source you trust");
+  unsandboxed->excludes(server);
   warm->callback([flags, exit_code] {
     if (absl::Status s = CheckStoreOrServer(flags->store, flags->server); !s.ok()) {
       *exit_code = Fail(s.message(), kExitBadInput);

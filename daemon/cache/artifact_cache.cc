@@ -27,6 +27,18 @@ namespace {
 // Ids known to have a record in some store; past this many the set starts over.
 constexpr size_t kMaxRegisteredIds = 100000;
 
+// The miss of a kernel a client sent, where the compile workers cannot be sandboxed.
+absl::Status UnsandboxedRefusal() {
+  return WithMissReason(
+      absl::NotFoundError(
+          "this kcached compiles only the image's own kernels: its compile workers cannot be "
+          "sandboxed on this machine (no Landlock or seccomp; see its start-up log or `kcache "
+          "doctor`), so a source a client sends could read the machine's files; compile it in "
+          "the worker, bake it into the image with `kcache warm --store`, or start kcached "
+          "with --allow-unsandboxed-compiles to accept the risk"),
+      MissReason::kCompileNotAllowed);
+}
+
 absl::Status CheckQuery(const ResolveQuery& query) {
   int given = int{query.spec.has_value()} + int{query.id.has_value()} + int{!query.name.empty()};
   if (given != 1) {
@@ -51,6 +63,7 @@ class ArtifactCacheImpl : public ArtifactCache {
         baked_(std::move(options.baked)),
         compilers_(std::move(options.compilers)),
         compile_allowed_(options.compile_allowed),
+        compile_client_sources_(options.compile_client_sources),
         memory_(options.memory_bytes),
         background_queue_(options.background_queue) {
     std::vector<Store*> baked;
@@ -102,6 +115,9 @@ class ArtifactCacheImpl : public ArtifactCache {
   absl::StatusOr<Served> CompileMiss(ResolveDecision decision, const Device& device,
                                      uint64_t epoch);
   void QueueBackground(CompileJob job, size_t toolkit);
+  // Whether a compile of `id` may run: always with sandboxed workers; else only for a kernel
+  // whose record a baked store holds (its source came with the image, not from a client).
+  bool MayCompile(const KernelId& id);
   void RunBackgroundCompiles();
   // The index of the newest loaded toolkit (warms compile with it); compilers_ is not empty.
   size_t Newest() const;
@@ -115,6 +131,7 @@ class ArtifactCacheImpl : public ArtifactCache {
   std::vector<std::shared_ptr<Compiler>> compilers_;
   std::vector<const Toolkit*> toolkits_;  // compilers_[i]->toolkit()
   const bool compile_allowed_;
+  const bool compile_client_sources_;
   Statistics stats_;
   MemoryLru memory_;
   std::unique_ptr<TieredStores> tiers_;
@@ -239,6 +256,10 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
     }
     return Miss(decision.status());
   }
+  if (decision->action != ResolveDecision::Action::kServe && !MayCompile(id)) {
+    if (!decision->stored) return Miss(UnsandboxedRefusal());
+    decision->action = ResolveDecision::Action::kServe;  // the stored PTX, not compiled further
+  }
   switch (decision->action) {
     case ResolveDecision::Action::kServe: {
       // PTX is remembered only when nothing here can ever compile: another request (one
@@ -300,6 +321,16 @@ absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
   }
   std::string reason = CompiledReason(job, artifact->meta, device);
   return Serve(std::move(artifact), rule, std::move(reason), CacheTier::kCompile);
+}
+
+bool ArtifactCacheImpl::MayCompile(const KernelId& id) {
+  if (compile_client_sources_) return true;
+  for (size_t tier = 0; tier < tiers_->size(); ++tier) {
+    if (tiers_->kind(tier) == CacheTier::kBakedStore && tiers_->GetKernel(tier, id).ok()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void ArtifactCacheImpl::QueueBackground(CompileJob job, size_t toolkit) {
@@ -364,6 +395,13 @@ absl::StatusOr<WarmSummary> ArtifactCacheImpl::Warm(const Manifest& manifest,
                                                     const WarmOptions& options,
                                                     WarmObserver* observer) {
   stats_.Add(Statistic::kWarmRuns);
+  if (!compile_client_sources_) {
+    return absl::FailedPreconditionError(
+        "this kcached compiles no manifest that clients send: its compile workers cannot be "
+        "sandboxed on this machine (no Landlock or seccomp; see its start-up log or `kcache "
+        "doctor`); warm into the image's store with `kcache warm --store`, or start kcached "
+        "with --allow-unsandboxed-compiles to accept the risk");
+  }
   if (compilers_.empty()) {
     return absl::FailedPreconditionError(
         "no toolkit is loaded, so this daemon cannot compile; start kcached with --toolkit "

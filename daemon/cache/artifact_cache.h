@@ -37,6 +37,10 @@ struct CacheOptions {
   std::vector<std::shared_ptr<Compiler>> compilers;
   // False: never compile (kcached --no-toolkit); a miss answers kCompileNotAllowed.
   bool compile_allowed = true;
+  // False: compile only kernels whose record a baked store holds (the image's own sources);
+  // a miss of any other kernel answers kCompileNotAllowed, and Warm is refused. For compile
+  // workers that cannot be sandboxed (kcached without --allow-unsandboxed-compiles).
+  bool compile_client_sources = true;
   // Bound of the compiles queued to run in the background (for ptx_now resolves); past it a
   // PTX answer is served without queueing its SASS compile (counted).
   size_t background_queue = 64;

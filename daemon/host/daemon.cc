@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <utility>
@@ -91,6 +92,21 @@ absl::Status StartCompilers(const DaemonOptions& options,
   *summary = absl::StrCat("toolkits ", absl::StrJoin(names, ", "),
                           "; a miss compiles in worker processes with the newest one its "
                           "driver loads");
+  const ProcessPoolCompiler& first = *pools->front();
+  if (first.sandboxed()) {
+    spdlog::info("compile workers are sandboxed: {}", first.sandbox());
+  } else if (options.allow_unsandboxed_compiles) {
+    spdlog::warn(
+        "compile workers are {}; compiling what clients send anyway "
+        "(--allow-unsandboxed-compiles): a client's #include can read this machine's "
+        "files",
+        first.sandbox());
+  } else {
+    spdlog::warn(
+        "compile workers are {}; only kernels of the baked stores are compiled, sources "
+        "that clients send are refused (--allow-unsandboxed-compiles to accept the risk)",
+        first.sandbox());
+  }
   return absl::OkStatus();
 }
 
@@ -112,6 +128,9 @@ class DaemonImpl final : public Daemon {
     }
     cache_options.compilers.assign(pools_.begin(), pools_.end());
     cache_options.compile_allowed = !options_.no_toolkit;
+    cache_options.compile_client_sources =
+        options_.allow_unsandboxed_compiles ||
+        std::all_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->sandboxed(); });
     cache_options.memory_bytes = options_.memory_cache_bytes;
     absl::StatusOr<std::unique_ptr<ArtifactCache>> cache =
         NewArtifactCache(std::move(cache_options));

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "daemon/workers/process_pool.h"
+#include "engine/workers/process_pool.h"
 
 namespace kcache {
 
@@ -26,7 +26,11 @@ struct DaemonOptions {
   // if a toolkit loads there, else serve-only. A toolkit named here that fails to load is an
   // error. The first one compiles misses; the others are loaded and listed.
   std::vector<std::string> toolkits;
-  bool no_toolkit = false;                  // --no-toolkit: serve-only even if a toolkit is present
+  bool no_toolkit = false;  // --no-toolkit: serve-only even if a toolkit is present
+  // --allow-unsandboxed-compiles: compile what clients send even when the compile workers
+  // cannot be sandboxed (no Landlock or seccomp here). Off: they compile only kernels the
+  // baked stores hold (the image's own sources), and say why for the rest.
+  bool allow_unsandboxed_compiles = false;
   std::string listen;                       // --listen: unix:///path (or host:port)
   mode_t socket_mode = 0660;                // --socket-mode
   int probe_port = 0;                       // --probe-port: TCP port for probes; 0 = none

@@ -42,6 +42,10 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "CUDA toolkit root (repeatable; default $CUDA_HOME or /usr/local/cuda when "
                  "present; the first one compiles)");
   app.add_flag("--no-toolkit", o.no_toolkit, "Serve only: never compile, even with a toolkit");
+  app.add_flag("--allow-unsandboxed-compiles", o.allow_unsandboxed_compiles,
+               "Compile sources that clients send even where the compile workers cannot be "
+               "sandboxed (no Landlock or seccomp on this kernel); a client's #include can then "
+               "read this machine's files. Off: only kernels of the baked stores compile there");
   app.add_option("--compile-workers", o.compile.workers,
                  "Compile worker processes (0: one per core)")
       ->check(CLI::Range(0, 1024))

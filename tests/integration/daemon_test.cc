@@ -42,7 +42,7 @@ using ::kcache::testing::StatCounter;
 using ::kcache::testing::WireSpec;
 
 std::string FaultyWorker() {
-  return KCACHE_BINARY_DIR "/daemon/workers/kcache-compile-worker-faulty";
+  return KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty";
 }
 
 // A compile that takes about a second of CPU (40 unrolled transcendental steps).
@@ -489,12 +489,7 @@ TEST_F(DaemonTest, WithoutToolkitServesStoredArtifactsAndRefusesMisses) {
   v1::WarmRequest warm;
   *warm.add_kernels() = WireSpec("saxpy", ::kcache::testing::kSaxpySource);
   warm.add_targets("8.6");
-  grpc::ClientContext context;
-  auto reader = stub_->Warm(&context, warm);
-  v1::WarmProgress progress;
-  while (reader->Read(&progress)) {
-  }
-  grpc::Status status = reader->Finish();
+  grpc::Status status = ::kcache::testing::CallWarm(*stub_, warm).status;
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_TRUE(Contains(status.error_message(), "no CUDA toolkit")) << status.error_message();
 }

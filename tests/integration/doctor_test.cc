@@ -244,7 +244,7 @@ TEST_F(DoctorTest, JsonListsEveryCheckWithItsFindings) {
   nlohmann::json out = nlohmann::json::parse(r.output);
   EXPECT_EQ(out["ok"], false);
   EXPECT_EQ(out["problems"], 1);
-  ASSERT_EQ(out["checks"].size(), 4u);  // two toolkits, the GPUs, the store
+  ASSERT_EQ(out["checks"].size(), 5u);  // two toolkits, the GPUs, the sandbox, the store
   const nlohmann::json& missing = out["checks"][0];
   EXPECT_EQ(missing["check"], "toolkit");
   EXPECT_EQ(missing["subject"], "/nonexistent/cuda");
@@ -260,7 +260,12 @@ TEST_F(DoctorTest, JsonListsEveryCheckWithItsFindings) {
   EXPECT_TRUE(gpus["details"]["driver_version"].is_null());
   EXPECT_TRUE(gpus["details"]["gpus"].empty());
   EXPECT_EQ(gpus["findings"][0]["level"], "info");
-  const nlohmann::json& store = out["checks"][3];
+  const nlohmann::json& sandbox = out["checks"][3];
+  EXPECT_EQ(sandbox["check"], "sandbox");
+  EXPECT_EQ(sandbox["ok"], sandbox["details"]["enough"]);
+  EXPECT_EQ(sandbox["details"]["landlock_abi"] > 0 && sandbox["details"]["seccomp"] == true,
+            sandbox["details"]["enough"] == true);
+  const nlohmann::json& store = out["checks"][4];
   EXPECT_EQ(store["details"]["kernels"], 2);
   EXPECT_EQ(store["details"]["artifacts"], 4);
   EXPECT_TRUE(store["details"]["corrupt"].empty());

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,33 @@ inline ResolveOutcome CallResolve(v1::KernelCache::Stub& stub, const v1::Resolve
 }
 
 // The Stat counter named `name`, or UINT64_MAX when the daemon has none by that name.
+// One Warm call read to its end: the per-job messages, the summary, the final status.
+struct WarmOutcome {
+  grpc::Status status;
+  std::vector<v1::WarmJobDone> jobs;
+  std::optional<v1::WarmSummary> summary;
+  int after_summary = 0;  // messages that came after the summary (there must be none)
+  int failed() const {
+    return static_cast<int>(std::count_if(
+        jobs.begin(), jobs.end(), [](const auto& job) { return job.outcome() == "failed"; }));
+  }
+};
+inline WarmOutcome CallWarm(v1::KernelCache::Stub& stub, const v1::WarmRequest& request,
+                            std::chrono::seconds deadline = std::chrono::seconds(300)) {
+  WarmOutcome out;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + deadline);
+  std::unique_ptr<grpc::ClientReader<v1::WarmProgress>> reader = stub.Warm(&context, request);
+  v1::WarmProgress progress;
+  while (reader->Read(&progress)) {
+    if (out.summary) ++out.after_summary;
+    if (progress.has_job()) out.jobs.push_back(progress.job());
+    if (progress.has_summary()) out.summary = progress.summary();
+  }
+  out.status = reader->Finish();
+  return out;
+}
+
 inline uint64_t StatCounter(v1::KernelCache::Stub& stub, const std::string& name) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -2,10 +2,12 @@
 // compiler, concurrency, and a crash, a hang, a CPU-time and a memory overrun each failing
 // only their own request. The faulty worker (KCACHE_WORKER_FAULT_INJECTION) crashes on
 // KCACHE_TEST_CRASH and spins on KCACHE_TEST_HANG; the production worker has no such code.
-#include "daemon/workers/process_pool.h"
+#include "engine/workers/process_pool.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,8 +26,8 @@
 namespace kcache {
 namespace {
 
-constexpr char kWorker[] = KCACHE_BINARY_DIR "/daemon/workers/kcache-compile-worker";
-constexpr char kFaultyWorker[] = KCACHE_BINARY_DIR "/daemon/workers/kcache-compile-worker-faulty";
+constexpr char kWorker[] = KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker";
+constexpr char kFaultyWorker[] = KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty";
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kMemoryLimitApplies = false;  // the pool leaves RLIMIT_AS off under sanitizers
@@ -112,6 +114,26 @@ class ProcessPoolTest : public ::testing::Test {
   std::shared_ptr<const Toolkit> toolkit_;
 };
 
+// Runs the scope in an empty working folder that no longer exists, as a sandboxed worker
+// compiles (LTO-IR records the working folder; where there is none, it records the same thing
+// in every worker), and comes back.
+class InDeletedWorkingFolder {
+ public:
+  InDeletedWorkingFolder() : previous_(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) {
+    char folder[] = "/tmp/kcache-test-cwd-XXXXXX";
+    EXPECT_NE(mkdtemp(folder), nullptr);
+    EXPECT_EQ(chdir(folder), 0);
+    EXPECT_EQ(rmdir(folder), 0);
+  }
+  ~InDeletedWorkingFolder() {
+    EXPECT_EQ(fchdir(previous_), 0);
+    close(previous_);
+  }
+
+ private:
+  int previous_;
+};
+
 TEST_F(ProcessPoolTest, GivesTheSameArtifactsAsTheInProcessCompiler) {
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
   ASSERT_NE(pool, nullptr);
@@ -121,7 +143,10 @@ TEST_F(ProcessPoolTest, GivesTheSameArtifactsAsTheInProcessCompiler) {
   scale.want_ltoir = true;
   for (const CompileJob& job : {Job(Saxpy(), "sm_89"), Job(Saxpy(), "compute_90"), scale}) {
     absl::StatusOr<CompileOutput> remote = pool->Compile(job);
-    absl::StatusOr<CompileOutput> here = local->Compile(job);
+    absl::StatusOr<CompileOutput> here = [&] {
+      InDeletedWorkingFolder empty;
+      return local->Compile(job);
+    }();
     ASSERT_TRUE(remote.ok()) << remote.status();
     ASSERT_TRUE(here.ok()) << here.status();
     ASSERT_EQ(remote->artifacts.size(), here->artifacts.size()) << job.target.ToString();

@@ -1,4 +1,4 @@
-#include "daemon/workers/process_pool.h"
+#include "engine/workers/process_pool.h"
 
 #include <limits.h>
 #include <string.h>
@@ -12,8 +12,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/workers/worker_process.h"
 #include "engine/compile/toolkit.h"
+#include "engine/workers/worker_process.h"
 #include "spdlog/spdlog.h"
 
 namespace kcache {
@@ -42,6 +42,8 @@ class ProcessPool final : public ProcessPoolCompiler {
   absl::Status StartFirstWorker() {
     absl::StatusOr<std::unique_ptr<WorkerProcess>> worker = WorkerProcess::Start(launch_);
     if (!worker.ok()) return worker.status();
+    sandboxed_ = (*worker)->sandboxed();
+    sandbox_ = (*worker)->sandbox();
     absl::MutexLock lock(&mu_);
     slots_[0].pid = (*worker)->pid();
     slots_[0].worker = *std::move(worker);
@@ -87,6 +89,8 @@ class ProcessPool final : public ProcessPoolCompiler {
   }
 
   const Toolkit& toolkit() const override { return *toolkit_; }
+  bool sandboxed() const override { return sandboxed_; }
+  const std::string& sandbox() const override { return sandbox_; }
 
   ProcessPoolStats stats() const override {
     absl::MutexLock lock(&mu_);
@@ -179,6 +183,8 @@ class ProcessPool final : public ProcessPoolCompiler {
 
   const std::shared_ptr<const Toolkit> toolkit_;
   const WorkerLaunch launch_;
+  bool sandboxed_ = false;  // set once, before the pool is shared
+  std::string sandbox_;
   mutable absl::Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   ProcessPoolStats stats_ ABSL_GUARDED_BY(mu_);

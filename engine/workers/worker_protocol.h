@@ -2,8 +2,8 @@
 // frames over a socket, and conversions between the Compiler types and their messages.
 // Shared by the process pool (process_pool.cc, worker_process.cc) and the worker binary
 // (worker_main.cc). Everything here is stateless and thread-safe.
-#ifndef KCACHE_DAEMON_WORKERS_WORKER_PROTOCOL_H_
-#define KCACHE_DAEMON_WORKERS_WORKER_PROTOCOL_H_
+#ifndef KCACHE_ENGINE_WORKERS_WORKER_PROTOCOL_H_
+#define KCACHE_ENGINE_WORKERS_WORKER_PROTOCOL_H_
 
 #include <cstdint>
 #include <string>
@@ -18,7 +18,7 @@ namespace kcache {
 
 // Bumped whenever worker.proto or its meaning changes; a worker that says another number is
 // refused (it comes from another build).
-inline constexpr uint32_t kWorkerProtocolVersion = 1;
+inline constexpr uint32_t kWorkerProtocolVersion = 2;
 
 // The socket a worker talks on: the pool puts its end of the socketpair at this descriptor.
 inline constexpr int kWorkerSocketFd = 3;
@@ -62,4 +62,4 @@ absl::StatusOr<CompileOutput> OutputFromProto(internal::CompileReply* reply);
 
 }  // namespace kcache
 
-#endif  // KCACHE_DAEMON_WORKERS_WORKER_PROTOCOL_H_
+#endif  // KCACHE_ENGINE_WORKERS_WORKER_PROTOCOL_H_

@@ -1,4 +1,4 @@
-#include "daemon/workers/worker_process.h"
+#include "engine/workers/worker_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,9 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/workers/worker_protocol.h"
-
-extern char** environ;
+#include "engine/workers/worker_protocol.h"
 
 namespace kcache {
 namespace {
@@ -45,20 +43,10 @@ CStrings WorkerArgv(const WorkerLaunch& launch) {
   return argv;
 }
 
-// Our environment with `extra` added; an extra variable replaces ours of the same name.
+// The worker's whole environment: `extra` (tests), nothing of ours. The daemon's environment
+// may hold secrets, and a compile has no use for it.
 CStrings WorkerEnv(const std::vector<std::pair<std::string, std::string>>& extra) {
   CStrings env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    absl::string_view entry(*e);
-    bool replaced = false;
-    for (const auto& [name, value] : extra) {
-      if (entry.size() > name.size() && entry.substr(0, name.size()) == name &&
-          entry[name.size()] == '=') {
-        replaced = true;
-      }
-    }
-    if (!replaced) env.Add(std::string(entry));
-  }
   for (const auto& [name, value] : extra) env.Add(absl::StrCat(name, "=", value));
   return env;
 }
@@ -164,6 +152,7 @@ absl::Status WorkerProcess::ReadHello() {
   }
   if (absl::Status s = StatusFromProto(hello.status()); !s.ok()) {
     Reap(absl::Seconds(2));
+    if (!hello.sandbox().empty()) return s;  // the sandbox failed, not the toolkit
     // The daemon loaded this toolkit itself, so a worker that cannot is most likely short of
     // address space: an idle worker maps about 230 MB (libnvrtc, builtins, nvJitLink).
     std::string limit =
@@ -182,6 +171,8 @@ absl::Status WorkerProcess::ReadHello() {
                      launch_.toolkit_root, " but the daemon has ", launch_.expected_toolkit_id,
                      "; the toolkit changed on disk while the daemon runs: restart kcached"));
   }
+  sandboxed_ = hello.sandboxed();
+  sandbox_ = hello.sandbox();
   return absl::OkStatus();
 }
 

@@ -1,8 +1,8 @@
 // One compile worker process (kcache-compile-worker) as the daemon sees it: started with
 // fork + exec under resource limits, spoken to over a socketpair (worker_protocol.h), killed
 // when a job runs past its wall-clock limit. The process pool (process_pool.h) owns several.
-#ifndef KCACHE_DAEMON_WORKERS_WORKER_PROCESS_H_
-#define KCACHE_DAEMON_WORKERS_WORKER_PROCESS_H_
+#ifndef KCACHE_ENGINE_WORKERS_WORKER_PROCESS_H_
+#define KCACHE_ENGINE_WORKERS_WORKER_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -30,8 +30,9 @@ struct WorkerLaunch {
   std::string toolkit_root;         // the worker runs Toolkit::Load(toolkit_root)
   std::string expected_toolkit_id;  // the daemon's ToolkitIdentity::id; the worker must match
   WorkerLimits limits;
-  std::vector<std::pair<std::string, std::string>> extra_env;  // added to (or replacing in) ours
-  absl::Duration startup_timeout = absl::Seconds(60);          // exec + toolkit load + hello
+  // The worker's whole environment (it inherits nothing of ours): empty but for tests.
+  std::vector<std::pair<std::string, std::string>> extra_env;
+  absl::Duration startup_timeout = absl::Seconds(60);  // exec + toolkit load + hello
 };
 
 // How a worker's last job ended for the worker.
@@ -57,6 +58,10 @@ class WorkerProcess {
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
   pid_t pid() const { return pid_; }
+  // What the worker said of its sandbox (sandbox.h): whether Landlock and seccomp are in
+  // force, and SandboxReport::Describe().
+  bool sandboxed() const { return sandboxed_; }
+  const std::string& sandbox() const { return sandbox_; }
   WorkerFate fate() const { return fate_; }
   // CPU time the last job used in the worker, as it reported it (0 when it died).
   uint64_t last_job_cpu_micros() const { return last_job_cpu_micros_; }
@@ -93,8 +98,10 @@ class WorkerProcess {
   WorkerFate fate_ = WorkerFate::kAlive;
   bool reaped_ = false;
   uint64_t last_job_cpu_micros_ = 0;
+  bool sandboxed_ = false;
+  std::string sandbox_;
 };
 
 }  // namespace kcache
 
-#endif  // KCACHE_DAEMON_WORKERS_WORKER_PROCESS_H_
+#endif  // KCACHE_ENGINE_WORKERS_WORKER_PROCESS_H_

@@ -1,4 +1,4 @@
-#include "daemon/workers/worker_protocol.h"
+#include "engine/workers/worker_protocol.h"
 
 #include <errno.h>
 #include <poll.h>

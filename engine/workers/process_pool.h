@@ -3,8 +3,8 @@
 // on CPU time and memory per worker and wall time per compile. A compiler crash, a runaway
 // template or an out-of-memory compile fails that one request with a clear status and the
 // daemon keeps serving; the dead worker is replaced by a fresh one for the next compile.
-#ifndef KCACHE_DAEMON_WORKERS_PROCESS_POOL_H_
-#define KCACHE_DAEMON_WORKERS_PROCESS_POOL_H_
+#ifndef KCACHE_ENGINE_WORKERS_PROCESS_POOL_H_
+#define KCACHE_ENGINE_WORKERS_PROCESS_POOL_H_
 
 #include <sys/types.h>
 
@@ -37,7 +37,7 @@ struct ProcessPoolOptions {
   // --compile-timeout-seconds: wall-clock time one compile may take before its worker is
   // killed with SIGKILL. Zero, negative or InfiniteDuration(): no limit.
   absl::Duration wall_time_per_compile = absl::Seconds(300);
-  // Variables added to the workers' environment (replacing ours of the same name). Tests.
+  // The workers' whole environment (they inherit nothing of the caller's). Tests.
   std::vector<std::pair<std::string, std::string>> extra_env;
 };
 
@@ -68,6 +68,13 @@ class ProcessPoolCompiler : public Compiler {
   // Destroy only when no Compile is running: closes every worker's socket and reaps it.
 
   virtual ProcessPoolStats stats() const = 0;
+  // What the first worker said of its sandbox (engine/workers/sandbox.h): true when Landlock
+  // and seccomp are in force, and SandboxReport::Describe(), e.g. "Landlock ABI 7 (reads only
+  // /usr/local/cuda-13.0), seccomp (...), user, network and IPC namespaces, empty
+  // environment" or "NOT sandboxed ...; missing: no Landlock (...)". Every worker runs the same
+  // binary on the same kernel, so the first speaks for all.
+  virtual bool sandboxed() const = 0;
+  virtual const std::string& sandbox() const = 0;
   // Process ids of the workers running now (started lazily: fewer than `workers` at first).
   virtual std::vector<pid_t> worker_pids() const = 0;
 };
@@ -86,4 +93,4 @@ absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> NewProcessPoolCompiler(
 
 }  // namespace kcache
 
-#endif  // KCACHE_DAEMON_WORKERS_PROCESS_POOL_H_
+#endif  // KCACHE_ENGINE_WORKERS_PROCESS_POOL_H_

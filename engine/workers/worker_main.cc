@@ -1,30 +1,44 @@
 // kcache-compile-worker: one of kcached's compile worker processes (docs/compile-workers.md).
-// Loads the toolkit once, says hello on the socket at --fd, then compiles one job at a time
-// until the daemon closes the socket. Started only by the process pool (worker_process.cc),
-// which sets its memory limit before exec; the worker re-arms its CPU-time limit per job.
+// Enters its sandbox's namespaces, loads the toolkit once, restricts itself to reading the
+// toolkit (sandbox.h), says hello on the socket at --fd, then compiles one job at a time until
+// the daemon closes the socket, or dies with it. Started only by the process pool
+// (worker_process.cc), which sets its memory limit and an empty environment before exec; the
+// worker re-arms its CPU-time limit per job.
 //
 // Built twice from this file: kcache-compile-worker, and for tests only
 // kcache-compile-worker-faulty (KCACHE_WORKER_FAULT_INJECTION), which crashes on a kernel
-// whose source contains KCACHE_TEST_CRASH and spins forever on KCACHE_TEST_HANG.
+// whose source contains KCACHE_TEST_CRASH, spins forever on KCACHE_TEST_HANG, and on
+// KCACHE_TEST_ESCAPE:<file> tries what its sandbox forbids and reports each attempt.
+#include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <new>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "daemon/workers/worker_protocol.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
+#include "engine/workers/sandbox.h"
+#include "engine/workers/worker_protocol.h"
+
+extern char** environ;
 
 namespace kcache {
 namespace {
@@ -91,29 +105,113 @@ void DisarmCpuLimit() {
   setitimer(ITIMER_PROF, &off, nullptr);
 }
 
+// /proc/self/statm, opened before the sandbox forbids opening it.
+int statm_fd = -1;
+
 // After a heavy compile glibc keeps hundreds of MB resident (about 330 MB after the MoE
 // kernel, against 70 MB idle). Give it back then, and only then: trimming after every small
 // compile costs the next one ~8 ms of page faults.
 void TrimIfLarge() {
   constexpr long kTrimAboveBytes = 256L << 20;
+  char text[128] = {};
+  if (statm_fd < 0 || pread(statm_fd, text, sizeof(text) - 1, 0) <= 0) return;
   long pages_total = 0, pages_resident = 0;
-  FILE* statm = std::fopen("/proc/self/statm", "r");
-  if (statm == nullptr) return;
-  int read = std::fscanf(statm, "%ld %ld", &pages_total, &pages_resident);
-  std::fclose(statm);
+  int read = std::sscanf(text, "%ld %ld", &pages_total, &pages_resident);
   if (read == 2 && pages_resident * sysconf(_SC_PAGESIZE) > kTrimAboveBytes) malloc_trim(0);
 }
 
+// What the sandbox lets a worker read: the toolkit's root and the folders its compiles
+// include (-I options; a pip wheel's headers live in sibling wheels), nothing else.
+std::vector<std::string> ReadableFolders(const Toolkit& toolkit) {
+  std::vector<std::string> folders = {toolkit.root()};
+  for (const std::string& option : toolkit.include_options()) {
+    absl::string_view folder(option);
+    if (absl::ConsumePrefix(&folder, "-I") && access(std::string(folder).c_str(), F_OK) == 0) {
+      folders.emplace_back(folder);
+    }
+  }
+  return folders;
+}
+
+// A worker dies with its daemon: when the daemon's end of the socket closes (it exited or was
+// killed with SIGKILL), this thread ends the worker, even in the middle of a compile.
+void DieWithDaemon(int fd) {
+  std::thread([fd] {
+    for (;;) {
+      pollfd watch = {fd, POLLRDHUP, 0};
+      if (poll(&watch, 1, -1) > 0 && (watch.revents & (POLLRDHUP | POLLHUP | POLLERR))) _exit(0);
+    }
+  }).detach();
+}
+
 #ifdef KCACHE_WORKER_FAULT_INJECTION
-void InjectFault(const CompileJob& job) {
+std::string Attempt(const char* what, bool allowed) {
+  return absl::StrCat(what, "=",
+                      allowed ? "ALLOWED" : absl::StrCat("refused (", strerror(errno), ")"), "; ");
+}
+
+// What a compromised compiler would try, each attempt reported: the sandbox tests expect every
+// one refused. `secret` is a file the test wrote outside the toolkit.
+std::string TryToEscape(const std::string& secret) {
+  std::string report;
+  int fd = open(secret.c_str(), O_RDONLY | O_CLOEXEC);
+  report += Attempt("read", fd >= 0);
+  if (fd >= 0) close(fd);
+  std::string created = absl::StrCat("/tmp/kcache-escape-", getpid());
+  fd = open(created.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  report += Attempt("create", fd >= 0);
+  if (fd >= 0) {
+    close(fd);
+    unlink(created.c_str());
+  }
+  fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  report += Attempt("socket_inet", fd >= 0);
+  if (fd >= 0) close(fd);
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  report += Attempt("socket_unix", fd >= 0);
+  if (fd >= 0) close(fd);
+  char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
+  pid_t child = fork();
+  if (child == 0) {
+    execve(argv[0], argv, environ);
+    _exit(errno == 0 ? 255 : errno);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  errno = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  report += Attempt("exec", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  child = fork();
+  if (child == 0) _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : errno);
+  waitpid(child, &status, 0);
+  errno = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  report += Attempt("unshare", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  int variables = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) ++variables;
+  absl::StrAppend(&report, "environment=", variables);
+  return report;
+}
+
+absl::Status InjectFault(const CompileJob& job) {
   if (absl::StrContains(job.spec.source, "KCACHE_TEST_CRASH")) raise(SIGSEGV);
   if (absl::StrContains(job.spec.source, "KCACHE_TEST_HANG")) {
     volatile uint64_t spins = 0;
     for (;;) spins = spins + 1;
   }
+  absl::string_view source(job.spec.source);
+  if (size_t at = source.find("KCACHE_TEST_ESCAPE:"); at != absl::string_view::npos) {
+    absl::string_view secret = source.substr(at + strlen("KCACHE_TEST_ESCAPE:"));
+    secret = secret.substr(0, secret.find('\n'));
+    return absl::AbortedError(absl::StrCat("escape: ", TryToEscape(std::string(secret))));
+  }
+  return absl::OkStatus();
 }
+
+// A worker run under a name containing "unsandboxed" behaves as on a kernel without Landlock
+// and seccomp, for the tests of what kcached does there.
+bool PretendNoSandbox(const char* argv0) { return absl::StrContains(argv0, "unsandboxed"); }
 #else
-void InjectFault(const CompileJob&) {}
+absl::Status InjectFault(const CompileJob&) { return absl::OkStatus(); }
+bool PretendNoSandbox(const char*) { return false; }
 #endif
 
 // NVRTC survives a failed allocation and reports it, as NVRTC_ERROR_OUT_OF_MEMORY or as a
@@ -150,8 +248,9 @@ internal::CompileReply RunJob(Compiler& compiler, const internal::CompileRequest
     return reply;
   }
   ArmCpuLimit(cpu_limit_seconds);
-  InjectFault(*job);
-  absl::StatusOr<CompileOutput> output = compiler.Compile(*job);
+  absl::Status fault = InjectFault(*job);
+  absl::StatusOr<CompileOutput> output =
+      fault.ok() ? compiler.Compile(*job) : absl::StatusOr<CompileOutput>(fault);
   DisarmCpuLimit();
   TrimIfLarge();
   if (output.ok()) {
@@ -168,6 +267,11 @@ int WorkerMain(int argc, char** argv) {
   WorkerFlags flags;
   if (!ParseFlags(argc, argv, &flags)) return kWorkerExitBadArguments;
 
+  SandboxReport sandbox;
+  sandbox.empty_environment = environ == nullptr || *environ == nullptr;
+  bool sandbox_off = PretendNoSandbox(argv[0]);
+  if (!sandbox_off) EnterSandboxNamespaces(&sandbox);  // while this is the only thread
+
   internal::WorkerHello hello;
   hello.set_protocol_version(kWorkerProtocolVersion);
   hello.set_pid(getpid());
@@ -177,8 +281,21 @@ int WorkerMain(int argc, char** argv) {
     (void)WriteFrame(flags.fd, hello, absl::InfiniteFuture());
     return 1;
   }
+  statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  absl::Status restricted =
+      sandbox_off ? absl::OkStatus() : RestrictSelf(ReadableFolders(**toolkit), &sandbox);
+  if (!restricted.ok()) {
+    *hello.mutable_status() = StatusToProto(absl::FailedPreconditionError(
+        absl::StrCat("the compile worker could not enter its sandbox: ", restricted.message())));
+    hello.set_sandbox(sandbox.Describe());  // says the failure is the sandbox's
+    (void)WriteFrame(flags.fd, hello, absl::InfiniteFuture());
+    return 1;
+  }
   hello.set_toolkit_id((*toolkit)->identity().id);
+  hello.set_sandboxed(sandbox.Complete());
+  hello.set_sandbox(sandbox.Describe());
   if (!WriteFrame(flags.fd, hello, absl::InfiniteFuture()).ok()) return 1;
+  DieWithDaemon(flags.fd);
 
   std::unique_ptr<Compiler> compiler = NewNvrtcCompiler(*toolkit);
   for (;;) {
