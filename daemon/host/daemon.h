@@ -57,8 +57,9 @@ class Daemon {
 };
 
 // kcached's main loop: starts the daemon, waits for SIGTERM or SIGINT, shuts down. Returns
-// the process exit code: 0 after a clean shutdown, 1 when start-up failed. A second signal
-// during shutdown exits at once with 1.
+// the process exit code: 0 after a clean shutdown, 1 when start-up failed. A second SIGTERM
+// or SIGINT during shutdown exits at once with 1. SIGHUP, SIGUSR1 and SIGUSR2 are logged
+// and ignored.
 int RunDaemon(DaemonOptions options);
 
 }  // namespace kcache
