@@ -35,6 +35,11 @@ struct DaemonOptions {
   uint64_t memory_cache_bytes = uint64_t{256} << 20;  // --memory-cache-mb
   absl::Duration shutdown_grace = absl::Seconds(30);  // --shutdown-grace-seconds
   size_t max_request_threads = 256;  // threads for blocking work (requests waiting on compiles)
+  // --max-calls-in-flight: calls answered at once; more are refused RESOURCE_EXHAUSTED.
+  int64_t max_calls_in_flight = 1024;
+  // --max-queued-mb: payload bytes Resolve streams may have queued for their clients at once
+  // (one chunk, at most 1 MiB, per stream sending); past it RESOURCE_EXHAUSTED.
+  uint64_t max_queued_bytes = uint64_t{256} << 20;
 };
 
 class Daemon {
