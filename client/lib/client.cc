@@ -65,10 +65,12 @@ struct Client::Impl {
   }
 
   // One Resolve through the breaker. *skipped is set when the breaker kept the call from the
-  // daemon (the answer is then Unavailable and says so).
+  // daemon (the answer is then Unavailable and says so); *busy when the deadline passed while
+  // the daemon, which had accepted the call, was still working on it.
   absl::StatusOr<FetchedKernel> CallDaemon(v1::ResolveRequest& request, const CallOptions& call,
-                                           bool* skipped) {
+                                           bool* skipped, bool* busy) {
     *skipped = false;
+    *busy = false;
     if (!breaker.Allow()) {
       *skipped = true;
       return absl::UnavailableError(
@@ -80,7 +82,20 @@ struct Client::Impl {
     request.set_client(client_name);
     request.set_no_compile(!call.allow_daemon_compile);
     request.set_ptx_now(call.ptx_now);
-    absl::StatusOr<FetchedKernel> result = daemon.Resolve(request, DeadlineFor(call));
+    bool accepted = false;
+    absl::StatusOr<FetchedKernel> result = daemon.Resolve(request, DeadlineFor(call), &accepted);
+    if (!result.ok() && accepted && result.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      // The daemon took the call and was still working on it (a compile): busy, not away.
+      // Neither a failure for the breaker nor a reason to compile here: a herd of local
+      // compiles behind one slow daemon compile is the worst outcome.
+      *busy = true;
+      breaker.RecordSuccess();
+      return absl::DeadlineExceededError(absl::StrCat(
+          result.status().message(),
+          " (it had accepted the call and was still working on it, most likely compiling "
+          "the kernel: not compiled locally; give the call a longer deadline, or ask with "
+          "ptx_now for stored PTX at once)"));
+    }
     if (result.ok() || !IsDaemonFailure(result.status())) {
       breaker.RecordSuccess();
     } else {
@@ -90,11 +105,13 @@ struct Client::Impl {
   }
 
   // When the daemon did not give a kernel, whether compiling here is the right answer.
-  bool ShouldCompileLocally(const absl::Status& daemon_status, bool skipped,
+  bool ShouldCompileLocally(const absl::Status& daemon_status, bool skipped, bool busy,
                             const KernelSource& source, const Device& device,
                             const CallOptions& call) const {
     if (!options.local_compile_fallback) return false;
-    if (skipped || IsDaemonFailure(daemon_status)) return true;
+    if (skipped) return true;
+    if (busy) return false;  // a daemon still working on the call is not away (CallDaemon)
+    if (IsDaemonFailure(daemon_status)) return true;
     // A live daemon that has no artifact and cannot compile it (no toolkit there): the
     // kernel is within its declared range, so a local compile can still serve it.
     return daemon_status.code() == absl::StatusCode::kNotFound && call.allow_daemon_compile &&
@@ -130,13 +147,14 @@ absl::StatusOr<FetchedKernel> Client::Resolve(const KernelSource& source, const 
   ToWire(source, request.mutable_spec());
   ToWire(device, request.mutable_device());
   bool skipped = false;
-  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped);
+  bool busy = false;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped, &busy);
   if (served.ok()) {
     served->micros = MicrosSince(start);
     return served;
   }
   const absl::Status& daemon_status = served.status();
-  if (!impl_->ShouldCompileLocally(daemon_status, skipped, source, device, call)) {
+  if (!impl_->ShouldCompileLocally(daemon_status, skipped, busy, source, device, call)) {
     return daemon_status;
   }
   absl::StatusOr<FetchedKernel> local = impl_->local.Compile(source, device);
@@ -166,7 +184,8 @@ absl::StatusOr<FetchedKernel> Client::ResolveById(absl::string_view hex_id, cons
   request.set_kernel_id(std::string(id->Bytes()));
   ToWire(device, request.mutable_device());
   bool skipped = false;
-  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped);
+  bool busy = false;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped, &busy);
   if (served.ok()) served->micros = MicrosSince(start);
   return served;
 }
@@ -180,7 +199,8 @@ absl::StatusOr<FetchedKernel> Client::ResolveByName(absl::string_view name, cons
   request.set_kernel_name(std::string(name));
   ToWire(device, request.mutable_device());
   bool skipped = false;
-  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped);
+  bool busy = false;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped, &busy);
   if (served.ok()) served->micros = MicrosSince(start);
   return served;
 }
@@ -201,13 +221,44 @@ absl::StatusOr<WarmTotals> Client::Warm(const std::vector<KernelSource>& kernels
                                         const std::vector<std::string>& targets, int jobs,
                                         absl::Duration deadline,
                                         const std::function<void(const WarmJobEvent&)>& on_job) {
-  v1::WarmRequest request;
-  for (const KernelSource& k : kernels) ToWire(k, request.add_kernels());
-  for (const std::string& t : targets) request.add_targets(t);
-  request.set_jobs(static_cast<uint32_t>(std::max(jobs, 0)));
   absl::Time until =
       deadline > absl::ZeroDuration() ? absl::Now() + deadline : absl::InfiniteFuture();
-  return impl_->daemon.Warm(request, until, on_job);
+  // The kernels go in batches whose request fits the daemon's 4 MiB receive limit (a spec is
+  // at most kMaxSpecBytes, so one always fits); the events count jobs across all batches.
+  WarmTotals totals;
+  uint32_t jobs_before = 0;
+  size_t next = 0;
+  do {
+    v1::WarmRequest request;
+    for (const std::string& t : targets) request.add_targets(t);
+    request.set_jobs(static_cast<uint32_t>(std::max(jobs, 0)));
+    size_t bytes = request.ByteSizeLong();
+    for (; next < kernels.size(); ++next) {
+      v1::KernelSpec spec;
+      ToWire(kernels[next], &spec);
+      size_t size = spec.ByteSizeLong() + 8;  // + the field's tag and length
+      if (request.kernels_size() > 0 && bytes + size > kMaxWarmRequestBytes) break;
+      bytes += size;
+      *request.add_kernels() = std::move(spec);
+    }
+    uint32_t jobs_after = static_cast<uint32_t>((kernels.size() - next) * targets.size());
+    absl::StatusOr<WarmTotals> batch =
+        impl_->daemon.Warm(request, until, [&](const WarmJobEvent& event) {
+          if (!on_job) return;
+          WarmJobEvent counted = event;
+          counted.done += jobs_before;
+          counted.total += jobs_before + jobs_after;
+          on_job(counted);
+        });
+    if (!batch.ok()) return batch.status();
+    totals.built += batch->built;
+    totals.cached += batch->cached;
+    totals.skipped += batch->skipped;
+    totals.failed += batch->failed;
+    totals.wall_micros += batch->wall_micros;
+    jobs_before += batch->built + batch->cached + batch->skipped + batch->failed;
+  } while (next < kernels.size());
+  return totals;
 }
 
 }  // namespace kcache::client

@@ -2,14 +2,19 @@
 
 #include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <random>
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/lib/wire.h"
 #include "core/artifact.h"
+#include "core/protocol.h"
 
 namespace kcache::client {
 namespace {
@@ -31,13 +36,47 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
   // A restarted daemon is found within a second, not after gRPC's default back-off (up to
   // two minutes). The circuit breaker decides how often the daemon is tried at all.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // This one is also how long one connection attempt may wait for the daemon's SETTINGS
+  // frame. A busy daemon (a herd of clients starting at once on a few cores) may take longer
+  // than a back-off step to answer: the attempt must not give up before the call's deadline
+  // does ("connection attempt timed out before receiving SETTINGS frame"). A daemon that is
+  // away refuses the connection at once, whatever this says.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20000);
   return grpc::CreateCustomChannel(GrpcTarget(address), grpc::InsecureChannelCredentials(), args);
 }
 
 void SetDeadline(grpc::ClientContext* context, absl::Time deadline) {
   if (deadline != absl::InfiniteFuture()) context->set_deadline(absl::ToChronoTime(deadline));
+}
+
+// A call the daemon refused at one of its bounds (RESOURCE_EXHAUSTED with
+// kRetryAfterMetadataKey) waits that long, with jitter, and is tried again while its deadline
+// allows: true when the caller should try again.
+bool WaitIfBusy(const absl::Status& status, const grpc::ClientContext& context,
+                absl::Time deadline) {
+  if (status.code() != absl::StatusCode::kResourceExhausted) return false;
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto it = trailers.find(kRetryAfterMetadataKey);
+  int millis = 0;
+  if (it == trailers.end() ||
+      !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &millis) ||
+      millis <= 0) {
+    return false;
+  }
+  thread_local std::minstd_rand random(static_cast<unsigned>(getpid()) ^
+                                       static_cast<unsigned>(absl::GetCurrentTimeNanos()));
+  absl::Duration wait = absl::Milliseconds(std::min(millis, 5000)) *
+                        (1 + std::uniform_real_distribution<double>(0, 1)(random));
+  if (absl::Now() + wait >= deadline) return false;
+  absl::SleepFor(wait);
+  return true;
+}
+
+// Whether the daemon sent kAcceptedMetadataKey: it took the call and was working on it.
+// Only after Finish (which receives the initial metadata if nothing else did).
+bool Accepted(const grpc::ClientContext& context) {
+  return context.GetServerInitialMetadata().count(kAcceptedMetadataKey) > 0;
 }
 
 absl::Status BrokenStream(absl::string_view what) {
@@ -119,30 +158,34 @@ absl::Status DaemonConnection::Described(const absl::Status& status) const {
 }
 
 absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest& request,
-                                                        absl::Time deadline) {
-  grpc::ClientContext context;
-  SetDeadline(&context, deadline);
-  std::shared_ptr<v1::KernelCache::Stub> s = stub();
-  std::unique_ptr<grpc::ClientReader<v1::ResolveResponse>> reader = s->Resolve(&context, request);
-  v1::ResolveResponse part;
-  v1::ArtifactHeader header;
-  FetchedKernel kernel;
-  bool have_header = false;
-  absl::Status broken;
-  while (reader->Read(&part)) {
-    broken = TakePart(part, &have_header, &kernel, &header);
-    if (!broken.ok()) {
-      context.TryCancel();
-      while (reader->Read(&part)) {
+                                                        absl::Time deadline, bool* accepted) {
+  while (true) {
+    grpc::ClientContext context;
+    SetDeadline(&context, deadline);
+    std::shared_ptr<v1::KernelCache::Stub> s = stub();
+    std::unique_ptr<grpc::ClientReader<v1::ResolveResponse>> reader = s->Resolve(&context, request);
+    v1::ResolveResponse part;
+    v1::ArtifactHeader header;
+    FetchedKernel kernel;
+    bool have_header = false;
+    absl::Status broken;
+    while (reader->Read(&part)) {
+      broken = TakePart(part, &have_header, &kernel, &header);
+      if (!broken.ok()) {
+        context.TryCancel();
+        while (reader->Read(&part)) {
+        }
+        break;
       }
-      break;
     }
+    absl::Status finished = FromGrpc(reader->Finish());
+    if (accepted != nullptr) *accepted = Accepted(context);
+    if (!broken.ok()) return Described(broken);
+    if (WaitIfBusy(finished, context, deadline)) continue;
+    if (!finished.ok()) return Described(finished);
+    if (absl::Status s = CheckComplete(have_header, header, kernel); !s.ok()) return Described(s);
+    return kernel;
   }
-  absl::Status finished = FromGrpc(reader->Finish());
-  if (!broken.ok()) return Described(broken);
-  if (!finished.ok()) return Described(finished);
-  if (absl::Status s = CheckComplete(have_header, header, kernel); !s.ok()) return Described(s);
-  return kernel;
 }
 
 absl::StatusOr<DaemonStats> DaemonConnection::Stat(absl::Time deadline) {
@@ -165,10 +208,14 @@ absl::StatusOr<DaemonStats> DaemonConnection::Stat(absl::Time deadline) {
 }
 
 absl::StatusOr<std::vector<ListedKernel>> DaemonConnection::List(absl::Time deadline) {
-  grpc::ClientContext context;
-  SetDeadline(&context, deadline);
   v1::ListResponse response;
-  absl::Status s = FromGrpc(stub()->List(&context, v1::ListRequest(), &response));
+  absl::Status s;
+  while (true) {
+    grpc::ClientContext context;
+    SetDeadline(&context, deadline);
+    s = FromGrpc(stub()->List(&context, v1::ListRequest(), &response));
+    if (!WaitIfBusy(s, context, deadline)) break;
+  }
   if (!s.ok()) return Described(s);
   std::vector<ListedKernel> kernels;
   for (const v1::ListedKernel& k : response.kernels()) {
@@ -187,11 +234,14 @@ absl::StatusOr<std::vector<ListedKernel>> DaemonConnection::List(absl::Time dead
 }
 
 absl::StatusOr<ExportedManifest> DaemonConnection::ExportManifest(absl::Time deadline) {
-  grpc::ClientContext context;
-  SetDeadline(&context, deadline);
   v1::ExportManifestResponse response;
-  absl::Status s =
-      FromGrpc(stub()->ExportManifest(&context, v1::ExportManifestRequest(), &response));
+  absl::Status s;
+  while (true) {
+    grpc::ClientContext context;
+    SetDeadline(&context, deadline);
+    s = FromGrpc(stub()->ExportManifest(&context, v1::ExportManifestRequest(), &response));
+    if (!WaitIfBusy(s, context, deadline)) break;
+  }
   if (!s.ok()) return Described(s);
   return ExportedManifest{response.manifest_yaml(), response.kernels()};
 }
@@ -199,26 +249,31 @@ absl::StatusOr<ExportedManifest> DaemonConnection::ExportManifest(absl::Time dea
 absl::StatusOr<WarmTotals> DaemonConnection::Warm(
     const v1::WarmRequest& request, absl::Time deadline,
     const std::function<void(const WarmJobEvent&)>& on_job) {
-  grpc::ClientContext context;
-  SetDeadline(&context, deadline);
-  std::unique_ptr<grpc::ClientReader<v1::WarmProgress>> reader = stub()->Warm(&context, request);
-  v1::WarmProgress progress;
   WarmTotals totals;
   bool have_summary = false;
-  while (reader->Read(&progress)) {
-    if (progress.has_job()) {
-      const v1::WarmJobDone& j = progress.job();
-      WarmJobEvent event{j.kernel_name(), j.target(), j.outcome(),
-                         j.micros(),      j.bytes(),  {j.kinds().begin(), j.kinds().end()},
-                         j.message(),     j.done(),   j.total()};
-      if (on_job) on_job(event);
-    } else if (progress.has_summary()) {
-      const v1::WarmSummary& s = progress.summary();
-      totals = {s.built(), s.cached(), s.skipped(), s.failed(), s.wall_micros()};
-      have_summary = true;
+  absl::Status s;
+  while (true) {  // a refusal at a bound streamed nothing: trying again repeats no job
+    grpc::ClientContext context;
+    SetDeadline(&context, deadline);
+    std::unique_ptr<grpc::ClientReader<v1::WarmProgress>> reader = stub()->Warm(&context, request);
+    v1::WarmProgress progress;
+    while (reader->Read(&progress)) {
+      if (progress.has_job()) {
+        const v1::WarmJobDone& j = progress.job();
+        WarmJobEvent event{j.kernel_name(), j.target(), j.outcome(),
+                           j.micros(),      j.bytes(),  {j.kinds().begin(), j.kinds().end()},
+                           j.message(),     j.done(),   j.total()};
+        if (on_job) on_job(event);
+      } else if (progress.has_summary()) {
+        const v1::WarmSummary& summary = progress.summary();
+        totals = {summary.built(), summary.cached(), summary.skipped(), summary.failed(),
+                  summary.wall_micros()};
+        have_summary = true;
+      }
     }
+    s = FromGrpc(reader->Finish());
+    if (!WaitIfBusy(s, context, deadline)) break;
   }
-  absl::Status s = FromGrpc(reader->Finish());
   if (!s.ok()) return Described(s);
   if (!have_summary) {
     return absl::DataLossError(

@@ -19,6 +19,9 @@ namespace kcache::client {
 
 // The largest artifact a Resolve header may announce; a bigger one is a broken stream.
 inline constexpr uint64_t kMaxArtifactBytes = 1ull << 30;
+// The largest Warm request sent at once: under the daemon's 4 MiB receive limit, with room
+// for gRPC's framing. Client::Warm sends a longer list of kernels in batches.
+inline constexpr size_t kMaxWarmRequestBytes = (4u << 20) - (64u << 10);
 
 // Thread-safe. Creating it never waits for the daemon; a call connects if needed and gives
 // up at its deadline. Failures of the daemon (see IsDaemonFailure) come back with messages
@@ -35,8 +38,13 @@ class DaemonConnection {
   void RenewIfFailed();
 
   // One Resolve: header, then chunks up to header.size; DataLoss when the stream is broken
-  // (no header, two headers, more or fewer bytes than announced, a checksum mismatch).
-  absl::StatusOr<FetchedKernel> Resolve(const v1::ResolveRequest& request, absl::Time deadline);
+  // (no header, two headers, more or fewer bytes than announced, a checksum mismatch). A
+  // refusal at one of the daemon's bounds (RESOURCE_EXHAUSTED with a retry-after, "kcached is
+  // busy") is retried after that pause while the deadline allows. `accepted` (optional): the
+  // daemon had taken the last attempt (core/protocol.h kAcceptedMetadataKey), so a
+  // DeadlineExceeded means it was still working on it, not that it is away.
+  absl::StatusOr<FetchedKernel> Resolve(const v1::ResolveRequest& request, absl::Time deadline,
+                                        bool* accepted = nullptr);
   absl::StatusOr<DaemonStats> Stat(absl::Time deadline);
   absl::StatusOr<std::vector<ListedKernel>> List(absl::Time deadline);
   absl::StatusOr<ExportedManifest> ExportManifest(absl::Time deadline);

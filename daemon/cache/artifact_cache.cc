@@ -93,6 +93,10 @@ class ArtifactCacheImpl : public ArtifactCache {
     stats_.Add(Statistic::kInvalidRequests);
     stats_.RecordResolve(ResolveOutcome::kInvalid, elapsed);
   }
+  void RecordOverBound(Bound bound) override {
+    stats_.Add(bound == Bound::kCallsInFlight ? Statistic::kCallsRefusedBusy
+                                              : Statistic::kResolveRefusedQueuedBytes);
+  }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
   absl::StatusOr<std::vector<ListedKernelInfo>> List() override;

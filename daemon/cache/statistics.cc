@@ -67,6 +67,11 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "time compiles waited for a free compile worker, microseconds (not in compile.micros)"},
     {S::kCompileLimitStops, "compile.limit_stops",
      "compiles stopped by a limit: wall-clock time, CPU time or memory (each also logged)"},
+    {S::kCallsRefusedBusy, "calls.refused_busy",
+     "calls refused RESOURCE_EXHAUSTED: --max-calls-in-flight calls were in flight already"},
+    {S::kResolveRefusedQueuedBytes, "resolve.refused_queued_bytes",
+     "Resolve calls refused RESOURCE_EXHAUSTED: --max-queued-mb of payload was queued for "
+     "clients that read slowly"},
 }};
 
 constexpr bool NumberedInOrder() {

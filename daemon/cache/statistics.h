@@ -58,9 +58,11 @@ enum class Statistic : int {
   kBackgroundCompilesDropped = 36,
   kCompileQueueMicros = 37,
   kCompileLimitStops = 38,
+  kCallsRefusedBusy = 39,
+  kResolveRefusedQueuedBytes = 40,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 38;
+inline constexpr int kStatisticCount = 40;
 
 struct StatisticInfo {
   Statistic id;

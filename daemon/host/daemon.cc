@@ -112,7 +112,9 @@ absl::Status StartCompilers(const DaemonOptions& options,
 
 class DaemonImpl final : public Daemon {
  public:
-  explicit DaemonImpl(DaemonOptions options) : options_(std::move(options)) {}
+  explicit DaemonImpl(DaemonOptions options)
+      : options_(std::move(options)),
+        tracker_(CallLimits{options_.max_calls_in_flight, options_.max_queued_bytes}) {}
   ~DaemonImpl() override { Shutdown(); }
 
   absl::Status Init() {
@@ -145,10 +147,12 @@ class DaemonImpl final : public Daemon {
     if (absl::Status s = StartMainServer(); !s.ok()) return s;
     if (absl::Status s = StartProbeServer(); !s.ok()) return s;
     spdlog::info(
-        "kcached serving on {} (socket mode {:04o}){}; {}; memory cache {} MiB", options_.listen,
-        static_cast<unsigned>(options_.socket_mode),
+        "kcached serving on {} (socket mode {:04o}){}; {}; memory cache {} MiB; at most {} "
+        "calls in flight and {} MiB queued for clients",
+        options_.listen, static_cast<unsigned>(options_.socket_mode),
         probe_port_ ? absl::StrCat(", probes on ", options_.probe_address, ":", probe_port_) : "",
-        toolkit_summary, options_.memory_cache_bytes >> 20);
+        toolkit_summary, options_.memory_cache_bytes >> 20, options_.max_calls_in_flight,
+        options_.max_queued_bytes >> 20);
     return absl::OkStatus();
   }
 
@@ -167,6 +171,10 @@ class DaemonImpl final : public Daemon {
     if (!tracker_.WaitIdle(deadline)) {
       spdlog::warn("shutdown: {} calls still in flight after the grace period; cancelling them",
                    tracker_.active());
+      // Answer them CANCELLED ourselves while the connections are open: the server's own
+      // cancellation below would close them first, and the clients would read UNAVAILABLE.
+      tracker_.CancelAll(GraceRanOutStatus());
+      tracker_.WaitIdle(absl::Now() + absl::Seconds(1));
     }
     // Everything answered: close every connection now (a graceful GOAWAY would wait for idle
     // clients to notice it) and cancel what is left.
@@ -264,6 +272,9 @@ class DaemonImpl final : public Daemon {
   absl::Status StartProbeServer() {
     if (options_.probe_port == 0) return absl::OkStatus();
     grpc::ServerBuilder builder;
+    // A probe opens a connection per check; one left open and idle is closed after a while,
+    // so that connections kept open on purpose do not pile up.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 30000);
     probe_server_ = builder.BuildAndStart();
     if (probe_server_ == nullptr) {
       return absl::InternalError("cannot start the probe port's gRPC server");
@@ -288,6 +299,9 @@ class DaemonImpl final : public Daemon {
     metrics.toolkit = service_options_.toolkit_name;
     metrics.start_time_unix = absl::ToUnixSeconds(service_options_.started);
     metrics.calls_in_flight = tracker_.active();
+    metrics.calls_in_flight_limit = tracker_.limits().max_calls;
+    metrics.queued_bytes = tracker_.queued_bytes();
+    metrics.queued_bytes_limit = tracker_.limits().max_queued_bytes;
     metrics.serving = serving_.load();
     return metrics;
   }

@@ -39,6 +39,11 @@ struct DaemonOptions {
   uint64_t memory_cache_bytes = uint64_t{256} << 20;  // --memory-cache-mb
   absl::Duration shutdown_grace = absl::Seconds(30);  // --shutdown-grace-seconds
   size_t max_request_threads = 256;  // threads for blocking work (requests waiting on compiles)
+  // --max-calls-in-flight: calls answered at once; more are refused RESOURCE_EXHAUSTED.
+  int64_t max_calls_in_flight = 1024;
+  // --max-queued-mb: payload bytes Resolve streams may have queued for their clients at once
+  // (one chunk, at most 1 MiB, per stream sending); past it RESOURCE_EXHAUSTED.
+  uint64_t max_queued_bytes = uint64_t{256} << 20;
 };
 
 class Daemon {
@@ -61,8 +66,9 @@ class Daemon {
 };
 
 // kcached's main loop: starts the daemon, waits for SIGTERM or SIGINT, shuts down. Returns
-// the process exit code: 0 after a clean shutdown, 1 when start-up failed. A second signal
-// during shutdown exits at once with 1.
+// the process exit code: 0 after a clean shutdown, 1 when start-up failed. A second SIGTERM
+// or SIGINT during shutdown exits at once with 1. SIGHUP, SIGUSR1 and SIGUSR2 are logged
+// and ignored.
 int RunDaemon(DaemonOptions options);
 
 }  // namespace kcache

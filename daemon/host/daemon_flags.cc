@@ -18,6 +18,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   uint64_t compile_memory_mb = o.compile.memory_bytes_per_worker >> 20;
   int64_t compile_timeout_seconds = absl::ToInt64Seconds(o.compile.wall_time_per_compile);
   int64_t grace_seconds = absl::ToInt64Seconds(o.shutdown_grace);
+  uint64_t max_queued_mb = o.max_queued_bytes >> 20;
   std::string log_level = "info";
   std::string log_format = "text";
 
@@ -65,6 +66,15 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "Path of kcache-compile-worker (default: next to kcached)");
   app.add_option("--memory-cache-mb", memory_cache_mb, "Bound of the in-memory LRU in MiB")
       ->capture_default_str();
+  app.add_option("--max-calls-in-flight", o.max_calls_in_flight,
+                 "Calls answered at once; more are refused RESOURCE_EXHAUSTED (retry later)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-queued-mb", max_queued_mb,
+                 "MiB of artifacts Resolve streams may have queued for their clients at once "
+                 "(1 MiB per stream sending); past it, RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->capture_default_str();
   app.add_option("--shutdown-grace-seconds", grace_seconds,
                  "On SIGTERM, how long in-flight requests may take to finish")
       ->check(CLI::Range(int64_t{0}, int64_t{3600}))
@@ -96,6 +106,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                                         ? absl::InfiniteDuration()
                                         : absl::Seconds(compile_timeout_seconds);
   o.shutdown_grace = absl::Seconds(grace_seconds);
+  o.max_queued_bytes = max_queued_mb << 20;
   absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
   if (!format.ok()) return format.status();
   ConfigureLogging(*format, log_level);

@@ -28,6 +28,26 @@ bool SomeoneAnswers(const std::string& path) {
   return answered;
 }
 
+// Creates `folder` and any missing parents with mode 0755 whatever the umask (mkdir applies
+// the umask, so each folder created is set with chmod); folders already there are left as
+// they are.
+absl::Status CreateSocketFolder(const std::filesystem::path& folder) {
+  std::error_code ec;
+  if (folder.empty() || std::filesystem::exists(folder, ec)) return absl::OkStatus();
+  if (absl::Status s = CreateSocketFolder(folder.parent_path()); !s.ok()) return s;
+  if (mkdir(folder.c_str(), 0755) != 0) {
+    if (errno == EEXIST) return absl::OkStatus();  // created meanwhile by someone else
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the socket's folder ", folder.string(), ": ",
+                     std::strerror(errno), "; create it or choose another --listen path"));
+  }
+  if (chmod(folder.c_str(), 0755) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot set the mode of the socket's folder ",
+                                                      folder.string(), ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string UnixSocketPath(absl::string_view address) {
@@ -44,15 +64,8 @@ absl::Status PrepareSocketPath(const std::string& path, bool* removed_stale) {
         "socket path ", path, " is ", path.size(), " bytes; unix sockets allow at most ",
         sizeof(sockaddr_un::sun_path) - 1, ": choose a shorter --listen path"));
   }
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
-    std::filesystem::create_directories(parent, ec);
-    if (ec) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot create the socket's folder ", parent.string(), ": ", ec.message(),
-                       "; create it or choose another --listen path"));
-    }
+  if (absl::Status s = CreateSocketFolder(std::filesystem::path(path).parent_path()); !s.ok()) {
+    return s;
   }
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) {

@@ -17,7 +17,8 @@ namespace kcache {
 // (a TCP "host:port", which gRPC binds as is).
 std::string UnixSocketPath(absl::string_view address);
 
-// Makes `path` ready to bind: creates its parent folder (0755) if missing; if a file is there
+// Makes `path` ready to bind: creates its parent folders if missing, each
+// with mode 0755 whatever the umask (folders already there keep theirs); if a file is there
 // already, removes it when it is a socket nobody answers on (stale, left by a killed daemon),
 // and refuses when something answers on it (FailedPrecondition: another daemon is live) or
 // when it is not a socket. `removed_stale` says whether a stale socket was removed.

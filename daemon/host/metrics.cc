@@ -80,6 +80,12 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "Time compiles waited for a free compile worker (not in compile seconds).", "", "", 1e6},
     {S::kCompileLimitStops, "kcache_compile_limit_stops_total",
      "Compiles stopped by the wall-clock, CPU-time or memory limit.", "", ""},
+    {S::kCallsRefusedBusy, "kcache_calls_refused_total",
+     "Calls refused RESOURCE_EXHAUSTED because a bound of the daemon was reached.", "bound",
+     "calls_in_flight"},
+    {S::kResolveRefusedQueuedBytes, "kcache_calls_refused_total",
+     "Calls refused RESOURCE_EXHAUSTED because a bound of the daemon was reached.", "bound",
+     "queued_bytes"},
 }};
 
 constexpr bool MappedInOrder() {
@@ -235,6 +241,15 @@ std::string RenderMetrics(const CacheSnapshot& snapshot, const DaemonMetrics& da
              daemon.serving ? 1 : 0);
   out.Sample("kcache_calls_in_flight", "gauge", "gRPC calls being answered now.", "",
              static_cast<double>(daemon.calls_in_flight));
+  out.Sample("kcache_calls_in_flight_limit", "gauge",
+             "Calls answered at once before more are refused (--max-calls-in-flight).", "",
+             static_cast<double>(daemon.calls_in_flight_limit));
+  out.Sample("kcache_queued_bytes", "gauge",
+             "Payload bytes reserved by Resolve streams for their writes in flight.", "",
+             static_cast<double>(daemon.queued_bytes));
+  out.Sample("kcache_queued_bytes_limit", "gauge",
+             "Payload bytes queued for clients before Resolves are refused (--max-queued-mb).", "",
+             static_cast<double>(daemon.queued_bytes_limit));
   Counters(snapshot, out);
   out.Sample("kcache_memory_cache_bytes", "gauge", "Payload bytes in the memory cache.", "",
              static_cast<double>(snapshot.memory_bytes));

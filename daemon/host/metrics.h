@@ -34,7 +34,10 @@ struct DaemonMetrics {
   std::string toolkit;          // the compiling toolkit's name, "" in serve-only mode
   int64_t start_time_unix = 0;  // seconds since the epoch
   int64_t calls_in_flight = 0;
-  bool serving = true;  // false while shutting down
+  int64_t calls_in_flight_limit = 0;  // --max-calls-in-flight
+  uint64_t queued_bytes = 0;          // payload reserved by Resolve writes in flight
+  uint64_t queued_bytes_limit = 0;    // --max-queued-mb, in bytes
+  bool serving = true;                // false while shutting down
 };
 
 // The whole exposition: counters, gauges (memory, stores, tiers up), histograms.

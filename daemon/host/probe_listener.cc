@@ -10,13 +10,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <thread>
 #include <utility>
+#include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -29,9 +30,14 @@ namespace {
 constexpr absl::string_view kHttp2Preface = "PRI ";  // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 constexpr size_t kMaxRequestHead = 16 << 10;
 
-void SetReceiveTimeout(int fd, absl::Duration timeout) {
+// Sent when max_http_connections requests are being answered already.
+constexpr absl::string_view kBusyResponse =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
+    "Connection: close\r\n\r\nbusy\n";
+
+void SetSendTimeout(int fd, absl::Duration timeout) {
   timeval tv = absl::ToTimeval(timeout);
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
 bool SendAll(int fd, absl::string_view data) {
@@ -42,35 +48,6 @@ bool SendAll(int fd, absl::string_view data) {
     data.remove_prefix(static_cast<size_t>(n));
   }
   return true;
-}
-
-// Peeks at the connection's first bytes without taking them off the socket (gRPC must still
-// read the whole preface). Empty when the peer sent nothing before the receive timeout.
-std::string PeekStart(int fd, absl::Duration timeout) {
-  char buf[4];
-  absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_WAITALL);
-    if (n == static_cast<ssize_t>(sizeof(buf))) return std::string(buf, sizeof(buf));
-    if (n == 0) return "";                             // closed
-    if (n < 0 && errno != EINTR) return "";            // timeout or error
-    if (n > 0) absl::SleepFor(absl::Milliseconds(1));  // a partial peek: wait for more
-  }
-  return "";
-}
-
-// Reads up to the end of the request head ("\r\n\r\n"); empty on timeout, close or overflow.
-std::string ReadHead(int fd) {
-  std::string head;
-  char buf[2048];
-  while (head.size() < kMaxRequestHead) {
-    ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return "";
-    head.append(buf, static_cast<size_t>(n));
-    if (absl::StrContains(head, "\r\n\r\n")) return head;
-  }
-  return "";
 }
 
 std::string Response(absl::string_view status, absl::string_view content_type,
@@ -84,14 +61,14 @@ std::string Response(absl::string_view status, absl::string_view content_type,
 
 class ProbeListener::Impl {
  public:
-  // Owns the descriptors: the bound listening socket and both ends of the pipe Stop writes
-  // to and AcceptLoop polls.
+  // Owns the descriptors: the bound listening socket (non-blocking) and both ends of the pipe
+  // Stop writes to and EventLoop polls.
   Impl(ProbeListenerOptions options, int listen_fd, int wake_read, int wake_write)
       : options_(std::move(options)),
         listen_fd_(listen_fd),
         wake_read_(wake_read),
         wake_write_(wake_write) {
-    accept_thread_ = std::thread([this] { AcceptLoop(); });
+    loop_thread_ = std::thread([this] { EventLoop(); });
   }
 
   ~Impl() { Stop(); }
@@ -104,84 +81,145 @@ class ProbeListener::Impl {
     }
     char byte = 1;
     [[maybe_unused]] ssize_t n = write(wake_write_, &byte, 1);
-    accept_thread_.join();
+    loop_thread_.join();  // closes the connections still waiting for a request
     close(listen_fd_);
     close(wake_read_);
     close(wake_write_);
     absl::MutexLock lock(&mu_);
-    // Wake the connections still waiting for a request: their reads end at once.
-    for (int fd : open_) shutdown(fd, SHUT_RDWR);
     mu_.Await(absl::Condition(
-        +[](int* active) { return *active == 0; }, &active_));
+        +[](int* answering) { return *answering == 0; }, &answering_));
   }
 
  private:
-  void AcceptLoop() {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_read_, POLLIN, 0}};
+  // A connection accepted and not yet told apart: no thread waits on it, the loop polls it.
+  struct Pending {
+    int fd = -1;
+    absl::Time deadline;  // closed when its request has not come by then
+    absl::Time recheck;   // a partial protocol preface: look again then
+    std::string head;     // HTTP/1 request bytes read so far
+  };
+
+  // One thread polls the port and every connection waiting for its first bytes, so an idle
+  // connection costs a descriptor and never a thread: idle connections cannot starve probes.
+  // Past max_pending_connections, the oldest waiting connection is closed for the new one.
+  void EventLoop() {
+    std::deque<Pending> pending;  // oldest first
+    std::vector<pollfd> fds;
     while (true) {
-      if (poll(fds, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
+      absl::Time now = absl::Now();
+      absl::Time wake = absl::InfiniteFuture();
+      fds.assign({{listen_fd_, POLLIN, 0}, {wake_read_, POLLIN, 0}});
+      for (const Pending& p : pending) {
+        bool armed = p.recheck <= now;
+        fds.push_back({p.fd, static_cast<short>(armed ? POLLIN : 0), 0});
+        wake = std::min(wake, armed ? p.deadline : std::min(p.deadline, p.recheck));
       }
-      if (fds[1].revents != 0) return;  // Stop
-      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;  // the peer gave up, or out of descriptors for a moment
-      {
-        absl::MutexLock lock(&mu_);
-        if (stopping_ || active_ >= options_.max_http_connections) {
-          close(fd);
+      int timeout_ms =
+          wake == absl::InfiniteFuture()
+              ? -1
+              : static_cast<int>(absl::ToInt64Milliseconds(
+                    absl::Ceil(std::max(wake - now, absl::ZeroDuration()), absl::Milliseconds(1))));
+      if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
+      if (fds[1].revents != 0) break;  // Stop
+      now = absl::Now();
+      std::deque<Pending> still;
+      for (size_t i = 0; i < pending.size(); ++i) {
+        Pending& p = pending[i];
+        short revents = fds[i + 2].revents;
+        if (revents != 0 && !Progress(p, now)) continue;  // handed over or closed
+        if (revents == 0 && p.deadline <= now) {
+          close(p.fd);
           continue;
         }
-        ++active_;
-        open_.insert(fd);
+        still.push_back(std::move(p));
       }
-      std::thread([this, fd] {
-        Handle(fd);
-        absl::MutexLock lock(&mu_);
-        --active_;
-      }).detach();
+      pending.swap(still);
+      if (fds[0].revents != 0) AcceptAll(&pending, now);
+    }
+    for (Pending& p : pending) close(p.fd);
+  }
+
+  void AcceptAll(std::deque<Pending>* pending, absl::Time now) {
+    while (true) {
+      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;  // none left (EAGAIN), the peer gave up, or out of descriptors
+      if (pending->size() >= static_cast<size_t>(std::max(options_.max_pending_connections, 1))) {
+        close(pending->front().fd);  // the oldest idle one makes room: probes get through
+        pending->pop_front();
+      }
+      pending->push_back({fd, now + options_.read_timeout, absl::InfinitePast(), ""});
     }
   }
 
-  void Handle(int fd) {
-    SetReceiveTimeout(fd, options_.read_timeout);
-    std::string start = PeekStart(fd, options_.read_timeout);
-    if (absl::StartsWith(start, kHttp2Preface)) {
-      HandOverToGrpc(fd);
-      return;
+  // Reads what `p` sent. False when the connection left the loop (handed to gRPC, handed to
+  // a thread to answer, or closed); true while its request is still incomplete.
+  bool Progress(Pending& p, absl::Time now) {
+    if (p.head.empty()) {
+      char start[4];
+      ssize_t n = recv(p.fd, start, sizeof(start), MSG_PEEK);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+      if (n <= 0) {  // closed, or an error
+        close(p.fd);
+        return false;
+      }
+      absl::string_view seen(start, static_cast<size_t>(n));
+      if (seen.size() < kHttp2Preface.size() && absl::StartsWith(kHttp2Preface, seen)) {
+        p.recheck = now + absl::Milliseconds(2);  // may be a gRPC preface: wait for more
+        return true;
+      }
+      if (seen == kHttp2Preface) {
+        HandOverToGrpc(p.fd);
+        return false;
+      }
     }
-    if (!start.empty()) AnswerHttp(fd);
-    Forget(fd);
-    close(fd);
-  }
-
-  // The descriptor is no longer this listener's to wake (it is being closed or handed over).
-  void Forget(int fd) {
-    absl::MutexLock lock(&mu_);
-    open_.erase(fd);
+    char buf[2048];
+    ssize_t n = recv(p.fd, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    if (n <= 0) {
+      close(p.fd);
+      return false;
+    }
+    p.head.append(buf, static_cast<size_t>(n));
+    if (absl::StrContains(p.head, "\r\n\r\n")) {
+      Answer(p.fd, std::move(p.head));
+      return false;
+    }
+    if (p.head.size() >= kMaxRequestHead) {
+      close(p.fd);
+      return false;
+    }
+    return true;
   }
 
   void HandOverToGrpc(int fd) {
-    bool stopping;
-    {
-      absl::MutexLock lock(&mu_);
-      open_.erase(fd);
-      stopping = stopping_;
-    }
-    if (stopping) {  // the gRPC server is about to shut down
-      close(fd);
-      return;
-    }
-    SetReceiveTimeout(fd, absl::ZeroDuration());
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     grpc::AddInsecureChannelFromFd(options_.grpc_server, fd);  // takes the descriptor
   }
 
-  void AnswerHttp(int fd) {
-    std::string head = ReadHead(fd);
-    if (head.empty()) return;
+  // Answers a complete request head on a short-lived thread (rendering /metrics reads the
+  // stores), at most max_http_connections at once; past that, 503 at once.
+  void Answer(int fd, std::string head) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (answering_ < options_.max_http_connections) {
+        ++answering_;
+        std::thread([this, fd, head = std::move(head)] {
+          fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+          SetSendTimeout(fd, options_.read_timeout);
+          AnswerHttp(fd, head);
+          close(fd);
+          absl::MutexLock lock(&mu_);
+          --answering_;
+        }).detach();
+        return;
+      }
+    }
+    send(fd, kBusyResponse.data(), kBusyResponse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    close(fd);
+  }
+
+  void AnswerHttp(int fd, const std::string& head) {
     std::vector<absl::string_view> line =
         absl::StrSplit(absl::string_view(head).substr(0, head.find("\r\n")), ' ');
     if (line.size() != 3 || !absl::StartsWith(line[2], "HTTP/1.")) {
@@ -213,11 +251,10 @@ class ProbeListener::Impl {
   const int listen_fd_;
   const int wake_read_;
   const int wake_write_;
-  std::thread accept_thread_;
+  std::thread loop_thread_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int active_ ABSL_GUARDED_BY(mu_) = 0;  // connections being answered (threads running)
-  absl::flat_hash_set<int> open_ ABSL_GUARDED_BY(mu_);  // their descriptors, until closed
+  int answering_ ABSL_GUARDED_BY(mu_) = 0;  // requests being answered (threads running)
 };
 
 ProbeListener::ProbeListener(std::unique_ptr<Impl> impl, int port)
@@ -249,7 +286,8 @@ absl::StatusOr<std::unique_ptr<ProbeListener>> ProbeListener::Start(ProbeListene
   int fd = socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
   int one = 1;
   if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (fd < 0 || bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+  if (fd < 0 || bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, 128) != 0 ||
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
     int err = errno;
     freeaddrinfo(found);
     if (fd >= 0) close(fd);

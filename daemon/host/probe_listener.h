@@ -30,12 +30,20 @@ struct ProbeListenerOptions {
   std::function<std::string()> metrics;
   // Whether the daemon serves (GET /healthz: 200 "SERVING", else 503 "NOT_SERVING").
   std::function<bool()> serving;
-  absl::Duration read_timeout = absl::Seconds(5);  // for a request's first bytes and head
-  int max_http_connections = 32;                   // answered at once; more are closed
+  // A connection that has not sent its whole request head (or a gRPC preface) by then is
+  // closed; also the send timeout of an answer.
+  absl::Duration read_timeout = absl::Seconds(5);
+  // Connections waiting for their first bytes or their request head. They cost a descriptor
+  // each, never a thread; past the bound the oldest is closed to make room, so connections
+  // left idle (by accident or on purpose) cannot keep a probe out.
+  int max_pending_connections = 256;
+  // HTTP requests answered at once (each on a short-lived thread); more are answered 503.
+  int max_http_connections = 32;
 };
 
-// Thread-safe. Each HTTP request is answered on a short-lived thread of its own and the
-// connection closed (Connection: close); gRPC connections live on in the gRPC server.
+// Thread-safe. One thread accepts and reads the connections until they say what they are;
+// each complete HTTP request is answered on a short-lived thread of its own and the connection
+// closed (Connection: close); gRPC connections are handed over and live on in the gRPC server.
 class ProbeListener {
  public:
   // Binds and starts accepting. FailedPrecondition naming the address when it cannot bind.
@@ -46,7 +54,7 @@ class ProbeListener {
   // The port bound.
   int port() const { return port_; }
 
-  // Stops accepting, closes the port, wakes the connections still waiting for a request and
+  // Stops accepting, closes the port and the connections still waiting for a request, and
   // waits for the requests being answered. gRPC connections already handed over stay with the gRPC
   // server, which the caller shuts down after this. Idempotent.
   void Stop();

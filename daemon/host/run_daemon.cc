@@ -32,19 +32,46 @@ bool InstallSignalHandlers() {
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  if (sigaction(SIGTERM, &action, nullptr) != 0 || sigaction(SIGINT, &action, nullptr) != 0) {
-    return false;
+  for (int signo : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) {
+    if (sigaction(signo, &action, nullptr) != 0) return false;
   }
   signal(SIGPIPE, SIG_IGN);  // a client or worker gone mid-write is an error value, not a death
   return true;
 }
 
-int WaitForSignal() {
-  char byte = 0;
-  while (read(signal_pipe[0], &byte, 1) != 1) {
-    if (errno != EINTR) return 0;
+const char* SignalName(int signo) {
+  switch (signo) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    default:
+      return "a signal";
   }
-  return byte;
+}
+
+// Waits for SIGTERM or SIGINT and returns it. SIGHUP, SIGUSR1 and SIGUSR2 (which would
+// otherwise kill the daemon at once and leave its socket file) are logged and ignored:
+// kcached has no configuration to reload (docs/kcached.md, "Signals and shutdown").
+int WaitForStopSignal() {
+  while (true) {
+    char byte = 0;
+    ssize_t n = read(signal_pipe[0], &byte, 1);
+    if (n != 1) {
+      if (n < 0 && errno == EINTR) continue;
+      return 0;
+    }
+    int signo = static_cast<unsigned char>(byte);
+    if (signo == SIGTERM || signo == SIGINT) return signo;
+    spdlog::info("received {}: ignored (kcached reloads nothing; SIGTERM stops it)",
+                 SignalName(signo));
+  }
 }
 
 // Tells systemd (Type=notify); a failure is logged, never fatal: the daemon serves anyway.
@@ -67,12 +94,12 @@ int RunDaemon(DaemonOptions options) {
     return 1;
   }
   Notify("READY=1\nSTATUS=serving");
-  int signo = WaitForSignal();
-  spdlog::info("received {}: stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
+  int signo = WaitForStopSignal();
+  spdlog::info("received {}: stopping", SignalName(signo));
   Notify("STOPPING=1\nSTATUS=finishing in-flight requests");
   // A second signal while shutting down means "now".
   std::thread([] {
-    WaitForSignal();
+    WaitForStopSignal();
     spdlog::warn("second signal: exiting without waiting for in-flight requests");
     spdlog::shutdown();
     std::_Exit(1);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/manifest.h"
+#include "core/protocol.h"
 #include "daemon/service/convert.h"
 #include "daemon/service/grpc_status.h"
 
@@ -42,14 +43,23 @@ std::string ExportComment(const std::vector<SeenKernel>& seen, absl::Time starte
   return comment;
 }
 
+// How long a client refused at a bound waits before it tries again.
+constexpr int kRetryAfterMillis = 100;
+
+void AddRetryAfter(grpc::CallbackServerContext* context) {
+  context->AddTrailingMetadata(kRetryAfterMetadataKey, std::to_string(kRetryAfterMillis));
+}
+
 // A unary call's reactor: leaves the tracker when gRPC is done with it.
 class UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
   explicit UnaryReactor(CallTracker* tracker) : tracker_(tracker) {}
-  // Enters the tracker; false (and already finished UNAVAILABLE) when draining.
-  bool Enter() {
-    if (tracker_->Enter()) return true;
-    Finish(ShuttingDownStatus());
+  // Enters the tracker; false (and already finished UNAVAILABLE or RESOURCE_EXHAUSTED) when
+  // draining or at the bound of calls in flight (unless not `bounded`).
+  bool Enter(ArtifactCache* cache, grpc::CallbackServerContext* context, bool bounded = true) {
+    CallTracker::Admission admission = tracker_->Enter(nullptr, bounded);
+    if (admission == CallTracker::Admission::kAdmitted) return true;
+    Finish(RefusedStatus(admission, *tracker_, cache, context));
     return false;
   }
   void OnDone() override {
@@ -69,25 +79,53 @@ grpc::Status ShuttingDownStatus() {
       absl::UnavailableError("kcached is shutting down; retry against the restarted daemon"));
 }
 
+grpc::Status RefusedStatus(CallTracker::Admission admission, const CallTracker& tracker,
+                           ArtifactCache* cache, grpc::CallbackServerContext* context) {
+  if (admission == CallTracker::Admission::kDraining) return ShuttingDownStatus();
+  cache->RecordOverBound(ArtifactCache::Bound::kCallsInFlight);
+  AddRetryAfter(context);
+  return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+      "kcached is busy: ", tracker.limits().max_calls,
+      " calls are in flight already (its --max-calls-in-flight bound); retry in a moment, "
+      "or raise the bound if this load is expected")));
+}
+
+grpc::Status QueuedBytesStatus(const CallTracker& tracker, ArtifactCache* cache,
+                               grpc::CallbackServerContext* context) {
+  cache->RecordOverBound(ArtifactCache::Bound::kQueuedBytes);
+  AddRetryAfter(context);
+  return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+      "kcached is busy: ", tracker.limits().max_queued_bytes >> 20,
+      " MiB of artifacts are queued for clients that have not read them yet (its "
+      "--max-queued-mb bound); read your Resolve streams to the end, retry in a moment, or "
+      "raise the bound")));
+}
+
+absl::Status GraceRanOutStatus() {
+  return absl::CancelledError(
+      "kcached shut down before this call finished: its shutdown grace "
+      "(--shutdown-grace-seconds) ran out; retry against the restarted daemon");
+}
+
 KernelCacheService::KernelCacheService(ArtifactCache* cache, BlockingPool* pool,
                                        CallTracker* tracker, ServiceOptions options)
     : cache_(cache), pool_(pool), tracker_(tracker), options_(std::move(options)) {}
 
-grpc::ServerWriteReactor<v1::ResolveResponse>* KernelCacheService::Resolve(
-    grpc::CallbackServerContext* context, const v1::ResolveRequest* request) {
-  return NewResolveReactor(cache_, pool_, tracker_, *request);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelCacheService::Resolve(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return NewResolveReactor(cache_, pool_, tracker_, context, *request);
 }
 
 grpc::ServerWriteReactor<v1::WarmProgress>* KernelCacheService::Warm(
     grpc::CallbackServerContext* context, const v1::WarmRequest* request) {
-  return NewWarmReactor(cache_, pool_, tracker_, options_, *request);
+  return NewWarmReactor(cache_, pool_, tracker_, context, options_, *request);
 }
 
 grpc::ServerUnaryReactor* KernelCacheService::Stat(grpc::CallbackServerContext* context,
                                                    const v1::StatRequest* request,
                                                    v1::StatResponse* response) {
   auto* reactor = new UnaryReactor(tracker_);
-  if (!reactor->Enter()) return reactor;
+  if (!reactor->Enter(cache_, context, /*bounded=*/false)) return reactor;
   uint64_t uptime = static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - options_.started));
   SnapshotToProto(cache_->Snapshot(), uptime, response);
   reactor->Finish(grpc::Status::OK);
@@ -98,7 +136,7 @@ grpc::ServerUnaryReactor* KernelCacheService::List(grpc::CallbackServerContext* 
                                                    const v1::ListRequest* request,
                                                    v1::ListResponse* response) {
   auto* reactor = new UnaryReactor(tracker_);
-  if (!reactor->Enter()) return reactor;
+  if (!reactor->Enter(cache_, context)) return reactor;
   pool_->Submit([this, reactor, response] {  // a scan of every store: may block
     absl::StatusOr<std::vector<ListedKernelInfo>> kernels = cache_->List();
     if (!kernels.ok()) {
@@ -119,7 +157,7 @@ grpc::ServerUnaryReactor* KernelCacheService::ExportManifest(
     grpc::CallbackServerContext* context, const v1::ExportManifestRequest* request,
     v1::ExportManifestResponse* response) {
   auto* reactor = new UnaryReactor(tracker_);
-  if (!reactor->Enter()) return reactor;
+  if (!reactor->Enter(cache_, context)) return reactor;
   pool_->Submit([this, reactor, response] {
     std::vector<SeenKernel> seen = cache_->Seen();
     std::vector<KernelRecord> records;

@@ -1,7 +1,9 @@
 // KernelCacheService: the gRPC front end of kcached (service kcache.v1.KernelCache, callback
 // API). It validates requests (request_limits.h), converts them (convert.h), calls the
 // ArtifactCache and nothing beneath it, and maps errors in one place (grpc_status.h).
-// Blocking cache calls run on a BlockingPool, never on gRPC's callback threads.
+// Blocking cache calls run on a BlockingPool, never on gRPC's callback threads. Resolve is
+// served raw (ByteBuffers): its chunks are slices of the cached artifact's bytes, shared by
+// every call that streams them, never copied per call.
 #ifndef KCACHE_DAEMON_SERVICE_KERNEL_CACHE_SERVICE_H_
 #define KCACHE_DAEMON_SERVICE_KERNEL_CACHE_SERVICE_H_
 
@@ -25,16 +27,22 @@ struct ServiceOptions {
   absl::Time started = absl::Now();
 };
 
+using KernelCacheServiceBase =
+    v1::KernelCache::WithRawCallbackMethod_Resolve<v1::KernelCache::WithCallbackMethod_Warm<
+        v1::KernelCache::WithCallbackMethod_Stat<v1::KernelCache::WithCallbackMethod_List<
+            v1::KernelCache::WithCallbackMethod_ExportManifest<v1::KernelCache::Service>>>>>;
+
 // `cache`, `pool` and `tracker` must outlive the service and every call it started: the daemon
 // shuts the gRPC server down and drains the pool before destroying them. Every call enters
-// `tracker`; once it drains, new calls are answered UNAVAILABLE.
-class KernelCacheService final : public v1::KernelCache::CallbackService {
+// `tracker`: once it drains, new calls are answered UNAVAILABLE; past its bounds (calls in
+// flight, bytes queued for slow readers) RESOURCE_EXHAUSTED with kRetryAfterMetadataKey.
+class KernelCacheService final : public KernelCacheServiceBase {
  public:
   KernelCacheService(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
                      ServiceOptions options);
 
-  grpc::ServerWriteReactor<v1::ResolveResponse>* Resolve(
-      grpc::CallbackServerContext* context, const v1::ResolveRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Resolve(grpc::CallbackServerContext* context,
+                                                      const grpc::ByteBuffer* request) override;
   grpc::ServerWriteReactor<v1::WarmProgress>* Warm(grpc::CallbackServerContext* context,
                                                    const v1::WarmRequest* request) override;
   grpc::ServerUnaryReactor* Stat(grpc::CallbackServerContext* context,
@@ -56,17 +64,33 @@ class KernelCacheService final : public v1::KernelCache::CallbackService {
 
 // The streaming reactors (resolve_reactor.cc, warm_reactor.cc). Each deletes itself once
 // gRPC is done with it and its background task has returned.
-grpc::ServerWriteReactor<v1::ResolveResponse>* NewResolveReactor(ArtifactCache* cache,
-                                                                 BlockingPool* pool,
-                                                                 CallTracker* tracker,
-                                                                 const v1::ResolveRequest& request);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(ArtifactCache* cache,
+                                                              BlockingPool* pool,
+                                                              CallTracker* tracker,
+                                                              grpc::CallbackServerContext* context,
+                                                              const grpc::ByteBuffer& request);
 grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache, BlockingPool* pool,
                                                            CallTracker* tracker,
+                                                           grpc::CallbackServerContext* context,
                                                            const ServiceOptions& options,
                                                            const v1::WarmRequest& request);
 
 // The answer to a call that arrives while the daemon shuts down.
 grpc::Status ShuttingDownStatus();
+
+// The answer to a call that `admission` refused (kDraining: ShuttingDownStatus; kBusy:
+// RESOURCE_EXHAUSTED naming the bound, counted in `cache`, with kRetryAfterMetadataKey added
+// to `context`'s trailing metadata).
+grpc::Status RefusedStatus(CallTracker::Admission admission, const CallTracker& tracker,
+                           ArtifactCache* cache, grpc::CallbackServerContext* context);
+
+// RESOURCE_EXHAUSTED for a Resolve whose payload would pass the bound of bytes queued for
+// clients (counted in `cache`, kRetryAfterMetadataKey added to `context`).
+grpc::Status QueuedBytesStatus(const CallTracker& tracker, ArtifactCache* cache,
+                               grpc::CallbackServerContext* context);
+
+// The answer to a call still running when shutdown's grace ran out (CANCELLED).
+absl::Status GraceRanOutStatus();
 
 }  // namespace kcache
 

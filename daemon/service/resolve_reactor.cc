@@ -1,8 +1,15 @@
-// Resolve: one ArtifactHeader, then the payload in chunks of at most kChunkBytes, in order.
+// Resolve, served raw: one ArtifactHeader, then the payload in chunks of at most kChunkBytes,
+// in order. Each chunk goes out as a ResolveResponse{chunk} framed here (tag and length) around
+// a slice of the cached artifact's bytes: every call streaming an artifact shares its one copy,
+// which the slices keep alive until gRPC has sent them. While a call streams, it holds one
+// chunk of the bound of bytes queued for clients (CallTracker::ReserveQueued).
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -10,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/protocol.h"
 #include "daemon/service/convert.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/kernel_cache_service.h"
@@ -17,6 +25,8 @@
 
 namespace kcache {
 namespace {
+
+using ::google::protobuf::internal::WireFormatLite;
 
 std::string FirstLine(absl::string_view text) {
   return std::string(text.substr(0, std::min(text.find('\n'), size_t{200})));
@@ -30,30 +40,76 @@ std::string Describe(const ResolveQuery& query) {
                       query.client.empty() ? "" : " from " + query.client.substr(0, 64));
 }
 
+absl::Status ParseRequest(const grpc::ByteBuffer& raw, v1::ResolveRequest* request) {
+  grpc::ByteBuffer copy(raw);  // Deserialize consumes its buffer; the slices are shared
+  if (grpc::SerializationTraits<v1::ResolveRequest>::Deserialize(&copy, request).ok()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      "the Resolve request does not parse as a kcache.v1.ResolveRequest; build it from "
+      "proto/kcache/v1/kcache.proto");
+}
+
+grpc::ByteBuffer HeaderMessage(const Served& served) {
+  v1::ResolveResponse message;
+  HeaderFromServed(served, message.mutable_header());
+  grpc::ByteBuffer buffer;
+  bool own = false;
+  grpc::SerializationTraits<v1::ResolveResponse>::Serialize(message, &buffer, &own);
+  return buffer;
+}
+
+// ResolveResponse{chunk = artifact bytes [offset, offset + n)}: the framing is copied, the
+// bytes are not; the payload slice holds a reference to the artifact.
+grpc::ByteBuffer ChunkMessage(const std::shared_ptr<const Artifact>& artifact, size_t offset,
+                              size_t n) {
+  using ::google::protobuf::io::CodedOutputStream;
+  uint8_t framing[16];
+  uint8_t* end = CodedOutputStream::WriteTagToArray(
+      WireFormatLite::MakeTag(v1::ResolveResponse::kChunkFieldNumber,
+                              WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
+      framing);
+  end = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(n), end);
+  auto* owner = new std::shared_ptr<const Artifact>(artifact);
+  grpc::Slice slices[2] = {
+      grpc::Slice(framing, static_cast<size_t>(end - framing)),
+      grpc::Slice(
+          const_cast<char*>(artifact->bytes.data() + offset), n,
+          [](void* p) { delete static_cast<std::shared_ptr<const Artifact>*>(p); }, owner)};
+  return grpc::ByteBuffer(slices, 2);
+}
+
 // Lifetime: deleted when both gRPC (OnDone) and the background task are done with it. The
 // call finishes exactly once: with the cache's answer, or earlier when it is cancelled (the
 // client gave up, or shutdown's grace ran out) while the cache still works on it.
-class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse>,
+class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                              private TrackedCall {
  public:
   ResolveReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-                 const v1::ResolveRequest& request)
-      : TrackedCall(tracker) {
-    if (!tracker_->Enter()) {
-      FinishOnce(ShuttingDownStatus());
+                 grpc::CallbackServerContext* context, const grpc::ByteBuffer& raw)
+      : TrackedCall(tracker), cache_(cache), context_(context) {
+    CallTracker::Admission admission = tracker_->Enter(this);
+    if (admission != CallTracker::Admission::kAdmitted) {
+      FinishOnce(RefusedStatus(admission, *tracker_, cache, context));
       return;
     }
     absl::Time arrived = absl::Now();
-    absl::Status valid = ValidateResolveRequest(request);
+    v1::ResolveRequest request;
+    absl::Status valid = ParseRequest(raw, &request);
+    if (valid.ok()) valid = ValidateResolveRequest(request);
     if (!valid.ok()) {
       cache->RecordRefused(absl::Now() - arrived);
       spdlog::info("resolve refused: {}", FirstLine(valid.message()));
       FinishOnce(ToGrpcStatus(valid));
       return;
     }
+    // The client now knows the daemon took the call: a deadline that passes from here on
+    // is a slow answer (a compile), not a daemon that is away.
+    context->AddInitialMetadata(kAcceptedMetadataKey, "1");
+    StartSendInitialMetadata();
     AddRef();  // the background task's reference
-    pool->Submit([this, cache, query = QueryFromProto(request)] {
-      Serve(cache->Resolve(query), query);
+    pool->Submit([this, query = QueryFromProto(request)] {
+      Serve(cache_->Resolve(query), query);
       Unref();
     });
   }
@@ -70,17 +126,23 @@ class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse
     WriteNext();
   }
 
-  void OnCancel() override {
+  void OnCancel() override { CancelNow(absl::CancelledError("call cancelled")); }
+
+  void CancelNow(const absl::Status& status) override {
     {
       absl::MutexLock lock(&mu_);
       if (writing_) return;  // the write fails and OnWriteDone finishes
     }
-    FinishOnce(ToGrpcStatus(absl::CancelledError("call cancelled")));
+    FinishOnce(ToGrpcStatus(status));
   }
 
   void OnDone() override { Unref(); }
 
  private:
+  ~ResolveReactor() override {
+    if (reserved_ > 0) tracker_->ReleaseQueued(reserved_);
+  }
+
   void Serve(absl::StatusOr<Served> served, const ResolveQuery& query) {
     if (!served.ok()) {
       absl::StatusCode code = served.status().code();
@@ -100,20 +162,29 @@ class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse
     spdlog::debug("resolve {}: {} {} ({}) from {}", Describe(query),
                   std::string(ServeRuleName(served->rule)), served->artifact->meta.key.ToString(),
                   served->reason, std::string(CacheTierName(served->tier)));
+    // One chunk in flight at a time: the call holds that much of the bound until it ends.
+    uint64_t chunk = std::min<uint64_t>(kChunkBytes, served->artifact->bytes.size());
+    if (chunk > 0 && !tracker_->ReserveQueued(chunk)) {
+      spdlog::debug("resolve {} refused: {} MiB queued for slow readers (--max-queued-mb)",
+                    Describe(query), tracker_->limits().max_queued_bytes >> 20);
+      FinishOnce(QueuedBytesStatus(*tracker_, cache_, context_));
+      return;
+    }
+    reserved_ = chunk;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;  // cancelled while the cache worked
       writing_ = true;
     }
-    served_ = *std::move(served);
-    HeaderFromServed(served_, message_.mutable_header());
+    artifact_ = served->artifact;
+    message_ = HeaderMessage(*served);
     StartWrite(&message_);  // (no buffer_hint: OnWriteDone would wait for the next write)
   }
 
   // Called after each write completes: the next chunk, or the end.
   void WriteNext() {
-    const std::string& bytes = served_.artifact->bytes;
-    if (offset_ >= bytes.size()) {
+    size_t size = artifact_->bytes.size();
+    if (offset_ >= size) {
       FinishOnce(grpc::Status::OK);
       return;
     }
@@ -122,8 +193,8 @@ class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse
       if (finished_) return;
       writing_ = true;
     }
-    size_t n = std::min(kChunkBytes, bytes.size() - offset_);
-    message_.set_chunk(bytes.data() + offset_, n);
+    size_t n = std::min(kChunkBytes, size - offset_);
+    message_ = ChunkMessage(artifact_, offset_, n);
     offset_ += n;
     StartWrite(&message_);
   }
@@ -138,20 +209,25 @@ class ResolveReactor final : public grpc::ServerWriteReactor<v1::ResolveResponse
     Finish(status);
   }
 
+  ArtifactCache* const cache_;
+  grpc::CallbackServerContext* const context_;
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
   bool writing_ ABSL_GUARDED_BY(mu_) = false;   // a write is in flight
-  Served served_;                               // set once, before the first write
-  v1::ResolveResponse message_;                 // the message in flight (one write at a time)
+  std::shared_ptr<const Artifact> artifact_;    // set once, before the first write
+  grpc::ByteBuffer message_;                    // the message in flight (one write at a time)
   size_t offset_ = 0;                           // payload bytes already written
+  uint64_t reserved_ = 0;                       // of the tracker's queued-bytes bound
 };
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::ResolveResponse>* NewResolveReactor(
-    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-    const v1::ResolveRequest& request) {
-  return new ResolveReactor(cache, pool, tracker, request);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(ArtifactCache* cache,
+                                                              BlockingPool* pool,
+                                                              CallTracker* tracker,
+                                                              grpc::CallbackServerContext* context,
+                                                              const grpc::ByteBuffer& request) {
+  return new ResolveReactor(cache, pool, tracker, context, request);
 }
 
 }  // namespace kcache

@@ -52,10 +52,12 @@ class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>,
                           private TrackedCall {
  public:
   WarmReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-              const ServiceOptions& service, const v1::WarmRequest& request)
+              grpc::CallbackServerContext* context, const ServiceOptions& service,
+              const v1::WarmRequest& request)
       : TrackedCall(tracker) {
-    if (!tracker_->Enter()) {
-      Finish(ShuttingDownStatus());
+    CallTracker::Admission admission = tracker_->Enter(this);
+    if (admission != CallTracker::Admission::kAdmitted) {
+      Finish(RefusedStatus(admission, *tracker_, cache, context));
       return;
     }
     auto manifest = std::make_shared<Manifest>();
@@ -98,14 +100,19 @@ class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>,
     WriteNext();
   }
 
-  // The client gave up or shutdown's grace ran out: finish now; the warm itself runs on
-  // (what it builds is stored) and keeps this object alive until it returns.
-  void OnCancel() override {
+  // The client gave up: finish now; the warm itself runs on (what it builds is stored) and
+  // keeps this object alive until it returns.
+  void OnCancel() override { CancelNow(absl::CancelledError("call cancelled")); }
+
+  // Shutdown's grace ran out (or OnCancel): drop what is queued and finish with `status` once
+  // no write is in flight.
+  void CancelNow(const absl::Status& status) override {
     {
       absl::MutexLock lock(&mu_);
+      if (broken_) return;
       broken_ = true;
       queue_.clear();
-      end_ = ToGrpcStatus(absl::CancelledError("call cancelled"));
+      end_ = ToGrpcStatus(status);
     }
     WriteNext();
   }
@@ -165,9 +172,10 @@ class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>,
 
 grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache, BlockingPool* pool,
                                                            CallTracker* tracker,
+                                                           grpc::CallbackServerContext* context,
                                                            const ServiceOptions& options,
                                                            const v1::WarmRequest& request) {
-  return new WarmReactor(cache, pool, tracker, options, request);
+  return new WarmReactor(cache, pool, tracker, context, options, request);
 }
 
 }  // namespace kcache

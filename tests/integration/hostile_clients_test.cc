@@ -1,0 +1,303 @@
+// kcached against clients that are careless or hostile: Resolve streams opened and never read,
+// idle connections to the probe port, a herd of clients starting at once, a manifest larger
+// than one gRPC message. Each test drives a real kcached on a temp socket.
+//
+// The abandoned-streams test prints the daemon's RSS before and after; for the figure in
+// docs/kcached.md ("Bounds") run it with more streams:
+//   KCACHE_TEST_ABANDONED_STREAMS=5000 build/tests/hostile_clients_test \
+//     --gtest_filter='*Abandoned*'
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/store/store.h"
+#include "kcache/kcache.h"
+#include "tests/testutil/daemon_process.h"
+#include "tests/testutil/http.h"
+#include "tests/testutil/kcache_rpc.h"
+#include "tests/testutil/kernels.h"
+#include "tests/testutil/run.h"
+#include "tests/testutil/synthetic.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using ::kcache::testing::Contains;
+using ::kcache::testing::DaemonProcess;
+using ::kcache::testing::StatCounter;
+
+// The resident set of process `pid`, in bytes (0 when unreadable).
+uint64_t RssBytes(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
+  }
+  return 0;
+}
+
+// A Resolve that is started and never read. OnDone comes when the daemon refuses it, or when
+// the test cancels it.
+class AbandonedStream final : public grpc::ClientReadReactor<v1::ResolveResponse> {
+ public:
+  AbandonedStream(v1::KernelCache::Stub* stub, const v1::ResolveRequest& request,
+                  std::atomic<int>* exhausted, std::atomic<int>* done)
+      : exhausted_(exhausted), done_(done) {
+    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+    stub->async()->Resolve(&context_, &request, this);
+    StartCall();
+  }
+  void Cancel() { context_.TryCancel(); }
+  void OnDone(const grpc::Status& status) override {
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++*exhausted_;
+    ++*done_;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  std::atomic<int>* const exhausted_;
+  std::atomic<int>* const done_;
+};
+
+// A stub on its own connection whose client keeps to HTTP/2's initial 64 KiB window per
+// stream (no BDP probing to widen it), so what a stream's reader does not read stays queued in
+// the daemon, as with any client that stops reading.
+std::unique_ptr<v1::KernelCache::Stub> NarrowWindowStub(const std::string& address,
+                                                        int connection) {
+  grpc::ChannelArguments args;
+  args.SetInt("kcache.test.connection", connection);  // distinct args: no shared connection
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 10);
+  return v1::KernelCache::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+}
+
+template <typename Predicate>
+bool WaitFor(Predicate predicate, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+  auto give_up = std::chrono::steady_clock::now() + timeout;
+  while (!predicate()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+TEST(HostileClientsTest, AbandonedResolveStreamsStayWithinTheDaemonsBounds) {
+  const char* env = std::getenv("KCACHE_TEST_ABANDONED_STREAMS");
+  const int streams = env != nullptr ? std::atoi(env) : 1500;
+  // kcached's defaults: --max-calls-in-flight 1024 and --max-queued-mb 256, which 256 unread
+  // streams of a 1 MiB artifact fill (one chunk each).
+  constexpr int kMaxHolding = 256;
+  DaemonProcess daemon;
+  KernelRecord record = ::kcache::testing::Record("big", "// big\n");
+  {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(daemon.store_path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    ::kcache::testing::PutSynthetic(**store, record, "sm_86", std::string(1 << 20, 'x'));
+  }
+  daemon.options().extra_flags = {"--no-toolkit"};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  v1::ResolveRequest request;
+  request.set_kernel_id(std::string(record.id.Bytes()));
+  request.mutable_device()->set_sm_major(8);
+  request.mutable_device()->set_sm_minor(6);
+  auto stub = ::kcache::testing::NewStub(daemon.address());
+  ASSERT_TRUE(::kcache::testing::CallResolve(*stub, request).status.ok());  // now in memory
+  uint64_t rss_before = RssBytes(daemon.pid());
+
+  // Many connections, as many clients would open.
+  std::vector<std::unique_ptr<v1::KernelCache::Stub>> stubs;
+  for (int i = 0; i < 16; ++i) stubs.push_back(NarrowWindowStub(daemon.address(), i));
+  std::atomic<int> exhausted{0};
+  std::atomic<int> done{0};
+  std::vector<std::unique_ptr<AbandonedStream>> open;
+  for (int i = 0; i < streams; ++i) {
+    open.push_back(std::make_unique<AbandonedStream>(stubs[i % stubs.size()].get(), request,
+                                                     &exhausted, &done));
+  }
+  // Every call reached the daemon: admitted (a Resolve counted) or refused at the bound.
+  auto arrived = [&] {
+    uint64_t resolves = StatCounter(*stub, "resolve.requests");
+    uint64_t refused = StatCounter(*stub, "calls.refused_busy");
+    return resolves != UINT64_MAX && refused != UINT64_MAX &&
+           resolves - 1 + refused >= static_cast<uint64_t>(streams);
+  };
+  bool all_arrived = WaitFor(arrived);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // writes queue up
+  uint64_t rss_after = RssBytes(daemon.pid());
+  uint64_t refused =
+      StatCounter(*stub, "calls.refused_busy") + StatCounter(*stub, "resolve.refused_queued_bytes");
+  std::printf(
+      "kcached RSS %llu MiB before, %llu MiB with %d abandoned Resolve streams of a 1 MiB "
+      "artifact (%llu refused RESOURCE_EXHAUSTED)\n",
+      static_cast<unsigned long long>(rss_before >> 20),
+      static_cast<unsigned long long>(rss_after >> 20), streams,
+      static_cast<unsigned long long>(refused));
+  EXPECT_TRUE(all_arrived) << daemon.Log();
+  if (streams > kMaxHolding) {
+    EXPECT_GE(refused, static_cast<uint64_t>(streams - kMaxHolding));
+    EXPECT_TRUE(WaitFor([&] { return exhausted.load() >= static_cast<int>(refused); }))
+        << exhausted.load() << " of the " << refused << " calls refused saw RESOURCE_EXHAUSTED";
+  }
+  // Each call used to hold two copies of its chunk (about 2 MiB here): 1500 streams took
+  // more than 2 GiB. Now the streams share the artifact and hold little else.
+  EXPECT_LT(rss_after - std::min(rss_after, rss_before), uint64_t{400} << 20);
+
+  // The daemon still answers, and everything is released once the clients go.
+  for (auto& s : open) s->Cancel();
+  EXPECT_TRUE(WaitFor([&] { return done.load() == streams; }));
+  ::kcache::testing::ResolveOutcome again = ::kcache::testing::CallResolve(*stub, request);
+  EXPECT_TRUE(again.status.ok()) << again.status.error_message();
+  EXPECT_EQ(again.bytes.size(), size_t{1} << 20);
+  open.clear();
+}
+
+TEST(HostileClientsTest, PastTheQueuedBytesBoundResolveIsRefusedAndSaysWhatToDo) {
+  DaemonProcess daemon;
+  KernelRecord record = ::kcache::testing::Record("big", "// big\n");
+  {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(daemon.store_path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    ::kcache::testing::PutSynthetic(**store, record, "sm_86", std::string(3 << 20, 'x'));
+  }
+  daemon.options().extra_flags = {"--no-toolkit", "--max-queued-mb", "2"};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  v1::ResolveRequest request;
+  request.set_kernel_id(std::string(record.id.Bytes()));
+  request.mutable_device()->set_sm_major(8);
+  request.mutable_device()->set_sm_minor(6);
+  auto stub = ::kcache::testing::NewStub(daemon.address());
+  auto unread = NarrowWindowStub(daemon.address(), 0);
+  std::atomic<int> exhausted{0};
+  std::atomic<int> done{0};
+  // Two unread streams hold the two MiB; the third is refused.
+  std::vector<std::unique_ptr<AbandonedStream>> open;
+  for (int i = 0; i < 2; ++i) {
+    open.push_back(std::make_unique<AbandonedStream>(unread.get(), request, &exhausted, &done));
+  }
+  ASSERT_TRUE(WaitFor([&] { return StatCounter(*stub, "resolve.requests") == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kcache::testing::ResolveOutcome third =
+      ::kcache::testing::CallResolve(*stub, request, std::chrono::seconds(10));
+  EXPECT_EQ(third.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(Contains(third.status.error_message(), "--max-queued-mb"))
+      << third.status.error_message();
+  EXPECT_EQ(StatCounter(*stub, "resolve.refused_queued_bytes"), 1u);
+  // Once a reader goes, the next call gets the whole artifact.
+  open[0]->Cancel();
+  ASSERT_TRUE(WaitFor([&] { return done.load() == 1; }));
+  ::kcache::testing::ResolveOutcome fourth = ::kcache::testing::CallResolve(*stub, request);
+  EXPECT_TRUE(fourth.status.ok()) << fourth.status.error_message();
+  EXPECT_EQ(fourth.bytes.size(), size_t{3} << 20);
+  for (auto& s : open) s->Cancel();
+  EXPECT_TRUE(WaitFor([&] { return done.load() == 2; }));
+}
+
+TEST(HostileClientsTest, IdleProbeConnectionsDoNotStarveHealthChecks) {
+  int port = ::kcache::testing::FreePort();
+  DaemonProcess daemon;
+  daemon.options().extra_flags = {"--no-toolkit", "--probe-port", std::to_string(port)};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    int fd = ::kcache::testing::ConnectLoopback(port);
+    ASSERT_GE(fd, 0);
+    idle.push_back(fd);
+  }
+  int passed = 0;
+  for (int i = 0; i < 20; ++i) {
+    ::kcache::testing::HttpResponse health = ::kcache::testing::HttpGet(port, "/healthz");
+    if (health.status == 200) ++passed;
+  }
+  absl::StatusOr<::kcache::testing::HealthStatus> grpc_health =
+      ::kcache::testing::CheckHealth(absl::StrCat("127.0.0.1:", port));
+  std::printf("health checks passed with 100 idle probe connections: %d of 20 HTTP, gRPC %s\n",
+              passed, grpc_health.ok() ? "ok" : "failed");
+  EXPECT_EQ(passed, 20);
+  ASSERT_TRUE(grpc_health.ok()) << grpc_health.status();
+  EXPECT_EQ(*grpc_health, ::kcache::testing::HealthStatus::kServing);
+  // Past the bound of waiting connections (256) the oldest make room for the new.
+  for (int i = 0; i < 300; ++i) {
+    int fd = ::kcache::testing::ConnectLoopback(port);
+    if (fd >= 0) idle.push_back(fd);
+  }
+  EXPECT_EQ(::kcache::testing::HttpGet(port, "/healthz").status, 200);
+  for (int fd : idle) close(fd);
+}
+
+TEST(HostileClientsTest, HerdOfGetsAllSucceedWithOneCompile) {
+  DaemonProcess daemon;
+  KernelRecord record = ::kcache::testing::Record("saxpy", ::kcache::testing::kSaxpySource);
+  {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(daemon.store_path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutKernel(record).ok());  // known, never compiled
+  }
+  absl::Status started = daemon.Start();
+  ASSERT_TRUE(started.ok()) << daemon.Log();
+  if (Contains(daemon.Log(), "serve-only")) GTEST_SKIP() << "no CUDA toolkit to compile with";
+  constexpr int kHerd = 64;
+  std::vector<::kcache::testing::RunResult> results(kHerd);
+  std::vector<std::thread> herd;
+  for (int i = 0; i < kHerd; ++i) {
+    herd.emplace_back([&, i] {
+      results[i] = ::kcache::testing::Run(::kcache::testing::KcacheCli() +
+                                          " get --device 8.6 --kernel saxpy --timeout 60"
+                                          " --server " +
+                                          daemon.address());
+    });
+  }
+  for (std::thread& t : herd) t.join();
+  int succeeded = 0;
+  for (const ::kcache::testing::RunResult& r : results) {
+    if (r.exit_code == 0) {
+      ++succeeded;
+    } else {
+      ADD_FAILURE() << r.output;
+    }
+  }
+  auto stub = ::kcache::testing::NewStub(daemon.address());
+  uint64_t compiles = StatCounter(*stub, "compile.runs");
+  std::printf("herd of %d `kcache get --server`: %d succeeded, %llu compile(s)\n", kHerd, succeeded,
+              static_cast<unsigned long long>(compiles));
+  EXPECT_EQ(succeeded, kHerd);
+  EXPECT_EQ(compiles, 1u);
+}
+
+TEST(HostileClientsTest, WarmThroughTheDaemonSendsAManifestOver4MiBInBatches) {
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  if (Contains(daemon.Log(), "serve-only")) GTEST_SKIP() << "no CUDA toolkit to compile with";
+  ::kcache::testing::TempDir dir;
+  std::string manifest = "version: 1\nkernels:\n";
+  std::string padding = "//" + std::string(1100 * 1000, ' ') + "\n";  // 1.1 MB of comment
+  for (int i = 0; i < 5; ++i) {
+    std::string name = absl::StrCat("k", i);
+    dir.Write(name + ".cu", padding + absl::StrCat("extern \"C\" __global__ void ", name,
+                                                   "(float* x) { x[0] = ", i, "; }\n"));
+    absl::StrAppend(&manifest, "  - name: ", name, "\n    source: ", name, ".cu\n");
+  }
+  std::string path = dir.Write("manifest.yaml", manifest);
+  ::kcache::testing::RunResult warm =
+      ::kcache::testing::Run(::kcache::testing::KcacheCli() + " warm --arch 8.6 --server " +
+                             daemon.address() + " " + path);
+  EXPECT_EQ(warm.exit_code, 0) << warm.output;
+  EXPECT_TRUE(Contains(warm.output, "[5/5]")) << warm.output;
+  EXPECT_FALSE(Contains(warm.output, "larger than max")) << warm.output;
+  auto stub = ::kcache::testing::NewStub(daemon.address());
+  EXPECT_EQ(StatCounter(*stub, "compile.runs"), 5u);
+}
+
+}  // namespace
+}  // namespace kcache
