@@ -7,7 +7,8 @@
 //
 // Built twice from this file: kcache-compile-worker, and for tests only
 // kcache-compile-worker-faulty (KCACHE_WORKER_FAULT_INJECTION), which crashes on a kernel
-// whose source contains KCACHE_TEST_CRASH, spins forever on KCACHE_TEST_HANG, and on
+// whose source contains KCACHE_TEST_CRASH, spins forever on KCACHE_TEST_HANG, shuts its socket
+// and stops itself on KCACHE_TEST_CLOSE_AND_STOP, and on
 // KCACHE_TEST_ESCAPE:<file> tries what its sandbox forbids and reports each attempt.
 #include <fcntl.h>
 #include <malloc.h>
@@ -139,7 +140,9 @@ void DieWithDaemon(int fd) {
   std::thread([fd] {
     for (;;) {
       pollfd watch = {fd, POLLRDHUP, 0};
-      if (poll(&watch, 1, -1) > 0 && (watch.revents & (POLLRDHUP | POLLHUP | POLLERR))) _exit(0);
+      if (poll(&watch, 1, -1) > 0 && (watch.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+        _exit(0);
+      }
     }
   }).detach();
 }
@@ -193,6 +196,14 @@ std::string TryToEscape(const std::string& secret) {
 
 absl::Status InjectFault(const CompileJob& job) {
   if (absl::StrContains(job.spec.source, "KCACHE_TEST_CRASH")) raise(SIGSEGV);
+  if (absl::StrContains(job.spec.source, "KCACHE_TEST_CLOSE_AND_STOP")) {
+    if (fork() == 0) {  // once the worker has stopped, the daemon reads EOF
+      usleep(200 * 1000);
+      shutdown(kWorkerSocketFd, SHUT_RDWR);
+      _exit(0);
+    }
+    raise(SIGSTOP);  // stopped, its socket-watching thread too: it will not exit by itself
+  }
   if (absl::StrContains(job.spec.source, "KCACHE_TEST_HANG")) {
     volatile uint64_t spins = 0;
     for (;;) spins = spins + 1;

@@ -243,7 +243,14 @@ absl::Status WorkerProcess::ExplainExit(const CompileJob& job, int status) {
         absl::StrCat("compile of ", what, " ran out of memory", memory,
                      " (--compile-memory-mb); the worker was stopped"));
   }
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && killed_here_) {
+    fate_ = WorkerFate::kCrashed;
+    return absl::InternalError(absl::StrCat(
+        "the compile worker closed its socket while compiling ", what,
+        " but did not exit, so kcached killed it; the daemon keeps serving and starts a new "
+        "worker"));
+  }
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {  // not ours
     fate_ = WorkerFate::kLimitKilled;
     return absl::ResourceExhaustedError(absl::StrCat(
         "the compile worker was killed (SIGKILL) while compiling ", what,
@@ -266,6 +273,7 @@ int WorkerProcess::Reap(absl::Duration grace) {
     if (r == pid_ || (r < 0 && errno != EINTR)) break;
     if (absl::Now() >= give_up) {
       kill(pid_, SIGKILL);
+      killed_here_ = true;
       while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
       break;
@@ -278,6 +286,7 @@ int WorkerProcess::Reap(absl::Duration grace) {
 
 void WorkerProcess::KillAndReap() {
   kill(pid_, SIGKILL);
+  killed_here_ = true;
   Reap(absl::Seconds(5));
 }
 

@@ -97,6 +97,7 @@ class WorkerProcess {
   const WorkerLaunch launch_;
   WorkerFate fate_ = WorkerFate::kAlive;
   bool reaped_ = false;
+  bool killed_here_ = false;  // we sent it SIGKILL (a SIGKILL from elsewhere: the OOM killer)
   uint64_t last_job_cpu_micros_ = 0;
   bool sandboxed_ = false;
   std::string sandbox_;

@@ -252,6 +252,23 @@ TEST_F(ProcessPoolTest, CrashFailsOnlyThatCompileAndTheNextOneGetsANewWorker) {
   EXPECT_EQ(pool->stats().worker_starts, 2u);
 }
 
+// A worker whose socket closed but that did not exit is killed by the pool, and the message
+// says so (it blamed the kernel's OOM killer for the pool's own SIGKILL).
+TEST_F(ProcessPoolTest, WorkerThatClosedItsSocketButStaysIsKilledAndNotBlamedOnTheOomKiller) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kFaultyWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  pid_t stuck = pool->worker_pids().at(0);
+  absl::Status status = pool->Compile(Job(Faulty("KCACHE_TEST_CLOSE_AND_STOP"), "sm_89")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_NE(status.message().find("closed its socket"), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find("kcached killed it"), absl::string_view::npos) << status;
+  EXPECT_EQ(status.message().find("out-of-memory"), absl::string_view::npos) << status;
+  EXPECT_EQ(kill(stuck, 0), -1);
+  EXPECT_EQ(pool->stats().crashes, 1u);
+  EXPECT_EQ(pool->stats().limit_kills, 0u);
+  ExpectServes(*pool);
+}
+
 TEST_F(ProcessPoolTest, HangIsKilledAtTheWallClockLimit) {
   ProcessPoolOptions options = Options(kFaultyWorker, 1);
   options.wall_time_per_compile = absl::Seconds(1);
