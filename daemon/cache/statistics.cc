@@ -67,6 +67,13 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "time compiles waited for a free compile worker, microseconds (not in compile.micros)"},
     {S::kCompileLimitStops, "compile.limit_stops",
      "compiles stopped by a limit: wall-clock time, CPU time or memory (each also logged)"},
+    {S::kStoreEvictions, "store.evictions",
+     "least recently used entries evicted from the writable store to stay within its bound"},
+    {S::kStoreEvictedBytes, "store.evicted_bytes", "bytes of the entries evicted"},
+    {S::kStoreWritesRefusedFull, "store.writes_refused_full",
+     "writes to the writable store refused because its disk was full (reads go on)"},
+    {S::kStoreReplacedDamaged, "store.replaced_damaged",
+     "writable stores that could not open, moved aside and replaced at start (0 or 1)"},
 }};
 
 constexpr bool NumberedInOrder() {

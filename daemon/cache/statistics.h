@@ -58,9 +58,13 @@ enum class Statistic : int {
   kBackgroundCompilesDropped = 36,
   kCompileQueueMicros = 37,
   kCompileLimitStops = 38,
+  kStoreEvictions = 39,
+  kStoreEvictedBytes = 40,
+  kStoreWritesRefusedFull = 41,
+  kStoreReplacedDamaged = 42,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 38;
+inline constexpr int kStatisticCount = 42;
 
 struct StatisticInfo {
   Statistic id;

@@ -80,6 +80,14 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "Time compiles waited for a free compile worker (not in compile seconds).", "", "", 1e6},
     {S::kCompileLimitStops, "kcache_compile_limit_stops_total",
      "Compiles stopped by the wall-clock, CPU-time or memory limit.", "", ""},
+    {S::kStoreEvictions, "kcache_store_evictions_total",
+     "Entries evicted from the writable store to stay within --store-max-bytes.", "", ""},
+    {S::kStoreEvictedBytes, "kcache_store_evicted_bytes_total",
+     "Bytes of the entries evicted from the writable store.", "", ""},
+    {S::kStoreWritesRefusedFull, "kcache_store_writes_refused_full_total",
+     "Writes to the writable store refused because its disk was full.", "", ""},
+    {S::kStoreReplacedDamaged, "kcache_store_replaced_damaged_total",
+     "Writable stores that could not open and were moved aside and replaced at start.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {

@@ -392,6 +392,10 @@ absl::StatusOr<uint32_t> ReadFormatVersion(const OpenDb& open, const std::string
   std::string value;
   rocksdb::Status s =
       open.db->Get(rocksdb::ReadOptions(), open.Family(kMetaFamily), kFormatVersionKey, &value);
+  if (s.IsNotFound() && store_internal::LooksLikeKcacheStore(path)) {
+    return absl::DataLossError(
+        absl::StrCat("kcache store at ", path, " is damaged: its format record is lost"));
+  }
   if (s.IsNotFound()) {
     return absl::InvalidArgumentError(absl::StrCat(
         path,
@@ -428,6 +432,10 @@ absl::StatusOr<std::vector<std::string>> InspectExisting(const std::string& path
   std::vector<std::string> families;
   rocksdb::Status s =
       rocksdb::DB::ListColumnFamilies(store_internal::BaseDbOptions(options), path, &families);
+  if (!s.ok() && store_internal::LooksLikeKcacheStore(path)) {
+    return absl::DataLossError(
+        absl::StrCat("kcache store at ", path, " is damaged: ", s.ToString()));
+  }
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(not_store, s.ToString()));
   if (std::find(families.begin(), families.end(), kMetaFamily) == families.end()) {
     return absl::InvalidArgumentError(

@@ -16,6 +16,9 @@ namespace {
 constexpr size_t kUsesPerBatch = 1024;
 // Past this many unwritten uses (writes blocked), new keys are not recorded.
 constexpr size_t kMaxPendingUses = 65536;
+// Eviction needs the order of use only roughly: a listing entry is rewritten only when its
+// recorded last use is older than this.
+constexpr int64_t kUseGranularityMs = 60 * 1000;
 
 }  // namespace
 
@@ -59,7 +62,8 @@ void RocksStore::FlushUses() {
     rocksdb::PinnableSlice value;
     if (!db()->Get(Reading(), artifact_meta_, raw_key, &value).ok()) continue;  // gone
     absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(View(value));
-    if (!meta.ok() || meta->last_used_unix_ms >= used) continue;  // a bad one is repaired on list
+    // A bad entry is repaired by the next listing; a recent one needs no rewrite.
+    if (!meta.ok() || used - meta->last_used_unix_ms < kUseGranularityMs) continue;
     meta->last_used_unix_ms = used;
     batch.Put(artifact_meta_, raw_key, EncodeArtifactMetaValue(*meta));
   }
