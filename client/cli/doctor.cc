@@ -21,6 +21,7 @@ struct DoctorFlags {
   double timeout_s = 3;
   bool require_gpu = false;
   bool json = false;
+  bool repair = false;
 };
 
 std::string Heading(const CheckReport& report) {
@@ -88,7 +89,9 @@ int RunDoctor(const DoctorFlags& flags) {
   }
   reports.push_back(CheckGpus(flags.require_gpu, loaded));
   reports.push_back(CheckSandbox());
-  for (const std::string& store : flags.stores) reports.push_back(CheckStore(store));
+  for (const std::string& store : flags.stores) {
+    reports.push_back(CheckStore(store, flags.repair));
+  }
   for (const std::string& server : flags.servers) {
     reports.push_back(CheckDaemon(server, flags.timeout_s));
   }
@@ -125,6 +128,9 @@ void RegisterDoctorCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--require-gpu", flags->require_gpu,
                 "No driver or no GPU is a problem (default: information, as on a build machine)");
   cmd->add_flag("--json", flags->json, "Print the findings as JSON");
+  cmd->add_flag("--repair", flags->repair,
+                "Repair each --store first (stop kcached first): drop corrupt entries, rebuild "
+                "listings, move an unopenable or unreadable store aside and keep what verifies");
   cmd->callback([flags, exit_code] { *exit_code = RunDoctor(*flags); });
 }
 

@@ -67,8 +67,10 @@ CheckReport CheckGpus(bool require_gpu,
 CheckReport CheckSandbox();
 
 // Opens the store at `path` read-only (safe beside a daemon that holds it) and verifies
-// every value's checksums (Store::Verify).
-CheckReport CheckStore(const std::string& path);
+// every value's checksums (Store::Verify). With `repair`, first repairs it (RepairStore: it
+// must not be open elsewhere), as kcached does for its writable store, and reports what that
+// did; the only doctor check that writes.
+CheckReport CheckStore(const std::string& path, bool repair = false);
 
 // Asks the kcached at `address` for its statistics within `timeout_s`.
 CheckReport CheckDaemon(const std::string& address, double timeout_s);

@@ -222,13 +222,65 @@ CheckReport CheckSandbox() {
   return report;
 }
 
-CheckReport CheckStore(const std::string& path) {
+namespace {
+
+// Repairs the store at `path` (RepairStore) and reports what was done.
+bool RepairForDoctor(const std::string& path, CheckReport& report) {
+  absl::StatusOr<StoreRepairReport> repaired = RepairStore(path);
+  if (!repaired.ok()) {
+    report.details["repair_error"] = std::string(repaired.status().message());
+    report.Problem(absl::StrCat("cannot repair: ", repaired.status().message()),
+                   absl::IsFailedPrecondition(repaired.status())
+                       ? "stop the kcached that holds it, then repair again (or restart kcached: "
+                         "it moves a store that cannot open aside by itself)"
+                       : "move the directory away and let kcached or `kcache warm` make a new one");
+    return false;
+  }
+  report.details["repair"] = {{"replaced", repaired->replaced},
+                              {"rebuilt", repaired->rebuilt},
+                              {"moved_aside_to", repaired->moved_aside_to},
+                              {"salvaged", repaired->salvaged},
+                              {"dropped", repaired->dropped},
+                              {"listings_rebuilt", repaired->listings_rebuilt},
+                              {"problems", repaired->problems}};
+  if (repaired->problems.empty()) {
+    report.Ok("repair: nothing to repair");
+    return true;
+  }
+  std::string what =
+      repaired->replaced || repaired->rebuilt
+          ? absl::StrCat("moved the damaged files aside",
+                         repaired->moved_aside_to.empty()
+                             ? ""
+                             : absl::StrCat(" to ", repaired->moved_aside_to),
+                         " and kept the ", repaired->salvaged, " entries that verified")
+          : absl::StrCat("dropped ", repaired->dropped, " corrupt entries, rebuilt ",
+                         repaired->listings_rebuilt, " listing entries");
+  constexpr size_t kShown = 5;
+  std::vector<std::string> shown(
+      repaired->problems.begin(),
+      repaired->problems.begin() + std::min(kShown, repaired->problems.size()));
+  report.Ok(absl::StrCat("repaired: ", what, ":\n", absl::StrJoin(shown, "\n")));
+  report.Info("what was lost is a miss: kcached compiles it again, or run `kcache warm` again");
+  return true;
+}
+
+}  // namespace
+
+CheckReport CheckStore(const std::string& path, bool repair) {
   CheckReport report("store", path);
   report.details["path"] = path;
+  if (repair && !RepairForDoctor(path, report)) return report;
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(path, StoreUse::kRead);
   if (!store.ok()) {
     auto [what, advice] = SplitAdvice(store.status().message());
     report.details["error"] = std::string(store.status().message());
+    if (absl::IsDataLoss(store.status())) {
+      report.Problem(what, absl::StrCat("repair it: `kcache doctor --store ", path,
+                                        " --repair` with kcached stopped (or restart kcached, "
+                                        "which moves its damaged store aside by itself)"));
+      return report;
+    }
     report.Problem(what, absl::StrCat(advice.empty() ? "" : absl::StrCat(advice, ", or "),
                                       "check --store (the daemon's --store or --baked directory)"));
     return report;
@@ -269,10 +321,13 @@ CheckReport CheckStore(const std::string& path) {
                            : "";
     report.Problem(absl::StrCat(Count(verified->corrupt.size(), "corrupt entry", "corrupt entries"),
                                 ":\n", absl::StrJoin(shown, "\n"), more),
-                   absl::StrCat("run `kcache warm --store ", path,
-                                " MANIFEST --arch ...` again (it drops and rebuilds corrupt "
-                                "entries; stop kcached first, or warm through it with --server "
-                                "ADDR); a baked store: rebuild its image"));
+                   absl::StrCat("run `kcache doctor --store ", path,
+                                " --repair` (stop kcached first; it drops corrupt entries and "
+                                "rebuilds listings), then `kcache warm --store ",
+                                path,
+                                " MANIFEST --arch ...` again to rebuild what was dropped (or warm "
+                                "through kcached with --server ADDR); a baked store: rebuild its "
+                                "image"));
   }
   return report;
 }

@@ -147,6 +147,8 @@ class ArtifactCacheImpl : public ArtifactCache {
   mutable absl::Mutex snapshot_mu_;
   // Per tier, the last checksum-failure count its Stats() reported (kept while it is off).
   mutable std::vector<uint64_t> checksum_failures_ ABSL_GUARDED_BY(snapshot_mu_);
+  // The writable store's last statistics read (its eviction and full-disk counts).
+  mutable StoreStats last_local_ ABSL_GUARDED_BY(snapshot_mu_);
 
   // Compiles of ptx_now resolves, run one at a time by background_ (through the flights, so a
   // foreground miss for the same artifact joins them), bounded by background_queue_.
@@ -175,6 +177,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query
   std::optional<MemoryEntry> hit =
       memory_.Lookup(MemoryKey{*id, query.device.sm, query.device.driver});
   if (!hit) return ResolveMiss(*id, query);
+  local_->RecordUse(hit->artifact->meta.key);  // kept from eviction while memory serves it
   RecordSeen(*id, query, query.spec ? &*query.spec : nullptr);
   return Serve(std::move(hit->artifact), hit->rule, std::move(hit->reason), CacheTier::kMemory);
 }
@@ -471,6 +474,7 @@ CacheSnapshot ArtifactCacheImpl::Snapshot() const {
       store.tier = tiers_->kind(t);
       store.available = tiers_->available(t);
       absl::StatusOr<StoreStats> stats = tiers_->Stats(t);
+      if (stats.ok() && t == 0) last_local_ = *stats;
       if (stats.ok()) {
         checksum_failures_[t] = stats->checksum_failures;
         store.stats_ok = true;
@@ -484,6 +488,10 @@ CacheSnapshot ArtifactCacheImpl::Snapshot() const {
       snapshot.stores.push_back(std::move(store));
     }
     set(Statistic::kChecksumFailures, checksum_failures);
+    set(Statistic::kStoreEvictions, last_local_.evictions);
+    set(Statistic::kStoreEvictedBytes, last_local_.evicted_bytes);
+    set(Statistic::kStoreWritesRefusedFull, last_local_.writes_refused_full);
+    set(Statistic::kStoreReplacedDamaged, last_local_.replaced_damaged ? 1 : 0);
   }
   for (const Toolkit* toolkit : toolkits_) snapshot.toolkits.push_back(toolkit->identity().id);
   return snapshot;

@@ -72,6 +72,13 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
     {S::kResolveRefusedQueuedBytes, "resolve.refused_queued_bytes",
      "Resolve calls refused RESOURCE_EXHAUSTED: --max-queued-mb of payload was queued for "
      "clients that read slowly"},
+    {S::kStoreEvictions, "store.evictions",
+     "least recently used entries evicted from the writable store to stay within its bound"},
+    {S::kStoreEvictedBytes, "store.evicted_bytes", "bytes of the entries evicted"},
+    {S::kStoreWritesRefusedFull, "store.writes_refused_full",
+     "writes to the writable store refused because its disk was full (reads go on)"},
+    {S::kStoreReplacedDamaged, "store.replaced_damaged",
+     "writable stores that could not open, moved aside and replaced at start (0 or 1)"},
 }};
 
 constexpr bool NumberedInOrder() {

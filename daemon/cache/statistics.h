@@ -60,9 +60,13 @@ enum class Statistic : int {
   kCompileLimitStops = 38,
   kCallsRefusedBusy = 39,
   kResolveRefusedQueuedBytes = 40,
+  kStoreEvictions = 41,
+  kStoreEvictedBytes = 42,
+  kStoreWritesRefusedFull = 43,
+  kStoreReplacedDamaged = 44,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 40;
+inline constexpr int kStatisticCount = 44;
 
 struct StatisticInfo {
   Statistic id;

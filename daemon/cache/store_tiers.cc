@@ -49,7 +49,8 @@ absl::Status TieredStores::Call(size_t tier, absl::FunctionRef<absl::Status(Stor
         "store ", t.store->path(), " is switched off after failing; it is retried shortly"));
   }
   absl::Status s = call(*t.store);
-  if (s.ok() || absl::IsNotFound(s)) {
+  // A full disk refuses writes but the store still reads: not a failing tier.
+  if (s.ok() || absl::IsNotFound(s) || absl::IsResourceExhausted(s)) {
     t.health.RecordSuccess();
   } else {
     stats_->Add(Statistic::kTierFailures);

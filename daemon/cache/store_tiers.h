@@ -1,6 +1,7 @@
 // The artifact cache's store tiers: its writable store and its read-only baked stores, each
-// behind a health switch. A tier whose calls fail (an error other than NotFound) is switched
-// off for a while, counted and skipped; it slows requests down, never fails them while another
+// behind a health switch. A tier whose calls fail (an error other than NotFound, or
+// ResourceExhausted: a full disk refuses writes, reads go on) is switched off for a while,
+// counted and skipped; it slows requests down, never fails them while another
 // tier or the compiler can answer.
 #ifndef KCACHE_DAEMON_CACHE_STORE_TIERS_H_
 #define KCACHE_DAEMON_CACHE_STORE_TIERS_H_

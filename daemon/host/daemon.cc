@@ -21,6 +21,7 @@
 #include "daemon/host/listen_socket.h"
 #include "daemon/host/metrics.h"
 #include "daemon/host/probe_listener.h"
+#include "daemon/host/store_event_log.h"
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/kernel_cache_service.h"
 #include "engine/compile/toolkit.h"
@@ -34,8 +35,11 @@ constexpr char kServiceName[] = "kcache.v1.KernelCache";
 std::string DescribeStore(Store& store) {
   absl::StatusOr<StoreStats> stats = store.Stats();
   if (!stats.ok()) return absl::StrCat(store.path(), " (stats unavailable)");
-  return absl::StrCat(store.path(), " (", stats->kernels, " kernels, ", stats->artifacts,
-                      " artifacts, ", stats->artifact_bytes >> 20, " MiB)");
+  return absl::StrCat(
+      store.path(), " (", stats->kernels, " kernels, ", stats->artifacts, " artifacts, ",
+      stats->artifact_bytes >> 20, " MiB",
+      stats->max_bytes > 0 ? absl::StrCat(" of ", stats->max_bytes >> 20, " MiB") : "",
+      stats->read_only_full ? "; read-only: the disk is full" : "", ")");
 }
 
 // The toolkits to load and whether their absence is an error.
@@ -207,7 +211,11 @@ class DaemonImpl final : public Daemon {
     if (options_.store.empty()) {
       return absl::InvalidArgumentError("--store DIR is required: the writable artifact store");
     }
-    absl::StatusOr<std::unique_ptr<Store>> local = OpenStore(options_.store);
+    StoreOptions writable;
+    writable.max_bytes = options_.store_max_bytes;
+    writable.replace_if_damaged = true;  // a damaged store must not keep kcached from starting
+    writable.on_event = store_events_.Callback();
+    absl::StatusOr<std::unique_ptr<Store>> local = OpenStore(options_.store, writable);
     if (!local.ok()) return local.status();
     spdlog::info("store {}", DescribeStore(**local));
     cache_options->local = *std::move(local);
@@ -215,6 +223,7 @@ class DaemonImpl final : public Daemon {
       StoreOptions read_only;
       read_only.read_only = true;
       read_only.create_if_missing = false;
+      read_only.on_event = store_events_.Callback();
       absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(path, read_only);
       if (!baked.ok()) {
         return absl::Status(baked.status().code(),
@@ -329,6 +338,7 @@ class DaemonImpl final : public Daemon {
   }
 
   DaemonOptions options_;
+  StoreEventLog store_events_;  // outlives the stores that report to it
   // Declared in dependency order; CloseCache and the destructor tear down in reverse.
   std::vector<std::shared_ptr<ProcessPoolCompiler>> pools_;  // one per toolkit; none: serve-only
   std::unique_ptr<ArtifactCache> cache_;

@@ -22,6 +22,8 @@ namespace kcache {
 struct DaemonOptions {
   std::string store;               // --store DIR: the writable store (created if missing)
   std::vector<std::string> baked;  // --baked DIR, repeatable: read-only stores, in order
+  // --store-max-bytes: bound of the writable store (LRU eviction past it); 0: unbounded.
+  uint64_t store_max_bytes = uint64_t{8} << 30;
   // --toolkit DIR, repeatable. Empty: Toolkit::DefaultRoot() ($CUDA_HOME or /usr/local/cuda)
   // if a toolkit loads there, else serve-only. A toolkit named here that fails to load is an
   // error. The first one compiles misses; the others are loaded and listed.

@@ -28,6 +28,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   app.set_version_flag("--version", absl::StrCat("kcached ", kVersion));
   app.add_option("--store", o.store, "Writable artifact store folder (created if missing)")
       ->required();
+  app.add_option("--store-max-bytes", o.store_max_bytes,
+                 "Bound of the writable store (e.g. 8GiB, 500MiB; 0: none); past it the least "
+                 "recently used artifacts are evicted")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   app.add_option("--baked", o.baked, "Read-only store baked into the image (repeatable)")
       ->check(CLI::ExistingDirectory);
   app.add_option("--listen", o.listen, "Address to serve on: unix:///path/to.sock")->required();

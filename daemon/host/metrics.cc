@@ -86,6 +86,14 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kResolveRefusedQueuedBytes, "kcache_calls_refused_total",
      "Calls refused RESOURCE_EXHAUSTED because a bound of the daemon was reached.", "bound",
      "queued_bytes"},
+    {S::kStoreEvictions, "kcache_store_evictions_total",
+     "Entries evicted from the writable store to stay within --store-max-bytes.", "", ""},
+    {S::kStoreEvictedBytes, "kcache_store_evicted_bytes_total",
+     "Bytes of the entries evicted from the writable store.", "", ""},
+    {S::kStoreWritesRefusedFull, "kcache_store_writes_refused_full_total",
+     "Writes to the writable store refused because its disk was full.", "", ""},
+    {S::kStoreReplacedDamaged, "kcache_store_replaced_damaged_total",
+     "Writable stores that could not open and were moved aside and replaced at start.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {

@@ -1,5 +1,7 @@
-// The RocksDB store: column families, open/create rules and the Store methods.
+// The RocksDB store: open/create rules and the Store reads and writes.
 // docs/store-format.md describes what is on disk.
+#include "engine/store/rocks_store.h"
+
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/metadata.h>
@@ -7,132 +9,393 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
-#include <optional>
 #include <system_error>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/store/store.h"
 #include "engine/store/value_format.h"
 
 namespace kcache {
+namespace store_internal {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Read-only opens need a positive max_open_files: with -1, a compacted store with blob
-// files answers NotFound (facebook/rocksdb#12503).
-constexpr int kReadOnlyMaxOpenFiles = 1000;
 constexpr size_t kMaxKeyStringSize = 255;  // one length byte in the key
 
-const std::vector<std::string>& RequiredFamilies() {
-  static const auto* families =
-      new std::vector<std::string>{rocksdb::kDefaultColumnFamilyName, kArtifactsFamily,
-                                   kArtifactMetaFamily, kKernelsFamily, kMetaFamily};
-  return *families;
+std::string KeyText(absl::string_view raw_key) {
+  absl::StatusOr<ArtifactKey> key = ArtifactKey::Decode(raw_key);
+  return key.ok() ? key->ToString() : "(undecodable key)";
 }
 
-absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
-  std::string message = absl::StrCat(what, ": ", s.ToString());
-  if (s.IsNotFound()) return absl::NotFoundError(message);
-  if (s.IsCorruption()) return absl::DataLossError(message);
-  if (s.IsInvalidArgument()) return absl::InvalidArgumentError(message);
-  if (s.IsIOError() && absl::StrContains(s.ToString(), "lock")) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(message,
-                     "; another kcached or kcache warm (or this process) has it "
-                     "open for writing"));
-  }
-  if (s.IsIOError() || s.IsBusy() || s.IsTryAgain() || s.IsTimedOut()) {
-    return absl::UnavailableError(message);
-  }
-  return absl::InternalError(message);
+// The exclusive upper bound of keys starting with `prefix` ("" for none).
+std::string UpperBound(const std::string& prefix) {
+  std::string upper = prefix;
+  while (!upper.empty() && static_cast<uint8_t>(upper.back()) == 0xff) upper.pop_back();
+  if (!upper.empty()) upper.back() = static_cast<char>(static_cast<uint8_t>(upper.back()) + 1);
+  return upper;
 }
 
-absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
-rocksdb::Slice ToSlice(absl::string_view view) { return {view.data(), view.size()}; }
+}  // namespace
 
-rocksdb::CompressionType MetadataCompression() {
-  std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
-  bool zstd = std::find(supported.begin(), supported.end(), rocksdb::kZSTD) != supported.end();
-  return zstd ? rocksdb::kZSTD : rocksdb::kNoCompression;
+RocksStore::RocksStore(std::string path, StoreOptions options, std::unique_ptr<OpenDb> open,
+                       bool read_only_full, bool replaced)
+    : path_(std::move(path)),
+      options_(std::move(options)),
+      open_(std::move(open)),
+      artifacts_(open_->Family(kArtifactsFamily)),
+      artifact_meta_(open_->Family(kArtifactMetaFamily)),
+      kernels_(open_->Family(kKernelsFamily)),
+      read_only_full_(read_only_full),
+      replaced_(replaced) {}
+
+RocksStore::~RocksStore() {
+  if (options_.read_only) return;
+  absl::MutexLock lock(&write_mu_);
+  FlushUses();
 }
 
-rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const StoreOptions& options) {
-  rocksdb::ColumnFamilyOptions cf;
-  cf.compression = rocksdb::kNoCompression;  // artifact and kernel values carry their own zstd
-  if (name == kArtifactsFamily) {
-    cf.enable_blob_files = true;
-    cf.min_blob_size = options.min_blob_size;
-    cf.blob_compression_type = rocksdb::kNoCompression;
-    cf.enable_blob_garbage_collection = true;  // reclaims replaced and deleted artifacts
-  } else if (name == kArtifactMetaFamily) {
-    cf.compression = MetadataCompression();  // many small, similar values: compress blocks
-  }
-  return cf;
-}
-
-rocksdb::DBOptions BaseDbOptions(const StoreOptions& options) {
-  rocksdb::DBOptions db;
-  db.keep_log_file_num = 3;
-  db.max_log_file_size = 4 << 20;
-  if (options.read_only) db.max_open_files = kReadOnlyMaxOpenFiles;
-  return db;
-}
-
-// An open RocksDB with its column family handles, closed (after a flush when writable) on
-// destruction.
-struct OpenDb {
-  std::unique_ptr<rocksdb::DB> db;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  bool read_only = true;
-
-  OpenDb() = default;
-  OpenDb(const OpenDb&) = delete;
-  OpenDb& operator=(const OpenDb&) = delete;
-  ~OpenDb() {
-    if (db == nullptr) return;
-    if (!read_only) db->Flush(rocksdb::FlushOptions(), handles).PermitUncheckedError();
-    for (rocksdb::ColumnFamilyHandle* handle : handles) {
-      db->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
+absl::StatusOr<Artifact> RocksStore::Get(const ArtifactKey& key) {
+  if (absl::Status s = CheckKey(key); !s.ok()) return s;
+  std::string raw_key = key.Encode();
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db()->Get(Reading(), artifacts_, raw_key, &value);
+  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat("no artifact ", key.ToString()));
+  absl::StatusOr<Artifact> artifact = absl::DataLossError(s.ToString());
+  if (s.ok()) {
+    artifact = DecodeArtifactValue(View(value));
+    if (artifact.ok() && artifact->meta.key.Encode() != raw_key) {
+      artifact =
+          absl::DataLossError(absl::StrCat("the value belongs to ", artifact->meta.key.ToString()));
     }
-    db->Close().PermitUncheckedError();
+  } else if (!IsDamage(s)) {  // a vanished blob file is damage to this entry, not the store
+    return FromRocks(s, absl::StrCat("reading ", key.ToString(), " from ", path_));
   }
-  rocksdb::ColumnFamilyHandle* Family(absl::string_view name) const {
-    for (rocksdb::ColumnFamilyHandle* handle : handles) {
-      if (handle->GetName() == name) return handle;
-    }
-    return nullptr;
+  if (!artifact.ok()) {
+    return DropCorrupt(absl::StrCat("artifact ", key.ToString()), artifact.status(),
+                       {{artifacts_, raw_key}, {artifact_meta_, raw_key}});
   }
-};
-
-absl::StatusOr<std::unique_ptr<OpenDb>> OpenFamilies(const std::string& path,
-                                                     const rocksdb::DBOptions& db_options,
-                                                     const std::vector<std::string>& families,
-                                                     const StoreOptions& options) {
-  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  for (const std::string& name : families) {
-    descriptors.emplace_back(name, FamilyOptions(name, options));
-  }
-  auto open = std::make_unique<OpenDb>();
-  open->read_only = options.read_only;
-  rocksdb::DB* db = nullptr;
-  rocksdb::Status s =
-      options.read_only
-          ? rocksdb::DB::OpenForReadOnly(db_options, path, descriptors, &open->handles, &db)
-          : rocksdb::DB::Open(db_options, path, descriptors, &open->handles, &db);
-  if (!s.ok()) return FromRocks(s, absl::StrCat("cannot open the kcache store at ", path));
-  open->db.reset(db);
-  return open;
+  RecordUse(key);
+  return artifact;
 }
+
+absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ListArtifacts(const KernelId& id) {
+  return ScanArtifacts(ArtifactKey::KernelPrefix(id));
+}
+
+absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ListAllArtifacts() {
+  return ScanArtifacts("");
+}
+
+absl::Status RocksStore::Put(const Artifact& artifact) {
+  if (absl::Status s = CheckWritable(); !s.ok()) return s;
+  const ArtifactKey& key = artifact.meta.key;
+  if (absl::Status s = CheckKey(key); !s.ok()) return s;
+  ArtifactMeta meta = artifact.meta;
+  meta.size = artifact.bytes.size();
+  meta.checksum = PayloadChecksum(artifact.bytes);
+  if (meta.created_unix_ms == 0) meta.created_unix_ms = NowUnixMillis();
+  if (meta.last_used_unix_ms == 0) meta.last_used_unix_ms = meta.created_unix_ms;
+  std::string raw_key = key.Encode();
+  rocksdb::WriteBatch batch;
+  batch.Put(artifacts_, raw_key, EncodeArtifactValue(meta, artifact.bytes, options_.zstd_level));
+  batch.Put(artifact_meta_, raw_key, EncodeArtifactMetaValue(meta));
+  absl::MutexLock lock(&write_mu_);
+  absl::Status s =
+      Write(batch, batch.GetDataSize(), /*sync=*/true, absl::StrCat("writing ", key.ToString()));
+  if (s.ok()) Added(meta.size);
+  return s;
+}
+
+absl::Status RocksStore::PutKernel(const KernelRecord& record) {
+  if (absl::Status s = CheckWritable(); !s.ok()) return s;
+  rocksdb::WriteBatch batch;
+  std::string value = EncodeKernelValue(record, options_.zstd_level);
+  batch.Put(kernels_, ToSlice(record.id.Bytes()), value);
+  absl::MutexLock lock(&write_mu_);
+  absl::Status s = Write(batch, batch.GetDataSize(), /*sync=*/true,
+                         absl::StrCat("writing kernel ", record.id.ShortHex()));
+  if (s.ok()) Added(value.size());
+  return s;
+}
+
+absl::StatusOr<KernelRecord> RocksStore::GetKernel(const KernelId& id) {
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db()->Get(Reading(), kernels_, ToSlice(id.Bytes()), &value);
+  if (s.IsNotFound()) {
+    return absl::NotFoundError(absl::StrCat("kernel ", id.Hex(), " is not in the store"));
+  }
+  absl::StatusOr<KernelRecord> record = absl::DataLossError(s.ToString());
+  if (s.ok()) {
+    record = DecodeKernel(id.Bytes(), View(value));
+  } else if (!IsDamage(s)) {
+    return FromRocks(s, absl::StrCat("reading kernel ", id.Hex()));
+  }
+  if (!record.ok()) {
+    return DropCorrupt(absl::StrCat("kernel record ", id.Hex()), record.status(),
+                       {{kernels_, std::string(id.Bytes())}});
+  }
+  return record;
+}
+
+absl::StatusOr<std::vector<KernelRecord>> RocksStore::ListKernels() {
+  std::vector<KernelRecord> records;
+  std::vector<std::pair<std::string, absl::Status>> bad;
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(Verifying(), kernels_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    absl::StatusOr<KernelRecord> record = DecodeKernel(View(it->key()), View(it->value()));
+    if (record.ok()) {
+      records.push_back(*std::move(record));
+    } else {
+      bad.emplace_back(it->key().ToString(), record.status());
+    }
+  }
+  rocksdb::Status status = it->status();
+  it.reset();
+  for (const auto& [key, why] : bad) {
+    absl::StatusOr<KernelId> id = KernelId::FromBytes(key);
+    DropCorrupt(absl::StrCat("kernel record ", id.ok() ? id->Hex() : "(undecodable id)"), why,
+                {{kernels_, key}})
+        .IgnoreError();
+  }
+  if (!status.ok()) {
+    if (!IsDamage(status)) return FromRocks(status, "listing kernels");
+    // The records read so far are good; the rest are misses until a warm or request
+    // registers them again (kcache doctor --repair rebuilds the store).
+    checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+    Report(StoreEvent::Kind::kCorrupt,
+           absl::StrCat("kernel records of ", path_, " unreadable past ", records.size(), ": ",
+                        status.ToString(), "; listed what was readable"));
+  }
+  return records;
+}
+
+absl::StatusOr<StoreStats> RocksStore::Stats() {
+  StoreStats stats;
+  stats.format_version = kStoreFormatVersion;
+  absl::StatusOr<std::vector<ArtifactMeta>> artifacts = ListAllArtifacts();
+  if (!artifacts.ok()) return artifacts.status();
+  stats.artifacts = artifacts->size();
+  for (const ArtifactMeta& meta : *artifacts) stats.artifact_bytes += meta.size;
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(Reading(), kernels_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++stats.kernels;
+  if (!it->status().ok() && !IsDamage(it->status())) {
+    return FromRocks(it->status(), "counting kernels");
+  }
+  for (rocksdb::ColumnFamilyHandle* handle : open_->handles) {
+    rocksdb::ColumnFamilyMetaData family;
+    db()->GetColumnFamilyMetaData(handle, &family);
+    stats.disk_bytes += family.size + family.blob_file_size;
+  }
+  stats.checksum_failures = checksum_failures_.load();
+  stats.max_bytes = options_.read_only ? 0 : options_.max_bytes;
+  stats.evictions = evictions_.load();
+  stats.evicted_bytes = evicted_bytes_.load();
+  stats.writes_refused_full = writes_refused_full_.load();
+  stats.read_only_full = read_only_full_;
+  stats.replaced_damaged = replaced_;
+  return stats;
+}
+
+// Our own XXH3 checks every value; RocksDB's software CRC32c would cost ~15x more.
+rocksdb::ReadOptions RocksStore::Reading() {
+  rocksdb::ReadOptions read;
+  read.verify_checksums = false;
+  return read;
+}
+
+rocksdb::ReadOptions RocksStore::Verifying() { return rocksdb::ReadOptions(); }
+
+absl::Status RocksStore::CheckWritable() const {
+  if (read_only_full_) {
+    writes_refused_full_.fetch_add(1, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the store at ", path_,
+        " was opened read-only because its disk was full; it serves what it holds and "
+        "stores nothing new until it is reopened with room (free space, then restart kcached)"));
+  }
+  if (!options_.read_only) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the store at ", path_, " was opened read-only; write to the daemon's writable store"));
+}
+
+// Keys whose toolkit id does not fit the key's length byte are never stored.
+absl::Status RocksStore::CheckKey(const ArtifactKey& key) {
+  if (key.toolkit.size() <= kMaxKeyStringSize) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("toolkit id of ", key.ToString(),
+                                                 " is longer than ", kMaxKeyStringSize, " bytes"));
+}
+
+absl::Status RocksStore::Write(rocksdb::WriteBatch& batch, uint64_t bytes, bool sync,
+                               absl::string_view what) {
+  if (absl::Status s = CheckRoom(bytes, what); !s.ok()) return s;
+  if (needs_resume_.load()) {
+    // A write failed for want of space and RocksDB stopped writing; there is room again.
+    rocksdb::Status resumed = db()->Resume();
+    if (resumed.ok()) needs_resume_ = false;
+  }
+  rocksdb::WriteOptions write;
+  write.sync = sync;
+  rocksdb::Status s = db()->Write(write, &batch);
+  if (s.ok()) return absl::OkStatus();
+  if (s.IsNoSpace() || absl::StrContains(s.ToString(), "No space")) {
+    needs_resume_ = true;
+    writes_refused_full_.fetch_add(1, std::memory_order_relaxed);
+    Report(StoreEvent::Kind::kDiskFull, absl::StrCat("the disk under ", path_, " is full: ", what,
+                                                     " failed (", s.ToString(), "); reads go on"));
+    return absl::ResourceExhaustedError(absl::StrCat(what, " to ", path_, ": the disk is full (",
+                                                     s.ToString(),
+                                                     "); nothing was stored, reads go on"));
+  }
+  return FromRocks(s, absl::StrCat(what, " to ", path_));
+}
+
+void RocksStore::Report(StoreEvent::Kind kind, std::string text) const {
+  if (options_.on_event) options_.on_event(StoreEvent{kind, std::move(text)});
+}
+
+// Counts a value that did not verify, deletes it when writable, and returns the miss.
+absl::Status RocksStore::DropCorrupt(absl::string_view what, const absl::Status& why,
+                                     const std::vector<Location>& locations) {
+  checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+  bool deleted = false;
+  if (!options_.read_only && !read_only_full_) {
+    rocksdb::WriteBatch batch;
+    for (const auto& [family, key] : locations) batch.Delete(family, key);
+    absl::MutexLock lock(&write_mu_);
+    deleted = Write(batch, batch.GetDataSize(), /*sync=*/false, "deleting a corrupt value").ok();
+  }
+  std::string text = absl::StrCat(what, " was corrupt in the store at ", path_, " (", why.message(),
+                                  "); ", deleted ? "it was deleted; " : "", "treated as a miss");
+  Report(StoreEvent::Kind::kCorrupt, text);
+  return absl::NotFoundError(text);
+}
+
+absl::StatusOr<KernelRecord> RocksStore::DecodeKernel(absl::string_view raw_key,
+                                                      absl::string_view value) {
+  absl::StatusOr<KernelRecord> record = DecodeKernelValue(value);
+  if (record.ok() && record->id.Bytes() != raw_key) {
+    return absl::DataLossError("the kernel record belongs to another kernel id");
+  }
+  return record;
+}
+
+// Metadata under the listing family for keys starting with `prefix` ("" = all). A listing
+// entry that does not verify is counted and rebuilt from the artifact value when that one
+// verifies; otherwise it is skipped (and dropped when writable).
+absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ScanArtifacts(const std::string& prefix) {
+  std::string upper = UpperBound(prefix);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions read = Verifying();
+  if (!upper.empty()) read.iterate_upper_bound = &upper_slice;
+
+  std::vector<ArtifactMeta> metas;
+  std::vector<std::string> bad;
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(read, artifact_meta_));
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(View(it->value()));
+    if (meta.ok() && meta->key.Encode() == View(it->key())) {
+      metas.push_back(*std::move(meta));
+    } else {
+      bad.push_back(it->key().ToString());
+    }
+  }
+  rocksdb::Status status = it->status();
+  it.reset();
+  if (!status.ok()) {
+    if (!IsDamage(status)) return FromRocks(status, "listing artifacts");
+    return ScanArtifactValues(prefix, status);
+  }
+  for (const std::string& raw_key : bad) {
+    if (std::optional<ArtifactMeta> meta = RepairListing(raw_key)) metas.push_back(*meta);
+  }
+  return metas;
+}
+
+absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ScanArtifactValues(
+    const std::string& prefix, const rocksdb::Status& why) {
+  checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+  std::string upper = UpperBound(prefix);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions read = Reading();
+  if (!upper.empty()) read.iterate_upper_bound = &upper_slice;
+  std::vector<ArtifactMeta> metas;
+  rocksdb::WriteBatch rewrite;
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(read, artifacts_));
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    absl::StatusOr<Artifact> artifact = DecodeArtifactValue(View(it->value()));
+    if (!artifact.ok() || artifact->meta.key.Encode() != View(it->key())) continue;
+    rewrite.Put(artifact_meta_, it->key(), EncodeArtifactMetaValue(artifact->meta));
+    metas.push_back(std::move(artifact->meta));
+  }
+  rocksdb::Status status = it->status();
+  it.reset();
+  bool rewritten = false;
+  if (!options_.read_only && !read_only_full_ && rewrite.Count() > 0) {
+    absl::MutexLock lock(&write_mu_);
+    rewritten =
+        Write(rewrite, rewrite.GetDataSize(), /*sync=*/false, "rewriting listing entries").ok();
+  }
+  Report(StoreEvent::Kind::kCorrupt,
+         absl::StrCat("the listing of ", prefix.empty() ? "all artifacts" : KeyText(prefix + '\1'),
+                      " in ", path_, " is unreadable (", why.ToString(), "); listed ", metas.size(),
+                      " artifacts from their values",
+                      rewritten ? " and rewrote their listing entries" : "",
+                      "; `kcache doctor --repair` rebuilds the store"));
+  if (!status.ok() && metas.empty()) {
+    return FromRocks(status, absl::StrCat("listing artifacts of ", path_));
+  }
+  return metas;
+}
+
+std::optional<ArtifactMeta> RocksStore::RepairListing(const std::string& raw_key) {
+  checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+  absl::StatusOr<ArtifactKey> key = ArtifactKey::Decode(raw_key);
+  absl::StatusOr<Artifact> artifact =
+      key.ok() ? Get(*key) : absl::StatusOr<Artifact>(absl::NotFoundError(""));
+  bool writable = !options_.read_only && !read_only_full_;
+  if (writable && (artifact.ok() || absl::IsNotFound(artifact.status()))) {
+    rocksdb::WriteBatch batch;
+    if (artifact.ok()) {
+      batch.Put(artifact_meta_, raw_key, EncodeArtifactMetaValue(artifact->meta));
+    } else {
+      batch.Delete(artifact_meta_, raw_key);
+      batch.Delete(artifacts_, raw_key);
+    }
+    absl::MutexLock lock(&write_mu_);
+    Write(batch, batch.GetDataSize(), /*sync=*/false, "repairing an artifact listing entry")
+        .IgnoreError();
+  }
+  Report(StoreEvent::Kind::kCorrupt,
+         absl::StrCat("listing entry of ", KeyText(raw_key), " in ", path_, " was corrupt; ",
+                      artifact.ok() ? "rebuilt from its artifact" : "dropped"));
+  if (!artifact.ok()) return std::nullopt;
+  return artifact->meta;
+}
+
+}  // namespace store_internal
+
+namespace {
+
+namespace fs = std::filesystem;
+using store_internal::FromRocks;
+using store_internal::OpenDb;
+using store_internal::OpenFamilies;
+using store_internal::RequiredFamilies;
+
+// In the message of a store whose format this kcache does not read (never damage).
+constexpr char kReadsUpTo[] = "this kcache reads up to";
 
 absl::StatusOr<uint32_t> ReadFormatVersion(const OpenDb& open, const std::string& path) {
   std::string value;
   rocksdb::Status s =
       open.db->Get(rocksdb::ReadOptions(), open.Family(kMetaFamily), kFormatVersionKey, &value);
+  if (s.IsNotFound() && store_internal::LooksLikeKcacheStore(path)) {
+    return absl::DataLossError(
+        absl::StrCat("kcache store at ", path, " is damaged: its format record is lost"));
+  }
   if (s.IsNotFound()) {
     return absl::InvalidArgumentError(absl::StrCat(
         path,
@@ -146,11 +409,10 @@ absl::StatusOr<uint32_t> ReadFormatVersion(const OpenDb& open, const std::string
         absl::StrCat(path, " is not a usable kcache store: ", version.status().message()));
   }
   if (*version != kStoreFormatVersion) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("store at ", path, " has format ", *version, ", this kcache reads up to ",
-                     kStoreFormatVersion,
-                     *version > kStoreFormatVersion ? "; upgrade kcache"
-                                                    : "; rebuild the store with `kcache warm`"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "store at ", path, " has format ", *version, ", ", kReadsUpTo, " ", kStoreFormatVersion,
+        *version > kStoreFormatVersion ? "; upgrade kcache"
+                                       : "; rebuild the store with `kcache warm`"));
   }
   return *version;
 }
@@ -168,7 +430,12 @@ absl::StatusOr<std::vector<std::string>> InspectExisting(const std::string& path
                      "empty or new directory"));
   }
   std::vector<std::string> families;
-  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &families);
+  rocksdb::Status s =
+      rocksdb::DB::ListColumnFamilies(store_internal::BaseDbOptions(options), path, &families);
+  if (!s.ok() && store_internal::LooksLikeKcacheStore(path)) {
+    return absl::DataLossError(
+        absl::StrCat("kcache store at ", path, " is damaged: ", s.ToString()));
+  }
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(not_store, s.ToString()));
   if (std::find(families.begin(), families.end(), kMetaFamily) == families.end()) {
     return absl::InvalidArgumentError(
@@ -177,316 +444,19 @@ absl::StatusOr<std::vector<std::string>> InspectExisting(const std::string& path
   StoreOptions probe_options = options;
   probe_options.read_only = true;
   absl::StatusOr<std::unique_ptr<OpenDb>> probe =
-      OpenFamilies(path, BaseDbOptions(probe_options),
+      OpenFamilies(path, store_internal::BaseDbOptions(probe_options),
                    {rocksdb::kDefaultColumnFamilyName, kMetaFamily}, probe_options);
   if (!probe.ok()) return probe.status();
   absl::StatusOr<uint32_t> version = ReadFormatVersion(**probe, path);
   if (!version.ok()) return version.status();
   for (const std::string& name : RequiredFamilies()) {
     if (std::find(families.begin(), families.end(), name) == families.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      return absl::DataLossError(absl::StrCat(
           "kcache store at ", path, " is damaged: column family '", name, "' is missing"));
     }
   }
   return families;
 }
-
-class RocksStore : public Store {
- public:
-  RocksStore(std::string path, StoreOptions options, std::unique_ptr<OpenDb> open)
-      : path_(std::move(path)),
-        options_(options),
-        open_(std::move(open)),
-        artifacts_(open_->Family(kArtifactsFamily)),
-        artifact_meta_(open_->Family(kArtifactMetaFamily)),
-        kernels_(open_->Family(kKernelsFamily)) {}
-
-  absl::StatusOr<Artifact> Get(const ArtifactKey& key) override {
-    if (absl::Status s = CheckKey(key); !s.ok()) return s;
-    std::string raw_key = key.Encode();
-    rocksdb::PinnableSlice value;
-    rocksdb::Status s = db()->Get(Reading(), artifacts_, raw_key, &value);
-    if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat("no artifact ", key.ToString()));
-    absl::StatusOr<Artifact> artifact = absl::DataLossError(s.ToString());
-    if (s.ok()) {
-      artifact = DecodeArtifactValue(View(value));
-      if (artifact.ok() && artifact->meta.key.Encode() != raw_key) {
-        artifact = absl::DataLossError(
-            absl::StrCat("the value belongs to ", artifact->meta.key.ToString()));
-      }
-    } else if (!s.IsCorruption()) {
-      return FromRocks(s, absl::StrCat("reading ", key.ToString(), " from ", path_));
-    }
-    if (!artifact.ok()) {
-      return DropCorrupt(absl::StrCat("artifact ", key.ToString()), artifact.status(),
-                         {{artifacts_, raw_key}, {artifact_meta_, raw_key}});
-    }
-    return artifact;
-  }
-
-  absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(const KernelId& id) override {
-    return ScanArtifacts(ArtifactKey::KernelPrefix(id));
-  }
-
-  absl::StatusOr<std::vector<ArtifactMeta>> ListAllArtifacts() override {
-    return ScanArtifacts("");
-  }
-
-  absl::Status Put(const Artifact& artifact) override {
-    if (absl::Status s = CheckWritable(); !s.ok()) return s;
-    const ArtifactKey& key = artifact.meta.key;
-    if (absl::Status s = CheckKey(key); !s.ok()) return s;
-    ArtifactMeta meta = artifact.meta;
-    meta.size = artifact.bytes.size();
-    meta.checksum = PayloadChecksum(artifact.bytes);
-    if (meta.created_unix_ms == 0) meta.created_unix_ms = NowUnixMillis();
-    if (meta.last_used_unix_ms == 0) meta.last_used_unix_ms = meta.created_unix_ms;
-    std::string raw_key = key.Encode();
-    rocksdb::WriteBatch batch;
-    batch.Put(artifacts_, raw_key, EncodeArtifactValue(meta, artifact.bytes, options_.zstd_level));
-    batch.Put(artifact_meta_, raw_key, EncodeArtifactMetaValue(meta));
-    return Write(batch, absl::StrCat("writing ", key.ToString()));
-  }
-
-  absl::Status PutKernel(const KernelRecord& record) override {
-    if (absl::Status s = CheckWritable(); !s.ok()) return s;
-    rocksdb::WriteBatch batch;
-    batch.Put(kernels_, ToSlice(record.id.Bytes()), EncodeKernelValue(record, options_.zstd_level));
-    return Write(batch, absl::StrCat("writing kernel ", record.id.ShortHex()));
-  }
-
-  absl::StatusOr<KernelRecord> GetKernel(const KernelId& id) override {
-    rocksdb::PinnableSlice value;
-    rocksdb::Status s = db()->Get(Reading(), kernels_, ToSlice(id.Bytes()), &value);
-    if (s.IsNotFound()) {
-      return absl::NotFoundError(absl::StrCat("kernel ", id.Hex(), " is not in the store"));
-    }
-    absl::StatusOr<KernelRecord> record = absl::DataLossError(s.ToString());
-    if (s.ok()) {
-      record = DecodeKernel(id.Bytes(), View(value));
-    } else if (!s.IsCorruption()) {
-      return FromRocks(s, absl::StrCat("reading kernel ", id.Hex()));
-    }
-    if (!record.ok()) {
-      return DropCorrupt(absl::StrCat("kernel record ", id.Hex()), record.status(),
-                         {{kernels_, std::string(id.Bytes())}});
-    }
-    return record;
-  }
-
-  absl::StatusOr<std::vector<KernelRecord>> ListKernels() override {
-    std::vector<KernelRecord> records;
-    std::vector<std::string> bad;
-    std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(Reading(), kernels_));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      absl::StatusOr<KernelRecord> record = DecodeKernel(View(it->key()), View(it->value()));
-      if (record.ok()) {
-        records.push_back(*std::move(record));
-      } else {
-        bad.push_back(it->key().ToString());
-      }
-    }
-    if (!it->status().ok()) return FromRocks(it->status(), "listing kernels");
-    it.reset();
-    for (const std::string& key : bad) {
-      DropCorrupt("kernel record", absl::DataLossError(""), {{kernels_, key}}).IgnoreError();
-    }
-    return records;
-  }
-
-  absl::StatusOr<StoreStats> Stats() override {
-    StoreStats stats;
-    stats.format_version = kStoreFormatVersion;
-    absl::StatusOr<std::vector<ArtifactMeta>> artifacts = ListAllArtifacts();
-    if (!artifacts.ok()) return artifacts.status();
-    stats.artifacts = artifacts->size();
-    for (const ArtifactMeta& meta : *artifacts) stats.artifact_bytes += meta.size;
-    std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(Reading(), kernels_));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) ++stats.kernels;
-    if (!it->status().ok()) return FromRocks(it->status(), "counting kernels");
-    for (rocksdb::ColumnFamilyHandle* handle : open_->handles) {
-      rocksdb::ColumnFamilyMetaData family;
-      db()->GetColumnFamilyMetaData(handle, &family);
-      stats.disk_bytes += family.size + family.blob_file_size;
-    }
-    stats.checksum_failures = checksum_failures_.load();
-    return stats;
-  }
-
-  absl::StatusOr<StoreVerifyReport> Verify() override {
-    StoreVerifyReport report;
-    auto corrupt = [&](absl::string_view which, const absl::Status& why) {
-      checksum_failures_.fetch_add(1, std::memory_order_relaxed);
-      report.corrupt.push_back(absl::StrCat(which, ": ", why.message()));
-    };
-    absl::Status scanned = ForEach(artifacts_, [&](absl::string_view key, absl::string_view value) {
-      absl::StatusOr<Artifact> artifact = DecodeArtifactValue(value);
-      if (artifact.ok() && artifact->meta.key.Encode() != key) {
-        artifact = absl::DataLossError("the value belongs to another key");
-      }
-      if (!artifact.ok()) {
-        return corrupt(absl::StrCat("artifact ", KeyText(key)), artifact.status());
-      }
-      ++report.artifacts;
-      report.artifact_bytes += artifact->bytes.size();
-    });
-    if (scanned.ok()) {
-      scanned = ForEach(artifact_meta_, [&](absl::string_view key, absl::string_view value) {
-        absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(value);
-        if (meta.ok() && meta->key.Encode() != key) {
-          meta = absl::DataLossError("the entry belongs to another key");
-        }
-        if (!meta.ok()) {
-          return corrupt(absl::StrCat("listing entry of ", KeyText(key)), meta.status());
-        }
-        ++report.listings;
-      });
-    }
-    if (scanned.ok()) {
-      scanned = ForEach(kernels_, [&](absl::string_view key, absl::string_view value) {
-        absl::StatusOr<KernelRecord> record = DecodeKernel(key, value);
-        if (!record.ok()) {
-          return corrupt(absl::StrCat("kernel record ", KernelIdText(key)), record.status());
-        }
-        ++report.kernels;
-      });
-    }
-    if (!scanned.ok()) return scanned;
-    return report;
-  }
-
-  const std::string& path() const override { return path_; }
-
- private:
-  using Location = std::pair<rocksdb::ColumnFamilyHandle*, std::string>;
-
-  rocksdb::DB* db() const { return open_->db.get(); }
-
-  // Our own XXH3 checks every value; RocksDB's software CRC32c would cost ~15x more.
-  static rocksdb::ReadOptions Reading() {
-    rocksdb::ReadOptions read;
-    read.verify_checksums = false;
-    return read;
-  }
-
-  absl::Status CheckWritable() const {
-    if (!options_.read_only) return absl::OkStatus();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the store at ", path_, " was opened read-only; write to the daemon's writable store"));
-  }
-
-  // Keys whose toolkit id does not fit the key's length byte are never stored.
-  static absl::Status CheckKey(const ArtifactKey& key) {
-    if (key.toolkit.size() <= kMaxKeyStringSize) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "toolkit id of ", key.ToString(), " is longer than ", kMaxKeyStringSize, " bytes"));
-  }
-
-  absl::Status Write(rocksdb::WriteBatch& batch, absl::string_view what) {
-    rocksdb::WriteOptions write;
-    write.sync = true;
-    rocksdb::Status s = db()->Write(write, &batch);
-    return s.ok() ? absl::OkStatus() : FromRocks(s, absl::StrCat(what, " to ", path_));
-  }
-
-  // Counts a value that did not verify, deletes it when writable, and returns the miss.
-  absl::Status DropCorrupt(absl::string_view what, const absl::Status& why,
-                           const std::vector<Location>& locations) {
-    checksum_failures_.fetch_add(1, std::memory_order_relaxed);
-    bool deleted = false;
-    if (!options_.read_only) {
-      rocksdb::WriteBatch batch;
-      for (const auto& [family, key] : locations) batch.Delete(family, key);
-      deleted = Write(batch, "deleting a corrupt value").ok();
-    }
-    return absl::NotFoundError(absl::StrCat(what, " was corrupt in the store at ", path_, " (",
-                                            why.message(), "); ", deleted ? "it was deleted; " : "",
-                                            "treated as a miss"));
-  }
-
-  // Calls fn(key, value) for every entry of `family`, in key order.
-  template <typename Fn>
-  absl::Status ForEach(rocksdb::ColumnFamilyHandle* family, Fn fn) {
-    std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(Reading(), family));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) fn(View(it->key()), View(it->value()));
-    if (it->status().ok()) return absl::OkStatus();
-    return FromRocks(it->status(), absl::StrCat("reading ", family->GetName(), " of ", path_));
-  }
-
-  static std::string KeyText(absl::string_view raw_key) {
-    absl::StatusOr<ArtifactKey> key = ArtifactKey::Decode(raw_key);
-    return key.ok() ? key->ToString() : "(undecodable key)";
-  }
-  static std::string KernelIdText(absl::string_view raw_key) {
-    absl::StatusOr<KernelId> id = KernelId::FromBytes(raw_key);
-    return id.ok() ? id->Hex() : "(undecodable key)";
-  }
-
-  absl::StatusOr<KernelRecord> DecodeKernel(absl::string_view raw_key, absl::string_view value) {
-    absl::StatusOr<KernelRecord> record = DecodeKernelValue(value);
-    if (record.ok() && record->id.Bytes() != raw_key) {
-      return absl::DataLossError("the kernel record belongs to another kernel id");
-    }
-    return record;
-  }
-
-  // Metadata under the listing family for keys starting with `prefix` ("" = all). A listing
-  // entry that does not verify is counted and rebuilt from the artifact value when that one
-  // verifies; otherwise it is skipped (and dropped when writable).
-  absl::StatusOr<std::vector<ArtifactMeta>> ScanArtifacts(const std::string& prefix) {
-    std::string upper = prefix;
-    while (!upper.empty() && static_cast<uint8_t>(upper.back()) == 0xff) upper.pop_back();
-    if (!upper.empty()) upper.back() = static_cast<char>(static_cast<uint8_t>(upper.back()) + 1);
-    rocksdb::Slice upper_slice(upper);
-    rocksdb::ReadOptions read = Reading();
-    if (!upper.empty()) read.iterate_upper_bound = &upper_slice;
-
-    std::vector<ArtifactMeta> metas;
-    std::vector<std::string> bad;
-    std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(read, artifact_meta_));
-    for (it->Seek(prefix); it->Valid(); it->Next()) {
-      absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(View(it->value()));
-      if (meta.ok() && meta->key.Encode() == View(it->key())) {
-        metas.push_back(*std::move(meta));
-      } else {
-        bad.push_back(it->key().ToString());
-      }
-    }
-    if (!it->status().ok()) return FromRocks(it->status(), "listing artifacts");
-    it.reset();
-    for (const std::string& raw_key : bad) {
-      if (std::optional<ArtifactMeta> meta = RepairListing(raw_key)) metas.push_back(*meta);
-    }
-    return metas;
-  }
-
-  std::optional<ArtifactMeta> RepairListing(const std::string& raw_key) {
-    checksum_failures_.fetch_add(1, std::memory_order_relaxed);
-    absl::StatusOr<ArtifactKey> key = ArtifactKey::Decode(raw_key);
-    absl::StatusOr<Artifact> artifact =
-        key.ok() ? Get(*key) : absl::StatusOr<Artifact>(absl::NotFoundError(""));
-    if (!options_.read_only && (artifact.ok() || absl::IsNotFound(artifact.status()))) {
-      rocksdb::WriteBatch batch;
-      if (artifact.ok()) {
-        batch.Put(artifact_meta_, raw_key, EncodeArtifactMetaValue(artifact->meta));
-      } else {
-        batch.Delete(artifact_meta_, raw_key);
-        batch.Delete(artifacts_, raw_key);
-      }
-      Write(batch, "repairing an artifact listing entry").IgnoreError();
-    }
-    if (!artifact.ok()) return std::nullopt;
-    return artifact->meta;
-  }
-
-  const std::string path_;
-  const StoreOptions options_;
-  const std::unique_ptr<OpenDb> open_;
-  rocksdb::ColumnFamilyHandle* const artifacts_;
-  rocksdb::ColumnFamilyHandle* const artifact_meta_;
-  rocksdb::ColumnFamilyHandle* const kernels_;
-  std::atomic<uint64_t> checksum_failures_{0};
-};
 
 absl::StatusOr<std::unique_ptr<OpenDb>> CreateStore(const std::string& path,
                                                     const StoreOptions& options) {
@@ -496,7 +466,7 @@ absl::StatusOr<std::unique_ptr<OpenDb>> CreateStore(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat("cannot create the store directory ", path, ": ", ec.message()));
   }
-  rocksdb::DBOptions db_options = BaseDbOptions(options);
+  rocksdb::DBOptions db_options = store_internal::BaseDbOptions(options);
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   absl::StatusOr<std::unique_ptr<OpenDb>> open =
@@ -513,6 +483,64 @@ absl::StatusOr<std::unique_ptr<OpenDb>> CreateStore(const std::string& path,
   return open;
 }
 
+// Empty: absent, or holding nothing but moved-aside damaged copies.
+bool IsEmptyStoreDir(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return true;
+  for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
+    if (!absl::StartsWith(entry.path().filename().string(), store_internal::kDamagedPrefix)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<OpenDb>> OpenExisting(const std::string& path,
+                                                     const StoreOptions& options) {
+  absl::StatusOr<std::vector<std::string>> families = InspectExisting(path, options);
+  if (!families.ok()) return families.status();
+  std::vector<std::string> to_open = *families;
+  if (options.read_only) to_open = RequiredFamilies();  // read-only may open a subset
+  return OpenFamilies(path, store_internal::BaseDbOptions(options), to_open, options);
+}
+
+// An open failure that damage explains (not a lock, a newer format, a full disk, or a
+// directory that never was a kcache store).
+bool IsDamagedStore(const std::string& path, const absl::Status& s) {
+  if (absl::IsFailedPrecondition(s) || absl::IsResourceExhausted(s) || absl::IsNotFound(s) ||
+      absl::StrContains(s.message(), kReadsUpTo)) {
+    return false;
+  }
+  return store_internal::LooksLikeKcacheStore(path);
+}
+
+bool RoomToWrite(const StoreOptions& options, const std::string& path) {
+  std::optional<uint64_t> free = store_internal::FreeBytes(options.env, path);
+  return !free || *free >= options.min_free_bytes;
+}
+
+// A writable open of an existing store on a full disk: read-only instead (nothing written).
+absl::StatusOr<std::unique_ptr<Store>> OpenFull(const std::string& path, StoreOptions options) {
+  StoreOptions read_only = options;
+  read_only.read_only = true;
+  absl::StatusOr<std::unique_ptr<OpenDb>> open = OpenExisting(path, read_only);
+  if (!open.ok()) return open.status();
+  if (options.on_event) {
+    options.on_event(StoreEvent{
+        StoreEvent::Kind::kDiskFull,
+        absl::StrCat("the disk under ", path, " is full (under ", options.min_free_bytes >> 20,
+                     " MiB free): the store is open read-only, serving what it holds; it stores "
+                     "nothing new until it is reopened with room")});
+  }
+  options.read_only = true;
+  return std::unique_ptr<Store>(new store_internal::RocksStore(
+      path, std::move(options), *std::move(open), /*read_only_full=*/true, /*replaced=*/false));
+}
+
+absl::StatusOr<std::unique_ptr<Store>> ReplaceDamaged(const std::string& path,
+                                                      const StoreOptions& options,
+                                                      const absl::Status& why);
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& path,
@@ -523,24 +551,68 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& path,
     return absl::InvalidArgumentError(absl::StrCat(
         "store path ", path, " exists but is not a directory; give kcache a directory"));
   }
-  bool empty = !fs::exists(status) || fs::is_empty(path, ec);
-  absl::StatusOr<std::unique_ptr<OpenDb>> open;
-  if (empty) {
+  bool writable = !options.read_only;
+  if (IsEmptyStoreDir(path)) {
     if (options.read_only || !options.create_if_missing) {
       return absl::NotFoundError(
           absl::StrCat("no kcache store at ", path, options.read_only ? " to open read-only" : "",
                        "; create one with `kcache warm` or open it writable"));
     }
-    open = CreateStore(path, options);
-  } else {
-    absl::StatusOr<std::vector<std::string>> families = InspectExisting(path, options);
-    if (!families.ok()) return families.status();
-    std::vector<std::string> to_open = *families;
-    if (options.read_only) to_open = RequiredFamilies();  // read-only may open a subset
-    open = OpenFamilies(path, BaseDbOptions(options), to_open, options);
+    absl::StatusOr<std::unique_ptr<OpenDb>> open = CreateStore(path, options);
+    if (!open.ok()) return open.status();
+    return std::unique_ptr<Store>(
+        new store_internal::RocksStore(path, options, *std::move(open), false, false));
   }
-  if (!open.ok()) return open.status();
-  return std::unique_ptr<Store>(new RocksStore(path, options, *std::move(open)));
+  if (writable && !RoomToWrite(options, path)) return OpenFull(path, options);
+  absl::StatusOr<std::unique_ptr<OpenDb>> open = OpenExisting(path, options);
+  if (open.ok()) {
+    return std::unique_ptr<Store>(
+        new store_internal::RocksStore(path, options, *std::move(open), false, false));
+  }
+  if (writable && absl::IsResourceExhausted(open.status())) return OpenFull(path, options);
+  if (writable && options.replace_if_damaged && IsDamagedStore(path, open.status())) {
+    return ReplaceDamaged(path, options, open.status());
+  }
+  return open.status();
 }
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<Store>> ReplaceDamaged(const std::string& path,
+                                                      const StoreOptions& options,
+                                                      const absl::Status& why) {
+  absl::StatusOr<std::string> aside = store_internal::MoveAside(path);
+  if (!aside.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        why.message(), "; and it could not be moved aside: ", aside.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<OpenDb>> created = CreateStore(path, options);
+  if (!created.ok()) return created.status();
+  auto store = std::make_unique<store_internal::RocksStore>(path, options, *std::move(created),
+                                                            false, /*replaced=*/true);
+  // Whatever still opens and verifies in the damaged copy comes back (often nothing: it did
+  // not open).
+  uint64_t salvaged = 0;
+  StoreOptions old_options;
+  old_options.read_only = true;
+  old_options.env = options.env;
+  absl::StatusOr<std::unique_ptr<OpenDb>> old = OpenExisting(*aside, old_options);
+  if (old.ok()) {
+    store_internal::RocksStore from(*aside, old_options, *std::move(old), false, false);
+    salvaged = store->CopyVerifiedFrom(from);
+  }
+  if (options.on_event) {
+    options.on_event(StoreEvent{
+        StoreEvent::Kind::kReplaced,
+        absl::StrCat(
+            "the store at ", path, " could not be opened (", why.message(), "); moved it aside to ",
+            *aside, " and started an empty store",
+            salvaged > 0 ? absl::StrCat(" with the ", salvaged, " entries that verified") : "",
+            "; what is missing is compiled or warmed again")});
+  }
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace
 
 }  // namespace kcache

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -59,9 +60,20 @@ WarmJobResult RunJob(const WarmJob& job, Store& store, Compiler& compiler) {
     return result;
   }
 
+  // Stored means readable and listed: an artifact whose listing entry was lost would be
+  // invisible to resolves, so it is written again (which rebuilds the entry).
+  std::set<ArtifactKey> listed;
+  if (absl::StatusOr<std::vector<ArtifactMeta>> metas = store.ListArtifacts(record.id);
+      metas.ok()) {
+    for (const ArtifactMeta& meta : *metas) listed.insert(meta.key);
+  }
   bool all_stored = true;
   for (const ArtifactKey& key : ExpectedKeys(job, compiler.toolkit().identity().id)) {
     absl::StatusOr<Artifact> found = store.Get(key);
+    if (found.ok() && !listed.contains(key)) {
+      if (absl::Status s = store.Put(*found); !s.ok()) found = s;
+      result.message = "listing entries rebuilt";
+    }
     if (!found.ok()) {
       all_stored = false;
       break;

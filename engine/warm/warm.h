@@ -63,7 +63,8 @@ std::vector<WarmJob> PlanWarm(const Manifest& manifest, const std::vector<Target
 
 // Registers every manifest kernel in the store (so misses can be compiled later), then runs
 // the plan with options.jobs threads. A job is "cached" when every artifact it would write
-// is already in the store and verifies (so a second warm compiles nothing); a corrupt entry
+// is already in the store, verifies and is listed (so a second warm compiles nothing; one
+// whose listing entry was lost is written again, "listing entries rebuilt"); a corrupt entry
 // is rebuilt. Returns an error only when the store itself fails; compile errors are
 // results (outcome kFailed) so one bad kernel does not hide the others.
 absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options, Store& store,

@@ -185,7 +185,9 @@ TEST_F(DoctorTest, CorruptEntryIsAProblemUntilWarmRebuildsIt) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(Contains(r.output, "2 kernels, 3 artifacts")) << r.output;
   EXPECT_TRUE(Contains(r.output, "problem  1 corrupt entry:\n           artifact ")) << r.output;
-  EXPECT_TRUE(Contains(r.output, "fix: run `kcache warm --store " + store_)) << r.output;
+  EXPECT_TRUE(Contains(r.output, "fix: run `kcache doctor --store " + store_ + " --repair`"))
+      << r.output;
+  EXPECT_TRUE(Contains(r.output, "then `kcache warm --store " + store_)) << r.output;
   // Doctor changed nothing: the same again.
   EXPECT_TRUE(Contains(Doctor("--store " + store_).output, "1 corrupt entry")) << r.output;
 

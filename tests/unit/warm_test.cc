@@ -1,6 +1,8 @@
 #include "engine/warm/warm.h"
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <rocksdb/utilities/options_util.h>
 
 #include "core/manifest.h"
 #include "engine/compile/compiler.h"
@@ -90,6 +92,42 @@ TEST_F(WarmTest, SecondWarmCompilesNothing) {
   WarmSummary wider = WarmOrDie(m, "7.5,8.6,8.9");
   EXPECT_EQ(wider.built, 2);
   EXPECT_EQ(wider.cached, 3);
+}
+
+// Deletes the listing entry of `key` from the closed store at `path`, as lost damage would.
+void DeleteListingEntry(const std::string& path, const ArtifactKey& key) {
+  rocksdb::ConfigOptions config;
+  rocksdb::DBOptions options;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  ASSERT_TRUE(rocksdb::LoadLatestOptions(config, path, &options, &families).ok());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, path, families, &handles, &db).ok());
+  for (auto* handle : handles) {
+    if (handle->GetName() == "artifact_meta") {
+      EXPECT_TRUE(db->Delete(rocksdb::WriteOptions(), handle, key.Encode()).ok());
+    }
+    db->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
+  }
+  delete db;
+}
+
+TEST_F(WarmTest, RewarmRebuildsALostListingEntryOfAnIntactArtifact) {
+  Manifest m = LoadOrDie(kTwoKernels);
+  WarmOrDie(m, "8.6");
+  const KernelId& saxpy = m.kernels[0].record.id;
+  ArtifactKey lost = store_->ListArtifacts(saxpy)->front().key;
+  store_.reset();
+  DeleteListingEntry(dir_ / "store", lost);
+  store_ = *OpenStore(dir_ / "store");
+  EXPECT_EQ(store_->ListArtifacts(saxpy)->size(), 1u);  // invisible to resolves
+
+  WarmSummary again = WarmOrDie(m, "8.6");
+  EXPECT_EQ(again.built, 0);
+  bool rebuilt = false;
+  for (const WarmJobResult& r : again.results) rebuilt |= r.message == "listing entries rebuilt";
+  EXPECT_TRUE(rebuilt);
+  EXPECT_EQ(store_->ListArtifacts(saxpy)->size(), 2u);
 }
 
 TEST_F(WarmTest, CompileErrorFailsThatJobWithTheLogAndOthersStillBuild) {

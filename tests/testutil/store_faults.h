@@ -1,0 +1,134 @@
+// Fault injection for store tests: a RocksDB Env whose disk can be made full (ENOSPC on every
+// write, or little free space reported), and helpers that damage a closed store's files the
+// way a bad disk does (a flipped bit, a truncated or missing file). Tests only.
+#ifndef KCACHE_TESTS_TESTUTIL_STORE_FAULTS_H_
+#define KCACHE_TESTS_TESTUTIL_STORE_FAULTS_H_
+
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+#include <rocksdb/metadata.h>
+#include <rocksdb/utilities/options_util.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kcache::testing {
+
+// A file system whose disk fills on demand: while `full`, creating or growing a file fails
+// with NoSpace (ENOSPC) and GetFreeSpace reports `free_bytes`.
+class FullDiskFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  FullDiskFileSystem() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "FullDiskFileSystem"; }
+
+  // ENOSPC on every write from now on (free space reported stays as set).
+  std::atomic<bool> full{false};
+  // What GetFreeSpace reports; UINT64_MAX: ask the real file system.
+  std::atomic<uint64_t> free_bytes{UINT64_MAX};
+
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    if (full) return rocksdb::IOStatus::NoSpace("injected ENOSPC creating " + name);
+    std::unique_ptr<rocksdb::FSWritableFile> file;
+    rocksdb::IOStatus s = target()->NewWritableFile(name, options, &file, dbg);
+    if (s.ok()) result->reset(new File(std::move(file), &full));
+    return s;
+  }
+  rocksdb::IOStatus GetFreeSpace(const std::string& path, const rocksdb::IOOptions& options,
+                                 uint64_t* free, rocksdb::IODebugContext* dbg) override {
+    if (free_bytes != UINT64_MAX) {
+      *free = free_bytes;
+      return rocksdb::IOStatus::OK();
+    }
+    return target()->GetFreeSpace(path, options, free, dbg);
+  }
+
+ private:
+  class File : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSWritableFile> file, std::atomic<bool>* full)
+        : FSWritableFileOwnerWrapper(std::move(file)), full_(full) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* dbg) override {
+      if (*full_) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+      return FSWritableFileOwnerWrapper::Append(data, options, dbg);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                             const rocksdb::DataVerificationInfo& info,
+                             rocksdb::IODebugContext* dbg) override {
+      if (*full_) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+      return FSWritableFileOwnerWrapper::Append(data, options, info, dbg);
+    }
+    rocksdb::IOStatus Sync(const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+      if (*full_) return rocksdb::IOStatus::NoSpace("injected ENOSPC on sync");
+      return FSWritableFileOwnerWrapper::Sync(options, dbg);
+    }
+    rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
+                            rocksdb::IODebugContext* dbg) override {
+      if (*full_) return rocksdb::IOStatus::NoSpace("injected ENOSPC on sync");
+      return FSWritableFileOwnerWrapper::Fsync(options, dbg);
+    }
+
+   private:
+    std::atomic<bool>* full_;
+  };
+};
+
+// The live SST files of each column family of the closed store at `path` (full paths).
+inline std::vector<std::pair<std::string, std::string>> LiveSstFiles(const std::string& path) {
+  rocksdb::ConfigOptions config;
+  rocksdb::DBOptions options;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!rocksdb::LoadLatestOptions(config, path, &options, &families).ok()) return out;
+  options.max_open_files = 1000;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(options, path, families, &handles, &db).ok()) return out;
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  for (const rocksdb::LiveFileMetaData& file : files) {
+    out.emplace_back(file.column_family_name, path + file.name);
+  }
+  for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
+  delete db;
+  return out;
+}
+
+// Flips one bit of the file at `offset` (negative: from the end).
+inline void FlipBit(const std::string& file, int64_t offset) {
+  int64_t size = static_cast<int64_t>(std::filesystem::file_size(file));
+  if (offset < 0) offset += size;
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(offset);
+  char c = 0;
+  f.get(c);
+  c ^= 0x10;
+  f.seekp(offset);
+  f.put(c);
+}
+
+// The first file in `dir` whose name starts with `prefix` and ends with `suffix` ("" if none).
+inline std::string FileIn(const std::string& dir, const std::string& prefix,
+                          const std::string& suffix = "") {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return entry.path().string();
+    }
+  }
+  return "";
+}
+
+}  // namespace kcache::testing
+
+#endif  // KCACHE_TESTS_TESTUTIL_STORE_FAULTS_H_
