@@ -72,8 +72,8 @@ class ArtifactCacheImpl : public ArtifactCache {
                                             options.tier_off_max, &stats_);
     for (const std::shared_ptr<Compiler>& compiler : compilers_) {
       toolkits_.push_back(&compiler->toolkit());
-      flights_.push_back(
-          std::make_unique<CompileFlights>(compiler.get(), tiers_.get(), &memory_, &stats_));
+      flights_.push_back(std::make_unique<CompileFlights>(compiler.get(), tiers_.get(), &memory_,
+                                                          &stats_, options.compile_limit_backoff));
     }
     checksum_failures_.assign(tiers_->size(), 0);
     if (!compilers_.empty()) background_ = std::thread([this] { RunBackgroundCompiles(); });
@@ -283,6 +283,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
     case ResolveDecision::Action::kCompile:
       break;
   }
+  decision->compile->demand = CompileDemand{query.client, query.still_wanted};
   return CompileMiss(*std::move(decision), device, epoch);
 }
 
@@ -341,6 +342,7 @@ bool ArtifactCacheImpl::MayCompile(const KernelId& id) {
 }
 
 void ArtifactCacheImpl::QueueBackground(CompileJob job, size_t toolkit) {
+  job.demand = CompileDemand{"(background)", nullptr};  // for later callers: always wanted
   absl::MutexLock lock(&background_mu_);
   if (background_jobs_.size() >= background_queue_) {
     stats_.Add(Statistic::kBackgroundCompilesDropped);

@@ -6,6 +6,7 @@
 #define KCACHE_DAEMON_CACHE_ARTIFACT_CACHE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,8 @@ struct CacheOptions {
   // a miss of any other kernel answers kCompileNotAllowed, and Warm is refused. For compile
   // workers that cannot be sandboxed (kcached without --allow-unsandboxed-compiles).
   bool compile_client_sources = true;
+  // A (kernel, target) whose compile a limit stopped is not compiled again for this long.
+  absl::Duration compile_limit_backoff = absl::Minutes(10);
   // Bound of the compiles queued to run in the background (for ptx_now resolves); past it a
   // PTX answer is served without queueing its SASS compile (counted).
   size_t background_queue = 64;
@@ -59,7 +62,10 @@ struct ResolveQuery {
   Device device;
   bool allow_compile = true;
   bool ptx_now = false;  // ResolvePolicy::ptx_now: take stored PTX now, compile in the background
-  std::string client;    // for logs
+  std::string client;    // for logs, and the compile queue's fairness (CompileDemand::client)
+  // True while the caller still waits (its call is not cancelled); a compile it alone waits
+  // for leaves the queue when it turns false. Null: always.
+  std::function<bool()> still_wanted;
 };
 
 struct Served {

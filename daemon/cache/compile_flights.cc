@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "engine/compile/toolkit.h"
 
 namespace kcache {
@@ -34,7 +37,9 @@ class FlightCompiler : public Compiler {
   FlightCompiler(CompileFlights* flights, Compiler* inner) : flights_(flights), inner_(inner) {}
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) override {
-    CompileResult result = flights_->CompileOnce(job);
+    CompileJob warm_job = job;
+    if (warm_job.demand.client.empty()) warm_job.demand.client = "(warm)";
+    CompileResult result = flights_->CompileOnce(warm_job);
     if (!result.ok()) return result.status();
     CompileOutput output;
     for (const std::shared_ptr<const Artifact>& artifact : (*result)->artifacts) {
@@ -58,10 +63,104 @@ std::shared_ptr<const Artifact> CompiledSet::Find(ArtifactKind kind, const Targe
   return nullptr;
 }
 
+class CompileFlights::Interest {
+ public:
+  size_t Add(const CompileDemand& demand) {
+    absl::MutexLock lock(&mu_);
+    size_t ticket = next_ticket_++;
+    wanted_.emplace_back(
+        ticket, demand.wanted ? demand.wanted : [] { return true; });
+    return ticket;
+  }
+  // True when no caller is left (the interest can go).
+  bool Remove(size_t ticket) {
+    absl::MutexLock lock(&mu_);
+    wanted_.erase(std::remove_if(wanted_.begin(), wanted_.end(),
+                                 [ticket](const auto& w) { return w.first == ticket; }),
+                  wanted_.end());
+    return wanted_.empty();
+  }
+  bool Wanted() {
+    absl::MutexLock lock(&mu_);
+    return std::any_of(wanted_.begin(), wanted_.end(), [](const auto& w) { return w.second(); });
+  }
+
+ private:
+  absl::Mutex mu_;
+  size_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<size_t, std::function<bool()>>> wanted_ ABSL_GUARDED_BY(mu_);
+};
+
+std::shared_ptr<CompileFlights::Interest> CompileFlights::Register(const std::string& key,
+                                                                   const CompileDemand& demand,
+                                                                   size_t* ticket) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<Interest>& interest = interests_[key];
+  if (interest == nullptr) interest = std::make_shared<Interest>();
+  *ticket = interest->Add(demand);
+  return interest;
+}
+
+void CompileFlights::Unregister(const std::string& key, size_t ticket) {
+  absl::MutexLock lock(&mu_);
+  auto found = interests_.find(key);
+  if (found != interests_.end() && found->second->Remove(ticket)) interests_.erase(found);
+}
+
 CompileResult CompileFlights::CompileOnce(const CompileJob& job, bool* waited) {
-  return flights_.Do(
-      FlightKey(job), [&] { return Run(job); },
-      [&] { stats_->Add(Statistic::kSingleFlightWaiters); }, waited);
+  const std::string key = FlightKey(job);
+  if (std::optional<absl::Status> stopped = RecentLimitStop(key)) return *stopped;
+  size_t ticket = 0;
+  std::shared_ptr<Interest> interest = Register(key, job.demand, &ticket);
+  CompileJob flight_job = job;
+  flight_job.demand.wanted = [interest] { return interest->Wanted(); };
+  CompileResult result;
+  // A flight dropped while this caller still waited (it joined as the others gave up) is run
+  // again for it: a caller that wants the answer never gets "nobody waits".
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    result = flights_.Do(
+        key, [&] { return Run(flight_job); }, [&] { stats_->Add(Statistic::kSingleFlightWaiters); },
+        waited);
+    if (!absl::IsCancelled(result.status()) || (job.demand.wanted && !job.demand.wanted())) break;
+  }
+  Unregister(key, ticket);
+  return result;
+}
+
+std::optional<absl::Status> CompileFlights::RecentLimitStop(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto found = limit_stops_.find(key);
+  if (found == limit_stops_.end()) return std::nullopt;
+  if (absl::Now() >= found->second.until) {
+    limit_stops_.erase(found);
+    return std::nullopt;
+  }
+  stats_->Add(Statistic::kCompileLimitSkips);
+  const absl::Status& first = found->second.status;
+  absl::Status again(
+      first.code(),
+      absl::StrCat(first.message(), "; not compiled again until ",
+                   absl::FormatTime("%H:%M:%S UTC", found->second.until, absl::UTCTimeZone()),
+                   " (a compile stopped by a limit is retried after ",
+                   absl::FormatDuration(limit_backoff_), ")"));
+  return again;
+}
+
+void CompileFlights::RememberLimitStop(const std::string& key, const absl::Status& status) {
+  constexpr size_t kMaxLimitStops = 4096;
+  if (limit_backoff_ <= absl::ZeroDuration()) return;
+  absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (limit_stops_.size() >= kMaxLimitStops) {
+    absl::erase_if(limit_stops_, [now](const auto& entry) { return entry.second.until <= now; });
+  }
+  if (limit_stops_.size() >= kMaxLimitStops) {
+    auto oldest = std::min_element(
+        limit_stops_.begin(), limit_stops_.end(),
+        [](const auto& a, const auto& b) { return a.second.until < b.second.until; });
+    limit_stops_.erase(oldest);
+  }
+  limit_stops_[key] = LimitStop{status, now + limit_backoff_};
 }
 
 std::unique_ptr<Compiler> CompileFlights::AsCompiler() {
@@ -84,6 +183,10 @@ CompileResult CompileFlights::Run(const CompileJob& job) {
 
   Clock::time_point start = Clock::now();
   absl::StatusOr<CompileOutput> output = compiler_->Compile(job);
+  if (absl::IsCancelled(output.status())) {  // left the queue: nobody waited any more
+    stats_->Add(Statistic::kCompilesDropped);
+    return output.status();
+  }
   stats_->Add(Statistic::kCompiles);
   // The wall time, less what the job waited for a free worker: compile time and queue wait
   // are separate figures (a 36 ms compile queued 209 s behind busy workers is 36 ms of it).
@@ -97,6 +200,7 @@ CompileResult CompileFlights::Run(const CompileJob& job) {
     stats_->Add(Statistic::kCompileErrors);
     if (absl::IsDeadlineExceeded(output.status()) || absl::IsResourceExhausted(output.status())) {
       stats_->Add(Statistic::kCompileLimitStops);
+      RememberLimitStop(FlightKey(job), output.status());
     }
     return output.status();
   }

@@ -5,10 +5,14 @@
 #define KCACHE_DAEMON_CACHE_COMPILE_FLIGHTS_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/artifact.h"
 #include "daemon/cache/memory_lru.h"
 #include "daemon/cache/single_flight.h"
@@ -30,14 +34,26 @@ using CompileResult = absl::StatusOr<std::shared_ptr<const CompiledSet>>;
 // Thread-safe. Borrows everything it is given; all must outlive it.
 class CompileFlights {
  public:
-  CompileFlights(Compiler* compiler, TieredStores* tiers, MemoryLru* memory, Statistics* stats)
-      : compiler_(compiler), tiers_(tiers), memory_(memory), stats_(stats) {}
+  CompileFlights(Compiler* compiler, TieredStores* tiers, MemoryLru* memory, Statistics* stats,
+                 absl::Duration limit_backoff = absl::Minutes(10))
+      : compiler_(compiler),
+        tiers_(tiers),
+        memory_(memory),
+        stats_(stats),
+        limit_backoff_(limit_backoff) {}
 
   // Runs or joins the flight for (job.id, job.target). The one that runs it first looks in the
   // writable store for what `job` would write (a flight that just ended may have stored it),
   // else compiles, stores each artifact (a failing store is counted and skipped: the result is
   // still returned) and invalidates the kernel's memory entries. `*waited` says whether this
-  // caller joined another's flight. Errors are the compiler's (Aborted with the NVRTC log).
+  // caller joined another's flight. Errors are the compiler's (Aborted with the NVRTC log;
+  // Cancelled when the compile left the queue because every caller of the flight had given
+  // up: job.demand.wanted of each is asked, and a caller still waiting is never left with
+  // that answer).
+  //
+  // A flight stopped by a limit (DeadlineExceeded, ResourceExhausted) is remembered for
+  // `limit_backoff`: callers for the same (kernel, target) in that time get its error at once,
+  // saying so, instead of holding a worker for as long again.
   CompileResult CompileOnce(const CompileJob& job, bool* waited = nullptr);
 
   // A Compiler whose compiles go through CompileOnce, for engine/warm's Warm(): a warm and a
@@ -45,14 +61,34 @@ class CompileFlights {
   std::unique_ptr<Compiler> AsCompiler();
 
  private:
+  // Who still waits for one flight: the `wanted` of every caller in it now. Shared by the
+  // callers of a key while any is registered; the flight's job asks it.
+  class Interest;
+  std::shared_ptr<Interest> Register(const std::string& key, const CompileDemand& demand,
+                                     size_t* ticket);
+  void Unregister(const std::string& key, size_t ticket);
+
   CompileResult Run(const CompileJob& job);
   std::shared_ptr<const CompiledSet> FindStored(const CompileJob& job);
+  // The remembered limit stop of `key`, if one is recent (then counted).
+  std::optional<absl::Status> RecentLimitStop(const std::string& key);
+  void RememberLimitStop(const std::string& key, const absl::Status& status);
 
   Compiler* compiler_;
   TieredStores* tiers_;
   MemoryLru* memory_;
   Statistics* stats_;
+  const absl::Duration limit_backoff_;
   SingleFlight<std::string, CompileResult> flights_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Interest>> interests_ ABSL_GUARDED_BY(mu_);
+  struct LimitStop {
+    absl::Status status;
+    absl::Time until;
+  };
+  // Bounded: past kMaxLimitStops entries the expired ones go, then the oldest.
+  absl::flat_hash_map<std::string, LimitStop> limit_stops_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kcache

@@ -79,6 +79,10 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "writes to the writable store refused because its disk was full (reads go on)"},
     {S::kStoreReplacedDamaged, "store.replaced_damaged",
      "writable stores that could not open, moved aside and replaced at start (0 or 1)"},
+    {S::kCompilesDropped, "compile.dropped",
+     "compiles that left the queue without running: every caller had given up"},
+    {S::kCompileLimitSkips, "compile.limit_skips",
+     "compiles not run because the same kernel and target was stopped by a limit lately"},
 }};
 
 constexpr bool NumberedInOrder() {

@@ -64,9 +64,11 @@ enum class Statistic : int {
   kStoreEvictedBytes = 42,
   kStoreWritesRefusedFull = 43,
   kStoreReplacedDamaged = 44,
+  kCompilesDropped = 45,
+  kCompileLimitSkips = 46,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 44;
+inline constexpr int kStatisticCount = 46;
 
 struct StatisticInfo {
   Statistic id;

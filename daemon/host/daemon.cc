@@ -134,6 +134,7 @@ class DaemonImpl final : public Daemon {
     }
     cache_options.compilers.assign(pools_.begin(), pools_.end());
     cache_options.compile_allowed = !options_.no_toolkit;
+    cache_options.compile_limit_backoff = options_.compile_limit_backoff;
     cache_options.compile_client_sources =
         options_.allow_unsandboxed_compiles ||
         std::all_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->sandboxed(); });

@@ -38,8 +38,9 @@ struct DaemonOptions {
   int probe_port = 0;                       // --probe-port: TCP port for probes; 0 = none
   std::string probe_address = "127.0.0.1";  // --probe-address
   ProcessPoolOptions compile;               // --compile-workers, --compile-cpu-seconds, ...
-  uint64_t memory_cache_bytes = uint64_t{256} << 20;  // --memory-cache-mb
-  absl::Duration shutdown_grace = absl::Seconds(30);  // --shutdown-grace-seconds
+  absl::Duration compile_limit_backoff = absl::Minutes(10);  // --compile-limit-backoff-seconds
+  uint64_t memory_cache_bytes = uint64_t{256} << 20;         // --memory-cache-mb
+  absl::Duration shutdown_grace = absl::Seconds(30);         // --shutdown-grace-seconds
   size_t max_request_threads = 256;  // threads for blocking work (requests waiting on compiles)
   // --max-calls-in-flight: calls answered at once; more are refused RESOURCE_EXHAUSTED.
   int64_t max_calls_in_flight = 1024;

@@ -17,6 +17,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   uint64_t memory_cache_mb = o.memory_cache_bytes >> 20;
   uint64_t compile_memory_mb = o.compile.memory_bytes_per_worker >> 20;
   int64_t compile_timeout_seconds = absl::ToInt64Seconds(o.compile.wall_time_per_compile);
+  int64_t compile_limit_backoff_seconds = absl::ToInt64Seconds(o.compile_limit_backoff);
   int64_t grace_seconds = absl::ToInt64Seconds(o.shutdown_grace);
   uint64_t max_queued_mb = o.max_queued_bytes >> 20;
   std::string log_level = "info";
@@ -67,6 +68,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "Wall time one compile may take (0: no limit)")
       ->check(CLI::Range(int64_t{0}, int64_t{86400}))
       ->capture_default_str();
+  app.add_option("--compile-limit-backoff-seconds", compile_limit_backoff_seconds,
+                 "A kernel whose compile a limit stopped is not compiled again for this long "
+                 "(its callers get that error at once; 0: always retried)")
+      ->check(CLI::Range(int64_t{0}, int64_t{86400}))
+      ->capture_default_str();
   app.add_option("--compile-worker", o.compile.worker_binary,
                  "Path of kcache-compile-worker (default: next to kcached)");
   app.add_option("--memory-cache-mb", memory_cache_mb, "Bound of the in-memory LRU in MiB")
@@ -107,6 +113,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   o.socket_mode = *mode;
   o.memory_cache_bytes = memory_cache_mb << 20;
   o.compile.memory_bytes_per_worker = compile_memory_mb << 20;
+  o.compile_limit_backoff = absl::Seconds(compile_limit_backoff_seconds);
   o.compile.wall_time_per_compile = compile_timeout_seconds == 0
                                         ? absl::InfiniteDuration()
                                         : absl::Seconds(compile_timeout_seconds);

@@ -94,6 +94,10 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "Writes to the writable store refused because its disk was full.", "", ""},
     {S::kStoreReplacedDamaged, "kcache_store_replaced_damaged_total",
      "Writable stores that could not open and were moved aside and replaced at start.", "", ""},
+    {S::kCompilesDropped, "kcache_compiles_dropped_total",
+     "Compiles that left the queue without running: every caller had given up.", "", ""},
+    {S::kCompileLimitSkips, "kcache_compile_limit_skips_total",
+     "Compiles not run: the same kernel and target was stopped by a limit lately.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {

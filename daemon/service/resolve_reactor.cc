@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -108,7 +109,9 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     context->AddInitialMetadata(kAcceptedMetadataKey, "1");
     StartSendInitialMetadata();
     AddRef();  // the background task's reference
-    pool->Submit([this, query = QueryFromProto(request)] {
+    ResolveQuery query = QueryFromProto(request);
+    query.still_wanted = [gave_up = gave_up_] { return !gave_up->load(); };
+    pool->Submit([this, query = std::move(query)] {
       Serve(cache_->Resolve(query), query);
       Unref();
     });
@@ -120,6 +123,7 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       writing_ = false;
     }
     if (!ok) {  // the client went away
+      gave_up_->store(true);
       FinishOnce(ToGrpcStatus(absl::CancelledError("client cancelled")));
       return;
     }
@@ -129,6 +133,7 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   void OnCancel() override { CancelNow(absl::CancelledError("call cancelled")); }
 
   void CancelNow(const absl::Status& status) override {
+    gave_up_->store(true);  // a compile only this call waits for leaves the queue
     {
       absl::MutexLock lock(&mu_);
       if (writing_) return;  // the write fails and OnWriteDone finishes
@@ -211,6 +216,9 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
 
   ArtifactCache* const cache_;
   grpc::CallbackServerContext* const context_;
+  // Set when the call is cancelled or its client went away: read by the compile queue
+  // (ResolveQuery::still_wanted), which may outlive this reactor.
+  const std::shared_ptr<std::atomic<bool>> gave_up_ = std::make_shared<std::atomic<bool>>(false);
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
   bool writing_ ABSL_GUARDED_BY(mu_) = false;   // a write is in flight

@@ -3,6 +3,7 @@
 #ifndef KCACHE_ENGINE_COMPILE_COMPILER_H_
 #define KCACHE_ENGINE_COMPILE_COMPILER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,11 +19,24 @@ namespace kcache {
 
 class Toolkit;
 
+// Who waits for a job: what a worker pool's queue orders by (docs/compile-workers.md,
+// "Queueing"). The in-process compiler runs at once and ignores it; it never crosses to a
+// worker.
+struct CompileDemand {
+  std::string client;  // the caller as its requests name it ("" = anonymous)
+  // True while someone still waits for the result; a job nobody wants leaves the queue
+  // (a running compile finishes, for the cache). Null: always wanted (warm, background).
+  // Called from the queue's thread, with the queue's lock held: cheap, takes no other lock
+  // that a Compile caller may hold.
+  std::function<bool()> wanted;
+};
+
 struct CompileJob {
   KernelSpec spec;
   KernelId id;              // ComputeKernelId(spec), computed by the caller once
   Target target;            // sm_XX[a|f] (gives CUBIN + PTX) or compute_XX[a|f] (PTX only)
   bool want_ltoir = false;  // also produce LTO-IR for compute_XX (a separate NVRTC pass)
+  CompileDemand demand;
 };
 
 struct CompileOutput {

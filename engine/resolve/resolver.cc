@@ -297,8 +297,11 @@ std::optional<size_t> PickToolkit(absl::Span<const Toolkit* const> toolkits, uin
 }
 
 CompileJob CompileJobFor(const KernelRecord& record, const Device& device) {
-  return CompileJob{record.spec, record.id,
-                    Target{TargetKind::kSass, device.sm, ArchVariant::kNone}, record.want_ltoir};
+  return CompileJob{record.spec,
+                    record.id,
+                    Target{TargetKind::kSass, device.sm, ArchVariant::kNone},
+                    record.want_ltoir,
+                    {}};
 }
 
 absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId& id,
@@ -380,8 +383,11 @@ absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId&
   if (!some_toolkit_supports) {
     if (std::optional<std::pair<size_t, int>> ptx = PtxFallback(toolkits, device)) {
       decision.compile =
-          CompileJob{decision.record->spec, decision.record->id,
-                     Target{TargetKind::kPtx, SmFromArch(ptx->second), ArchVariant::kNone}};
+          CompileJob{decision.record->spec,
+                     decision.record->id,
+                     Target{TargetKind::kPtx, SmFromArch(ptx->second), ArchVariant::kNone},
+                     false,
+                     {}};
       decision.toolkit = ptx->first;
       decision.action = ResolveDecision::Action::kCompile;
       return decision;

@@ -89,7 +89,7 @@ WarmJobResult RunJob(const WarmJob& job, Store& store, Compiler& compiler) {
 
   result.bytes = 0;
   result.kinds.clear();
-  CompileJob compile_job{record.spec, record.id, job.target, record.want_ltoir};
+  CompileJob compile_job{record.spec, record.id, job.target, record.want_ltoir, {}};
   absl::StatusOr<CompileOutput> output = compiler.Compile(compile_job);
   result.micros = MicrosSince(start);
   if (!output.ok()) {

@@ -4,22 +4,31 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/compile/toolkit.h"
 #include "engine/workers/worker_process.h"
+#include "engine/workers/worker_protocol.h"
 #include "spdlog/spdlog.h"
 
 namespace kcache {
 namespace {
 
 constexpr char kWorkerName[] = "kcache-compile-worker";
+
+// How often a queued job asks whether anyone still wants it.
+constexpr absl::Duration kWantedCheckEvery = absl::Milliseconds(100);
+// Clients whose last turn the queue remembers (names are the clients' own: bounded).
+constexpr size_t kMaxClientsRemembered = 4096;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitizerReservesAddressSpace = true;
@@ -35,8 +44,13 @@ constexpr bool kSanitizerReservesAddressSpace = false;
 
 class ProcessPool final : public ProcessPoolCompiler {
  public:
-  ProcessPool(std::shared_ptr<const Toolkit> toolkit, WorkerLaunch launch, int workers)
-      : toolkit_(std::move(toolkit)), launch_(std::move(launch)), slots_(workers) {}
+  ProcessPool(std::shared_ptr<const Toolkit> toolkit, WorkerLaunch launch, int workers,
+              absl::Duration reserve_after)
+      : toolkit_(std::move(toolkit)),
+        launch_(std::move(launch)),
+        workers_(workers),
+        reserve_after_(reserve_after),
+        slots_(workers + 1) {}  // the last: the reserve (see FreeSlotFor)
 
   // Starts the first worker, so that a broken setup is reported before any compile.
   absl::Status StartFirstWorker() {
@@ -60,7 +74,12 @@ class ProcessPool final : public ProcessPoolCompiler {
       return s;
     }
     auto queued = std::chrono::steady_clock::now();
-    size_t slot = Acquire();
+    std::optional<size_t> acquired = Acquire(job);
+    if (!acquired) {
+      return absl::CancelledError(absl::StrCat("compile of ", DescribeJob(job),
+                                               " left the queue: nobody waits for it any more"));
+    }
+    size_t slot = *acquired;
     int64_t queued_micros = std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::steady_clock::now() - queued)
                                 .count();
@@ -113,30 +132,107 @@ class ProcessPool final : public ProcessPoolCompiler {
     std::unique_ptr<WorkerProcess> worker;
     bool busy = false;
     pid_t pid = 0;
+    std::string client;  // whose compile runs in it, while busy
+    absl::Time busy_since;
   };
 
-  bool HasFreeSlot() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const Slot& slot : slots_) {
-      if (!slot.busy) return true;
+  // One caller waiting for a slot.
+  struct Waiter {
+    std::string client;
+    uint64_t arrival = 0;
+  };
+
+  // The slot `w` would take now, or -1. A free regular slot, preferring one whose worker is
+  // running. Else the reserve: one worker beyond --compile-workers, opened only for a client
+  // with nothing running while every regular slot has run one compile for reserve_after_ or
+  // more (bombs, most likely), so that such a client waits at most that long.
+  int FreeSlotFor(const Waiter* w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    int free = -1;
+    absl::Time long_ago = absl::Now() - reserve_after_;
+    bool all_long = true;
+    for (int i = 0; i < workers_; ++i) {
+      const Slot& slot = slots_[i];
+      if (slot.busy) {
+        all_long = all_long && slot.busy_since <= long_ago;
+        continue;
+      }
+      if (free < 0 || (slots_[free].worker == nullptr && slot.worker != nullptr)) free = i;
     }
-    return false;
+    if (free >= 0) return free;
+    if (all_long && !slots_[workers_].busy && RunningFor(w->client) == 0) return workers_;
+    return -1;
   }
 
-  // Waits for a free slot, preferring one that holds a worker, and marks it busy.
-  size_t Acquire() {
-    mu_.LockWhen(absl::Condition(this, &ProcessPool::HasFreeSlot));
-    size_t chosen = slots_.size();
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      if (slots_[i].busy) continue;
-      if (chosen == slots_.size()) chosen = i;
-      if (slots_[i].worker != nullptr) {
-        chosen = i;
-        break;
+  int RunningFor(const std::string& client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto found = running_.find(client);
+    return found == running_.end() ? 0 : found->second;
+  }
+
+  // When `client` last got a slot (0: not lately).
+  uint64_t LastServed(const std::string& client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto found = last_served_.find(client);
+    return found == last_served_.end() ? 0 : found->second;
+  }
+
+  // The waiter a free slot goes to (docs/compile-workers.md, "Queueing"). Of the clients below
+  // their share (all slots but one while another client waits): the one with the fewest
+  // compiles running, then the one served longest ago (a client not served lately first),
+  // then the earliest to arrive. When every waiter is at its share, the earliest: a slot is
+  // never left idle.
+  const Waiter* Next() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int share = std::max(1, workers_ - 1);
+    auto before = [this](const Waiter* a, const Waiter* b) {
+      int running_a = RunningFor(a->client), running_b = RunningFor(b->client);
+      if (running_a != running_b) return running_a < running_b;
+      uint64_t served_a = LastServed(a->client), served_b = LastServed(b->client);
+      if (served_a != served_b) return served_a < served_b;
+      return a->arrival < b->arrival;
+    };
+    const Waiter* next = nullptr;
+    const Waiter* earliest = nullptr;
+    for (const Waiter* w : waiting_) {
+      if (earliest == nullptr || w->arrival < earliest->arrival) earliest = w;
+      bool others_wait = std::any_of(waiting_.begin(), waiting_.end(),
+                                     [w](const Waiter* o) { return o->client != w->client; });
+      if (others_wait && RunningFor(w->client) >= share) continue;
+      if (next == nullptr || before(w, next)) next = w;
+    }
+    return next != nullptr ? next : earliest;
+  }
+
+  struct Turn {
+    ProcessPool* pool;
+    const Waiter* waiter;
+  };
+  static bool IsTurn(Turn* turn) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // called with mu_ held
+    return turn->pool->Next() == turn->waiter && turn->pool->FreeSlotFor(turn->waiter) >= 0;
+  }
+
+  // Waits for this job's turn at a free slot (preferring one that holds a worker) and marks it
+  // busy. Nullopt when, while it waited, nobody wanted the job any more (job.demand.wanted).
+  std::optional<size_t> Acquire(const CompileJob& job) {
+    Waiter me{job.demand.client, 0};
+    Turn turn{this, &me};
+    absl::MutexLock lock(&mu_);
+    me.arrival = ++arrivals_;
+    waiting_.push_back(&me);
+    while (!mu_.AwaitWithTimeout(absl::Condition(&IsTurn, &turn), kWantedCheckEvery)) {
+      if (job.demand.wanted && !job.demand.wanted()) {
+        waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+        ++stats_.dropped;
+        return std::nullopt;
       }
     }
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+    size_t chosen = FreeSlotFor(&me);
+    if (static_cast<int>(chosen) == workers_) ++stats_.reserve_compiles;
     slots_[chosen].busy = true;
+    slots_[chosen].busy_since = absl::Now();
+    slots_[chosen].client = me.client;
+    ++running_[me.client];
+    if (last_served_.size() >= kMaxClientsRemembered) last_served_.clear();  // forget, not grow
+    last_served_[me.client] = ++starts_;
     ++stats_.compiles;
-    mu_.Unlock();
     return chosen;
   }
 
@@ -157,10 +253,12 @@ class ProcessPool final : public ProcessPoolCompiler {
   }
 
   void Release(size_t slot, std::unique_ptr<WorkerProcess> worker) {
+    if (static_cast<int>(slot) == workers_) worker.reset();  // the reserve keeps no worker
     absl::MutexLock lock(&mu_);
     slots_[slot].pid = worker != nullptr ? worker->pid() : 0;
     slots_[slot].worker = std::move(worker);
     slots_[slot].busy = false;
+    if (--running_[slots_[slot].client] == 0) running_.erase(slots_[slot].client);
   }
 
   void Count(WorkerFate fate, uint64_t cpu_micros) {
@@ -183,10 +281,17 @@ class ProcessPool final : public ProcessPoolCompiler {
 
   const std::shared_ptr<const Toolkit> toolkit_;
   const WorkerLaunch launch_;
+  const int workers_;  // regular slots; slots_ has one more, the reserve
+  const absl::Duration reserve_after_;
   bool sandboxed_ = false;  // set once, before the pool is shared
   std::string sandbox_;
   mutable absl::Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
+  std::vector<const Waiter*> waiting_ ABSL_GUARDED_BY(mu_);             // in no order
+  absl::flat_hash_map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // compiles per client
+  absl::flat_hash_map<std::string, uint64_t> last_served_ ABSL_GUARDED_BY(mu_);  // by starts_
+  uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t starts_ ABSL_GUARDED_BY(mu_) = 0;
   ProcessPoolStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -230,7 +335,8 @@ absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> NewProcessPoolCompiler(
   int workers = options.workers > 0
                     ? options.workers
                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  auto pool = std::make_unique<ProcessPool>(std::move(toolkit), std::move(launch), workers);
+  auto pool = std::make_unique<ProcessPool>(std::move(toolkit), std::move(launch), workers,
+                                            options.reserve_after);
   if (absl::Status s = pool->StartFirstWorker(); !s.ok()) return s;
   return pool;
 }

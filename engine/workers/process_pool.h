@@ -25,8 +25,11 @@ struct ProcessPoolOptions {
   // --compile-worker: path of the worker executable. Empty: DefaultCompileWorkerPath().
   std::string worker_binary;
   // --compile-workers: worker processes, which is how many compiles run at once; more
-  // callers wait their turn. 0: one per core.
+  // callers wait their turn. 0: one per core. One more (the reserve) starts only for a client
+  // with nothing running when every worker has been busy `reserve_after` or more
+  // (docs/compile-workers.md, "Queueing").
   int workers = 0;
+  absl::Duration reserve_after = absl::Seconds(10);
   // --compile-cpu-seconds: CPU seconds one compile may use before its worker is stopped
   // (SIGPROF). 0: no limit.
   int cpu_seconds_per_compile = 120;
@@ -43,12 +46,14 @@ struct ProcessPoolOptions {
 
 // Counters since the pool started. Monotonic.
 struct ProcessPoolStats {
-  uint64_t compiles = 0;       // jobs past the option/target checks, whatever their outcome
-  uint64_t worker_starts = 0;  // workers started, the first one included
-  uint64_t timeouts = 0;       // workers killed at the wall-clock limit
-  uint64_t limit_kills = 0;    // workers stopped by the CPU-time or memory limit
-  uint64_t crashes = 0;        // workers that died any other way (a signal, an exit)
-  uint64_t cpu_micros = 0;     // CPU time compiles used in the workers (as they reported it)
+  uint64_t compiles = 0;          // jobs past the option/target checks, whatever their outcome
+  uint64_t worker_starts = 0;     // workers started, the first one included
+  uint64_t timeouts = 0;          // workers killed at the wall-clock limit
+  uint64_t limit_kills = 0;       // workers stopped by the CPU-time or memory limit
+  uint64_t crashes = 0;           // workers that died any other way (a signal, an exit)
+  uint64_t cpu_micros = 0;        // CPU time compiles used in the workers (as they reported it)
+  uint64_t dropped = 0;           // jobs that left the queue because nobody wanted them any more
+  uint64_t reserve_compiles = 0;  // compiles run in the reserve worker (every worker was long busy)
 };
 
 class ProcessPoolCompiler : public Compiler {
@@ -60,7 +65,10 @@ class ProcessPoolCompiler : public Compiler {
   //   Internal           the worker crashed ("compile worker crashed (signal 11, SIGSEGV)
   //                      while compiling K (id) for T; the daemon keeps serving ...")
   //   FailedPrecondition / Unavailable  no worker could be started for it
-  // Only that request fails; the next compile gets a new worker.
+  //   Cancelled          it waited for a worker and nobody wanted it any more
+  //                      (job.demand.wanted), so it left the queue without compiling
+  // Only that request fails; the next compile gets a new worker. Waiting jobs get free workers
+  // fairly across job.demand.client (docs/compile-workers.md, "Queueing").
   //
   // toolkit() is the daemon's own load of the same toolkit; every worker reports the same
   // identity (checked when it starts).

@@ -102,8 +102,9 @@ class ArtifactCacheTest : public ::testing::Test {
     CacheOptions options;
     options.local = std::move(failing);
     if (o.with_baked) {
-      absl::StatusOr<std::unique_ptr<Store>> baked =
-          OpenStore(dir_ / "baked", StoreOptions{.read_only = true});
+      StoreOptions read_only;
+      read_only.read_only = true;
+      absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(dir_ / "baked", read_only);
       ASSERT_TRUE(baked.ok()) << baked.status();
       options.baked.push_back(*std::move(baked));
     }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -462,6 +463,62 @@ TEST_F(ProcessPoolTest, WaitForAFreeWorkerIsReportedApartFromTheCompile) {
   absl::StatusOr<CompileOutput> alone = pool->Compile(Job(Saxpy(), "sm_86"));
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_LT(alone->queued_micros, queued->queued_micros);  // nothing ahead of it
+}
+
+// A queued job nobody wants any more leaves the queue without compiling; one still wanted
+// waits its turn.
+TEST_F(ProcessPoolTest, QueuedJobNobodyWantsLeavesTheQueue) {
+  ProcessPoolOptions options = Options(kFaultyWorker, 1);
+  options.wall_time_per_compile = absl::Seconds(2);
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
+  ASSERT_NE(pool, nullptr);
+  std::thread hang([&] { (void)pool->Compile(Job(Faulty("KCACHE_TEST_HANG"), "sm_89")); });
+  for (int i = 0; i < 2000 && pool->stats().compiles == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::atomic<bool> wanted{true};
+  CompileJob job = Job(Saxpy(), "sm_89");
+  job.demand = CompileDemand{"impatient", [&wanted] { return wanted.load(); }};
+  absl::Status dropped;
+  std::thread queued([&] { dropped = pool->Compile(job).status(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  wanted = false;  // its caller gave up
+  queued.join();   // long before the hang's 2 s limit frees the worker
+  EXPECT_EQ(dropped.code(), absl::StatusCode::kCancelled) << dropped;
+  EXPECT_NE(dropped.message().find("nobody waits for it any more"), absl::string_view::npos)
+      << dropped;
+  EXPECT_EQ(pool->stats().dropped, 1u);
+  EXPECT_EQ(pool->stats().compiles, 1u);  // only the hang ran
+  hang.join();
+  ExpectServes(*pool);
+}
+
+// Every worker busy with a long compile (a bomb): a client with nothing running gets the
+// reserve worker after `reserve_after`, not after the bomb; the bomber's own next job does not.
+TEST_F(ProcessPoolTest, ReserveWorkerServesAnotherClientWhileEveryWorkerRunsABomb) {
+  ProcessPoolOptions options = Options(kFaultyWorker, 1);
+  options.wall_time_per_compile = absl::Seconds(6);
+  options.reserve_after = absl::Milliseconds(500);
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
+  ASSERT_NE(pool, nullptr);
+  std::atomic<bool> bomb_done{false};
+  CompileJob bomb = Job(Faulty("KCACHE_TEST_HANG"), "sm_89");
+  bomb.demand.client = "bomber";
+  std::thread bomber([&] {
+    (void)pool->Compile(bomb);
+    bomb_done = true;
+  });
+  for (int i = 0; i < 2000 && pool->stats().compiles == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CompileJob small = Job(Saxpy(), "sm_89");
+  small.demand.client = "victim";
+  absl::StatusOr<CompileOutput> out = pool->Compile(small);
+  EXPECT_FALSE(bomb_done) << "the victim waited for the bomb";
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(pool->stats().reserve_compiles, 1u);
+  bomber.join();
+  EXPECT_LE(pool->worker_pids().size(), 1u);  // the reserve's worker went with its compile
 }
 
 }  // namespace

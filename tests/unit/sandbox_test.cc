@@ -12,10 +12,12 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "core/manifest.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
 #include "engine/workers/process_pool.h"
@@ -168,6 +170,57 @@ extern "C" __global__ void sum(const float* in, float* out) {
 )");
   absl::StatusOr<CompileOutput> reduced = pool->Compile(cub);
   EXPECT_TRUE(reduced.ok()) << reduced.status();
+}
+
+// The bundled kernel set compiles in the sandbox (12 kernels, CUB and cuda::std included), and
+// so do kernels in the style of NVRTC's own samples that use the toolkit's other headers.
+TEST_F(SandboxTest, TheBundledSetAndToolkitHeaderSamplesCompile) {
+  ProcessPoolOptions options;
+  options.worker_binary = kWorker;
+  options.workers = 2;
+  absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
+      NewProcessPoolCompiler(toolkit_, options);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  absl::StatusOr<Manifest> bundled =
+      LoadManifest(std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml");
+  ASSERT_TRUE(bundled.ok()) << bundled.status();
+  std::vector<CompileJob> jobs;
+  for (const ManifestKernel& k : bundled->kernels) {
+    jobs.push_back(CompileJob{k.record.spec, k.record.id, *ParseTarget("sm_90"), false, {}});
+  }
+  for (const char* sample : {
+           R"(#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void block_sum(const float* in, float* out) {
+  cg::thread_block block = cg::this_thread_block();
+  __shared__ float partial[256];
+  partial[block.thread_rank()] = in[block.group_index().x * 256 + block.thread_rank()];
+  block.sync();
+  for (unsigned s = 128; s > 0; s /= 2) {
+    if (block.thread_rank() < s) partial[block.thread_rank()] += partial[block.thread_rank() + s];
+    block.sync();
+  }
+  if (block.thread_rank() == 0) out[block.group_index().x] = partial[0];
+})",
+           R"(#include <cuda/std/complex>
+#include <cuda_fp16.h>
+extern "C" __global__ void rotate(cuda::std::complex<float>* z, __half angle, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float a = __half2float(angle);
+  if (i < n) z[i] *= cuda::std::complex<float>(cosf(a), sinf(a));
+})",
+       }) {
+    jobs.push_back(Job(sample));
+  }
+  std::vector<absl::StatusOr<CompileOutput>> outputs(jobs.size(), absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    threads.emplace_back([&, i] { outputs[i] = (*pool)->Compile(jobs[i]); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_TRUE(outputs[i].ok()) << jobs[i].spec.name << ": " << outputs[i].status();
+  }
 }
 
 TEST(SandboxSupportTest, DescribesWhatTheKernelOffers) {
