@@ -55,4 +55,6 @@ compiled = json.load(open(sys.argv[2]))["total_micros"]
 print(f"== what kcache saved: worker start-up {compiled/1e3:.0f} ms compiling -> "
       f"{cached/1e3:.1f} ms through kcached ({compiled/cached:.0f}x faster)")
 PY
-"$kcache" stat --server "unix://$socket" | head -n 20
+# (to a file first: with pipefail, `kcache stat | head` fails when head exits before stat)
+"$kcache" stat --server "unix://$socket" >"$work/stat.txt"
+head -n 20 "$work/stat.txt"
