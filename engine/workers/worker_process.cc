@@ -67,6 +67,13 @@ CStrings WorkerEnv(const std::vector<std::pair<std::string, std::string>>& extra
   } else if (dup2(sock, kWorkerSocketFd) < 0) {
     _exit(kWorkerExitExecFailed);
   }
+  // Nothing to read on stdin, nothing to say on stdout (the daemon's may be a terminal or a
+  // log pipe); stderr stays shared for the worker's own diagnostics.
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+  }
   if (close_range(kWorkerSocketFd + 1, ~0U, 0) != 0) {
     for (int fd = kWorkerSocketFd + 1; fd < 65536; ++fd) close(fd);
   }
