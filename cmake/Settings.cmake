@@ -23,3 +23,15 @@ if(KCACHE_SANITIZE)
   target_link_options(kcache_settings INTERFACE -fsanitize=${KCACHE_SANITIZE})
 endif()
 target_include_directories(kcache_settings INTERFACE ${PROJECT_SOURCE_DIR})
+
+# KCACHE_FUZZ: tests/fuzz as libFuzzer targets (clang; the `fuzz` preset, docs/fuzzing.md).
+# Everything is compiled with coverage for libFuzzer; only the fuzz targets link its driver.
+option(KCACHE_FUZZ "Build tests/fuzz as libFuzzer targets (clang only)" OFF)
+if(KCACHE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "KCACHE_FUZZ needs clang (libFuzzer): configure with CC=clang "
+                        "CXX=clang++, or use the fuzz preset")
+  endif()
+  target_compile_options(kcache_settings INTERFACE -fsanitize=fuzzer-no-link)
+endif()
+target_include_directories(kcache_settings INTERFACE ${PROJECT_SOURCE_DIR})
