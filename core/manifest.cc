@@ -53,6 +53,9 @@ absl::Status CheckKeys(const YAML::Node& map, const Where& where,
                        const std::set<std::string>& allowed) {
   if (!map.IsMap()) return where.Error("must be a mapping of field: value");
   for (const auto& item : map) {
+    if (!item.first.IsScalar()) {
+      return where.Child(item.first, "").Error("a field name must be a single word");
+    }
     std::string key = item.first.as<std::string>();
     if (!allowed.count(key)) {
       return where.Child(item.first, absl::StrCat(".", key))
@@ -183,6 +186,9 @@ absl::Status ParseHeaders(const YAML::Node& entry, const Where& where, const fs:
   Where texts_where = where.Child(texts, ".header_texts");
   if (!texts.IsMap()) return texts_where.Error("must be a mapping of header name: content");
   for (const auto& item : texts) {
+    if (!item.first.IsScalar()) {
+      return texts_where.Child(item.first, "").Error("a header name must be a single value");
+    }
     std::string header = item.first.as<std::string>();
     Where item_where = texts_where.Child(item.second, absl::StrCat(".", header));
     absl::StatusOr<std::string> content = ScalarString(item.second, item_where);
@@ -300,14 +306,9 @@ const ManifestKernel* Manifest::Find(absl::string_view name) const {
   return nullptr;
 }
 
-absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::ParserException& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ":",
-                                                   e.mark.column + 1, ": not valid YAML: ", e.msg));
-  }
+namespace {
+
+absl::StatusOr<Manifest> ParseDocument(const YAML::Node& root, const std::string& path) {
   Where top(path, root, "manifest");
   if (absl::Status s = CheckKeys(root, top, {"version", "kernels"}); !s.ok()) return s;
   int version = 0;
@@ -343,6 +344,27 @@ absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string
     }
   }
   return manifest;
+}
+
+}  // namespace
+
+absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::ParserException& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ":",
+                                                   e.mark.column + 1, ": not valid YAML: ", e.msg));
+  }
+  try {
+    return ParseDocument(root, path);
+  } catch (const YAML::Exception& e) {
+    // A node of a shape the checks did not foresee (yaml-cpp throws when it cannot convert one):
+    // an error like the others, never an exception out of the parser.
+    std::string place =
+        e.mark.is_null() ? path : absl::StrCat(path, ":", e.mark.line + 1, ":", e.mark.column + 1);
+    return absl::InvalidArgumentError(absl::StrCat(place, ": not a valid manifest: ", e.msg));
+  }
 }
 
 namespace {

@@ -131,6 +131,20 @@ TEST_F(ManifestTest, RejectsBadStructure) {
             std::string::npos);
 }
 
+// Found while writing tests/fuzz/manifest_fuzzer: a mapping key that is not a scalar made yaml-cpp
+// throw out of the parser (kcache warm died with "terminate called after throwing ...").
+TEST_F(ManifestTest, NodesOfAnUnexpectedShapeAreErrorsNotExceptions) {
+  EXPECT_NE(ErrorOf("{[a]: 1}\n")
+                .find("manifest.yaml:1:2: manifest: a field name must be a "
+                      "single word"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - {name: k, source_text: x, header_texts: {[h]: y}}\n")
+                .find("header_texts: a header name must be a single value"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - {? {a: b} : c}\n").find("a field name must be"),
+            std::string::npos);
+}
+
 TEST_F(ManifestTest, MissingManifestIsNotFound) {
   absl::StatusOr<Manifest> m = LoadManifest(dir_ / "absent.yaml");
   EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
