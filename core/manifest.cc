@@ -70,6 +70,19 @@ absl::StatusOr<std::string> ScalarString(const YAML::Node& node, const Where& wh
   return node.as<std::string>();
 }
 
+// `source_text` and `header_texts` values: text, or base64 tagged !!binary (WriteManifest
+// writes that for text that is not UTF-8, which a YAML string cannot carry exactly).
+absl::StatusOr<std::string> TextValue(const YAML::Node& node, const Where& where) {
+  if (node.IsScalar() && node.Tag() == "tag:yaml.org,2002:binary") {
+    YAML::Binary binary;
+    if (!YAML::convert<YAML::Binary>::decode(node, binary)) {
+      return where.Error("is tagged !!binary but is not base64");
+    }
+    return std::string(reinterpret_cast<const char*>(binary.data()), binary.size());
+  }
+  return ScalarString(node, where);
+}
+
 absl::StatusOr<std::vector<std::string>> StringList(const YAML::Node& node, const Where& where) {
   std::vector<std::string> out;
   if (!node) return out;
@@ -150,7 +163,7 @@ absl::Status ParseSource(const YAML::Node& entry, const Where& where, const fs::
   }
   if (entry["source_text"]) {
     absl::StatusOr<std::string> text =
-        ScalarString(entry["source_text"], where.Child(entry["source_text"], ".source_text"));
+        TextValue(entry["source_text"], where.Child(entry["source_text"], ".source_text"));
     if (!text.ok()) return text.status();
     kernel->record.spec.source = *std::move(text);
     kernel->source_path = absl::StrCat("(inline source of ", name, ")");
@@ -191,7 +204,7 @@ absl::Status ParseHeaders(const YAML::Node& entry, const Where& where, const fs:
     }
     std::string header = item.first.as<std::string>();
     Where item_where = texts_where.Child(item.second, absl::StrCat(".", header));
-    absl::StatusOr<std::string> content = ScalarString(item.second, item_where);
+    absl::StatusOr<std::string> content = TextValue(item.second, item_where);
     if (!content.ok()) return content.status();
     if (!spec->headers.emplace(header, *std::move(content)).second) {
       return item_where.Error("is given twice (in headers and header_texts); keep one");
@@ -382,6 +395,10 @@ bool LiteralBlockKeepsExactly(absl::string_view text) {
 }
 
 void EmitText(YAML::Emitter& out, const std::string& text) {
+  if (Utf8ValidPrefix(text) != text.size()) {  // YAML strings are Unicode: bytes go as base64
+    out << YAML::Binary(reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    return;
+  }
   out << (LiteralBlockKeepsExactly(text) ? YAML::Literal : YAML::DoubleQuoted) << text;
 }
 
