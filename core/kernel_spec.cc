@@ -74,6 +74,31 @@ std::string CanonicalKernelFraming(const KernelSpec& spec) {
   return out;
 }
 
+size_t Utf8ValidPrefix(absl::string_view text) {
+  static constexpr uint32_t kSmallest[] = {0, 0x80, 0x800, 0x10000};  // by continuation bytes
+  size_t i = 0;
+  while (i < text.size()) {
+    auto lead = static_cast<unsigned char>(text[i]);
+    size_t extra = lead < 0x80           ? 0
+                   : (lead >> 5) == 0x6  ? 1
+                   : (lead >> 4) == 0xe  ? 2
+                   : (lead >> 3) == 0x1e ? 3
+                                         : 4;  // not a lead byte
+    if (extra == 4 || extra >= text.size() - i) return i;
+    uint32_t code = extra == 0 ? lead : lead & (0x3f >> extra);
+    for (size_t k = 1; k <= extra; ++k) {
+      auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return i;
+      code = (code << 6) | (next & 0x3f);
+    }
+    if (code < kSmallest[extra] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
+      return i;
+    }
+    i += extra + 1;
+  }
+  return i;
+}
+
 KernelId ComputeKernelId(const KernelSpec& spec) {
   std::string framing = CanonicalKernelFraming(spec);
   std::array<uint8_t, KernelId::kSize> digest;
@@ -94,12 +119,24 @@ absl::Status CheckNoNul(const std::string& text, absl::string_view field) {
                                      "; NVRTC reads C strings, so send text without NUL bytes"));
 }
 
+// The name, source_name, header names, options and name expressions are protobuf strings on
+// the wire, which protobuf refuses unless they are UTF-8 (sources and header contents are
+// bytes).
+absl::Status CheckUtf8(const std::string& text, absl::string_view field) {
+  size_t valid = Utf8ValidPrefix(text);
+  if (valid == text.size()) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("is not UTF-8 (byte 0x",
+                                     absl::Hex(static_cast<unsigned char>(text[valid])),
+                                     " at offset ", valid, "); write it in UTF-8"));
+}
+
 absl::Status CheckShortField(const std::string& text, absl::string_view field) {
   if (text.size() > kMaxShortField) {
     return Invalid(field,
                    absl::StrCat("is ", text.size(), " bytes; the limit is ", kMaxShortField));
   }
-  return CheckNoNul(text, field);
+  if (absl::Status s = CheckNoNul(text, field); !s.ok()) return s;
+  return CheckUtf8(text, field);
 }
 
 absl::Status CheckCounts(const KernelSpec& spec, absl::string_view field) {
@@ -133,6 +170,10 @@ absl::Status ValidateSpecLimits(const KernelSpec& spec, absl::string_view field)
                                        " bytes; the limit is ", kMaxSourceNameBytes));
   }
   if (absl::Status s = CheckNoNul(spec.source_name, absl::StrCat(field, ".source_name")); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckUtf8(spec.name, absl::StrCat(field, ".name")); !s.ok()) return s;
+  if (absl::Status s = CheckUtf8(spec.source_name, absl::StrCat(field, ".source_name")); !s.ok()) {
     return s;
   }
   if (absl::Status s = CheckCounts(spec, field); !s.ok()) return s;

@@ -83,11 +83,17 @@ inline constexpr size_t kMaxKernelNameBytes = 256;
 inline constexpr size_t kMaxSourceNameBytes = 255;
 
 // OK when `spec` is within those limits: non-empty source; sizes and counts within the
-// limits; no NUL byte in any text (NVRTC reads C strings); header names non-empty. Otherwise
+// limits; no NUL byte in any text (NVRTC reads C strings); header names non-empty; the name,
+// source_name, header names, options and name expressions UTF-8 (protobuf strings on the wire;
+// sources and header contents may hold any bytes but NUL). Otherwise
 // InvalidArgument "<field>...: <what was wrong and what to send>". Options are
 // ValidateCompileOptions' (core/compile_options.h), arch ranges ValidateArchRange's
 // (core/target.h).
 absl::Status ValidateSpecLimits(const KernelSpec& spec, absl::string_view field);
+
+// The length of the longest prefix of `text` that is UTF-8 (strict: no overlong forms, no
+// surrogates, nothing past U+10FFFF); text.size() when all of it is.
+size_t Utf8ValidPrefix(absl::string_view text);
 
 // Lowest and highest SM (major*10+minor, e.g. 75, 121) a kernel supports; 0 = no bound.
 struct ArchRange {

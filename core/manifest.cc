@@ -53,6 +53,9 @@ absl::Status CheckKeys(const YAML::Node& map, const Where& where,
                        const std::set<std::string>& allowed) {
   if (!map.IsMap()) return where.Error("must be a mapping of field: value");
   for (const auto& item : map) {
+    if (!item.first.IsScalar()) {
+      return where.Child(item.first, "").Error("a field name must be a single word");
+    }
     std::string key = item.first.as<std::string>();
     if (!allowed.count(key)) {
       return where.Child(item.first, absl::StrCat(".", key))
@@ -65,6 +68,19 @@ absl::Status CheckKeys(const YAML::Node& map, const Where& where,
 absl::StatusOr<std::string> ScalarString(const YAML::Node& node, const Where& where) {
   if (!node.IsScalar()) return where.Error("must be a single value (a string)");
   return node.as<std::string>();
+}
+
+// `source_text` and `header_texts` values: text, or base64 tagged !!binary (WriteManifest
+// writes that for text that is not UTF-8, which a YAML string cannot carry exactly).
+absl::StatusOr<std::string> TextValue(const YAML::Node& node, const Where& where) {
+  if (node.IsScalar() && node.Tag() == "tag:yaml.org,2002:binary") {
+    YAML::Binary binary;
+    if (!YAML::convert<YAML::Binary>::decode(node, binary)) {
+      return where.Error("is tagged !!binary but is not base64");
+    }
+    return std::string(reinterpret_cast<const char*>(binary.data()), binary.size());
+  }
+  return ScalarString(node, where);
 }
 
 absl::StatusOr<std::vector<std::string>> StringList(const YAML::Node& node, const Where& where) {
@@ -147,7 +163,7 @@ absl::Status ParseSource(const YAML::Node& entry, const Where& where, const fs::
   }
   if (entry["source_text"]) {
     absl::StatusOr<std::string> text =
-        ScalarString(entry["source_text"], where.Child(entry["source_text"], ".source_text"));
+        TextValue(entry["source_text"], where.Child(entry["source_text"], ".source_text"));
     if (!text.ok()) return text.status();
     kernel->record.spec.source = *std::move(text);
     kernel->source_path = absl::StrCat("(inline source of ", name, ")");
@@ -183,9 +199,12 @@ absl::Status ParseHeaders(const YAML::Node& entry, const Where& where, const fs:
   Where texts_where = where.Child(texts, ".header_texts");
   if (!texts.IsMap()) return texts_where.Error("must be a mapping of header name: content");
   for (const auto& item : texts) {
+    if (!item.first.IsScalar()) {
+      return texts_where.Child(item.first, "").Error("a header name must be a single value");
+    }
     std::string header = item.first.as<std::string>();
     Where item_where = texts_where.Child(item.second, absl::StrCat(".", header));
-    absl::StatusOr<std::string> content = ScalarString(item.second, item_where);
+    absl::StatusOr<std::string> content = TextValue(item.second, item_where);
     if (!content.ok()) return content.status();
     if (!spec->headers.emplace(header, *std::move(content)).second) {
       return item_where.Error("is given twice (in headers and header_texts); keep one");
@@ -300,14 +319,9 @@ const ManifestKernel* Manifest::Find(absl::string_view name) const {
   return nullptr;
 }
 
-absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::ParserException& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ":",
-                                                   e.mark.column + 1, ": not valid YAML: ", e.msg));
-  }
+namespace {
+
+absl::StatusOr<Manifest> ParseDocument(const YAML::Node& root, const std::string& path) {
   Where top(path, root, "manifest");
   if (absl::Status s = CheckKeys(root, top, {"version", "kernels"}); !s.ok()) return s;
   int version = 0;
@@ -345,6 +359,27 @@ absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string
   return manifest;
 }
 
+}  // namespace
+
+absl::StatusOr<Manifest> ParseManifest(absl::string_view yaml, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::ParserException& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ":",
+                                                   e.mark.column + 1, ": not valid YAML: ", e.msg));
+  }
+  try {
+    return ParseDocument(root, path);
+  } catch (const YAML::Exception& e) {
+    // A node of a shape the checks did not foresee (yaml-cpp throws when it cannot convert one):
+    // an error like the others, never an exception out of the parser.
+    std::string place =
+        e.mark.is_null() ? path : absl::StrCat(path, ":", e.mark.line + 1, ":", e.mark.column + 1);
+    return absl::InvalidArgumentError(absl::StrCat(place, ": not a valid manifest: ", e.msg));
+  }
+}
+
 namespace {
 
 // Kernel ids hash the exact bytes, so text must come back from YAML unchanged: a literal
@@ -360,6 +395,10 @@ bool LiteralBlockKeepsExactly(absl::string_view text) {
 }
 
 void EmitText(YAML::Emitter& out, const std::string& text) {
+  if (Utf8ValidPrefix(text) != text.size()) {  // YAML strings are Unicode: bytes go as base64
+    out << YAML::Binary(reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    return;
+  }
   out << (LiteralBlockKeepsExactly(text) ? YAML::Literal : YAML::DoubleQuoted) << text;
 }
 

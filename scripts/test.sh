@@ -1,9 +1,29 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, and runs every test with ctest.
-# Tests that need a GPU skip (exit 125) on machines without one.
+# The test command: installs what is missing, builds, and runs every test with ctest; then the
+# unit and integration tests under ASan + UBSan and the concurrency tests under TSan
+# (scripts/sanitize.sh), and every fuzz target for a short, fixed time (scripts/fuzz.sh --ci).
+# KCACHE_TEST_QUICK=1 stops after ctest (for local iteration; CI always runs everything).
+# Arguments go to the first ctest. Tests that need a GPU skip (exit 125) without one.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/scripts/install-deps.sh"
-"$root/scripts/build.sh"
+
+# step NAME COMMAND...: runs it and says how long it took.
+step() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "test: $name passed in $((SECONDS - start)) s"
+}
+
+step install-deps "$root/scripts/install-deps.sh"
+step build "$root/scripts/build.sh"
 build=${KCACHE_BUILD_DIR:-$root/build}
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
+step ctest ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
+if [[ ${KCACHE_TEST_QUICK:-0} == 1 ]]; then
+  echo "test: KCACHE_TEST_QUICK=1: sanitizer and fuzz steps skipped"
+  exit 0
+fi
+step asan "$root/scripts/sanitize.sh" asan
+step tsan "$root/scripts/sanitize.sh" tsan
+step fuzz "$root/scripts/fuzz.sh" --ci
+echo "test: everything passed in $SECONDS s"

@@ -29,6 +29,9 @@ constexpr size_t kRawLenOffset = 36;      // u64le, bytes after decompression
 static_assert(kRawLenOffset + 8 == kValueHeaderSize);
 
 constexpr uint64_t kMaxRawSize = uint64_t{1} << 32;  // sanity bound for one payload
+// A zstd block decodes to at most 128 KiB and takes at least 4 bytes (a 3-byte header and one
+// byte), so a zstd payload of n bytes decodes to at most (n / 4 + 1) * 128 KiB.
+constexpr uint64_t kZstdBlockMax = uint64_t{128} << 10;
 
 enum class Codec : uint8_t { kRaw = 0, kZstd = 1 };
 
@@ -231,6 +234,11 @@ absl::StatusOr<Unframed> Unframe(absl::string_view value, ValueType expected) {
   if (out.raw_size > kMaxRawSize ||
       (out.codec == Codec::kRaw && out.raw_size != out.payload.size())) {
     return Corrupt("bad payload size");
+  }
+  // Checked before the decoder allocates raw_size bytes for it.
+  if (out.codec == Codec::kZstd && out.raw_size > (out.payload.size() / 4 + 1) * kZstdBlockMax) {
+    return Corrupt(absl::StrCat(out.payload.size(), " bytes of zstd cannot decompress to the ",
+                                out.raw_size, " bytes the header says"));
   }
   return out;
 }

@@ -131,6 +131,20 @@ TEST_F(ManifestTest, RejectsBadStructure) {
             std::string::npos);
 }
 
+// Found while writing tests/fuzz/manifest_fuzzer: a mapping key that is not a scalar made yaml-cpp
+// throw out of the parser (kcache warm died with "terminate called after throwing ...").
+TEST_F(ManifestTest, NodesOfAnUnexpectedShapeAreErrorsNotExceptions) {
+  EXPECT_NE(ErrorOf("{[a]: 1}\n")
+                .find("manifest.yaml:1:2: manifest: a field name must be a "
+                      "single word"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - {name: k, source_text: x, header_texts: {[h]: y}}\n")
+                .find("header_texts: a header name must be a single value"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("version: 1\nkernels:\n  - {? {a: b} : c}\n").find("a field name must be"),
+            std::string::npos);
+}
+
 TEST_F(ManifestTest, MissingManifestIsNotFound) {
   absl::StatusOr<Manifest> m = LoadManifest(dir_ / "absent.yaml");
   EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
@@ -197,6 +211,49 @@ TEST(WriteManifestTest, AwkwardTextSurvivesExactly) {
     EXPECT_EQ(back->kernels[i].record.spec.headers, records[i].spec.headers) << i;
     EXPECT_EQ(back->kernels[i].record.id, records[i].id) << i;
   }
+}
+
+// Found by tests/fuzz/manifest_fuzzer: sources travel as bytes (KernelSpec.source), but
+// yaml-cpp writes a byte that is not UTF-8 as U+FFFD, so an exported manifest warmed a kernel
+// with another id. Such text is written as !!binary base64 now.
+TEST(WriteManifestTest, TextThatIsNotUtf8SurvivesExactly) {
+  std::vector<std::string> texts = {"// latin-1 comment: gr\xf6\xdfe\n",
+                                    "\xff",
+                                    "cut short \xc3",
+                                    "overlong \xc0\xaf\n",
+                                    "surrogate \xed\xa0\x80\n",
+                                    "past U+10FFFF \xf4\x90\x80\x80\n",
+                                    "valid \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n"};
+  std::vector<KernelRecord> records;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    KernelRecord r;
+    r.spec.name = "k" + std::to_string(i);
+    r.spec.source = texts[i];
+    r.spec.headers["h.cuh"] = texts[(i + 1) % texts.size()];
+    r.id = ComputeKernelId(r.spec);
+    records.push_back(r);
+  }
+  std::string yaml = WriteManifest(records, "");
+  EXPECT_NE(yaml.find("!!binary"), std::string::npos) << yaml;
+  absl::StatusOr<Manifest> back = ParseManifest(yaml, "/x/m.yaml");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
+  ASSERT_EQ(back->kernels.size(), records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(back->kernels[i].record.spec.source, records[i].spec.source) << i;
+    EXPECT_EQ(back->kernels[i].record.spec.headers, records[i].spec.headers) << i;
+    EXPECT_EQ(back->kernels[i].record.id, records[i].id) << i;
+  }
+}
+
+TEST(WriteManifestTest, BinaryTextThatIsNotBase64IsRefused) {
+  absl::StatusOr<Manifest> m = ParseManifest(
+      "version: 1\nkernels:\n  - name: k\n    source_text: !!binary \"not base64!\"\n",
+      "/x/m.yaml");
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("/x/m.yaml:4:18: kernels[0].source_text: is tagged !!binary "
+                                      "but is not base64"),
+            absl::string_view::npos)
+      << m.status();
 }
 
 TEST(WriteManifestTest, ASpecOverTheCoreLimitsIsRefusedOnLoad) {

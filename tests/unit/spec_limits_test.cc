@@ -63,5 +63,48 @@ TEST(SpecLimitsTest, EachLimitIsNamed) {
   ExpectRefused(spec, "spec.headers[op.cuh].content: contains a NUL byte at offset 1");
 }
 
+// Found by tests/fuzz/manifest_fuzzer: a manifest could carry a name expression that is not
+// UTF-8, which no worker can send (a protobuf string) and `kcache export-manifest` could not
+// write back. Fields that are strings on the wire must be UTF-8; sources and headers need not.
+TEST(SpecLimitsTest, TextFieldsThatAreProtobufStringsMustBeUtf8) {
+  KernelSpec spec = Small();
+  spec.name_expressions = {"k<float>", "k<\xff>"};
+  ExpectRefused(spec, "spec.name_expressions[1]: is not UTF-8 (byte 0xff at offset 2)");
+
+  spec = Small();
+  spec.options = {"-DX=\xc3"};  // cut short
+  ExpectRefused(spec, "spec.options[0]: is not UTF-8 (byte 0xc3 at offset 4)");
+
+  spec = Small();
+  spec.headers["op\xc0\xae.cuh"] = "x";  // an overlong '.'
+  ExpectRefused(spec, "name: is not UTF-8 (byte 0xc0 at offset 2)");
+
+  spec = Small();
+  spec.name = "k\xed\xa0\x80";  // a surrogate
+  ExpectRefused(spec, "spec.name: is not UTF-8");
+
+  spec = Small();
+  spec.source_name = "k\xe9.cu";
+  ExpectRefused(spec, "spec.source_name: is not UTF-8");
+
+  spec = Small();
+  spec.source = "// gr\xf6\xdfe (latin-1)\nextern \"C\" __global__ void k() {}\n";
+  spec.headers["op.cuh"] = "\xff\xfe";
+  spec.options = {"-DUNIT=\xc2\xb5s"};  // "µs"
+  spec.name_expressions = {"k<\xf0\x9f\x98\x80>"};
+  EXPECT_TRUE(ValidateSpecLimits(spec, "spec").ok()) << ValidateSpecLimits(spec, "spec");
+}
+
+TEST(Utf8ValidPrefixTest, StopsAtTheFirstByteThatIsNotUtf8) {
+  EXPECT_EQ(Utf8ValidPrefix(""), 0u);
+  EXPECT_EQ(Utf8ValidPrefix("ascii"), 5u);
+  EXPECT_EQ(Utf8ValidPrefix("\xc3\xa9\xe2\x82\xac\xf4\x8f\xbf\xbf"), 9u);  // é € U+10FFFF
+  EXPECT_EQ(Utf8ValidPrefix("a\x80"), 1u);             // a continuation byte alone
+  EXPECT_EQ(Utf8ValidPrefix("ab\xe2\x82"), 2u);        // cut short
+  EXPECT_EQ(Utf8ValidPrefix("\xe0\x80\xaf"), 0u);      // overlong
+  EXPECT_EQ(Utf8ValidPrefix("\xf4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(Utf8ValidPrefix("\xf8\x88\x80\x80\x80"), 0u);
+}
+
 }  // namespace
 }  // namespace kcache

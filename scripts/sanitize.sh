@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs test suites under the sanitizers; scripts/test.sh calls it (docs/fuzzing.md,
+# "Sanitizers"). Each build compiles only the test binaries it runs and the programs they start:
+#   asan  AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset, build-asan/, Debug):
+#         every unit and integration test
+#   tsan  ThreadSanitizer (the tsan preset, build-tsan/, Debug): the concurrency tests,
+#         TSAN_TESTS below
+# A report fails its test: every executable of a sanitizer build halts on the first one
+# (cmake/sanitizers/default_options.cc; UBSan is built with -fno-sanitize-recover). Set
+# ASAN_OPTIONS, UBSAN_OPTIONS or TSAN_OPTIONS to add options; they override those defaults.
+#
+#   scripts/sanitize.sh [asan] [tsan]     (default: both)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+# The tests of what runs on many threads at once in one process: single-flight compiles, the
+# artifact cache and its tiers, the memory tier, the compile worker pool. Not client_test,
+# daemon_test nor hostile_clients_test: their kcached (and libkcache) run gRPC's callback API,
+# and Debian's gRPC is not built with TSan, so a reactor's state handed to gRPC (StartWrite)
+# and read back in its callback (OnWriteDone) on another thread reads as a race; and TSan
+# defers a signal that arrives on a thread blocked inside an uninstrumented library, so
+# kcached under TSan does not stop on SIGTERM (docs/fuzzing.md, "Sanitizers").
+TSAN_TESTS=(single_flight_test artifact_cache_test memory_lru_test process_pool_test)
+
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+# run_suite PRESET TEST...: configure (once), build those tests, run them.
+run_suite() {
+  local preset=$1 build=$root/build-$1
+  shift
+  if [[ ! -f $build/CMakeCache.txt ]]; then
+    cmake --preset "$preset" "${launcher[@]}" >/dev/null
+  fi
+  # The tests' programs (kcached, kcache, the worker, the compile workers) come with them.
+  cmake --build "$build" -j "$(nproc)" --target "$@"
+  local labels
+  labels=$(IFS='|'; echo "^(hostile_)?($*)\$")
+  echo "sanitize: $preset: running $# test binaries"
+  ctest --test-dir "$build" -L "$labels" -j "$(nproc)" --output-on-failure
+}
+
+suites=("$@")
+((${#suites[@]})) || suites=(asan tsan)
+for suite in "${suites[@]}"; do
+  case $suite in
+    asan)
+      tests=()
+      for src in tests/unit/*_test.cc tests/integration/*_test.cc kernels/reference/*_test.cc; do
+        tests+=("$(basename "$src" .cc)")
+      done
+      run_suite asan "${tests[@]}"
+      ;;
+    tsan) run_suite tsan "${TSAN_TESTS[@]}" ;;
+    *) echo "usage: $0 [asan] [tsan]" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,26 @@
+// Fuzzes the cubin ELF reader (core/cubin.h): any bytes give an SM of 10..255 or
+// InvalidArgument with a reason, never a read past the input.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/cubin.h"
+#include "tests/fuzz/fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // A copy of exactly `size` bytes, so that ASan catches a read one byte past the input.
+  std::string elf(reinterpret_cast<const char*>(data), size);
+  absl::StatusOr<int> sm = kcache::CubinSmArch(elf);
+  if (sm.ok()) {
+    FUZZ_CHECK(*sm >= 10 && *sm <= 255, absl::StrCat("SM ", *sm));
+  } else {
+    FUZZ_CHECK(sm.status().code() == absl::StatusCode::kInvalidArgument, sm.status().ToString());
+    FUZZ_CHECK(absl::StartsWith(sm.status().message(), "not a CUDA cubin: "),
+               sm.status().ToString());
+  }
+  return 0;
+}
