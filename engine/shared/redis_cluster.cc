@@ -50,8 +50,8 @@ class ClusterImpl : public RedisCluster {
   ClusterImpl(RedisEndpoints endpoints, RedisOptions options)
       : endpoints_(std::move(endpoints)), options_(options), slot_owner_(kRedisClusterSlots, -1) {}
 
-  absl::StatusOr<RedisReply> Command(const std::vector<std::string>& args,
-                                     size_t key_index) override;
+  absl::StatusOr<RedisReply> Command(const std::vector<std::string>& args, size_t key_index,
+                                     absl::Time deadline) override;
   absl::StatusOr<RedisReply> AnyNodeCommand(const std::vector<std::string>& args) override;
   std::optional<RedisAddress> NodeForSlot(int slot) const override;
   uint64_t map_refreshes() const override { return refreshes_.load(); }
@@ -160,9 +160,9 @@ absl::Status ClusterImpl::RefreshMap(absl::Time deadline) {
 }
 
 absl::StatusOr<RedisReply> ClusterImpl::Command(const std::vector<std::string>& args,
-                                                size_t key_index) {
+                                                size_t key_index, absl::Time call_deadline) {
   if (key_index >= args.size()) return absl::InvalidArgumentError("redis command without key");
-  const absl::Time deadline = absl::Now() + options_.call_deadline;
+  const absl::Time deadline = std::min(call_deadline, absl::Now() + options_.call_deadline);
   const int slot = RedisKeySlot(args[key_index]);
   std::optional<RedisAddress> target;
   bool asking = false;
@@ -275,8 +275,9 @@ absl::StatusOr<std::unique_ptr<RedisCluster>> RedisCluster::Create(absl::string_
   return std::unique_ptr<RedisCluster>(new ClusterImpl(*std::move(endpoints), options));
 }
 
-absl::StatusOr<std::optional<std::string>> RedisCluster::Get(absl::string_view key) {
-  absl::StatusOr<RedisReply> reply = Command({"GET", std::string(key)});
+absl::StatusOr<std::optional<std::string>> RedisCluster::Get(absl::string_view key,
+                                                             absl::Time deadline) {
+  absl::StatusOr<RedisReply> reply = Command({"GET", std::string(key)}, 1, deadline);
   if (!reply.ok()) return reply.status();
   if (reply->is_nil()) return std::optional<std::string>();
   return std::optional<std::string>(std::move(reply->str));

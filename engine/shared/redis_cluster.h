@@ -74,16 +74,19 @@ class RedisCluster {
 
   // Runs one command whose key is `args[key_index]` on the node serving that key's slot.
   // Errors: Unavailable (no node answered, too many redirects, CLUSTERDOWN), DeadlineExceeded
-  // (the call deadline passed), Internal (an error reply, its text in the message).
+  // (the call deadline, or `deadline` when sooner, passed), Internal (an error reply, its text
+  // in the message).
   virtual absl::StatusOr<RedisReply> Command(const std::vector<std::string>& args,
-                                             size_t key_index = 1) = 0;
+                                             size_t key_index = 1,
+                                             absl::Time deadline = absl::InfiniteFuture()) = 0;
 
   // Runs a command without a key (CLUSTER INFO, PING) on one reachable node (a seed, or a
   // node of the map).
   virtual absl::StatusOr<RedisReply> AnyNodeCommand(const std::vector<std::string>& args) = 0;
 
   // Shorthands over Command. Get: nullopt when the key is absent.
-  absl::StatusOr<std::optional<std::string>> Get(absl::string_view key);
+  absl::StatusOr<std::optional<std::string>> Get(absl::string_view key,
+                                                 absl::Time deadline = absl::InfiniteFuture());
   // SET key value [PX ttl] (ttl zero: no expiry).
   absl::Status Set(absl::string_view key, absl::string_view value,
                    absl::Duration ttl = absl::ZeroDuration());
