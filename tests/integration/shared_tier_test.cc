@@ -263,5 +263,43 @@ TEST_F(SharedTierTest, SharedWithoutAKeyFileIsRefusedAtStart) {
   EXPECT_TRUE(testing::Contains(daemon.Log(), "--shared-key-file")) << daemon.Log();
 }
 
+TEST_F(SharedTierTest, DoctorChecksReachabilityClusterStateAndTheKey) {
+  std::string cli = testing::KcacheCli();
+  testing::RunResult good = testing::Run(
+      absl::StrCat(cli, " doctor --shared ", cluster_.Url(), " --shared-key-file ", key_a_));
+  EXPECT_TRUE(testing::Contains(good.output, "shared " + cluster_.Url())) << good.output;
+  EXPECT_TRUE(testing::Contains(good.output, "reachable")) << good.output;
+  EXPECT_TRUE(testing::Contains(good.output, "cluster_state ok: 16384 slots served, 6 nodes"))
+      << good.output;
+  EXPECT_TRUE(testing::Contains(good.output, "key accepted")) << good.output;
+  EXPECT_TRUE(EntryKeys().empty());  // the probe is deleted
+
+  testing::RunResult short_key =
+      testing::Run(absl::StrCat(cli, " doctor --shared ", cluster_.Url(), " --shared-key-file ",
+                                dir_.Write("short.key", "short")));
+  EXPECT_EQ(short_key.exit_code, 1);
+  EXPECT_TRUE(testing::Contains(short_key.output, "at least 32 bytes")) << short_key.output;
+
+  // A cluster with a master gone and no failover yet: not ok.
+  int master = cluster_.MasterOfSlot(0);
+  cluster_.Kill(master);
+  int alive = cluster_.LivePorts().front();
+  for (int i = 0;
+       i < 100 && testing::Contains(cluster_.Cli(alive, "cluster info"), "cluster_state:ok"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  testing::RunResult down = testing::Run(
+      absl::StrCat(cli, " doctor --shared redis-cluster://127.0.0.1:", alive, " --timeout 1"));
+  if (!testing::Contains(cluster_.Cli(alive, "cluster info"), "cluster_state:ok")) {
+    EXPECT_EQ(down.exit_code, 1) << down.output;
+    EXPECT_TRUE(testing::Contains(down.output, "cluster_state is 'fail'")) << down.output;
+  }
+
+  testing::RunResult nowhere =
+      testing::Run(absl::StrCat(cli, " doctor --shared redis://127.0.0.1:", master));
+  EXPECT_EQ(nowhere.exit_code, 1);
+  EXPECT_TRUE(testing::Contains(nowhere.output, "not reachable")) << nowhere.output;
+}
+
 }  // namespace
 }  // namespace kcache
