@@ -37,11 +37,12 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   libxxhash-dev libssl-dev libzstd-dev libjemalloc-dev
   libseccomp-dev                # compile workers: seccomp filter (docs/compile-workers.md)
+  libhiredis-dev                # the shared tier's Redis (Cluster) client (engine/shared)
 )
 if ((!build_only)); then
   packages+=(
     libgtest-dev libgmock-dev libbenchmark-dev
-    redis-server libhiredis-dev   # bench/serve compares against Redis on loopback
+    redis-server redis-tools      # bench/serve; the shared tier's tests start a Redis Cluster
     yamllint                      # tests/deploy: lints deploy/**/*.yaml
     python3 python3-venv          # the project's virtual environment (.venv), below
     clang-format                  # tests/format: .clang-format enforced (clang-format 14)

@@ -29,6 +29,7 @@ debian_packages=(
   libssl3                               # OpenSSL libcrypto (kernel ids, toolkit identity)
   libyaml-cpp0.7 libxxhash0 libspdlog1.10 libfmt9 libjemalloc2
   libseccomp2                           # the compile workers' syscall filter
+  libhiredis0.14                        # the shared tier (Redis Cluster client)
 )
 
 cuda_version=${CUDA_VERSION:-13.0}

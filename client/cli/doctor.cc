@@ -18,6 +18,9 @@ struct DoctorFlags {
   std::vector<std::string> toolkits;  // empty: the default root
   std::vector<std::string> stores;
   std::vector<std::string> servers;
+  std::string shared;  // --shared URL
+  std::string shared_key_file;
+  std::string shared_key_file_second;
   double timeout_s = 3;
   bool require_gpu = false;
   bool json = false;
@@ -95,6 +98,10 @@ int RunDoctor(const DoctorFlags& flags) {
   for (const std::string& server : flags.servers) {
     reports.push_back(CheckDaemon(server, flags.timeout_s));
   }
+  if (!flags.shared.empty()) {
+    reports.push_back(CheckShared(flags.shared, flags.shared_key_file, flags.shared_key_file_second,
+                                  flags.timeout_s));
+  }
   int problems = 0;
   for (const CheckReport& report : reports) problems += report.problems();
   if (flags.json) {
@@ -122,6 +129,12 @@ void RegisterDoctorCommand(CLI::App& app, int* exit_code) {
                   "Store directory to open read-only and verify (repeatable)");
   cmd->add_option("--server", flags->servers,
                   "kcached address to ask, e.g. unix:///run/kcache/kcache.sock (repeatable)");
+  cmd->add_option("--shared", flags->shared,
+                  "Shared tier to check: redis://host:port or redis-cluster://h1:p1,h2:p2");
+  cmd->add_option("--shared-key-file", flags->shared_key_file,
+                  "With --shared: check that an entry signed with this key makes the round trip");
+  cmd->add_option("--shared-key-file-second", flags->shared_key_file_second,
+                  "With --shared-key-file: the second key kcached accepts (rotation)");
   cmd->add_option("--timeout", flags->timeout_s,
                   "Seconds to wait for each daemon's answer (default 3)")
       ->check(CLI::PositiveNumber);

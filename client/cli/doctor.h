@@ -75,6 +75,12 @@ CheckReport CheckStore(const std::string& path, bool repair = false);
 // Asks the kcached at `address` for its statistics within `timeout_s`.
 CheckReport CheckDaemon(const std::string& address, double timeout_s);
 
+// The shared tier at `url` (docs/shared-tier.md): reachable, cluster_state ok (a cluster),
+// and, with a key file, a probe entry signed with it written, read back and verified (then
+// deleted). The only check that writes somewhere other than a store, and only the probe.
+CheckReport CheckShared(const std::string& url, const std::string& key_file,
+                        const std::string& second_key_file, double timeout_s);
+
 // kcache doctor [--toolkit DIR]... [--store DIR]... [--server ADDR]... [--require-gpu] [--json]
 void RegisterDoctorCommand(CLI::App& app, int* exit_code);
 

@@ -55,6 +55,8 @@ absl::string_view ServedFromName(ServedFrom from) {
       return "local_compile";
     case ServedFrom::kDaemonUnknownTier:
       return "daemon";
+    case ServedFrom::kDaemonShared:
+      return "daemon:shared";
   }
   return "unknown";
 }

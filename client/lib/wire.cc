@@ -51,6 +51,8 @@ ServedFrom FromWire(v1::Tier tier) {
       return ServedFrom::kDaemonBakedStore;
     case v1::TIER_COMPILE:
       return ServedFrom::kDaemonCompile;
+    case v1::TIER_SHARED:
+      return ServedFrom::kDaemonShared;
     default:
       return ServedFrom::kDaemonUnknownTier;
   }

@@ -15,6 +15,7 @@
 #include "daemon/cache/compile_flights.h"
 #include "daemon/cache/memory_lru.h"
 #include "daemon/cache/seen_kernels.h"
+#include "daemon/cache/shared_tier.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
 #include "engine/compile/compiler.h"
@@ -70,10 +71,14 @@ class ArtifactCacheImpl : public ArtifactCache {
     for (const std::unique_ptr<Store>& store : baked_) baked.push_back(store.get());
     tiers_ = std::make_unique<TieredStores>(local_.get(), baked, options.tier_off_initial,
                                             options.tier_off_max, &stats_);
+    if (options.shared) {  // its URL was checked by NewArtifactCache: Create cannot fail
+      shared_ = *SharedTier::Create(*std::move(options.shared), &stats_);
+    }
     for (const std::shared_ptr<Compiler>& compiler : compilers_) {
       toolkits_.push_back(&compiler->toolkit());
       flights_.push_back(std::make_unique<CompileFlights>(compiler.get(), tiers_.get(), &memory_,
-                                                          &stats_, options.compile_limit_backoff));
+                                                          &stats_, options.compile_limit_backoff,
+                                                          shared_.get()));
     }
     checksum_failures_.assign(tiers_->size(), 0);
     if (!compilers_.empty()) background_ = std::thread([this] { RunBackgroundCompiles(); });
@@ -139,6 +144,7 @@ class ArtifactCacheImpl : public ArtifactCache {
   Statistics stats_;
   MemoryLru memory_;
   std::unique_ptr<TieredStores> tiers_;
+  std::unique_ptr<SharedTier> shared_;  // null: none; outlives flights_, which borrow it
   std::vector<std::unique_ptr<CompileFlights>> flights_;  // one per compiler
   SeenKernels seen_;
 
@@ -327,6 +333,9 @@ absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
     return Serve(std::move(artifact), remembered, std::move(remembered_reason),
                  CacheTier::kLocalStore);
   }
+  if ((*result)->from_shared) {  // another daemon of the fleet compiled it
+    return Serve(std::move(artifact), remembered, std::move(remembered_reason), CacheTier::kShared);
+  }
   std::string reason = CompiledReason(job, artifact->meta, device);
   return Serve(std::move(artifact), rule, std::move(reason), CacheTier::kCompile);
 }
@@ -511,6 +520,8 @@ absl::string_view CacheTierName(CacheTier tier) {
       return "baked_store";
     case CacheTier::kCompile:
       return "compile";
+    case CacheTier::kShared:
+      return "shared";
   }
   return "unknown";
 }
@@ -530,6 +541,9 @@ absl::StatusOr<std::unique_ptr<ArtifactCache>> NewArtifactCache(CacheOptions opt
       options.tier_off_max < options.tier_off_initial) {
     return absl::InvalidArgumentError(
         "tier_off_initial must be positive and tier_off_max at least as long");
+  }
+  if (options.shared) {
+    if (absl::Status url = ParseRedisUrl(options.shared->url).status(); !url.ok()) return url;
   }
   return std::unique_ptr<ArtifactCache>(new ArtifactCacheImpl(std::move(options)));
 }

@@ -18,16 +18,24 @@
 #include "core/kernel_spec.h"
 #include "core/manifest.h"
 #include "daemon/cache/histogram.h"
+#include "daemon/cache/shared_tier_options.h"
 #include "engine/resolve/resolver.h"
 #include "engine/warm/warm.h"
 
 namespace kcache {
 
 class Compiler;
+class SharedTier;
 class Store;
 
 // Numbered and stable: sent on the wire (kcache.v1.Tier).
-enum class CacheTier : int { kMemory = 1, kLocalStore = 2, kBakedStore = 3, kCompile = 4 };
+enum class CacheTier : int {
+  kMemory = 1,
+  kLocalStore = 2,
+  kBakedStore = 3,
+  kCompile = 4,
+  kShared = 5,  // the shared tier (Redis Cluster), between the baked stores and a compile
+};
 absl::string_view CacheTierName(CacheTier tier);  // "memory", "local_store", ...
 
 struct CacheOptions {
@@ -52,6 +60,10 @@ struct CacheOptions {
   // doubling each time it fails again after coming back, up to the max; a success resets it.
   absl::Duration tier_off_initial = absl::Seconds(5);
   absl::Duration tier_off_max = absl::Minutes(1);
+  // The shared tier (Redis Cluster) looked up after the baked stores and before a compile,
+  // and written with what this daemon compiles; none when unset. NewArtifactCache creates it
+  // (it counts into the cache's statistics).
+  std::optional<SharedTierOptions> shared;
 };
 
 // What a worker asks for: exactly one of `spec`, `id`, `name`.

@@ -180,11 +180,14 @@ std::shared_ptr<const CompiledSet> CompileFlights::FindStored(const CompileJob& 
 
 CompileResult CompileFlights::Run(const CompileJob& job) {
   if (std::shared_ptr<const CompiledSet> stored = FindStored(job)) return stored;
+  std::string lease;  // the fleet's lease on this compile, when this daemon holds it
+  if (std::shared_ptr<const CompiledSet> fetched = FetchShared(job, &lease)) return fetched;
 
   Clock::time_point start = Clock::now();
   absl::StatusOr<CompileOutput> output = compiler_->Compile(job);
   if (absl::IsCancelled(output.status())) {  // left the queue: nobody waited any more
     stats_->Add(Statistic::kCompilesDropped);
+    if (shared_ != nullptr) shared_->ReleaseLease(lease);
     return output.status();
   }
   stats_->Add(Statistic::kCompiles);
@@ -202,6 +205,7 @@ CompileResult CompileFlights::Run(const CompileJob& job) {
       stats_->Add(Statistic::kCompileLimitStops);
       RememberLimitStop(FlightKey(job), output.status());
     }
+    if (shared_ != nullptr) shared_->ReleaseLease(lease);
     return output.status();
   }
   auto set = std::make_shared<CompiledSet>();
@@ -209,6 +213,25 @@ CompileResult CompileFlights::Run(const CompileJob& job) {
     // A failing writable store is counted (and switched off) by the tiers; the compile still
     // serves this request and its waiters.
     tiers_->Put(0, artifact).IgnoreError();
+    set->artifacts.push_back(std::make_shared<const Artifact>(std::move(artifact)));
+  }
+  memory_->InvalidateKernel(job.id);
+  // Written by the tier's own thread, then the lease released.
+  if (shared_ != nullptr) shared_->Publish(set->artifacts, lease);
+  return set;
+}
+
+std::shared_ptr<const CompiledSet> CompileFlights::FetchShared(const CompileJob& job,
+                                                               std::string* lease) {
+  if (shared_ == nullptr) return nullptr;
+  std::vector<ArtifactKey> keys = ExpectedKeys(job, compiler_->toolkit().identity().id);
+  std::optional<std::vector<Artifact>> fetched = shared_->FetchAll(keys);
+  if (!fetched) fetched = shared_->AwaitFleet(keys, lease);
+  if (!fetched) return nullptr;
+  auto set = std::make_shared<CompiledSet>();
+  set->from_shared = true;
+  for (Artifact& artifact : *fetched) {
+    if (tiers_->Put(0, artifact).ok()) stats_->Add(Statistic::kWriteBacks);
     set->artifacts.push_back(std::make_shared<const Artifact>(std::move(artifact)));
   }
   memory_->InvalidateKernel(job.id);

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "core/artifact.h"
 #include "daemon/cache/memory_lru.h"
+#include "daemon/cache/shared_tier.h"
 #include "daemon/cache/single_flight.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
@@ -25,30 +26,34 @@ namespace kcache {
 // What one flight produced, shared by every caller of it.
 struct CompiledSet {
   std::vector<std::shared_ptr<const Artifact>> artifacts;  // immutable
-  bool from_store = false;  // an earlier flight had stored them all: nothing was compiled
+  bool from_store = false;   // an earlier flight had stored them all: nothing was compiled
+  bool from_shared = false;  // fetched from the shared tier (and written to the writable store)
   // The artifact of `kind` for `target`, or null.
   std::shared_ptr<const Artifact> Find(ArtifactKind kind, const Target& target) const;
 };
 using CompileResult = absl::StatusOr<std::shared_ptr<const CompiledSet>>;
 
-// Thread-safe. Borrows everything it is given; all must outlive it.
+// Thread-safe. Borrows everything it is given; all must outlive it. `shared` may be null (no
+// shared tier).
 class CompileFlights {
  public:
   CompileFlights(Compiler* compiler, TieredStores* tiers, MemoryLru* memory, Statistics* stats,
-                 absl::Duration limit_backoff = absl::Minutes(10))
+                 absl::Duration limit_backoff = absl::Minutes(10), SharedTier* shared = nullptr)
       : compiler_(compiler),
         tiers_(tiers),
         memory_(memory),
         stats_(stats),
-        limit_backoff_(limit_backoff) {}
+        limit_backoff_(limit_backoff),
+        shared_(shared) {}
 
   // Runs or joins the flight for (job.id, job.target). The one that runs it first looks in the
   // writable store for what `job` would write (a flight that just ended may have stored it),
-  // else compiles, stores each artifact (a failing store is counted and skipped: the result is
-  // still returned) and invalidates the kernel's memory entries. `*waited` says whether this
-  // caller joined another's flight. Errors are the compiler's (Aborted with the NVRTC log;
-  // Cancelled when the compile left the queue because every caller of the flight had given
-  // up: job.demand.wanted of each is asked, and a caller still waiting is never left with
+  // then in the shared tier (a hit is written to the writable store), else compiles, queues
+  // the artifacts for the shared tier, stores each artifact (a failing store is counted and
+  // skipped: the result is still returned) and invalidates the kernel's memory entries. `*waited`
+  // says whether this caller joined another's flight. Errors are the compiler's (Aborted with the
+  // NVRTC log; Cancelled when the compile left the queue because every caller of the flight had
+  // given up: job.demand.wanted of each is asked, and a caller still waiting is never left with
   // that answer).
   //
   // A flight stopped by a limit (DeadlineExceeded, ResourceExhausted) is remembered for
@@ -70,6 +75,10 @@ class CompileFlights {
 
   CompileResult Run(const CompileJob& job);
   std::shared_ptr<const CompiledSet> FindStored(const CompileJob& job);
+  // What `job` would write, from the shared tier: there already, or compiled by another
+  // daemon holding the fleet's lease while this one waited. Null: compile here (holding the
+  // lease when `*lease` is set).
+  std::shared_ptr<const CompiledSet> FetchShared(const CompileJob& job, std::string* lease);
   // The remembered limit stop of `key`, if one is recent (then counted).
   std::optional<absl::Status> RecentLimitStop(const std::string& key);
   void RememberLimitStop(const std::string& key, const absl::Status& status);
@@ -79,6 +88,7 @@ class CompileFlights {
   MemoryLru* memory_;
   Statistics* stats_;
   const absl::Duration limit_backoff_;
+  SharedTier* shared_;
   SingleFlight<std::string, CompileResult> flights_;
 
   absl::Mutex mu_;

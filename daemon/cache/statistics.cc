@@ -83,6 +83,31 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "compiles that left the queue without running: every caller had given up"},
     {S::kCompileLimitSkips, "compile.limit_skips",
      "compiles not run because the same kernel and target was stopped by a limit lately"},
+    {S::kHitShared, "resolve.hit.shared",
+     "resolves served from the shared tier (then written back to the writable store)"},
+    {S::kSharedHits, "shared.hits", "artifacts fetched from the shared tier and verified"},
+    {S::kSharedMisses, "shared.misses", "shared-tier lookups that found no entry"},
+    {S::kSharedErrors, "shared.errors",
+     "shared-tier calls that failed or ran past the budget (the request went on without it)"},
+    {S::kSharedRejected, "shared.rejected",
+     "shared-tier entries that failed verification (MAC, framing, checksum): never served"},
+    {S::kSharedWrites, "shared.writes", "artifacts written to the shared tier"},
+    {S::kSharedSkips, "shared.skips",
+     "shared-tier lookups and writes skipped while the tier is switched off after failures"},
+    {S::kSharedTooBig, "shared.too_big",
+     "artifacts kept out of the shared tier: larger than --shared-max-bytes"},
+    {S::kSharedWritesDropped, "shared.writes_dropped",
+     "shared-tier writes dropped because the write queue was full"},
+    {S::kSharedLeasesTaken, "shared.leases_taken",
+     "misses this daemon compiled for the fleet, holding the artifact's lease"},
+    {S::kSharedLeaseWaits, "shared.lease_waits",
+     "misses that waited for another daemon's compile (its lease was held)"},
+    {S::kSharedLeaseWaitHits, "shared.lease_wait_hits",
+     "waits that ended with the other daemon's entry: a compile saved"},
+    {S::kSharedLeasesExpired, "shared.leases_expired",
+     "waits that ended by taking the lease (expired: its holder died; or released unfilled)"},
+    {S::kSharedLeaseWaitsTimedOut, "shared.lease_waits_timed_out",
+     "waits that gave up after --shared-wait-seconds and compiled without the lease"},
 }};
 
 constexpr bool NumberedInOrder() {
@@ -107,6 +132,8 @@ Statistic HitStatistic(CacheTier tier) {
       return S::kHitBakedStore;
     case CacheTier::kCompile:
       return S::kHitCompile;
+    case CacheTier::kShared:
+      return S::kHitShared;
   }
   return S::kHitCompile;
 }
@@ -163,6 +190,8 @@ absl::string_view ResolveOutcomeName(ResolveOutcome outcome) {
       return "invalid";
     case ResolveOutcome::kError:
       return "error";
+    case ResolveOutcome::kShared:
+      return "shared";
   }
   return "error";
 }
@@ -177,6 +206,8 @@ ResolveOutcome OutcomeOf(CacheTier tier) {
       return ResolveOutcome::kBakedStore;
     case CacheTier::kCompile:
       return ResolveOutcome::kCompile;
+    case CacheTier::kShared:
+      return ResolveOutcome::kShared;
   }
   return ResolveOutcome::kError;
 }

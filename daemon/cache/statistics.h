@@ -66,9 +66,23 @@ enum class Statistic : int {
   kStoreReplacedDamaged = 44,
   kCompilesDropped = 45,
   kCompileLimitSkips = 46,
+  kHitShared = 47,
+  kSharedHits = 48,
+  kSharedMisses = 49,
+  kSharedErrors = 50,
+  kSharedRejected = 51,
+  kSharedWrites = 52,
+  kSharedSkips = 53,
+  kSharedTooBig = 54,
+  kSharedWritesDropped = 55,
+  kSharedLeasesTaken = 56,
+  kSharedLeaseWaits = 57,
+  kSharedLeaseWaitHits = 58,
+  kSharedLeasesExpired = 59,
+  kSharedLeaseWaitsTimedOut = 60,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 46;
+inline constexpr int kStatisticCount = 60;
 
 struct StatisticInfo {
   Statistic id;
@@ -92,8 +106,9 @@ enum class ResolveOutcome : int {
   kMiss,
   kInvalid,
   kError,
+  kShared,
 };
-inline constexpr int kResolveOutcomeCount = 7;
+inline constexpr int kResolveOutcomeCount = 8;
 absl::string_view ResolveOutcomeName(ResolveOutcome outcome);  // "memory", ..., "error"
 ResolveOutcome OutcomeOf(CacheTier tier);
 

@@ -25,6 +25,7 @@
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/kernel_cache_service.h"
 #include "engine/compile/toolkit.h"
+#include "engine/shared/shared_entry.h"
 #include "engine/store/store.h"
 
 namespace kcache {
@@ -139,6 +140,21 @@ class DaemonImpl final : public Daemon {
         options_.allow_unsandboxed_compiles ||
         std::all_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->sandboxed(); });
     cache_options.memory_bytes = options_.memory_cache_bytes;
+    if (!options_.shared.empty()) {
+      absl::StatusOr<SharedKeys> keys =
+          SharedKeys::Load(options_.shared_key_file, options_.shared_key_file_second);
+      if (!keys.ok()) return keys.status();
+      SharedTierOptions shared;
+      shared.url = options_.shared;
+      shared.keys = *std::move(keys);
+      shared.budget = options_.shared_budget;
+      shared.max_value_bytes = options_.shared_max_bytes;
+      shared.lease_ttl = options_.shared_lease;
+      shared.wait = options_.shared_wait;
+      cache_options.shared = std::move(shared);
+      spdlog::info("shared tier: {} (budget {}, entries up to {} bytes)", options_.shared,
+                   absl::FormatDuration(options_.shared_budget), options_.shared_max_bytes);
+    }
     absl::StatusOr<std::unique_ptr<ArtifactCache>> cache =
         NewArtifactCache(std::move(cache_options));
     if (!cache.ok()) return cache.status();

@@ -47,6 +47,15 @@ struct DaemonOptions {
   // --max-queued-mb: payload bytes Resolve streams may have queued for their clients at once
   // (one chunk, at most 1 MiB, per stream sending); past it RESOURCE_EXHAUSTED.
   uint64_t max_queued_bytes = uint64_t{256} << 20;
+  // --shared URL: the shared tier (docs/shared-tier.md), redis://host:port or
+  // redis-cluster://h1:p1,h2:p2; empty: none. Needs --shared-key-file.
+  std::string shared;
+  std::string shared_key_file;         // --shared-key-file: signs and verifies entries
+  std::string shared_key_file_second;  // --shared-key-file-second: verifies only (rotation)
+  absl::Duration shared_budget = absl::Milliseconds(100);  // --shared-budget-ms
+  uint64_t shared_max_bytes = uint64_t{8} << 20;           // --shared-max-bytes
+  absl::Duration shared_lease = absl::Seconds(30);         // --shared-lease-seconds
+  absl::Duration shared_wait = absl::Seconds(60);          // --shared-wait-seconds
 };
 
 class Daemon {

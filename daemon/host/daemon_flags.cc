@@ -100,6 +100,33 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 
+  int64_t shared_budget_ms = 100;
+  int64_t shared_lease_seconds = 30;
+  int64_t shared_wait_seconds = 60;
+  app.add_option("--shared", o.shared,
+                 "Shared tier: redis://host:port or redis-cluster://h1:p1,h2:p2 "
+                 "(docs/shared-tier.md)");
+  app.add_option("--shared-key-file", o.shared_key_file,
+                 "Key that signs and verifies shared-tier entries (required with --shared)");
+  app.add_option("--shared-key-file-second", o.shared_key_file_second,
+                 "A second key accepted when verifying (key rotation)");
+  app.add_option("--shared-budget-ms", shared_budget_ms,
+                 "Longest a shared-tier lookup may delay a miss")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
+  app.add_option("--shared-max-bytes", o.shared_max_bytes,
+                 "Artifacts larger than this stay out of the shared tier (e.g. 8MiB)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--shared-lease-seconds", shared_lease_seconds,
+                 "Expiry of the lease a daemon takes on a miss before compiling it for the fleet")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--shared-wait-seconds", shared_wait_seconds,
+                 "Longest a miss waits for another daemon's compile (0: no fleet single-flight)")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -119,6 +146,14 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                                         : absl::Seconds(compile_timeout_seconds);
   o.shutdown_grace = absl::Seconds(grace_seconds);
   o.max_queued_bytes = max_queued_mb << 20;
+  o.shared_budget = absl::Milliseconds(shared_budget_ms);
+  o.shared_lease = absl::Seconds(shared_lease_seconds);
+  o.shared_wait = absl::Seconds(shared_wait_seconds);
+  if (!o.shared.empty() && o.shared_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--shared needs --shared-key-file: entries are signed with a key only daemons hold "
+        "(make one with: head -c 32 /dev/urandom | base64 > shared.key)");
+  }
   absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
   if (!format.ok()) return format.status();
   ConfigureLogging(*format, log_level);

@@ -134,6 +134,8 @@ v1::Tier TierToProto(CacheTier tier) {
       return v1::TIER_BAKED_STORE;
     case CacheTier::kCompile:
       return v1::TIER_COMPILE;
+    case CacheTier::kShared:
+      return v1::TIER_SHARED;
   }
   return v1::TIER_UNSPECIFIED;
 }

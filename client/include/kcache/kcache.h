@@ -97,6 +97,7 @@ enum class ServedFrom {
   kDaemonCompile = 4,
   kLocalCompile = 5,
   kDaemonUnknownTier = 6,  // a daemon that did not say
+  kDaemonShared = 7,       // the daemon's shared tier (another daemon of the fleet compiled it)
 };
 // "daemon:memory", "daemon:local_store", "daemon:baked_store", "daemon:compile",
 // "local_compile", "daemon".

@@ -1,0 +1,174 @@
+#include "engine/shared/shared_entry.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "engine/store/value_format.h"
+
+namespace kcache {
+namespace {
+
+constexpr char kMagic[] = "KCSE";
+constexpr size_t kHeaderSize = 4 + 1 + 8 + 4;
+constexpr size_t kMacSize = 32;
+
+void AppendU32(std::string* out, uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(value >> shift));
+}
+
+uint32_t ReadU32(absl::string_view in) {
+  uint32_t value = 0;
+  for (int i = 0; i < 4; ++i) value = (value << 8) | static_cast<unsigned char>(in[i]);
+  return value;
+}
+
+// HMAC-SHA-256 over u32be(len(redis_key)) | redis_key | signed_part.
+std::string Mac(absl::string_view key, absl::string_view redis_key, absl::string_view signed_part) {
+  std::string message;
+  message.reserve(4 + redis_key.size() + signed_part.size());
+  AppendU32(&message, static_cast<uint32_t>(redis_key.size()));
+  message.append(redis_key.data(), redis_key.size());
+  message.append(signed_part.data(), signed_part.size());
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int out_len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), out, &out_len);
+  return std::string(reinterpret_cast<char*>(out), out_len);
+}
+
+absl::StatusOr<std::string> ReadKeyFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    int error = errno;
+    std::string message = absl::StrCat("shared key file ", path, ": ", std::strerror(error));
+    if (error == EACCES) return absl::PermissionDeniedError(message);
+    if (error == ENOENT) return absl::NotFoundError(message);
+    return absl::InvalidArgumentError(message);
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  std::string key = bytes.str();
+  while (!key.empty() && absl::ascii_isspace(static_cast<unsigned char>(key.back()))) {
+    key.pop_back();
+  }
+  return key;
+}
+
+}  // namespace
+
+absl::StatusOr<SharedKeys> SharedKeys::FromBytes(std::string primary,
+                                                 std::optional<std::string> secondary) {
+  for (const std::string* key : {&primary, secondary ? &*secondary : nullptr}) {
+    if (key != nullptr && key->size() < kSharedKeyMinBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a shared key must hold at least ", kSharedKeyMinBytes, " bytes (has ",
+                       key->size(), "); make one with: head -c 32 /dev/urandom | base64"));
+    }
+  }
+  SharedKeys keys;
+  keys.primary_ = std::move(primary);
+  keys.secondary_ = std::move(secondary);
+  return keys;
+}
+
+absl::StatusOr<SharedKeys> SharedKeys::Load(const std::string& primary_path,
+                                            const std::string& secondary_path) {
+  absl::StatusOr<std::string> primary = ReadKeyFile(primary_path);
+  if (!primary.ok()) return primary.status();
+  std::optional<std::string> secondary;
+  if (!secondary_path.empty()) {
+    absl::StatusOr<std::string> read = ReadKeyFile(secondary_path);
+    if (!read.ok()) return read.status();
+    secondary = *std::move(read);
+  }
+  absl::StatusOr<SharedKeys> keys = FromBytes(*std::move(primary), std::move(secondary));
+  if (!keys.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("shared key file ", primary_path, " or ",
+                                                   secondary_path, ": ", keys.status().message()));
+  }
+  return keys;
+}
+
+std::string SharedKeyId(absl::string_view key) {
+  std::string input = absl::StrCat(absl::string_view("kcache-shared-key-id\0", 21), key);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
+  return std::string(reinterpret_cast<char*>(digest), 8);
+}
+
+std::string SharedEntryRedisKey(const ArtifactKey& key) {
+  return absl::StrCat("kcache:v1:{", absl::BytesToHexString(key.Encode()), "}:a");
+}
+
+std::string SharedLeaseRedisKey(const ArtifactKey& key) {
+  return absl::StrCat("kcache:v1:{", absl::BytesToHexString(key.Encode()), "}:lease");
+}
+
+std::string SealSharedEntry(const SharedKeys& keys, const Artifact& artifact) {
+  ArtifactMeta meta = artifact.meta;
+  meta.size = artifact.bytes.size();
+  meta.checksum = PayloadChecksum(artifact.bytes);
+  std::string body = EncodeArtifactValue(meta, artifact.bytes, /*zstd_level=*/1);
+  std::string frame;
+  frame.reserve(kSharedEntryOverhead + body.size());
+  frame.append(kMagic, 4);
+  frame.push_back(static_cast<char>(kSharedEntryVersion));
+  frame.append(SharedKeyId(keys.primary()));
+  AppendU32(&frame, static_cast<uint32_t>(body.size()));
+  frame.append(body);
+  frame.append(Mac(keys.primary(), SharedEntryRedisKey(artifact.meta.key), frame));
+  return frame;
+}
+
+absl::StatusOr<Artifact> OpenSharedEntry(const SharedKeys& keys, const ArtifactKey& expected,
+                                         absl::string_view frame) {
+  if (frame.size() < kSharedEntryOverhead) {
+    return absl::DataLossError(absl::StrCat("shared entry truncated (", frame.size(), " bytes)"));
+  }
+  if (frame.substr(0, 4) != absl::string_view(kMagic, 4)) {
+    return absl::DataLossError("shared entry: bad magic");
+  }
+  if (static_cast<uint8_t>(frame[4]) != kSharedEntryVersion) {
+    return absl::DataLossError(
+        absl::StrCat("shared entry: unknown version ", static_cast<int>(frame[4])));
+  }
+  if (ReadU32(frame.substr(13, 4)) != frame.size() - kSharedEntryOverhead) {
+    return absl::DataLossError("shared entry: length does not match (truncated or padded)");
+  }
+  absl::string_view key_id = frame.substr(5, 8);
+  const std::string* key = nullptr;
+  if (key_id == SharedKeyId(keys.primary())) {
+    key = &keys.primary();
+  } else if (keys.secondary() && key_id == SharedKeyId(*keys.secondary())) {
+    key = &*keys.secondary();
+  } else {
+    return absl::DataLossError("shared entry: sealed under a key this daemon does not hold");
+  }
+  absl::string_view signed_part = frame.substr(0, frame.size() - kMacSize);
+  std::string mac = Mac(*key, SharedEntryRedisKey(expected), signed_part);
+  if (CRYPTO_memcmp(mac.data(), frame.data() + signed_part.size(), kMacSize) != 0) {
+    return absl::DataLossError("shared entry: MAC does not verify");
+  }
+  absl::StatusOr<Artifact> artifact =
+      DecodeArtifactValue(frame.substr(kHeaderSize, signed_part.size() - kHeaderSize));
+  if (!artifact.ok()) {
+    return absl::DataLossError(absl::StrCat("shared entry: ", artifact.status().message()));
+  }
+  if (!(artifact->meta.key == expected)) {
+    return absl::DataLossError("shared entry: holds another artifact");
+  }
+  return artifact;
+}
+
+}  // namespace kcache

@@ -1,0 +1,234 @@
+// A real Redis Cluster on loopback for tests: six `redis-server --cluster-enabled yes` (three
+// masters, three replicas) on free ports in a temp folder, joined with
+// `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`; killed and removed when
+// the object goes. Also a single non-cluster redis-server. Faults are real: kill a node,
+// SIGSTOP it, or write a value with redis-cli. Without redis-server or redis-cli, Available()
+// is false and tests skip (exit 125).
+#ifndef KCACHE_TESTS_TESTUTIL_REDIS_CLUSTER_H_
+#define KCACHE_TESTS_TESTUTIL_REDIS_CLUSTER_H_
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/testutil/run.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache::testing {
+
+inline bool RedisAvailable() {
+  return Run("command -v redis-server && command -v redis-cli").exit_code == 0;
+}
+
+// True when 127.0.0.1:port can be bound now.
+inline bool PortFree(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+// One line of `CLUSTER NODES`.
+struct RedisNodeInfo {
+  std::string id;
+  int port = 0;
+  bool master = false;
+  bool failed = false;
+  std::string master_id;                   // for a replica
+  std::vector<std::pair<int, int>> slots;  // ranges served (a master)
+};
+
+class RedisServers {
+ public:
+  RedisServers() = default;
+  RedisServers(const RedisServers&) = delete;
+  RedisServers& operator=(const RedisServers&) = delete;
+  ~RedisServers() {
+    for (auto& [port, pid] : pids_) {
+      kill(pid, SIGCONT);
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+
+  // Starts a plain redis-server. False when it did not answer PING.
+  bool StartSingle() { return StartNode(false) > 0; }
+
+  // Starts six cluster nodes and joins them; false (with the reason in error()) on failure.
+  bool StartCluster() {
+    std::string create = "redis-cli --cluster create";
+    for (int i = 0; i < 6; ++i) {
+      int port = StartNode(true);
+      if (port <= 0) return false;
+      create += " 127.0.0.1:" + std::to_string(port);
+    }
+    RunResult joined = Run(create + " --cluster-replicas 1 --cluster-yes");
+    if (joined.exit_code != 0) {
+      error_ = joined.output;
+      return false;
+    }
+    return WaitClusterOk();
+  }
+
+  // Waits (up to 60 s) until every live node says cluster_state:ok and agrees on the masters.
+  bool WaitClusterOk() {
+    for (int i = 0; i < 600; ++i) {
+      bool ok = true;
+      for (int port : LivePorts()) {
+        ok = ok && Contains(Cli(port, "cluster info"), "cluster_state:ok");
+      }
+      if (ok) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    error_ = "cluster_state never became ok";
+    return false;
+  }
+
+  std::string Cli(int port, const std::string& args) const {
+    return Run("redis-cli -p " + std::to_string(port) + " " + args).output;
+  }
+
+  // "redis://127.0.0.1:P" for a single server; "redis-cluster://127.0.0.1:P1,..." (the
+  // first two nodes as seeds) for a cluster.
+  std::string Url() const {
+    if (ports_.size() == 1) return "redis://127.0.0.1:" + std::to_string(ports_[0]);
+    return "redis-cluster://127.0.0.1:" + std::to_string(ports_[0]) +
+           ",127.0.0.1:" + std::to_string(ports_[1]);
+  }
+
+  std::vector<RedisNodeInfo> Nodes(int ask_port = 0) const {
+    std::vector<RedisNodeInfo> nodes;
+    std::istringstream lines(Cli(ask_port ? ask_port : LivePorts().front(), "cluster nodes"));
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      RedisNodeInfo node;
+      std::string address, flags, master;
+      if (!(fields >> node.id >> address >> flags >> master)) continue;
+      node.port = std::stoi(address.substr(address.find(':') + 1, address.find('@')));
+      node.master = Contains(flags, "master");
+      node.failed = Contains(flags, "fail");
+      node.master_id = master;
+      std::string field;
+      for (int skip = 0; skip < 4 && fields >> field; ++skip) {
+      }  // ping-sent pong-recv config-epoch link-state
+      while (fields >> field) {
+        if (field.empty() || field[0] == '[') continue;  // a migration in progress
+        size_t dash = field.find('-');
+        int first = std::stoi(field.substr(0, dash));
+        int last = dash == std::string::npos ? first : std::stoi(field.substr(dash + 1));
+        node.slots.emplace_back(first, last);
+      }
+      nodes.push_back(node);
+    }
+    return nodes;
+  }
+  RedisNodeInfo NodeOnPort(int port) const {
+    for (const RedisNodeInfo& node : Nodes()) {
+      if (node.port == port) return node;
+    }
+    return {};
+  }
+  // The port of the master serving `slot`, from CLUSTER NODES (0 when none).
+  int MasterOfSlot(int slot) const {
+    for (const RedisNodeInfo& node : Nodes()) {
+      for (auto [first, last] : node.slots) {
+        if (node.master && slot >= first && slot <= last) return node.port;
+      }
+    }
+    return 0;
+  }
+
+  void Kill(int port) { Signal(port, SIGKILL, true); }
+  void Pause(int port) { Signal(port, SIGSTOP, false); }
+  void Resume(int port) { Signal(port, SIGCONT, false); }
+
+  const std::vector<int>& ports() const { return ports_; }
+  std::vector<int> LivePorts() const {
+    std::vector<int> live;
+    for (int port : ports_) {
+      if (pids_.count(port)) live.push_back(port);
+    }
+    return live;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  int FreePort() {
+    std::mt19937 random(std::random_device{}());
+    for (int i = 0; i < 200; ++i) {
+      int port = 20000 + static_cast<int>(random() % 20000);
+      if (PortFree(port) && PortFree(port + 10000)) return port;  // +10000: the cluster bus
+    }
+    return 0;
+  }
+
+  int StartNode(bool cluster) {
+    int port = FreePort();
+    std::string dir = dir_ / std::to_string(port);
+    Run("mkdir -p " + dir);
+    std::vector<std::string> args = {
+        "redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1", "--dir",     dir,
+        "--save",       "",       "--appendonly",       "no",     "--logfile", dir + "/log"};
+    if (cluster) {
+      for (const char* arg : {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                              "--cluster-node-timeout", "1000"}) {
+        args.push_back(arg);
+      }
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+      int null = open("/dev/null", O_RDWR);
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+      std::vector<char*> argv;
+      for (std::string& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      execvp("redis-server", argv.data());
+      _exit(127);
+    }
+    pids_[port] = pid;
+    ports_.push_back(port);
+    for (int i = 0; i < 200; ++i) {
+      if (Contains(Cli(port, "ping"), "PONG")) return port;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    error_ = "redis-server on port " + std::to_string(port) + " did not answer";
+    return 0;
+  }
+
+  void Signal(int port, int signal, bool reap) {
+    auto it = pids_.find(port);
+    if (it == pids_.end()) return;
+    kill(it->second, signal);
+    if (reap) {
+      waitpid(it->second, nullptr, 0);
+      pids_.erase(it);
+    }
+  }
+
+  TempDir dir_;
+  std::vector<int> ports_;
+  std::map<int, pid_t> pids_;
+  std::string error_;
+};
+
+}  // namespace kcache::testing
+
+#endif  // KCACHE_TESTS_TESTUTIL_REDIS_CLUSTER_H_
