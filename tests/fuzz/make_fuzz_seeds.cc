@@ -10,6 +10,7 @@
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
+#include "daemon/service/convert.h"
 #include "engine/store/value_format.h"
 #include "kcache/v1/kcache.pb.h"
 
@@ -61,17 +62,9 @@ ArtifactMeta Meta(const KernelRecord& record, const std::string& bytes) {
   return meta;
 }
 
+// The daemon's own conversion, with an architecture range the seeds exercise.
 void FillSpec(const KernelRecord& record, v1::KernelSpec* out) {
-  out->set_name(record.spec.name);
-  out->set_source_name(record.spec.source_name);
-  out->set_source(record.spec.source);
-  for (const auto& [name, content] : record.spec.headers) {
-    v1::Header* header = out->add_headers();
-    header->set_name(name);
-    header->set_content(content);
-  }
-  for (const std::string& option : record.spec.options) out->add_options(option);
-  for (const std::string& expr : record.spec.name_expressions) out->add_name_expressions(expr);
+  RecordToProto(record, out);
   out->set_min_arch(75);
   out->set_max_arch(120);
 }
