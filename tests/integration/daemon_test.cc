@@ -45,17 +45,6 @@ std::string FaultyWorker() {
   return KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty";
 }
 
-// A compile that takes about a second of CPU (40 unrolled transcendental steps).
-const char kSlowSource[] = R"(
-#define B a = sinf(a) * 1.0001f + cosf(a * 1.1f);
-#define R10(x) x x x x x x x x x x
-extern "C" __global__ void slow(float* y, const float* x) {
-  float a = x[threadIdx.x];
-  R10(B B B B)
-  y[threadIdx.x] = a;
-}
-)";
-
 class DaemonTest : public ::testing::Test {
  protected:
   void StartDaemon(std::vector<std::string> flags = {}) {
@@ -404,7 +393,7 @@ TEST_F(DaemonTest, StaleSocketIsReplacedButALiveDaemonIsNot) {
 
 TEST_F(DaemonTest, SigtermLetsAnInFlightCompileFinishAndExitsZero) {
   StartDaemon();
-  v1::ResolveRequest request = ResolveSpec(WireSpec("slow", kSlowSource), 8, 6);
+  v1::ResolveRequest request = ResolveSpec(WireSpec("slow", ::kcache::testing::kSlowSource), 8, 6);
   auto call = std::async(std::launch::async, [&] { return CallResolve(*stub_, request); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the compile is running
   ASSERT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::timeout)

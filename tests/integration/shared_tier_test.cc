@@ -31,17 +31,6 @@ using ::kcache::testing::ResolveSpec;
 using ::kcache::testing::StatCounter;
 using ::kcache::testing::WireSpec;
 
-// A compile that takes about a second of CPU (40 unrolled transcendental steps).
-const char kSlowSource[] = R"(
-#define B a = sinf(a) * 1.0001f + cosf(a * 1.1f);
-#define R10(x) x x x x x x x x x x
-extern "C" __global__ void slow(float* y, const float* x) {
-  float a = x[threadIdx.x];
-  R10(B B B B)
-  y[threadIdx.x] = a;
-}
-)";
-
 const std::string kKeyA = "first-shared-key-of-at-least-32-bytes";
 const std::string kKeyB = "second-shared-key-of-at-least-32-bytes";
 
@@ -213,7 +202,7 @@ TEST_F(SharedTierTest, ArtifactsOverTheSizeCapStayLocal) {
 TEST_F(SharedTierTest, TwoDaemonsMissingAtOnceCompileOnceForBoth) {
   StartDaemon({"--shared-key-file", key_a_});
   StartDaemon({"--shared-key-file", key_a_});
-  v1::ResolveRequest slow = ResolveSpec(WireSpec("slow", kSlowSource), 8, 6);
+  v1::ResolveRequest slow = ResolveSpec(WireSpec("slow", ::kcache::testing::kSlowSource), 8, 6);
   ResolveOutcome outcomes[2];
   std::thread second([&] { outcomes[1] = CallResolve(Stub(1), slow); });
   outcomes[0] = CallResolve(Stub(0), slow);
@@ -238,7 +227,7 @@ TEST_F(SharedTierTest, TwoDaemonsMissingAtOnceCompileOnceForBoth) {
 TEST_F(SharedTierTest, WhenTheLeaseHolderDiesAnotherDaemonCompilesAfterItExpires) {
   DaemonProcess& holder = StartDaemon({"--shared-key-file", key_a_, "--shared-lease-seconds", "3"});
   StartDaemon({"--shared-key-file", key_a_});
-  v1::ResolveRequest slow = ResolveSpec(WireSpec("slow", kSlowSource), 8, 6);
+  v1::ResolveRequest slow = ResolveSpec(WireSpec("slow", ::kcache::testing::kSlowSource), 8, 6);
   std::thread doomed([&] { CallResolve(Stub(0), slow); });
   for (int i = 0; i < 300 && EntryKeys("lease").empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

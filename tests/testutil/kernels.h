@@ -23,6 +23,17 @@ __global__ void scale(T* data, T factor, int n) {
 )";
 inline constexpr char kScaleHeader[] = "#pragma once\nconstexpr int kBias = 1;\n";
 
+// A compile that takes about a second of CPU (40 unrolled transcendental steps).
+inline constexpr char kSlowSource[] = R"(
+#define B a = sinf(a) * 1.0001f + cosf(a * 1.1f);
+#define R10(x) x x x x x x x x x x
+extern "C" __global__ void slow(float* y, const float* x) {
+  float a = x[threadIdx.x];
+  R10(B B B B)
+  y[threadIdx.x] = a;
+}
+)";
+
 inline constexpr char kSyntaxErrorSource[] = R"(
 extern "C" __global__ void broken(float* y) {
   y[threadIdx.x] = undeclared_identifier;
