@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "engine/store/value_format.h"
 #include "gtest/gtest.h"
+#include "tests/testutil/store_artifacts.h"
 
 namespace kcache {
 
@@ -32,16 +33,6 @@ KernelId IdOf(uint8_t first, uint8_t fill) {
   return KernelId(bytes);
 }
 
-std::string RandomBytes(size_t size, uint64_t seed) {
-  std::string out(size, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (char& c : out) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    c = static_cast<char>(x);
-  }
-  return out;
-}
-
 Artifact MakeArtifact(const KernelId& id, ArtifactKind kind, const char* target, size_t size,
                       uint64_t seed) {
   Artifact artifact;
@@ -50,7 +41,7 @@ Artifact MakeArtifact(const KernelId& id, ArtifactKind kind, const char* target,
   artifact.meta.lowered_names = {{"k<float>", "_Z1kIfEvv"}};
   artifact.meta.compile_log = "log " + std::to_string(seed);
   artifact.meta.min_driver = 13000;
-  artifact.bytes = RandomBytes(size, seed);
+  artifact.bytes = ::kcache::testing::TestPayload(size, seed);
   return artifact;
 }
 
