@@ -192,12 +192,22 @@ class ProcessPool final : public ProcessPoolCompiler {
     const Waiter* earliest = nullptr;
     for (const Waiter* w : waiting_) {
       if (earliest == nullptr || w->arrival < earliest->arrival) earliest = w;
-      bool others_wait = std::any_of(waiting_.begin(), waiting_.end(),
-                                     [w](const Waiter* o) { return o->client != w->client; });
+      bool others_wait = static_cast<int>(waiting_.size()) > waiting_by_client_.at(w->client);
       if (others_wait && RunningFor(w->client) >= share) continue;
       if (next == nullptr || before(w, next)) next = w;
     }
     return next != nullptr ? next : earliest;
+  }
+
+  // waiting_ and its count per client (Next() asks, for every waiter, whether another client
+  // waits: a count, not a scan of the queue, since every waiter's turn is asked on each wake).
+  void AddWaiter(const Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    waiting_.push_back(w);
+    ++waiting_by_client_[w->client];
+  }
+  void RemoveWaiter(const Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), w));
+    if (--waiting_by_client_[w->client] == 0) waiting_by_client_.erase(w->client);
   }
 
   struct Turn {
@@ -215,15 +225,15 @@ class ProcessPool final : public ProcessPoolCompiler {
     Turn turn{this, &me};
     absl::MutexLock lock(&mu_);
     me.arrival = ++arrivals_;
-    waiting_.push_back(&me);
+    AddWaiter(&me);
     while (!mu_.AwaitWithTimeout(absl::Condition(&IsTurn, &turn), kWantedCheckEvery)) {
       if (job.demand.wanted && !job.demand.wanted()) {
-        waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+        RemoveWaiter(&me);
         ++stats_.dropped;
         return std::nullopt;
       }
     }
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+    RemoveWaiter(&me);
     size_t chosen = FreeSlotFor(&me);
     if (static_cast<int>(chosen) == workers_) ++stats_.reserve_compiles;
     slots_[chosen].busy = true;
@@ -287,7 +297,8 @@ class ProcessPool final : public ProcessPoolCompiler {
   std::string sandbox_;
   mutable absl::Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
-  std::vector<const Waiter*> waiting_ ABSL_GUARDED_BY(mu_);             // in no order
+  std::vector<const Waiter*> waiting_ ABSL_GUARDED_BY(mu_);  // in no order
+  absl::flat_hash_map<std::string, int> waiting_by_client_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // compiles per client
   absl::flat_hash_map<std::string, uint64_t> last_served_ ABSL_GUARDED_BY(mu_);  // by starts_
   uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;
