@@ -95,7 +95,8 @@ class HostileIncludesTest : public ::testing::Test {
 };
 
 TEST_F(HostileIncludesTest, NoResolveOrWarmReadsAHostFile) {
-  if (!DetectSandboxSupport().Enough()) GTEST_SKIP() << DetectSandboxSupport().Describe();
+  SandboxSupport support = DetectSandboxSupport();
+  if (!support.Enough()) GTEST_SKIP() << support.Describe();
   StartDaemon({});
   EXPECT_TRUE(Contains(daemon_->Log(), "compile workers are sandboxed")) << daemon_->Log();
   std::vector<Variant> variants = HostileVariants(secret_file_);
