@@ -4,8 +4,8 @@
 //
 // The abandoned-streams test prints the daemon's RSS before and after; for the figure in
 // docs/kcached.md ("Bounds") run it with more streams:
-//   KCACHE_TEST_ABANDONED_STREAMS=5000 build/tests/hostile_clients_test \
-//     --gtest_filter='*Abandoned*'
+//   KCACHE_TEST_ABANDONED_STREAMS=5000 build/tests/hostile_clients_test
+//       --gtest_filter='*Abandoned*'   (one command line)
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

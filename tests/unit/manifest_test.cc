@@ -217,13 +217,15 @@ TEST(WriteManifestTest, AwkwardTextSurvivesExactly) {
 // yaml-cpp writes a byte that is not UTF-8 as U+FFFD, so an exported manifest warmed a kernel
 // with another id. Such text is written as !!binary base64 now.
 TEST(WriteManifestTest, TextThatIsNotUtf8SurvivesExactly) {
-  std::vector<std::string> texts = {"// latin-1 comment: gr\xf6\xdfe\n",
-                                    "\xff",
-                                    "cut short \xc3",
-                                    "overlong \xc0\xaf\n",
-                                    "surrogate \xed\xa0\x80\n",
-                                    "past U+10FFFF \xf4\x90\x80\x80\n",
-                                    "valid \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n"};
+  std::vector<std::string> texts = {
+      "// latin-1 comment: gr\xf6\xdf"
+      "e\n",
+      "\xff",
+      "cut short \xc3",
+      "overlong \xc0\xaf\n",
+      "surrogate \xed\xa0\x80\n",
+      "past U+10FFFF \xf4\x90\x80\x80\n",
+      "valid \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n"};
   std::vector<KernelRecord> records;
   for (size_t i = 0; i < texts.size(); ++i) {
     KernelRecord r;

@@ -88,7 +88,9 @@ TEST(SpecLimitsTest, TextFieldsThatAreProtobufStringsMustBeUtf8) {
   ExpectRefused(spec, "spec.source_name: is not UTF-8");
 
   spec = Small();
-  spec.source = "// gr\xf6\xdfe (latin-1)\nextern \"C\" __global__ void k() {}\n";
+  spec.source =
+      "// gr\xf6\xdf"
+      "e (latin-1)\nextern \"C\" __global__ void k() {}\n";
   spec.headers["op.cuh"] = "\xff\xfe";
   spec.options = {"-DUNIT=\xc2\xb5s"};  // "µs"
   spec.name_expressions = {"k<\xf0\x9f\x98\x80>"};
