@@ -176,7 +176,7 @@ int Main(int argc, char** argv) {
         std::shared_ptr<client::Client> c = *client::Client::Connect(options);
         return [c, id, size, &device] {
           absl::StatusOr<client::FetchedKernel> k = c->ResolveById(id, device);
-          return k.ok() && k->bytes.size() == size;
+          return k.ok() && k->data().size() == size;
         };
       });
       Cell r = Measure(clients, seconds, [&, id = id, size = size] {

@@ -31,7 +31,7 @@ json KernelJson(const FetchedKernel& k, const std::string& output) {
           {"kind", std::string(client::ArtifactKindName(k.kind))},
           {"target", k.target},
           {"toolkit", k.toolkit},
-          {"size", k.bytes.size()},
+          {"size", k.data().size()},
           {"min_driver", k.min_driver},
           {"rule", std::string(client::ServeRuleName(k.rule))},
           {"reason", k.reason},
@@ -91,7 +91,7 @@ int RunGetOnServer(const ServerGetFlags& flags) {
   if (!k.ok()) return FailStatus(k.status());
   if (!flags.output.empty()) {
     std::ofstream out(flags.output, std::ios::binary | std::ios::trunc);
-    out.write(k->bytes.data(), static_cast<std::streamsize>(k->bytes.size()));
+    out.write(k->data().data(), static_cast<std::streamsize>(k->data().size()));
     out.close();
     if (!out) return Fail(absl::StrCat("cannot write -o ", flags.output));
   }
@@ -108,7 +108,7 @@ int RunGetOnServer(const ServerGetFlags& flags) {
   for (const auto& [expr, name] : k->lowered_names) {
     std::printf("  %s -> %s\n", expr.c_str(), name.c_str());
   }
-  std::printf("%s%s\n", HumanBytes(k->bytes.size()).c_str(),
+  std::printf("%s%s\n", HumanBytes(k->data().size()).c_str(),
               flags.output.empty() ? " (not written; pass -o FILE)"
                                    : absl::StrCat(" written to ", flags.output).c_str());
   return kExitOk;

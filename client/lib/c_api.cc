@@ -141,8 +141,8 @@ int kcache_resolve_by_id(kcache_client* client, const char* hex_id, const kcache
 void kcache_kernel_free(kcache_kernel* kernel) { delete kernel; }
 
 const void* kcache_kernel_data(const kcache_kernel* k, size_t* size) {
-  if (size != nullptr) *size = k->kernel.bytes.size();
-  return k->kernel.bytes.data();
+  if (size != nullptr) *size = k->kernel.data().size();
+  return k->kernel.data().data();
 }
 const char* kcache_kernel_kind(const kcache_kernel* k) { return k->kind.c_str(); }
 const char* kcache_kernel_target(const kcache_kernel* k) { return k->kernel.target.c_str(); }

@@ -22,7 +22,8 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
 }
 
 // Loads with the module API on the device's primary context, keeping the JIT error log.
-absl::Status LoadModule(const DriverApi& api, const std::string& image, int device, void** context,
+// `image`: a cubin, or NUL-terminated PTX.
+absl::Status LoadModule(const DriverApi& api, const char* image, int device, void** context,
                         void** module) {
   if (CuResult r = api.primary_ctx_retain(context, device); r != kCudaSuccess) {
     return DriverFailed(api, r, "cuDevicePrimaryCtxRetain");
@@ -35,7 +36,7 @@ absl::Status LoadModule(const DriverApi& api, const std::string& image, int devi
   std::string log(8192, '\0');
   int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes};
   void* values[] = {log.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(log.size()))};
-  CuResult r = api.module_load_data_ex(module, image.c_str(), 2, options, values);
+  CuResult r = api.module_load_data_ex(module, image, 2, options, values);
   void* popped = nullptr;
   api.ctx_pop_current(&popped);
   if (r != kCudaSuccess) {
@@ -110,9 +111,16 @@ absl::StatusOr<std::unique_ptr<LoadedModule>> LoadedModule::Load(const FetchedKe
   if (!driver.ok()) return driver.status();
   const DriverApi& api = **driver;
   std::unique_ptr<LoadedModule> loaded(new LoadedModule());
+  // The driver reads a cubin straight from the kernel's bytes (a fast-path view included); PTX
+  // must be NUL-terminated, which std::string::c_str() is and a view need not be.
+  std::string ptx;
+  const char* image = kernel.data().data();
+  if (kernel.kind == ArtifactKind::kPtx) {
+    ptx = std::string(kernel.data());
+    image = ptx.c_str();
+  }
   if (api.library_load_data != nullptr) {
-    // The image must stay NUL-terminated for PTX: std::string::c_str() is.
-    if (CuResult r = api.library_load_data(&loaded->library_, kernel.bytes.c_str(), nullptr,
+    if (CuResult r = api.library_load_data(&loaded->library_, image, nullptr,
                                            nullptr, 0, nullptr, nullptr, 0);
         r != kCudaSuccess) {
       return absl::UnavailableError(absl::StrCat("the CUDA driver refused ", kernel.kernel_name,
@@ -124,7 +132,7 @@ absl::StatusOr<std::unique_ptr<LoadedModule>> LoadedModule::Load(const FetchedKe
       return DriverFailed(api, r, "cuDeviceGet");
     }
     loaded->device_ = device;
-    if (absl::Status s = LoadModule(api, kernel.bytes, device, &loaded->context_, &loaded->module_);
+    if (absl::Status s = LoadModule(api, image, device, &loaded->context_, &loaded->module_);
         !s.ok()) {
       return s;
     }

@@ -115,7 +115,7 @@ KernelReport GetKernel(const KernelSource& source, const StartDevice& target, cl
   r.rule = std::string(client::ServeRuleName(k->rule));
   r.served_from = std::string(client::ServedFromName(k->served_from));
   r.reason = k->reason;
-  r.bytes = k->bytes.size();
+  r.bytes = k->data().size();
   if (target.gpu) {
     absl::StatusOr<std::unique_ptr<client::LoadedModule>> module =
         client::LoadedModule::Load(*k, target.gpu->ordinal);

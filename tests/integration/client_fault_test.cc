@@ -125,7 +125,7 @@ TEST(ClientFaultTest, ManySmallChunksReassembleIntact) {
   FakeServer fake(Send(payload, PayloadChecksum(payload), 999));
   absl::StatusOr<FetchedKernel> k = Connect(fake.address(), false)->ResolveByName("saxpy", kSm89);
   ASSERT_TRUE(k.ok()) << k.status();
-  EXPECT_TRUE(k->bytes == payload);
+  EXPECT_TRUE(k->data() == payload);
   EXPECT_EQ(k->served_from, client::ServedFrom::kDaemonMemory);
 }
 
@@ -169,7 +169,7 @@ TEST(ClientFaultTest, BrokenStreamFallsBackToLocalCompileAndCountsAsAFailure) {
   absl::StatusOr<FetchedKernel> k = c->Resolve(Saxpy(), kSm89);
   ASSERT_TRUE(k.ok()) << k.status();
   EXPECT_EQ(k->served_from, client::ServedFrom::kLocalCompile);
-  EXPECT_NE(k->bytes, payload);
+  EXPECT_NE(k->data(), payload);
   EXPECT_EQ(c->breaker_state(), BreakerState::kOpen);
 }
 

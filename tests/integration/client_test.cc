@@ -101,7 +101,7 @@ TEST_F(ClientTest, ResolvesBySourceCompilingOnceThenFromMemory) {
   EXPECT_EQ(first->kind, client::ArtifactKind::kCubin);
   EXPECT_EQ(first->target, "sm_89");
   EXPECT_EQ(first->kernel_id, client::LocalCompiler::KernelIdOf(Saxpy()));
-  EXPECT_EQ(first->bytes.substr(0, 4),
+  EXPECT_EQ(first->data().substr(0, 4),
             "\x7f"
             "ELF");
 
@@ -109,7 +109,7 @@ TEST_F(ClientTest, ResolvesBySourceCompilingOnceThenFromMemory) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->served_from, ServedFrom::kDaemonMemory);
   EXPECT_EQ(again->rule, ServeRule::kExactSass);
-  EXPECT_EQ(again->bytes, first->bytes);
+  EXPECT_EQ(again->data(), first->data());
   std::printf("resolve: first (daemon compiles) %lld us, warm hit %lld us\n",
               static_cast<long long>(first->micros), static_cast<long long>(again->micros));
 }
@@ -182,8 +182,8 @@ TEST_F(ClientTest, ArtifactOverFourMibArrivesIntactFromChunks) {
   std::unique_ptr<Client> c = Connect(daemon_.address(), Patient());
   absl::StatusOr<FetchedKernel> big = c->ResolveById(record.id.Hex(), kSm89);
   ASSERT_TRUE(big.ok()) << big.status() << "\n" << daemon_.Log();
-  EXPECT_EQ(big->bytes.size(), artifact.bytes.size());
-  EXPECT_TRUE(big->bytes == artifact.bytes);
+  EXPECT_EQ(big->data().size(), artifact.bytes.size());
+  EXPECT_TRUE(big->data() == artifact.bytes);
   std::printf("5 MiB artifact over the socket: %lld us\n", static_cast<long long>(big->micros));
 }
 
@@ -195,7 +195,7 @@ TEST_F(ClientTest, ManyThreadsShareOneClient) {
   for (size_t i = 0; i < bytes.size(); ++i) {
     threads.emplace_back([&, i] {
       absl::StatusOr<FetchedKernel> k = c->Resolve(Saxpy(), kSm89);
-      if (k.ok()) bytes[i] = k->bytes;
+      if (k.ok()) bytes[i] = std::string(k->data());
     });
   }
   for (std::thread& t : threads) t.join();

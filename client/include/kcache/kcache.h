@@ -104,7 +104,12 @@ enum class ServedFrom {
 absl::string_view ServedFromName(ServedFrom from);
 
 struct FetchedKernel {
-  std::string bytes;  // the cubin, PTX (the driver JITs it) or LTO-IR; checksum verified
+  // The cubin, PTX (the driver JITs it) or LTO-IR, checksum verified. Read it through data():
+  // a kernel served over the in-pod fast path leaves `bytes` empty and holds a read-only view
+  // of the daemon's shared memory instead (`view`, kept valid by `view_owner`).
+  std::string bytes;
+  std::shared_ptr<const void> view_owner;
+  absl::string_view view;
   ArtifactKind kind = ArtifactKind::kCubin;
   std::string target;     // "sm_89", "compute_86", "sm_90a"
   std::string kernel_id;  // 64 hex digits
@@ -119,6 +124,8 @@ struct FetchedKernel {
   ServedFrom served_from = ServedFrom::kDaemonUnknownTier;
   int64_t micros = 0;  // wall time of the call that returned it
 
+  // The artifact's bytes, wherever they live; valid while this FetchedKernel (or a copy) is.
+  absl::string_view data() const { return view_owner ? view : absl::string_view(bytes); }
   bool from_daemon() const { return served_from != ServedFrom::kLocalCompile; }
   // The lowered (mangled) name of `name_expression`, or "" if it has none.
   std::string LoweredName(absl::string_view name_expression) const;
