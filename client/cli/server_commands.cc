@@ -1,11 +1,15 @@
 // kcache get / ls / stat --server and export-manifest: a running kcached answers.
 #include "client/cli/server_commands.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -76,42 +80,122 @@ absl::Status CheckStoreOrServer(const std::string& store, const std::string& ser
   return absl::OkStatus();
 }
 
+absl::Status PrepareOutputDir(const std::string& dir) {
+  if (dir.empty()) return absl::OkStatus();
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("-o ", dir, ": with several --kernel, -o names a directory, and this one ",
+                     error ? "cannot be made: " + error.message() : "is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+std::string OutputPathFor(const std::string& dir, const std::string& kernel_name,
+                          const std::string& target, const std::string& kind) {
+  std::string file = absl::StrCat(kernel_name, ".", target, ".", kind);
+  for (char& c : file) {
+    if (c == '/' || c == '\\') c = '_';  // a name is not a path
+  }
+  return (std::filesystem::path(dir) / file).string();
+}
+
+namespace {
+
+// Prints (or, with --json, collects) one kernel that `kcache get --server` got.
+int ReportKernel(const ServerGetFlags& flags, const client::Device& device, const FetchedKernel& k,
+                 bool several, json* collected) {
+  std::string output = flags.output;
+  if (several && !output.empty()) {
+    output = OutputPathFor(output, k.kernel_name, k.target,
+                           std::string(client::ArtifactKindName(k.kind)));
+  }
+  if (!output.empty()) {
+    std::ofstream out(output, std::ios::binary | std::ios::trunc);
+    out.write(k.data().data(), static_cast<std::streamsize>(k.data().size()));
+    out.close();
+    if (!out) return Fail(absl::StrCat("cannot write ", output));
+  }
+  if (flags.json) {
+    collected->push_back(KernelJson(k, output));
+    return kExitOk;
+  }
+  std::printf("%s %s %s for device %s: %s (%s)\n", k.kernel_name.c_str(), k.target.c_str(),
+              std::string(client::ArtifactKindName(k.kind)).c_str(), device.ToString().c_str(),
+              std::string(client::ServeRuleName(k.rule)).c_str(), k.reason.c_str());
+  std::printf("served from %s in %s%s\n",
+              std::string(client::ServedFromName(k.served_from)).c_str(),
+              HumanMicros(k.micros).c_str(), k.needs_jit ? " (PTX: the driver JITs it)" : "");
+  for (const auto& [expr, name] : k.lowered_names) {
+    std::printf("  %s -> %s\n", expr.c_str(), name.c_str());
+  }
+  std::printf("%s%s\n", HumanBytes(k.data().size()).c_str(),
+              output.empty() ? " (not written; pass -o FILE)"
+                             : absl::StrCat(" written to ", output).c_str());
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
 int RunGetOnServer(const ServerGetFlags& flags) {
   absl::StatusOr<client::Device> device = client::Device::Parse(flags.device, flags.driver);
   if (!device.ok())
     return Fail(absl::StrCat("--device: ", device.status().message()), kExitBadInput);
+  bool several = flags.kernels.size() > 1;
+  if (several) {
+    if (absl::Status s = PrepareOutputDir(flags.output); !s.ok()) {
+      return Fail(s.message(), kExitBadInput);
+    }
+  }
   absl::StatusOr<std::unique_ptr<client::Client>> c = ConnectForCli(flags.server, flags.timeout_s);
   if (!c.ok()) return FailStatus(c.status());
   client::CallOptions call;
   call.allow_daemon_compile = !flags.no_compile;
   call.ptx_now = flags.ptx_now;
-  absl::StatusOr<FetchedKernel> k = LooksLikeKernelId(flags.kernel)
-                                        ? (*c)->ResolveById(flags.kernel, *device, call)
-                                        : (*c)->ResolveByName(flags.kernel, *device, call);
-  if (!k.ok()) return FailStatus(k.status());
-  if (!flags.output.empty()) {
-    std::ofstream out(flags.output, std::ios::binary | std::ios::trunc);
-    out.write(k->data().data(), static_cast<std::streamsize>(k->data().size()));
-    out.close();
-    if (!out) return Fail(absl::StrCat("cannot write -o ", flags.output));
+  std::vector<client::KernelRef> refs;
+  for (const std::string& kernel : flags.kernels) {
+    refs.push_back(LooksLikeKernelId(kernel) ? client::KernelRef::Id(kernel)
+                                             : client::KernelRef::Name(kernel));
   }
+  // One call for all of them: each is reported as it arrives, stored ones first.
+  auto start = std::chrono::steady_clock::now();
+  int worst = kExitOk;
+  size_t served = 0;
+  json collected = json::array();
+  (*c)->ResolveMany(
+      refs, *device,
+      [&](size_t i, absl::StatusOr<FetchedKernel> k) {
+        int code = kExitOk;
+        if (!k.ok()) {
+          code = several ? Fail(absl::StrCat(flags.kernels[i], ": ", k.status().message()))
+                         : FailStatus(k.status());
+          if (flags.json && several) {
+            collected.push_back(
+                {{"kernel", flags.kernels[i]}, {"error", std::string(k.status().message())}});
+          }
+        } else {
+          code = ReportKernel(flags, *device, *k, several, &collected);
+          if (code == kExitOk) ++served;
+        }
+        worst = std::max(worst, code);
+      },
+      call);
   if (flags.json) {
-    std::printf("%s\n", KernelJson(*k, flags.output).dump(2).c_str());
-    return kExitOk;
+    if (!collected.empty()) {
+      std::printf("%s\n", (several ? collected : collected[0]).dump(2).c_str());
+    }
+    return worst;
   }
-  std::printf("%s %s %s for device %s: %s (%s)\n", k->kernel_name.c_str(), k->target.c_str(),
-              std::string(client::ArtifactKindName(k->kind)).c_str(), device->ToString().c_str(),
-              std::string(client::ServeRuleName(k->rule)).c_str(), k->reason.c_str());
-  std::printf("served from %s in %s%s\n",
-              std::string(client::ServedFromName(k->served_from)).c_str(),
-              HumanMicros(k->micros).c_str(), k->needs_jit ? " (PTX: the driver JITs it)" : "");
-  for (const auto& [expr, name] : k->lowered_names) {
-    std::printf("  %s -> %s\n", expr.c_str(), name.c_str());
+  if (several) {
+    int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    std::printf("%zu of %zu kernels in %s (one call)\n", served, flags.kernels.size(),
+                HumanMicros(micros).c_str());
   }
-  std::printf("%s%s\n", HumanBytes(k->data().size()).c_str(),
-              flags.output.empty() ? " (not written; pass -o FILE)"
-                                   : absl::StrCat(" written to ", flags.output).c_str());
-  return kExitOk;
+  return worst;
 }
 
 int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {

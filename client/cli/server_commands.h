@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -15,8 +16,8 @@ struct ServerGetFlags {
   std::string server;
   std::string device;
   uint32_t driver = 0;
-  std::string kernel;  // name, or 64 hex digits
-  std::string output;
+  std::vector<std::string> kernels;  // names, or 64 hex digits
+  std::string output;                // a file; a directory with several kernels
   bool no_compile = false;
   bool ptx_now = false;
   bool json = false;
@@ -34,6 +35,13 @@ struct ServerWarmFlags {
 absl::Status CheckStoreOrServer(const std::string& store, const std::string& server);
 
 int RunGetOnServer(const ServerGetFlags& flags);
+
+// `kcache get -o DIR` with several kernels: makes DIR (InvalidArgument naming it when that
+// fails; nothing to do without -o). OutputPathFor: the file in DIR a served artifact is
+// written to, DIR/NAME.TARGET.KIND ("saxpy.sm_89.cubin").
+absl::Status PrepareOutputDir(const std::string& dir);
+std::string OutputPathFor(const std::string& dir, const std::string& kernel_name,
+                          const std::string& target, const std::string& kind);
 int RunLsOnServer(const std::string& server, bool json, double timeout_s);
 int RunStatOnServer(const std::string& server, bool json, double timeout_s);
 int RunWarmOnServer(const ServerWarmFlags& flags);

@@ -32,8 +32,8 @@ struct GetFlags {
   double timeout_s = 60;
   std::string device;
   uint32_t driver = 0;
-  std::string kernel;
-  std::string output;
+  std::vector<std::string> kernels;   // --kernel, repeatable: names or ids
+  std::string output;                 // a file; a directory with several kernels
   std::vector<std::string> toolkits;  // --toolkit, repeatable; none: the default toolkit
   bool no_compile = false;
   bool ptx_now = false;
@@ -166,17 +166,19 @@ int RunStat(const StoreFlags& flags) {
   return kExitOk;
 }
 
-int RunGet(const GetFlags& flags) {
+// One kernel of `kcache get --store`, written to `output` when it is not empty.
+// With `into_dir`, `output` is a directory and the file in it is named by OutputPathFor.
+int RunGetOne(const GetFlags& flags, const std::string& kernel, std::string output, bool into_dir) {
   absl::StatusOr<Sm> sm = ParseSm(flags.device);
   if (!sm.ok()) return Fail(absl::StrCat("--device: ", sm.status().message()), kExitBadInput);
   absl::StatusOr<std::unique_ptr<Store>> store =
       OpenStoreForCli(flags.store, flags.no_compile ? StoreUse::kRead : StoreUse::kReadAndFill);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
-  absl::StatusOr<KernelRecord> record = FindKernel(**store, flags.kernel);
+  absl::StatusOr<KernelRecord> record = FindKernel(**store, kernel);
   KernelId id;
   if (record.ok()) {
     id = record->id;
-  } else if (absl::StatusOr<KernelId> parsed = KernelId::FromHex(flags.kernel); parsed.ok()) {
+  } else if (absl::StatusOr<KernelId> parsed = KernelId::FromHex(kernel); parsed.ok()) {
     id = *parsed;  // artifacts without a record can still be served
   } else {
     return Fail(record.status().message());
@@ -214,12 +216,16 @@ int RunGet(const GetFlags& flags) {
                  std::string(resolved->write_status.message()).c_str());
   }
   const ArtifactMeta& meta = resolved->artifact.meta;
-  if (!flags.output.empty()) {
-    std::ofstream out(flags.output, std::ios::binary | std::ios::trunc);
+  if (into_dir && !output.empty()) {
+    output = OutputPathFor(output, meta.kernel_name, meta.key.target.ToString(),
+                           std::string(ArtifactKindName(meta.key.kind)));
+  }
+  if (!output.empty()) {
+    std::ofstream out(output, std::ios::binary | std::ios::trunc);
     out.write(resolved->artifact.bytes.data(),
               static_cast<std::streamsize>(resolved->artifact.bytes.size()));
     out.close();
-    if (!out) return Fail(absl::StrCat("cannot write -o ", flags.output));
+    if (!out) return Fail(absl::StrCat("cannot write -o ", output));
   }
   if (flags.json) {
     json out = MetaJson(meta);
@@ -228,7 +234,7 @@ int RunGet(const GetFlags& flags) {
     out["rule"] = std::string(ServeRuleName(resolved->rule));
     out["reason"] = resolved->reason;
     out["needs_jit"] = resolved->needs_jit();
-    out["output"] = flags.output;
+    out["output"] = output;
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
@@ -240,9 +246,22 @@ int RunGet(const GetFlags& flags) {
     std::printf("  %s -> %s\n", expr.c_str(), name.c_str());
   }
   std::printf("%s%s\n", HumanBytes(meta.size).c_str(),
-              flags.output.empty() ? " (not written; pass -o FILE)"
-                                   : absl::StrCat(" written to ", flags.output).c_str());
+              output.empty() ? " (not written; pass -o FILE)"
+                             : absl::StrCat(" written to ", output).c_str());
   return kExitOk;
+}
+
+int RunGet(const GetFlags& flags) {
+  if (flags.kernels.size() == 1) return RunGetOne(flags, flags.kernels[0], flags.output, false);
+  if (absl::Status s = PrepareOutputDir(flags.output); !s.ok()) {
+    return Fail(s.message(), kExitBadInput);
+  }
+  int worst = kExitOk;
+  for (const std::string& kernel : flags.kernels) {
+    int code = RunGetOne(flags, kernel, flags.output, /*into_dir=*/true);
+    worst = std::max(worst, code);
+  }
+  return worst;
 }
 
 // --store DIR or --server ADDR, never both: a usage error (exit 2) otherwise.
@@ -305,8 +324,13 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
   get_cmd->add_option("--device", get->device, "Device SM, e.g. 8.9")->required();
   get_cmd->add_option("--driver", get->driver,
                       "Device's CUDA driver version, e.g. 13000 (default: unknown)");
-  get_cmd->add_option("--kernel", get->kernel, "Kernel name or id (see kcache ls)")->required();
-  get_cmd->add_option("-o,--output", get->output, "Write the artifact to this file");
+  get_cmd
+      ->add_option("--kernel", get->kernels,
+                   "Kernel name or id (see kcache ls); repeat it to fetch several in one call")
+      ->required();
+  get_cmd->add_option("-o,--output", get->output,
+                      "Write the artifact to this file (with several --kernel: into this "
+                      "directory, as NAME.TARGET.KIND)");
   get_cmd->add_option("--toolkit", get->toolkits,
                       "CUDA toolkit root for compile-on-miss; repeat to load several (the newest "
                       "one the --driver loads is used; default: $CUDA_HOME, else /usr/local/cuda)");
@@ -320,7 +344,7 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
     *exit_code = Dispatch(
         get->store, get->server, [&] { return RunGet(*get); },
         [&] {
-          ServerGetFlags f{get->server,     get->device,  get->driver, get->kernel,   get->output,
+          ServerGetFlags f{get->server,     get->device,  get->driver, get->kernels,  get->output,
                            get->no_compile, get->ptx_now, get->json,   get->timeout_s};
           return RunGetOnServer(f);
         });

@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/version.h"
 #include "kcache/device.h"
@@ -45,16 +46,36 @@ Device ToDevice(const kcache_device* d) {
   return Device{d->sm_major, d->sm_minor, d->driver_version};
 }
 
-int Finish(absl::StatusOr<FetchedKernel> result, kcache_kernel** out) {
-  if (!result.ok()) return Fail(result.status());
+kcache_kernel* NewKernel(FetchedKernel kernel) {
   auto* k = new kcache_kernel;
-  k->kernel = *std::move(result);
+  k->kernel = std::move(kernel);
   k->kind = std::string(kcache::client::ArtifactKindName(k->kernel.kind));
   k->rule = std::string(kcache::client::ServeRuleName(k->kernel.rule));
   k->served_from = std::string(kcache::client::ServedFromName(k->kernel.served_from));
-  *out = k;
+  return k;
+}
+
+int Finish(absl::StatusOr<FetchedKernel> result, kcache_kernel** out) {
+  if (!result.ok()) return Fail(result.status());
+  *out = NewKernel(*std::move(result));
   last_error.clear();
   return KCACHE_OK;
+}
+
+KernelSource ToSource(const kcache_source* source) {
+  KernelSource s;
+  s.name = Str(source->name);
+  s.source = Str(source->source);
+  for (size_t i = 0; i < source->num_headers; ++i) {
+    s.headers[Str(source->header_names[i])] = Str(source->header_contents[i]);
+  }
+  for (size_t i = 0; i < source->num_options; ++i) s.options.push_back(Str(source->options[i]));
+  for (size_t i = 0; i < source->num_name_expressions; ++i) {
+    s.name_expressions.push_back(Str(source->name_expressions[i]));
+  }
+  s.min_arch = source->min_arch;
+  s.max_arch = source->max_arch;
+  return s;
 }
 
 }  // namespace
@@ -105,19 +126,42 @@ int kcache_resolve(kcache_client* client, const kcache_source* source, const kca
     return FailWith(KCACHE_INVALID_ARGUMENT, "client, source, device and out must not be NULL");
   }
   *out = nullptr;
-  KernelSource s;
-  s.name = Str(source->name);
-  s.source = Str(source->source);
-  for (size_t i = 0; i < source->num_headers; ++i) {
-    s.headers[Str(source->header_names[i])] = Str(source->header_contents[i]);
+  return Finish(client->client->Resolve(ToSource(source), ToDevice(device)), out);
+}
+
+int kcache_resolve_many(kcache_client* client, const kcache_kernel_ref* kernels, size_t count,
+                        const kcache_device* device, kcache_resolve_many_callback callback,
+                        void* context) {
+  if (client == nullptr || (kernels == nullptr && count > 0) || device == nullptr ||
+      callback == nullptr) {
+    return FailWith(KCACHE_INVALID_ARGUMENT,
+                    "client, kernels, device and callback must not be NULL");
   }
-  for (size_t i = 0; i < source->num_options; ++i) s.options.push_back(Str(source->options[i]));
-  for (size_t i = 0; i < source->num_name_expressions; ++i) {
-    s.name_expressions.push_back(Str(source->name_expressions[i]));
+  std::vector<kcache::client::KernelRef> refs;
+  refs.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const kcache_kernel_ref& r = kernels[i];
+    int given = (r.source != nullptr) + (r.id != nullptr) + (r.name != nullptr);
+    if (given != 1) {
+      last_error = "kernels[" + std::to_string(i) + "]: set exactly one of source, id and name";
+      return KCACHE_INVALID_ARGUMENT;
+    }
+    refs.push_back(r.source != nullptr ? kcache::client::KernelRef(ToSource(r.source))
+                   : r.id != nullptr   ? kcache::client::KernelRef::Id(r.id)
+                                       : kcache::client::KernelRef::Name(r.name));
   }
-  s.min_arch = source->min_arch;
-  s.max_arch = source->max_arch;
-  return Finish(client->client->Resolve(s, ToDevice(device)), out);
+  client->client->ResolveMany(
+      refs, ToDevice(device), [&](size_t index, absl::StatusOr<FetchedKernel> result) {
+        if (result.ok()) {
+          callback(context, index, KCACHE_OK, "", NewKernel(*std::move(result)));
+        } else {
+          std::string message(result.status().message());
+          callback(context, index, static_cast<int>(result.status().code()), message.c_str(),
+                   nullptr);
+        }
+      });
+  last_error.clear();
+  return KCACHE_OK;
 }
 
 int kcache_resolve_by_name(kcache_client* client, const char* name, const kcache_device* device,
@@ -161,6 +205,24 @@ const char* kcache_kernel_lowered_name(const kcache_kernel* k, const char* name_
     if (expr == name_expression) return lowered.c_str();
   }
   return nullptr;
+}
+
+const char* kcache_kernel_toolkit(const kcache_kernel* k) { return k->kernel.toolkit.c_str(); }
+const char* kcache_kernel_compile_log(const kcache_kernel* k) {
+  return k->kernel.compile_log.c_str();
+}
+size_t kcache_kernel_lowered_count(const kcache_kernel* k) {
+  return k->kernel.lowered_names.size();
+}
+const char* kcache_kernel_lowered_at(const kcache_kernel* k, size_t i,
+                                     const char** name_expression) {
+  if (i >= k->kernel.lowered_names.size()) {
+    if (name_expression != nullptr) *name_expression = nullptr;
+    return nullptr;
+  }
+  const auto& [expr, lowered] = k->kernel.lowered_names[i];
+  if (name_expression != nullptr) *name_expression = expr.c_str();
+  return lowered.c_str();
 }
 
 int kcache_detect_devices(kcache_device* devices, int capacity, int* count) {

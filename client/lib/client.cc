@@ -118,6 +118,31 @@ struct Client::Impl {
            CheckArchRange(source, device).ok();
   }
 
+  // What a kernel by source gets when the daemon did not give it: `daemon_status`, or a
+  // compile here when ShouldCompileLocally says so.
+  absl::StatusOr<FetchedKernel> FallBack(const absl::Status& daemon_status, bool skipped, bool busy,
+                                         const KernelSource& source, const Device& device,
+                                         const CallOptions& call,
+                                         std::chrono::steady_clock::time_point start) {
+    if (!ShouldCompileLocally(daemon_status, skipped, busy, source, device, call)) {
+      return daemon_status;
+    }
+    absl::StatusOr<FetchedKernel> compiled = local.Compile(source, device);
+    if (!compiled.ok()) {
+      if (compiled.status().code() != absl::StatusCode::kFailedPrecondition) {
+        return compiled.status();
+      }
+      return absl::Status(daemon_status.code(), absl::StrCat(daemon_status.message(),
+                                                             "; the local compile fallback "
+                                                             "failed too: ",
+                                                             compiled.status().message()));
+    }
+    absl::StrAppend(&compiled->reason, " (", skipped ? "circuit open" : "kcached", ": ",
+                    daemon_status.message(), ")");
+    compiled->micros = MicrosSince(start);
+    return compiled;
+  }
+
   ClientOptions options;
   DaemonConnection daemon;
   CircuitBreaker breaker;
@@ -153,22 +178,7 @@ absl::StatusOr<FetchedKernel> Client::Resolve(const KernelSource& source, const 
     served->micros = MicrosSince(start);
     return served;
   }
-  const absl::Status& daemon_status = served.status();
-  if (!impl_->ShouldCompileLocally(daemon_status, skipped, busy, source, device, call)) {
-    return daemon_status;
-  }
-  absl::StatusOr<FetchedKernel> local = impl_->local.Compile(source, device);
-  if (!local.ok()) {
-    if (local.status().code() != absl::StatusCode::kFailedPrecondition) return local.status();
-    return absl::Status(daemon_status.code(), absl::StrCat(daemon_status.message(),
-                                                           "; the local compile fallback "
-                                                           "failed too: ",
-                                                           local.status().message()));
-  }
-  absl::StrAppend(&local->reason, " (", skipped ? "circuit open" : "kcached", ": ",
-                  daemon_status.message(), ")");
-  local->micros = MicrosSince(start);
-  return local;
+  return impl_->FallBack(served.status(), skipped, busy, source, device, call, start);
 }
 
 absl::StatusOr<FetchedKernel> Client::ResolveById(absl::string_view hex_id, const Device& device,
@@ -203,6 +213,156 @@ absl::StatusOr<FetchedKernel> Client::ResolveByName(absl::string_view name, cons
   absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped, &busy);
   if (served.ok()) served->micros = MicrosSince(start);
   return served;
+}
+
+namespace {
+
+// The request for one kernel of a batch, or why there is none (checked as the single calls
+// check it, without a round trip).
+absl::Status RequestFor(const KernelRef& kernel, const Device& device,
+                        v1::ResolveRequest* request) {
+  switch (kernel.by) {
+    case KernelRef::By::kSource:
+      if (absl::Status s = ValidateSpecLimits(ToCoreSpec(kernel.source), "spec"); !s.ok()) {
+        return s;
+      }
+      ToWire(kernel.source, request->mutable_spec());
+      break;
+    case KernelRef::By::kId: {
+      absl::StatusOr<KernelId> id = KernelId::FromHex(kernel.key);
+      if (!id.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", kernel.key, "' is not a kernel id: give its 64 hex digits (see kcache ls)"));
+      }
+      request->set_kernel_id(std::string(id->Bytes()));
+      break;
+    }
+    case KernelRef::By::kName:
+      if (kernel.key.empty()) return absl::InvalidArgumentError("no kernel name given");
+      request->set_kernel_name(kernel.key);
+      break;
+  }
+  ToWire(device, request->mutable_device());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& device,
+                         const ResultCallback& on_result, const CallOptions& call) {
+  auto start = std::chrono::steady_clock::now();
+  Impl& impl = *impl_;
+  if (absl::Status s = CheckDevice(device); !s.ok()) {
+    for (size_t i = 0; i < kernels.size(); ++i) on_result(i, s);
+    return;
+  }
+  // The entries to ask the daemon for, in calls of at most kMaxResolveManyEntries entries and
+  // kMaxWarmRequestBytes bytes; sent[k] is the index in `kernels` of a call's entry k.
+  std::vector<v1::ResolveManyRequest> calls;
+  std::vector<std::vector<size_t>> sent;
+  size_t call_bytes = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    v1::ResolveRequest request;
+    if (absl::Status s = RequestFor(kernels[i], device, &request); !s.ok()) {
+      on_result(i, s);
+      continue;
+    }
+    request.set_client(impl.client_name);
+    request.set_no_compile(!call.allow_daemon_compile);
+    request.set_ptx_now(call.ptx_now);
+    size_t size = request.ByteSizeLong() + 8;  // + the field's tag and length
+    if (calls.empty() || calls.back().kernels_size() >= static_cast<int>(kMaxResolveManyEntries) ||
+        call_bytes + size > kMaxWarmRequestBytes) {
+      calls.emplace_back();
+      sent.emplace_back();
+      call_bytes = 0;
+    }
+    *calls.back().add_kernels() = std::move(request);
+    sent.back().push_back(i);
+    call_bytes += size;
+  }
+  // Kernels by source that the daemon did not serve, for a local compile once its stream is
+  // read (compiling while it streams would stall the stream).
+  struct Left {
+    size_t index;
+    absl::Status status;
+    bool skipped;  // the circuit kept the call from the daemon
+    bool busy;     // the daemon was still working on the call at its deadline
+  };
+  std::vector<Left> left;
+  bool skipped = false;
+  bool busy = false;
+  absl::Status stop;  // why the calls stopped: the circuit, a busy daemon, a daemon failure
+  absl::Time deadline = impl.DeadlineFor(call);
+  for (size_t c = 0; c < calls.size(); ++c) {
+    std::vector<bool> answered(sent[c].size(), false);
+    absl::Status status = stop;
+    if (!stop.ok()) {
+      // an earlier call of this batch failed: the rest get its answer
+    } else if (impl.breaker.Allow()) {
+      impl.daemon.RenewIfFailed();
+      bool accepted = false;
+      status = impl.daemon.ResolveMany(
+          calls[c], deadline,
+          [&](size_t k, absl::StatusOr<FetchedKernel> answer) {
+            answered[k] = true;
+            size_t i = sent[c][k];
+            if (answer.ok()) {
+              answer->micros = MicrosSince(start);
+              on_result(i, std::move(answer));
+            } else if (kernels[i].by == KernelRef::By::kSource &&
+                       impl.ShouldCompileLocally(answer.status(), false, false, kernels[i].source,
+                                                 device, call)) {
+              left.push_back(Left{i, answer.status(), false, false});
+            } else {
+              on_result(i, answer.status());
+            }
+          },
+          &accepted);
+      if (!status.ok() && accepted && status.code() == absl::StatusCode::kDeadlineExceeded) {
+        busy = true;  // as in CallDaemon: busy compiling, not away
+        impl.breaker.RecordSuccess();
+        status = absl::DeadlineExceededError(absl::StrCat(
+            status.message(),
+            " (it had accepted the batch and was still working on it, most likely compiling: "
+            "not compiled locally; give the batch a longer deadline)"));
+      } else if (status.ok() || !IsDaemonFailure(status)) {
+        impl.breaker.RecordSuccess();
+      } else {
+        impl.breaker.RecordFailure();
+      }
+    } else {
+      skipped = true;
+      status = absl::UnavailableError(absl::StrCat(
+          "not calling kcached at ", impl.options.address, ": the circuit is open after ",
+          impl.options.breaker_failures, " consecutive failures"));
+    }
+    if (IsDaemonFailure(status) || busy) stop = status;
+    for (size_t k = 0; k < sent[c].size(); ++k) {
+      if (answered[k]) continue;
+      size_t i = sent[c][k];
+      if (kernels[i].by == KernelRef::By::kSource) {
+        left.push_back(Left{i, status, skipped, busy});
+      } else {
+        on_result(i, status);
+      }
+    }
+  }
+  for (const Left& l : left) {
+    on_result(l.index, impl.FallBack(l.status, l.skipped, l.busy, kernels[l.index].source, device,
+                                     call, start));
+  }
+}
+
+std::vector<absl::StatusOr<FetchedKernel>> Client::ResolveMany(
+    const std::vector<KernelRef>& kernels, const Device& device, const CallOptions& call) {
+  std::vector<absl::StatusOr<FetchedKernel>> results(kernels.size(),
+                                                     absl::InternalError("no result"));
+  ResolveMany(
+      kernels, device,
+      [&](size_t i, absl::StatusOr<FetchedKernel> result) { results[i] = std::move(result); },
+      call);
+  return results;
 }
 
 absl::StatusOr<DaemonStats> Client::Stat(const CallOptions& call) {

@@ -84,28 +84,116 @@ absl::Status BrokenStream(absl::string_view what) {
       absl::StrCat("kcached sent a broken Resolve stream: ", what, "; the artifact was discarded"));
 }
 
-// Appends one streamed part to the artifact being reassembled.
-absl::Status TakePart(const v1::ResolveResponse& part, bool* have_header, FetchedKernel* kernel,
-                      v1::ArtifactHeader* header) {
-  if (part.has_header()) {
-    if (*have_header) return BrokenStream("a second header");
-    if (part.header().size() > kMaxArtifactBytes) {
-      return BrokenStream(absl::StrCat("the header announces ", part.header().size(),
-                                       " bytes, more than the ", kMaxArtifactBytes, "-byte limit"));
-    }
-    *have_header = true;
-    *header = part.header();
-    *kernel = FromWireHeader(*header);
-    kernel->bytes.reserve(header->size());
-    return absl::OkStatus();
+absl::Status CheckComplete(bool have_header, const v1::ArtifactHeader& header,
+                           const FetchedKernel& kernel);
+
+// Starts reassembling the artifact `header` announces.
+absl::Status TakeHeader(const v1::ArtifactHeader& header, bool* have_header, FetchedKernel* kernel,
+                        v1::ArtifactHeader* kept) {
+  if (*have_header) return BrokenStream("a second header");
+  if (header.size() > kMaxArtifactBytes) {
+    return BrokenStream(absl::StrCat("the header announces ", header.size(),
+                                     " bytes, more than the ", kMaxArtifactBytes, "-byte limit"));
   }
-  if (!*have_header) return BrokenStream("a chunk before the header");
-  if (kernel->bytes.size() + part.chunk().size() > header->size()) {
-    return BrokenStream(absl::StrCat("more bytes than the ", header->size(), " announced"));
-  }
-  kernel->bytes.append(part.chunk());
+  *have_header = true;
+  *kept = header;
+  *kernel = FromWireHeader(header);
+  kernel->bytes.reserve(header.size());
   return absl::OkStatus();
 }
+
+// Appends one streamed chunk to the artifact being reassembled.
+absl::Status TakeChunk(absl::string_view chunk, bool have_header, FetchedKernel* kernel,
+                       const v1::ArtifactHeader& header) {
+  if (!have_header) return BrokenStream("a chunk before the header");
+  if (kernel->bytes.size() + chunk.size() > header.size()) {
+    return BrokenStream(absl::StrCat("more bytes than the ", header.size(), " announced"));
+  }
+  kernel->bytes.append(chunk.data(), chunk.size());
+  return absl::OkStatus();
+}
+
+absl::Status TakePart(const v1::ResolveResponse& part, bool* have_header, FetchedKernel* kernel,
+                      v1::ArtifactHeader* header) {
+  if (part.has_header()) return TakeHeader(part.header(), have_header, kernel, header);
+  return TakeChunk(part.chunk(), *have_header, kernel, *header);
+}
+
+// Reads a stream's parts into `take` until it ends or `take` refuses one; then cancels the call,
+// drains what is left (so that Finish returns) and returns the refusal.
+template <typename Part, typename Take>
+absl::Status ReadAll(grpc::ClientReader<Part>& reader, grpc::ClientContext& context, Take take) {
+  Part part;
+  while (reader.Read(&part)) {
+    if (absl::Status refused = take(part); !refused.ok()) {
+      context.TryCancel();
+      while (reader.Read(&part)) {
+      }
+      return refused;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Reassembles the interleaved answers of a ResolveMany: each entry's error, or its header and
+// then its chunks, one entry at a time.
+class ManyAnswers {
+ public:
+  ManyAnswers(size_t entries, const ResolveManyCallback& on_answer)
+      : answered_(entries, false), on_answer_(on_answer) {}
+
+  absl::Status Take(const v1::ResolveManyResponse& part) {
+    uint32_t index = part.index();
+    if (index >= answered_.size() || answered_[index]) {
+      return BrokenStream(absl::StrCat("an answer for entry ", index, ", which is not awaited"));
+    }
+    if (open_ && index != open_index_) {
+      return BrokenStream(
+          absl::StrCat("entry ", index, "'s answer inside entry ", open_index_, "'s"));
+    }
+    switch (part.part_case()) {
+      case v1::ResolveManyResponse::kError: {
+        if (open_) return BrokenStream("an error after a header");
+        Answered(index, FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(part.error().code()),
+                                              part.error().message())));
+        return absl::OkStatus();
+      }
+      case v1::ResolveManyResponse::kHeader:
+        if (absl::Status s = TakeHeader(part.header(), &open_, &kernel_, &header_); !s.ok()) {
+          return s;
+        }
+        open_index_ = index;
+        break;
+      case v1::ResolveManyResponse::kChunk:
+        if (absl::Status s = TakeChunk(part.chunk(), open_, &kernel_, header_); !s.ok()) return s;
+        break;
+      default:
+        return BrokenStream(absl::StrCat("an empty answer for entry ", index));
+    }
+    if (kernel_.bytes.size() < header_.size()) return absl::OkStatus();
+    if (absl::Status s = CheckComplete(true, header_, kernel_); !s.ok()) return s;
+    open_ = false;
+    Answered(index, std::move(kernel_));
+    kernel_ = FetchedKernel();
+    return absl::OkStatus();
+  }
+
+  // A header whose chunks did not all come.
+  bool open() const { return open_; }
+
+ private:
+  void Answered(uint32_t index, absl::StatusOr<FetchedKernel> answer) {
+    answered_[index] = true;
+    on_answer_(index, std::move(answer));
+  }
+
+  std::vector<bool> answered_;
+  const ResolveManyCallback& on_answer_;
+  bool open_ = false;
+  uint32_t open_index_ = 0;
+  v1::ArtifactHeader header_;
+  FetchedKernel kernel_;
+};
 
 absl::Status CheckComplete(bool have_header, const v1::ArtifactHeader& header,
                            const FetchedKernel& kernel) {
@@ -164,20 +252,12 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
     SetDeadline(&context, deadline);
     std::shared_ptr<v1::KernelCache::Stub> s = stub();
     std::unique_ptr<grpc::ClientReader<v1::ResolveResponse>> reader = s->Resolve(&context, request);
-    v1::ResolveResponse part;
     v1::ArtifactHeader header;
     FetchedKernel kernel;
     bool have_header = false;
-    absl::Status broken;
-    while (reader->Read(&part)) {
-      broken = TakePart(part, &have_header, &kernel, &header);
-      if (!broken.ok()) {
-        context.TryCancel();
-        while (reader->Read(&part)) {
-        }
-        break;
-      }
-    }
+    absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveResponse& part) {
+      return TakePart(part, &have_header, &kernel, &header);
+    });
     absl::Status finished = FromGrpc(reader->Finish());
     if (accepted != nullptr) *accepted = Accepted(context);
     if (!broken.ok()) return Described(broken);
@@ -185,6 +265,31 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
     if (!finished.ok()) return Described(finished);
     if (absl::Status s = CheckComplete(have_header, header, kernel); !s.ok()) return Described(s);
     return kernel;
+  }
+}
+
+absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request,
+                                           absl::Time deadline,
+                                           const ResolveManyCallback& on_answer, bool* accepted) {
+  while (true) {
+    grpc::ClientContext context;
+    SetDeadline(&context, deadline);
+    std::shared_ptr<v1::KernelCache::Stub> s = stub();
+    std::unique_ptr<grpc::ClientReader<v1::ResolveManyResponse>> reader =
+        s->ResolveMany(&context, request);
+    ManyAnswers answers(static_cast<size_t>(request.kernels_size()), on_answer);
+    bool any = false;
+    absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveManyResponse& part) {
+      any = true;
+      return answers.Take(part);
+    });
+    absl::Status finished = FromGrpc(reader->Finish());
+    if (accepted != nullptr) *accepted = Accepted(context);
+    if (!broken.ok()) return Described(broken);
+    if (!any && WaitIfBusy(finished, context, deadline)) continue;
+    if (!finished.ok()) return Described(finished);
+    if (answers.open()) return Described(BrokenStream("the stream ended inside an artifact"));
+    return absl::OkStatus();
   }
 }
 

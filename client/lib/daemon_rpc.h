@@ -22,6 +22,13 @@ inline constexpr uint64_t kMaxArtifactBytes = 1ull << 30;
 // The largest Warm request sent at once: under the daemon's 4 MiB receive limit, with room
 // for gRPC's framing. Client::Warm sends a longer list of kernels in batches.
 inline constexpr size_t kMaxWarmRequestBytes = (4u << 20) - (64u << 10);
+// The most entries the daemon takes in one ResolveMany (daemon/service/request_limits.h);
+// Client::ResolveMany sends a longer list (or a bigger request) in several calls.
+inline constexpr size_t kMaxResolveManyEntries = 1024;
+
+// One answer of a ResolveMany: the entry's index in the request, and its kernel (checksum
+// verified) or the daemon's error for it.
+using ResolveManyCallback = std::function<void(size_t index, absl::StatusOr<FetchedKernel>)>;
 
 // Thread-safe. Creating it never waits for the daemon; a call connects if needed and gives
 // up at its deadline. Failures of the daemon (see IsDaemonFailure) come back with messages
@@ -45,6 +52,12 @@ class DaemonConnection {
   // DeadlineExceeded means it was still working on it, not that it is away.
   absl::StatusOr<FetchedKernel> Resolve(const v1::ResolveRequest& request, absl::Time deadline,
                                         bool* accepted = nullptr);
+  // One ResolveMany (at most kMaxResolveManyEntries entries, under kMaxWarmRequestBytes):
+  // `on_answer` runs, on this thread, once per entry as its answer completes. OK when every
+  // entry was answered; otherwise the call's failure (the entries not answered got nothing),
+  // DataLoss for a broken stream. A busy refusal before any answer is retried as Resolve's.
+  absl::Status ResolveMany(const v1::ResolveManyRequest& request, absl::Time deadline,
+                           const ResolveManyCallback& on_answer, bool* accepted = nullptr);
   absl::StatusOr<DaemonStats> Stat(absl::Time deadline);
   absl::StatusOr<std::vector<ListedKernel>> List(absl::Time deadline);
   absl::StatusOr<ExportedManifest> ExportManifest(absl::Time deadline);

@@ -120,8 +120,8 @@ absl::StatusOr<std::unique_ptr<LoadedModule>> LoadedModule::Load(const FetchedKe
     image = ptx.c_str();
   }
   if (api.library_load_data != nullptr) {
-    if (CuResult r = api.library_load_data(&loaded->library_, image, nullptr,
-                                           nullptr, 0, nullptr, nullptr, 0);
+    if (CuResult r = api.library_load_data(&loaded->library_, image, nullptr, nullptr, 0, nullptr,
+                                           nullptr, 0);
         r != kCudaSuccess) {
       return absl::UnavailableError(absl::StrCat("the CUDA driver refused ", kernel.kernel_name,
                                                  " (", kernel.target, "): ", api.ErrorText(r)));

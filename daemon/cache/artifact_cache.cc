@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/cache/compile_flights.h"
@@ -166,9 +167,11 @@ class ArtifactCacheImpl : public ArtifactCache {
 };
 
 absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
-  stats_.Add(Statistic::kResolveRequests);
   absl::Time start = absl::Now();
   absl::StatusOr<Served> served = ResolveTimed(query);
+  if (!served.ok() && IsCompileDeferred(served.status()))
+    return served;  // counted when asked again
+  stats_.Add(Statistic::kResolveRequests);
   ResolveOutcome outcome = served.ok()                                ? OutcomeOf(served->tier)
                            : absl::IsNotFound(served.status())        ? ResolveOutcome::kMiss
                            : absl::IsInvalidArgument(served.status()) ? ResolveOutcome::kInvalid
@@ -287,6 +290,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
       return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier,
                          /*remember=*/false, epoch);
     case ResolveDecision::Action::kCompile:
+      if (query.defer_compile) return CompileDeferredStatus();
       break;
   }
   decision->compile->demand = CompileDemand{query.client, query.still_wanted};
@@ -546,6 +550,19 @@ absl::StatusOr<std::unique_ptr<ArtifactCache>> NewArtifactCache(CacheOptions opt
     if (absl::Status url = ParseRedisUrl(options.shared->url).status(); !url.ok()) return url;
   }
   return std::unique_ptr<ArtifactCache>(new ArtifactCacheImpl(std::move(options)));
+}
+
+constexpr char kCompileDeferredPayload[] = "kcache.dev/compile-deferred";
+
+absl::Status CompileDeferredStatus() {
+  absl::Status status =
+      absl::UnavailableError("the kernel needs a compile, deferred by the caller");
+  status.SetPayload(kCompileDeferredPayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsCompileDeferred(const absl::Status& status) {
+  return status.GetPayload(kCompileDeferredPayload).has_value();
 }
 
 }  // namespace kcache

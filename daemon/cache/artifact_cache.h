@@ -78,7 +78,16 @@ struct ResolveQuery {
   // True while the caller still waits (its call is not cancelled); a compile it alone waits
   // for leaves the queue when it turns false. Null: always.
   std::function<bool()> still_wanted;
+  // True: when the answer needs a compile (nothing stored that the serving rules take without
+  // one), return CompileDeferredStatus() at once instead of compiling, without counting the
+  // request; the caller asks again with it false when it is ready to wait. A batch uses it to
+  // answer every stored kernel before it waits for the first compile.
+  bool defer_compile = false;
 };
+
+// ResolveQuery::defer_compile's answer, and its test.
+absl::Status CompileDeferredStatus();
+bool IsCompileDeferred(const absl::Status& status);
 
 struct Served {
   std::shared_ptr<const Artifact> artifact;  // immutable; shared with the memory tier

@@ -116,6 +116,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelCacheService::Resolve(
   return NewResolveReactor(cache_, pool_, tracker_, context, *request);
 }
 
+grpc::ServerWriteReactor<v1::ResolveManyResponse>* KernelCacheService::ResolveMany(
+    grpc::CallbackServerContext* context, const v1::ResolveManyRequest* request) {
+  return NewResolveManyReactor(cache_, pool_, tracker_, context, *request);
+}
+
 grpc::ServerWriteReactor<v1::WarmProgress>* KernelCacheService::Warm(
     grpc::CallbackServerContext* context, const v1::WarmRequest* request) {
   return NewWarmReactor(cache_, pool_, tracker_, context, options_, *request);

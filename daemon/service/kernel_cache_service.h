@@ -27,10 +27,10 @@ struct ServiceOptions {
   absl::Time started = absl::Now();
 };
 
-using KernelCacheServiceBase =
-    v1::KernelCache::WithRawCallbackMethod_Resolve<v1::KernelCache::WithCallbackMethod_Warm<
+using KernelCacheServiceBase = v1::KernelCache::WithRawCallbackMethod_Resolve<
+    v1::KernelCache::WithCallbackMethod_ResolveMany<v1::KernelCache::WithCallbackMethod_Warm<
         v1::KernelCache::WithCallbackMethod_Stat<v1::KernelCache::WithCallbackMethod_List<
-            v1::KernelCache::WithCallbackMethod_ExportManifest<v1::KernelCache::Service>>>>>;
+            v1::KernelCache::WithCallbackMethod_ExportManifest<v1::KernelCache::Service>>>>>>;
 
 // `cache`, `pool` and `tracker` must outlive the service and every call it started: the daemon
 // shuts the gRPC server down and drains the pool before destroying them. Every call enters
@@ -43,6 +43,8 @@ class KernelCacheService final : public KernelCacheServiceBase {
 
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Resolve(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request) override;
+  grpc::ServerWriteReactor<v1::ResolveManyResponse>* ResolveMany(
+      grpc::CallbackServerContext* context, const v1::ResolveManyRequest* request) override;
   grpc::ServerWriteReactor<v1::WarmProgress>* Warm(grpc::CallbackServerContext* context,
                                                    const v1::WarmRequest* request) override;
   grpc::ServerUnaryReactor* Stat(grpc::CallbackServerContext* context,
@@ -62,13 +64,16 @@ class KernelCacheService final : public KernelCacheServiceBase {
   const ServiceOptions options_;
 };
 
-// The streaming reactors (resolve_reactor.cc, warm_reactor.cc). Each deletes itself once
-// gRPC is done with it and its background task has returned.
+// The streaming reactors (resolve_reactor.cc, resolve_many_reactor.cc, warm_reactor.cc). Each
+// deletes itself once gRPC is done with it and its background task has returned.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(ArtifactCache* cache,
                                                               BlockingPool* pool,
                                                               CallTracker* tracker,
                                                               grpc::CallbackServerContext* context,
                                                               const grpc::ByteBuffer& request);
+grpc::ServerWriteReactor<v1::ResolveManyResponse>* NewResolveManyReactor(
+    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
+    grpc::CallbackServerContext* context, const v1::ResolveManyRequest& request);
 grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache, BlockingPool* pool,
                                                            CallTracker* tracker,
                                                            grpc::CallbackServerContext* context,

@@ -84,6 +84,18 @@ absl::Status ValidateResolveRequest(const v1::ResolveRequest& request) {
   return ValidateDevice(request.device(), request.has_device());
 }
 
+absl::Status ValidateResolveManyRequest(const v1::ResolveManyRequest& request) {
+  if (request.kernels_size() == 0) {
+    return Invalid("ResolveManyRequest", "no kernels; send at least one ResolveRequest");
+  }
+  if (request.kernels_size() > static_cast<int>(kMaxResolveManyKernels)) {
+    return Invalid("ResolveManyRequest",
+                   absl::StrCat(request.kernels_size(), " kernels; the limit is ",
+                                kMaxResolveManyKernels, ": send the rest in another call"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateWarmRequest(const v1::WarmRequest& request) {
   if (request.kernels_size() == 0) {
     return Invalid("WarmRequest", "no kernels; send at least one KernelSpec");

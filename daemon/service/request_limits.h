@@ -16,6 +16,11 @@ namespace kcache {
 // The kernel-spec limits are core's (core/kernel_spec.h: kMaxSpecBytes and the rest).
 inline constexpr size_t kMaxWarmTargets = 64;
 inline constexpr size_t kMaxClientBytes = 256;  // ResolveRequest.client (logs only)
+// Entries of one ResolveMany (its bytes are bounded by the 4 MiB receive limit as well).
+inline constexpr size_t kMaxResolveManyKernels = 1024;
+// Entries of one ResolveMany that wait for a compile at once: the others queue behind them,
+// so that a batch holds no more of the daemon's threads than a few single calls do.
+inline constexpr size_t kResolveManyCompilesPerCall = 4;
 // Resolve payload chunk size: ResolveResponse.chunk carries at most this many bytes.
 inline constexpr size_t kChunkBytes = 1u << 20;
 
@@ -30,6 +35,10 @@ absl::Status ValidateDevice(const v1::Device& device, bool present);
 
 // Exactly one kernel (spec, 32-byte kernel_id or non-empty kernel_name) and a valid device.
 absl::Status ValidateResolveRequest(const v1::ResolveRequest& request);
+
+// At least one entry and at most kMaxResolveManyKernels (each entry is validated on its own,
+// with ValidateResolveRequest, and answered on its own).
+absl::Status ValidateResolveManyRequest(const v1::ResolveManyRequest& request);
 
 // At least one kernel and one target, each kernel a valid spec, at most kMaxWarmTargets.
 absl::Status ValidateWarmRequest(const v1::WarmRequest& request);

@@ -87,23 +87,21 @@ struct KernelReport {
   int64_t load_micros = -1;  // -1: not loaded
 };
 
-// Gets one kernel (and loads it when there is a GPU).
-KernelReport GetKernel(const KernelSource& source, const StartDevice& target, client::Client* c,
-                       client::LocalCompiler* local) {
-  KernelReport r;
-  r.name = source.name;
+// Why the worker does not want `source` on this device, or "" when it does.
+std::string SkipReason(const KernelSource& source, const StartDevice& target) {
   bool in_range = (source.min_arch == 0 || target.device.arch() >= source.min_arch) &&
                   (source.max_arch == 0 || target.device.arch() <= source.max_arch);
-  if (!in_range) {
-    r.outcome = "skipped";
-    r.reason = absl::StrCat("its arch range ", ArchText(source.min_arch), "..",
-                            ArchText(source.max_arch), " excludes ", target.device.ToString());
-    return r;
-  }
-  Clock::time_point start = Clock::now();
-  absl::StatusOr<FetchedKernel> k =
-      c != nullptr ? c->Resolve(source, target.device) : local->Compile(source, target.device);
-  r.resolve_micros = MicrosSince(start);
+  if (in_range) return "";
+  return absl::StrCat("its arch range ", ArchText(source.min_arch), "..", ArchText(source.max_arch),
+                      " excludes ", target.device.ToString());
+}
+
+// Reports one kernel that was resolved (and loads it when there is a GPU).
+KernelReport Report(const std::string& name, const absl::StatusOr<FetchedKernel>& k,
+                    int64_t resolve_micros, const StartDevice& target) {
+  KernelReport r;
+  r.name = name;
+  r.resolve_micros = resolve_micros;
   if (!k.ok()) {
     r.outcome = "failed";
     r.reason = std::string(k.status().message());
@@ -133,6 +131,38 @@ KernelReport GetKernel(const KernelSource& source, const StartDevice& target, cl
     r.load_micros = (*module)->load_micros();
   }
   return r;
+}
+
+// Every kernel of the manifest: from kcached in one batch (`c`), or compiled here (`local`).
+std::vector<KernelReport> GetKernels(const std::vector<KernelSource>& kernels,
+                                     const StartDevice& target, client::Client* c,
+                                     client::LocalCompiler* local) {
+  std::vector<KernelReport> reports(kernels.size());
+  std::vector<client::KernelRef> wanted;
+  std::vector<size_t> wanted_index;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (std::string skip = SkipReason(kernels[i], target); !skip.empty()) {
+      reports[i] = KernelReport{.name = kernels[i].name, .outcome = "skipped", .reason = skip};
+      continue;
+    }
+    if (local != nullptr) {
+      Clock::time_point start = Clock::now();
+      absl::StatusOr<FetchedKernel> k = local->Compile(kernels[i], target.device);
+      reports[i] = Report(kernels[i].name, k, MicrosSince(start), target);
+      continue;
+    }
+    wanted.push_back(kernels[i]);
+    wanted_index.push_back(i);
+  }
+  if (c == nullptr || wanted.empty()) return reports;
+  // One call: the daemon answers what it holds at once and the compiles as they finish; each
+  // kernel's time is from the start of the batch to its answer.
+  c->ResolveMany(wanted, target.device, [&](size_t k, absl::StatusOr<FetchedKernel> result) {
+    size_t i = wanted_index[k];
+    int64_t micros = result.ok() ? result->micros : 0;
+    reports[i] = Report(kernels[i].name, result, micros, target);
+  });
+  return reports;
 }
 
 void PrintText(const WorkerFlags& flags, const StartDevice& target, const std::string& mode,
@@ -224,10 +254,7 @@ int RunWorker(const WorkerFlags& flags) {
     c = *std::move(connected);
     mode = absl::StrCat("kcached at ", options.address);
   }
-  std::vector<KernelReport> reports;
-  for (const KernelSource& kernel : *kernels) {
-    reports.push_back(GetKernel(kernel, *target, c.get(), local.get()));
-  }
+  std::vector<KernelReport> reports = GetKernels(*kernels, *target, c.get(), local.get());
   int64_t total = MicrosSince(start);
   if (flags.json) {
     PrintJson(*target, mode, reports, total);

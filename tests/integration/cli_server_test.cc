@@ -89,6 +89,26 @@ TEST_F(CliServerTest, WarmGetLsStatAndExportThroughTheDaemon) {
   EXPECT_EQ(rewarm.exit_code, 0) << rewarm.output << "\n" << yaml;
 }
 
+TEST_F(CliServerTest, SeveralKernelsInOneGetAreWrittenIntoADirectory) {
+  RunResult warm = Kcache("warm --arch 8.6" + server_ + " " + manifest_);
+  ASSERT_EQ(warm.exit_code, 0) << warm.output << daemon_.Log();
+  std::string out = dir_ / "kernels";
+  RunResult get =
+      Kcache("get --device 8.6 --kernel saxpy --kernel scale --kernel nope -o " + out + server_);
+  EXPECT_EQ(get.exit_code, 1) << get.output;  // nope: not found; the other two still written
+  EXPECT_TRUE(Contains(get.output, "nope: ")) << get.output;
+  EXPECT_TRUE(Contains(get.output, "2 of 3 kernels in ")) << get.output;
+  EXPECT_GT(std::filesystem::file_size(out + "/saxpy.sm_86.cubin"), 0u) << get.output;
+  EXPECT_GT(std::filesystem::file_size(out + "/scale.sm_86.cubin"), 0u) << get.output;
+
+  RunResult get_json = Kcache("get --json --device 8.6 --kernel saxpy --kernel scale" + server_);
+  ASSERT_EQ(get_json.exit_code, 0) << get_json.output;
+  json got = json::parse(get_json.output);
+  ASSERT_EQ(got.size(), 2u) << get_json.output;
+  EXPECT_EQ(got[0]["target"], "sm_86");
+  EXPECT_EQ(got[1]["target"], "sm_86");
+}
+
 TEST_F(CliServerTest, StoreAndServerTogetherOrNeitherIsAUsageError) {
   for (const std::string cmd : {"stat", "ls"}) {
     RunResult both = Kcache(cmd + " --store " + (dir_ / "s") + server_);

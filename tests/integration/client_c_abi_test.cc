@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kcache/kcache_c.h"
 #include "tests/testutil/daemon_process.h"
@@ -84,6 +86,59 @@ TEST_F(CAbiTest, ResolveBySourceThenByNameAndIdRoundTrip) {
   nlohmann::json stats = nlohmann::json::parse(json);
   EXPECT_TRUE(stats.contains("counters")) << json;
   kcache_string_free(json);
+}
+
+struct Collected {
+  std::vector<std::pair<size_t, int>> results;  // index, status
+  std::vector<std::string> messages;
+  std::vector<kcache_kernel*> kernels;
+};
+
+TEST_F(CAbiTest, ResolveManyCallsBackOncePerKernel) {
+  kcache_source saxpy = {};
+  saxpy.name = "saxpy";
+  saxpy.source = ::kcache::testing::kSaxpySource;
+  kcache_device device = {8, 9, 13000};
+  kcache_kernel_ref refs[3] = {};
+  refs[0].source = &saxpy;
+  refs[1].name = "no_such_kernel";
+  refs[2].id = "0123";  // not an id
+  Collected got;
+  auto callback = [](void* context, size_t index, int status, const char* message,
+                     kcache_kernel* kernel) {
+    auto* c = static_cast<Collected*>(context);
+    c->results.emplace_back(index, status);
+    c->messages.emplace_back(message);
+    c->kernels.push_back(kernel);
+  };
+  ASSERT_EQ(kcache_resolve_many(client_, refs, 3, &device, callback, &got), KCACHE_OK)
+      << kcache_last_error();
+  ASSERT_EQ(got.results.size(), 3u);
+  for (size_t k = 0; k < got.results.size(); ++k) {
+    auto [index, status] = got.results[k];
+    if (index == 0) {
+      ASSERT_EQ(status, KCACHE_OK) << got.messages[k] << daemon_.Log();
+      size_t size = 0;
+      const char* data = static_cast<const char*>(kcache_kernel_data(got.kernels[k], &size));
+      EXPECT_EQ(std::string(data, 4),
+                "\x7f"
+                "ELF");
+      EXPECT_EQ(std::string(kcache_kernel_toolkit(got.kernels[k])).rfind("nvrtc-", 0), 0u);
+      EXPECT_EQ(kcache_kernel_lowered_count(got.kernels[k]), 0u);
+      kcache_kernel_free(got.kernels[k]);
+    } else {
+      EXPECT_EQ(status, index == 1 ? KCACHE_NOT_FOUND : KCACHE_INVALID_ARGUMENT) << index;
+      EXPECT_EQ(got.kernels[k], nullptr) << index;
+      EXPECT_FALSE(got.messages[k].empty()) << index;
+    }
+  }
+  // A ref with two fields set is refused before anything is asked.
+  refs[1].id = "abc";
+  Collected none;
+  EXPECT_EQ(kcache_resolve_many(client_, refs, 3, &device, callback, &none),
+            KCACHE_INVALID_ARGUMENT);
+  EXPECT_TRUE(none.results.empty());
+  EXPECT_NE(std::string(kcache_last_error()).find("kernels[1]"), std::string::npos);
 }
 
 TEST_F(CAbiTest, ErrorsComeBackAsCodesWithMessages) {

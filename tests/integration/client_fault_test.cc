@@ -13,7 +13,7 @@
 #include "core/artifact.h"
 #include "kcache/kcache.h"
 #include "kcache/v1/kcache.grpc.pb.h"
-#include "tests/testutil/kernels.h"
+#include "tests/testutil/client_kernels.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace kcache {
@@ -107,12 +107,7 @@ std::unique_ptr<Client> Connect(const std::string& address, bool fallback,
   return *Client::Connect(options);
 }
 
-KernelSource Saxpy() {
-  KernelSource s;
-  s.name = "saxpy";
-  s.source = ::kcache::testing::kSaxpySource;
-  return s;
-}
+KernelSource Saxpy() { return ::kcache::testing::SaxpySource(); }
 
 std::string Payload() {
   std::string p(300000, '\0');

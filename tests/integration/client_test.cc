@@ -17,8 +17,8 @@
 #include "engine/store/store.h"
 #include "kcache/device.h"
 #include "kcache/kcache.h"
+#include "tests/testutil/client_kernels.h"
 #include "tests/testutil/daemon_process.h"
-#include "tests/testutil/kernels.h"
 
 namespace kcache {
 namespace {
@@ -36,22 +36,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr Device kSm89{8, 9, 13000};
 
-KernelSource Saxpy() {
-  KernelSource s;
-  s.name = "saxpy";
-  s.source = ::kcache::testing::kSaxpySource;
-  return s;
-}
+KernelSource Saxpy() { return ::kcache::testing::SaxpySource(); }
 
-KernelSource Scale() {
-  KernelSource s;
-  s.name = "scale";
-  s.source = ::kcache::testing::kScaleTemplateSource;
-  s.headers["scale.cuh"] = ::kcache::testing::kScaleHeader;
-  s.name_expressions = {"scale<float>"};
-  s.min_arch = 80;
-  return s;
-}
+KernelSource Scale() { return ::kcache::testing::ScaleSource(80); }
 
 int64_t MillisSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();

@@ -131,6 +131,23 @@ struct FetchedKernel {
   std::string LoweredName(absl::string_view name_expression) const;
 };
 
+// One kernel of a batch (Client::ResolveMany): by source (converts from a KernelSource), or a
+// kernel the daemon's stores know, by id or by name.
+struct KernelRef {
+  enum class By { kSource, kId, kName };
+  KernelRef(KernelSource source)  // NOLINT(google-explicit-constructor): a source is a ref
+      : by(By::kSource), source(std::move(source)) {}
+  static KernelRef Id(std::string hex_id) { return KernelRef(By::kId, std::move(hex_id)); }
+  static KernelRef Name(std::string name) { return KernelRef(By::kName, std::move(name)); }
+
+  By by;
+  KernelSource source;  // kSource
+  std::string key;      // kId: 64 hex digits; kName: the name
+
+ private:
+  KernelRef(By b, std::string k) : by(b), key(std::move(k)) {}
+};
+
 // Per-call settings; the defaults are the client's.
 struct CallOptions {
   absl::Duration deadline = absl::ZeroDuration();  // 0 = ClientOptions::deadline
@@ -228,6 +245,20 @@ class Client {
                                             const CallOptions& call = {});
   absl::StatusOr<FetchedKernel> ResolveByName(absl::string_view name, const Device& device,
                                               const CallOptions& call = {});
+
+  // Several kernels in one call: `on_result(index, result)` runs once per kernel of
+  // `kernels`, on the calling thread, as each is ready: those the daemon holds first, then
+  // its compiles as they finish. Returns when every kernel has had its result. Each result is
+  // what Resolve / ResolveById / ResolveByName would give for that kernel alone, fail-open
+  // included (kernels by source are compiled here when the daemon is away). The call's
+  // deadline covers the whole batch: give one that may compile a longer deadline.
+  using ResultCallback = std::function<void(size_t index, absl::StatusOr<FetchedKernel> result)>;
+  void ResolveMany(const std::vector<KernelRef>& kernels, const Device& device,
+                   const ResultCallback& on_result, const CallOptions& call = {});
+  // The same, returning the results in the order of `kernels`.
+  std::vector<absl::StatusOr<FetchedKernel>> ResolveMany(const std::vector<KernelRef>& kernels,
+                                                         const Device& device,
+                                                         const CallOptions& call = {});
 
   // Administration (the kcache tool): straight to the daemon, within the deadline, not
   // through the circuit breaker.

@@ -91,6 +91,28 @@ int kcache_resolve_by_id(kcache_client* client, const char* hex_id, const kcache
                          kcache_kernel** out);
 void kcache_kernel_free(kcache_kernel* kernel);
 
+/* One kernel of a batch: set exactly one of the three. */
+typedef struct kcache_kernel_ref {
+  const kcache_source* source;
+  const char* id;   /* 64 hex digits */
+  const char* name; /* a name the daemon's stores know */
+} kcache_kernel_ref;
+
+/* One result of kcache_resolve_many: the kernel's index in the list, KCACHE_OK and a kernel
+ * handle that the callee owns (free it with kcache_kernel_free), or a status code, a message
+ * (valid during the call; the NVRTC log for KCACHE_ABORTED) and NULL. */
+typedef void (*kcache_resolve_many_callback)(void* context, size_t index, int status,
+                                             const char* message, kcache_kernel* kernel);
+
+/* Resolves `count` kernels in one call (kcache.h Client::ResolveMany): `callback` runs once
+ * per kernel, on the calling thread, as each is ready (stored ones first, compiles as they
+ * finish), and the function returns once every kernel has had its result. Returns KCACHE_OK
+ * then (each kernel's own status went to the callback), or KCACHE_INVALID_ARGUMENT for a NULL
+ * argument or a ref with not exactly one field set (then the callback never runs). */
+int kcache_resolve_many(kcache_client* client, const kcache_kernel_ref* kernels, size_t count,
+                        const kcache_device* device, kcache_resolve_many_callback callback,
+                        void* context);
+
 /* Accessors: never fail on a valid handle. */
 const void* kcache_kernel_data(const kcache_kernel* kernel, size_t* size);
 const char* kcache_kernel_kind(const kcache_kernel* kernel);   /* "cubin", "ptx", "ltoir" */
@@ -105,6 +127,13 @@ int kcache_kernel_from_daemon(const kcache_kernel* kernel);
 int64_t kcache_kernel_micros(const kcache_kernel* kernel);
 /* The lowered name of a name expression, or NULL if the kernel has none for it. */
 const char* kcache_kernel_lowered_name(const kcache_kernel* kernel, const char* name_expression);
+const char* kcache_kernel_toolkit(const kcache_kernel* kernel);     /* "nvrtc-13.0+9ca007cdb201" */
+const char* kcache_kernel_compile_log(const kcache_kernel* kernel); /* "" when none */
+/* The kernel's lowered names: kcache_kernel_lowered_at(k, i, &expression) for i below
+ * kcache_kernel_lowered_count(k) returns the lowered name and sets `expression` (optional). */
+size_t kcache_kernel_lowered_count(const kcache_kernel* kernel);
+const char* kcache_kernel_lowered_at(const kcache_kernel* kernel, size_t i,
+                                     const char** name_expression);
 
 /* Fills up to `capacity` devices; *count is how many GPUs there are. KCACHE_NOT_FOUND when
  * there is no driver or no GPU (the message says which). */
