@@ -1,6 +1,7 @@
 // kcached against clients that are careless or hostile: Resolve streams opened and never read,
 // idle connections to the probe port, a herd of clients starting at once, a manifest larger
-// than one gRPC message. Each test drives a real kcached on a temp socket.
+// than one gRPC message, a batch of compiles cancelled. Each test drives a real kcached on a temp
+// socket.
 //
 // The abandoned-streams test prints the daemon's RSS before and after; for the figure in
 // docs/kcached.md ("Bounds") run it with more streams:
@@ -297,6 +298,57 @@ TEST(HostileClientsTest, WarmThroughTheDaemonSendsAManifestOver4MiBInBatches) {
   EXPECT_FALSE(Contains(warm.output, "larger than max")) << warm.output;
   auto stub = ::kcache::testing::NewStub(daemon.address());
   EXPECT_EQ(StatCounter(*stub, "compile.runs"), 5u);
+}
+
+// A batch of 200 kernels that all need a compile holds at most 4 of the daemon's threads (a
+// stored kernel asked for meanwhile is answered at once), and once its client cancels, the
+// compiles nobody else waits for are dropped instead of all 200 being built.
+TEST(HostileClientsTest, ABatchOfCompilesNeitherStarvesOthersNorOutlivesItsCancel) {
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  if (Contains(daemon.Log(), "serve-only")) GTEST_SKIP() << "no CUDA toolkit to compile with";
+  auto stub = ::kcache::testing::NewStub(daemon.address());
+  v1::ResolveRequest stored = ::kcache::testing::ResolveSpec(
+      ::kcache::testing::WireSpec("saxpy", ::kcache::testing::kSaxpySource), 8, 9);
+  ASSERT_TRUE(::kcache::testing::CallResolve(*stub, stored).status.ok()) << daemon.Log();
+
+  constexpr int kEntries = 200;
+  v1::ResolveManyRequest batch;
+  for (int i = 0; i < kEntries; ++i) {
+    *batch.add_kernels() = ::kcache::testing::ResolveSpec(
+        ::kcache::testing::WireSpec(absl::StrCat("slow", i),
+                                    absl::StrCat("// ", i, "\n", ::kcache::testing::kSlowSource)),
+        8, 9);
+  }
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::ResolveManyResponse>> reader =
+      stub->ResolveMany(&context, batch);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its compiles are under way
+
+  auto start = std::chrono::steady_clock::now();
+  ::kcache::testing::ResolveOutcome hit = ::kcache::testing::CallResolve(*stub, stored);
+  double hit_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(hit.status.ok()) << hit.status.error_message();
+  EXPECT_EQ(hit.header.tier(), v1::TIER_MEMORY);
+  EXPECT_LT(hit_seconds, 2.0) << "a stored kernel waited behind another client's batch";
+
+  context.TryCancel();
+  v1::ResolveManyResponse part;
+  while (reader->Read(&part)) {
+  }
+  reader->Finish();
+  // Wait until the compiles stop (no new one for 3 s), then count them.
+  uint64_t runs = StatCounter(*stub, "compile.runs");
+  for (int quiet = 0, waited = 0; quiet < 6 && waited < 240; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    uint64_t now = StatCounter(*stub, "compile.runs");
+    quiet = now == runs ? quiet + 1 : 0;
+    runs = now;
+  }
+  std::printf("batch of %d compiles cancelled: %llu compile(s) ran\n", kEntries,
+              static_cast<unsigned long long>(runs));
+  EXPECT_LT(runs, 1u + 12u) << "the cancelled batch's compiles went on";
 }
 
 }  // namespace
