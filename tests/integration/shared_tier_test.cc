@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -242,6 +243,69 @@ TEST_F(SharedTierTest, WhenTheLeaseHolderDiesAnotherDaemonCompilesAfterItExpires
   EXPECT_EQ(StatCounter(Stub(1), "shared.lease_waits"), 1u);
   EXPECT_EQ(StatCounter(Stub(1), "shared.leases_expired"), 1u);
   EXPECT_EQ(StatCounter(Stub(1), "compile.runs"), 1u);
+}
+
+// The master holding an entry's slot is SIGKILLed while two daemons serve: every request made
+// through the failover is answered (from the shared tier, memory or a compile), and once the
+// replica is promoted a daemon started afterwards still finds the entry it replicated.
+TEST_F(SharedTierTest, AMasterKilledWhileDaemonsServeLosesNoRequest) {
+  StartDaemon({"--shared-key-file", key_a_, "--shared-budget-ms", "200"});
+  StartDaemon({"--shared-key-file", key_a_, "--shared-budget-ms", "200"});
+  ResolveOutcome compiled = CallResolve(Stub(0), Saxpy());
+  ASSERT_TRUE(compiled.status.ok()) << compiled.status.error_message() << daemons_[0]->Log();
+  ASSERT_TRUE(WaitCounter(0, "shared.writes", 2)) << daemons_[0]->Log();
+  std::vector<std::string> keys = EntryKeys();
+  ASSERT_FALSE(keys.empty());
+  int slot = std::atoi(Cli("CLUSTER KEYSLOT " + keys.front()).c_str());
+  int victim = cluster_.MasterOfSlot(slot);
+  ASSERT_NE(victim, 0) << "no master serves slot " << slot;
+  // Wait until the victim's replica holds what the victim holds.
+  std::string victim_id = cluster_.NodeOnPort(victim).id;
+  int replica = 0;
+  for (const testing::RedisNodeInfo& node : cluster_.Nodes()) {
+    if (node.master_id == victim_id) replica = node.port;
+  }
+  ASSERT_NE(replica, 0);
+  for (int i = 0; i < 600 && cluster_.Cli(replica, "dbsize") != cluster_.Cli(victim, "dbsize");
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  cluster_.Kill(victim);
+
+  // Through the failover: the entry on daemon 1, and new kernels on both (each a miss that
+  // looks up, leases and writes through the cluster).
+  int requests = 0;
+  int failed = 0;
+  for (int round = 0; round < 8; ++round) {
+    std::vector<std::pair<size_t, v1::ResolveRequest>> asks = {{1, Saxpy()}};
+    for (size_t d = 0; d < 2; ++d) {
+      asks.emplace_back(
+          d, ResolveSpec(WireSpec(absl::StrCat("k", round, "_", d),
+                                  absl::StrCat("// ", round, " ", d, "\n", testing::kSaxpySource)),
+                         8, 6));
+    }
+    for (auto& [d, ask] : asks) {
+      ResolveOutcome out = CallResolve(Stub(d), ask);
+      ++requests;
+      if (!out.status.ok()) {
+        ++failed;
+        ADD_FAILURE() << "daemon " << d << ": " << out.status.error_message();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  std::printf("master on port %d killed: %d of %d requests failed\n", victim, failed, requests);
+  EXPECT_EQ(failed, 0);
+
+  ASSERT_TRUE(cluster_.WaitClusterOk())
+      << "the cluster did not recover: " << cluster_.error() << "\n"
+      << cluster_.Cli(cluster_.LivePorts().front(), "cluster nodes")
+      << cluster_.Cli(replica, "info replication");
+  StartDaemon({"--shared-key-file", key_a_});
+  ResolveOutcome fetched = CallResolve(Stub(2), Saxpy());
+  ASSERT_TRUE(fetched.status.ok()) << fetched.status.error_message() << daemons_[2]->Log();
+  EXPECT_EQ(fetched.header.tier(), v1::TIER_SHARED) << daemons_[2]->Log();
+  EXPECT_EQ(fetched.bytes, compiled.bytes);
 }
 
 TEST_F(SharedTierTest, SharedWithoutAKeyFileIsRefusedAtStart) {
