@@ -48,6 +48,7 @@ def test_resolve_by_source_is_a_stored_hit(client: kcache.Client, manifest_kerne
     assert (k.kind, k.target, k.rule, k.needs_jit) == ("cubin", "sm_89", "exact_sass", False)
     assert len(k.kernel_id) == 64 and int(k.kernel_id, 16) >= 0
     assert k.name == "axpy" and k.reason and k.micros > 0
+    assert k.toolkit is not None and k.toolkit.startswith("nvrtc-"), k.toolkit
     assert cubin_sm(bytes(k)) == 0x59
     assert b"axpy" in bytes(k)
 
@@ -87,12 +88,29 @@ def test_a_new_source_is_compiled_by_the_daemon(client: kcache.Client,
     assert again.served_from in FROM_STORE and bytes(again) == bytes(k)
 
 
+@pytest.fixture(params=["batch_call", "loop"])
+def batch_mode(request, monkeypatch) -> str:
+    """resolve_many through kcache_resolve_many (the library built here has it), or through the
+    per-kernel loop the package falls back to with a library that lacks it."""
+    from kcache import _native
+
+    if request.param == "batch_call":
+        assert _native.has("kcache_resolve_many")
+    else:
+        real_has = _native.has
+        monkeypatch.setattr(_native, "has",
+                            lambda name: name != "kcache_resolve_many" and real_has(name))
+    return request.param
+
+
 def test_resolve_many_keeps_order_and_isolates_failures(client: kcache.Client,
-                                                        manifest_kernels: dict) -> None:
+                                                        manifest_kernels: dict,
+                                                        batch_mode: str) -> None:
     axpy, scale = manifest_kernels["axpy"], manifest_kernels["scale"]
     batch = [
         axpy,                                                                   # hit
-        dataclasses.replace(scale, name="scale_O", options=("-std=c++17", "-DX=1")),  # compile
+        dataclasses.replace(scale, name="scale_O",
+                            options=("-std=c++17", f"-DKCACHE_TEST_{batch_mode}=1")),  # compile
         dataclasses.replace(axpy, name="refused", options=("-include", "/etc/passwd")),
         # below min_arch (a new source: min_arch is not part of the kernel id, and the daemon
         # serves what it stores under an id whatever range a request declares)

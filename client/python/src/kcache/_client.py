@@ -6,7 +6,7 @@ import ctypes
 import json
 import queue
 import threading
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._kernel import Kernel
@@ -155,30 +155,69 @@ class Client:
     def resolve_many(self, kernels: Sequence[KernelRef], device: DeviceLike) -> List[Result]:
         """Every kernel of `kernels` for `device`, in order: a Kernel, or the Error that kernel
         failed with (one kernel's failure never fails the others). One batch call
-        (kcache_resolve_many) when the library has it, else one resolve per kernel."""
-        results: List[Optional[Result]] = [None] * len(kernels)
-        for index, result in self.resolve_iter(kernels, device):
-            results[index] = result
+        (kcache_resolve_many: stored kernels first, compiles as they finish) when the library
+        has it, else one resolve per kernel. Raises only for a bad argument (TypeError,
+        ValueError, InvalidArgument)."""
+        refs = [as_ref(k) for k in kernels]
+        dev = as_device(device)
+        results: List[Optional[Result]] = [None] * len(refs)
+        if not refs:
+            return []
+        if _native.has("kcache_resolve_many"):
+            def store(index: int, result: Result) -> None:
+                results[index] = result
+
+            self._resolve_many_native(refs, dev, store)
+        else:
+            for index, ref in enumerate(refs):
+                results[index] = self._resolve_or_error(ref, dev)
         return results  # type: ignore[return-value]
 
     def resolve_iter(self, kernels: Sequence[KernelRef],
                      device: DeviceLike) -> Iterator[Tuple[int, Result]]:
-        """As resolve_many, but yields (index, Kernel or Error) as each kernel arrives."""
+        """As resolve_many, but yields (index, Kernel or Error) as each kernel arrives (the
+        batch runs on a helper thread; the GIL is released while it waits)."""
         refs = [as_ref(k) for k in kernels]
         dev = as_device(device)
         if not refs:
             return
         if not _native.has("kcache_resolve_many"):
             for index, ref in enumerate(refs):
-                try:
-                    yield index, self.resolve(ref, dev)
-                except Error as e:
-                    yield index, e
+                yield index, self._resolve_or_error(ref, dev)
             return
-        yield from self._resolve_many_native(refs, dev)
+        arrived: "queue.SimpleQueue[Tuple[int, Any]]" = queue.SimpleQueue()
+        end = object()
+
+        def run() -> None:
+            try:
+                self._resolve_many_native(refs, dev, lambda i, r: arrived.put((i, r)))
+            except BaseException as e:  # re-raised by the iterator
+                arrived.put((-1, e))
+            arrived.put((-1, end))
+
+        worker = threading.Thread(target=run, name="kcache-resolve-iter", daemon=True)
+        worker.start()
+        try:
+            while True:
+                index, item = arrived.get()
+                if index >= 0:
+                    yield index, item
+                elif item is end:
+                    break
+                else:
+                    raise item
+        finally:
+            worker.join()
+
+    def _resolve_or_error(self, ref: Union[KernelSource, ById, ByName], device: Device) -> Result:
+        try:
+            return self.resolve(ref, device)
+        except Error as e:
+            return e
 
     def _resolve_many_native(self, refs: Sequence[Union[KernelSource, ById, ByName]],
-                             device: Device) -> Iterator[Tuple[int, Result]]:
+                             device: Device, on_result: Callable[[int, Result], None]) -> None:
+        """kcache_resolve_many on this thread; `on_result(index, result)` once per kernel."""
         lib = _native.lib()
         keep: List[Any] = []
         array = (_native.KernelRef * len(refs))()
@@ -188,9 +227,8 @@ class Client:
             elif isinstance(ref, ById):
                 array[i].id = ref.id.encode()
             else:
-                array[i].name = ref.name.encode("utf-8")
+                array[i].name = _b(ref.name)
         dev = _device_struct(device)
-        arrived: "queue.SimpleQueue[Tuple[int, Result]]" = queue.SimpleQueue()
 
         def on_kernel(context: Any, index: int, status: int, message: Optional[bytes],
                       kernel: Optional[int]) -> None:
@@ -201,33 +239,12 @@ class Client:
                     result = error_for(status or 2, (message or b"").decode("utf-8", "replace"))
             except BaseException as e:  # never let an exception unwind into C
                 result = Error(2, f"kcache: reading kernel {index}: {e!r}")
-            arrived.put((index, result))
+            on_result(index, result)
 
         callback = _native.RESOLVE_MANY_CALLBACK(on_kernel)
-        done: Dict[str, Any] = {}
-
-        def call() -> None:
-            try:
-                done["code"] = lib.kcache_resolve_many(self._live(), array, len(refs),
-                                                       ctypes.byref(dev), callback, None)
-                done["message"] = _native.last_error()
-            finally:
-                arrived.put((-1, Error(0, "")))  # end of the batch
-
-        worker = threading.Thread(target=call, name="kcache-resolve-many", daemon=True)
-        worker.start()
-        delivered = 0
-        while True:
-            index, result = arrived.get()
-            if index < 0:
-                break
-            delivered += 1
-            yield index, result
-        worker.join()
-        del keep, callback
-        code = done.get("code", 2)
-        if code != 0 and delivered < len(refs):
-            raise error_for(code, done.get("message", ""))
+        code = lib.kcache_resolve_many(self._live(), array, len(refs), ctypes.byref(dev),
+                                       callback, None)
+        raise_for(code)
 
     # -- administration --------------------------------------------------------------------
     def stat(self) -> Dict[str, Any]:
