@@ -131,8 +131,8 @@ class CudaCorePeer:
 
     def _options(self, s: kcache.KernelSource, arch: int) -> Any:
         std = next((o.split("=", 1)[1] for o in s.options if o.startswith("-std=")), None)
-        macros = [o[2:] for o in s.options if o.startswith("-D")]
-        macros = [tuple(m.split("=", 1)) if "=" in m else m for m in macros]
+        names = [o[2:] for o in s.options if o.startswith("-D")]
+        macros: List[Any] = [tuple(m.split("=", 1)) if "=" in m else m for m in names]
         return self.ProgramOptions(arch=f"sm_{arch}", std=std, include_path=self.include,
                                    define_macro=macros or None)
 
@@ -178,7 +178,7 @@ class CupyPeer:
 
         # CuPy memoizes this per device (cudaGetDevice: fails without a GPU); the same choice
         # without the memo: SASS for an arch NVRTC supports, as CuPy makes it on a GPU.
-        def arch_option(arch: Optional[str] = None) -> Tuple[str, str]:
+        def arch_option(arch: str) -> Tuple[str, str]:
             if not compiler._use_ptx and int(arch) <= int(compiler._get_max_compute_capability()):
                 return f"-arch=sm_{arch}", "cubin"
             return f"-arch=compute_{arch}", "ptx"
@@ -208,7 +208,7 @@ def time_pass(fn: Callable[[kcache.KernelSource, int], int], sources: List[kcach
     return time.perf_counter() - start
 
 
-PEERS = {"cuda.core": CudaCorePeer, "cupy": CupyPeer}
+PEERS: Dict[str, Any] = {"cuda.core": CudaCorePeer, "cupy": CupyPeer}
 
 
 def child() -> int:

@@ -36,7 +36,8 @@ __version__ = "0.1.0"
 
 def library_version() -> str:
     """The version of the loaded libkcache."""
-    return _native.lib().kcache_version().decode()
+    version: bytes = _native.lib().kcache_version()
+    return version.decode()
 
 
 def library_path() -> str:

@@ -252,7 +252,9 @@ class Client:
         text = ctypes.c_void_p()
         lib = _native.lib()
         raise_for(lib.kcache_stat_json(self._live(), ctypes.byref(text)))
+        address = text.value or 0
         try:
-            return json.loads(ctypes.string_at(text.value).decode("utf-8"))  # type: ignore[no-any-return]
+            stats: Dict[str, Any] = json.loads(ctypes.string_at(address).decode("utf-8"))
+            return stats
         finally:
-            lib.kcache_string_free(text.value)
+            lib.kcache_string_free(address)

@@ -69,9 +69,9 @@ class Kernel:
         lowered: Dict[str, str] = {}
         if hasattr(lib, "kcache_kernel_lowered_count"):
             for i in range(lib.kcache_kernel_lowered_count(handle)):
-                expression = ctypes.c_char_p()
-                mangled = lib.kcache_kernel_lowered_at(handle, i, ctypes.byref(expression))
-                lowered[_text(expression.value)] = _text(mangled)
+                expression_out = ctypes.c_char_p()
+                mangled = lib.kcache_kernel_lowered_at(handle, i, ctypes.byref(expression_out))
+                lowered[_text(expression_out.value)] = _text(mangled)
         else:
             for expression in name_expressions:
                 mangled = lib.kcache_kernel_lowered_name(handle, expression.encode())
