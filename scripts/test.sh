@@ -23,6 +23,11 @@ step() {
 
 step install-deps "$root/scripts/install-deps.sh"
 step build "$root/scripts/build.sh"
+# The kcache Python package (client/python) into the project's environment, built offline with
+# the pinned scikit-build-core of requirements/test.txt; its build tree (build-python/) persists,
+# so this rebuilds only what changed. tests/python also builds and installs it in a fresh venv.
+step python-package "$root/scripts/venv-python" -m pip install -q --disable-pip-version-check \
+  --no-build-isolation --no-deps "$root/client/python"
 build=${KCACHE_BUILD_DIR:-$root/build}
 step ctest ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
 if [[ ${KCACHE_TEST_QUICK:-0} == 1 ]]; then

@@ -26,6 +26,16 @@ struct kcache_kernel {
   std::string kind, rule, served_from;
 };
 
+// The manifest's sources and, for each, the pointer arrays its kcache_source points into.
+struct kcache_manifest {
+  struct Entry {
+    std::vector<const char*> header_names, header_contents, options, name_expressions;
+  };
+  std::vector<KernelSource> sources;
+  std::vector<Entry> entries;
+  std::vector<kcache_source> views;
+};
+
 namespace {
 
 thread_local std::string last_error;
@@ -262,5 +272,50 @@ int kcache_stat_json(kcache_client* client, char** json) {
 }
 
 void kcache_string_free(char* text) { std::free(text); }
+
+int kcache_manifest_load(const char* path, kcache_manifest** out) {
+  if (path == nullptr || out == nullptr) {
+    return FailWith(KCACHE_INVALID_ARGUMENT, "path and out must not be NULL");
+  }
+  *out = nullptr;
+  absl::StatusOr<std::vector<KernelSource>> sources = kcache::client::LoadManifestKernels(path);
+  if (!sources.ok()) return Fail(sources.status());
+  auto m = std::make_unique<kcache_manifest>();
+  m->sources = *std::move(sources);
+  m->entries.resize(m->sources.size());
+  m->views.resize(m->sources.size());
+  for (size_t i = 0; i < m->sources.size(); ++i) {
+    const KernelSource& s = m->sources[i];
+    kcache_manifest::Entry& e = m->entries[i];
+    for (const auto& [name, content] : s.headers) {
+      e.header_names.push_back(name.c_str());
+      e.header_contents.push_back(content.c_str());
+    }
+    for (const std::string& o : s.options) e.options.push_back(o.c_str());
+    for (const std::string& n : s.name_expressions) e.name_expressions.push_back(n.c_str());
+    m->views[i] = kcache_source{s.name.c_str(),
+                                s.source.c_str(),
+                                e.header_names.data(),
+                                e.header_contents.data(),
+                                e.header_names.size(),
+                                e.options.data(),
+                                e.options.size(),
+                                e.name_expressions.data(),
+                                e.name_expressions.size(),
+                                s.min_arch,
+                                s.max_arch};
+  }
+  *out = m.release();
+  last_error.clear();
+  return KCACHE_OK;
+}
+
+size_t kcache_manifest_count(const kcache_manifest* m) { return m->views.size(); }
+
+const kcache_source* kcache_manifest_kernel(const kcache_manifest* m, size_t i) {
+  return i < m->views.size() ? &m->views[i] : nullptr;
+}
+
+void kcache_manifest_free(kcache_manifest* m) { delete m; }
 
 }  // extern "C"

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kcache/kcache.h"
 #include "kcache/kcache_c.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kernels.h"
@@ -191,6 +192,43 @@ TEST(CAbiNoDaemonTest, DetectDevicesWithoutADriverIsNotFound) {
   EXPECT_EQ(rc, KCACHE_NOT_FOUND);
   EXPECT_EQ(count, 0);
   EXPECT_NE(std::string(kcache_last_error()).find("no CUDA driver"), std::string::npos);
+}
+
+// The manifest reader hands out what LoadManifestKernels (the reader of `kcache warm`) reads:
+// the same kernels, variants included, with the same options, headers and arch range.
+TEST(CAbiManifestTest, LoadsWhatWarmReads) {
+  std::string path = std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml";
+  absl::StatusOr<std::vector<client::KernelSource>> expected = client::LoadManifestKernels(path);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  kcache_manifest* manifest = nullptr;
+  ASSERT_EQ(kcache_manifest_load(path.c_str(), &manifest), KCACHE_OK) << kcache_last_error();
+  ASSERT_EQ(kcache_manifest_count(manifest), expected->size());
+  for (size_t i = 0; i < expected->size(); ++i) {
+    const client::KernelSource& want = (*expected)[i];
+    const kcache_source* got = kcache_manifest_kernel(manifest, i);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->name, want.name);
+    EXPECT_EQ(got->source, want.source);
+    ASSERT_EQ(got->num_headers, want.headers.size()) << want.name;
+    for (size_t h = 0; h < got->num_headers; ++h) {
+      EXPECT_EQ(want.headers.at(got->header_names[h]), got->header_contents[h]);
+    }
+    ASSERT_EQ(got->num_options, want.options.size()) << want.name;
+    for (size_t o = 0; o < got->num_options; ++o) EXPECT_EQ(got->options[o], want.options[o]);
+    ASSERT_EQ(got->num_name_expressions, want.name_expressions.size());
+    for (size_t n = 0; n < got->num_name_expressions; ++n) {
+      EXPECT_EQ(got->name_expressions[n], want.name_expressions[n]);
+    }
+    EXPECT_EQ(got->min_arch, want.min_arch);
+    EXPECT_EQ(got->max_arch, want.max_arch);
+  }
+  EXPECT_EQ(kcache_manifest_kernel(manifest, expected->size()), nullptr);
+  kcache_manifest_free(manifest);
+
+  kcache_manifest* none = nullptr;
+  EXPECT_EQ(kcache_manifest_load("/nonexistent/manifest.yaml", &none), KCACHE_NOT_FOUND);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_NE(std::string(kcache_last_error()).find("/nonexistent/manifest.yaml"), std::string::npos);
 }
 
 }  // namespace

@@ -143,6 +143,18 @@ int kcache_detect_devices(kcache_device* devices, int capacity, int* count);
 int kcache_stat_json(kcache_client* client, char** json);
 void kcache_string_free(char* text);
 
+/* The kernels of a kcache manifest (docs/manifest.md; variants are kernels of their own), in
+ * the manifest's order, read by the same code as `kcache warm` (so their kernel ids are the ones
+ * warmed). Errors name the file, line and field (KCACHE_INVALID_ARGUMENT) or the missing file
+ * (KCACHE_NOT_FOUND). The sources and every string they point to belong to the manifest handle
+ * and live until kcache_manifest_free. */
+typedef struct kcache_manifest kcache_manifest;
+int kcache_manifest_load(const char* path, kcache_manifest** out);
+size_t kcache_manifest_count(const kcache_manifest* manifest);
+/* NULL when i >= kcache_manifest_count. */
+const kcache_source* kcache_manifest_kernel(const kcache_manifest* manifest, size_t i);
+void kcache_manifest_free(kcache_manifest* manifest);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
