@@ -103,6 +103,17 @@ class ArtifactCacheImpl : public ArtifactCache {
     stats_.Add(bound == Bound::kCallsInFlight ? Statistic::kCallsRefusedBusy
                                               : Statistic::kResolveRefusedQueuedBytes);
   }
+  void RecordFastPath(FastPathCount count, int64_t delta) override {
+    static constexpr Statistic kFast[] = {Statistic::kFastHits,
+                                          Statistic::kFastFallbackMiss,
+                                          Statistic::kFastFallbackArenaFull,
+                                          Statistic::kFastFallbackLeaseBound,
+                                          Statistic::kFastConnectionsRefused,
+                                          Statistic::kFastBadMessages,
+                                          Statistic::kFastLeasesHeld,
+                                          Statistic::kFastArenaBytes};
+    stats_.Add(kFast[static_cast<int>(count)], static_cast<uint64_t>(delta));  // wraps: gauges
+  }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
   absl::StatusOr<std::vector<ListedKernelInfo>> List() override;

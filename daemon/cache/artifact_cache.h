@@ -168,6 +168,20 @@ class ArtifactCache {
   enum class Bound { kCallsInFlight, kQueuedBytes };
   virtual void RecordOverBound(Bound bound) = 0;
 
+  // The in-pod fast path's counts (fast.* in daemon/cache/statistics.h); the gauges (leases
+  // held, arena bytes) move by `delta`, which may be negative.
+  enum class FastPathCount {
+    kHit,
+    kFallbackMiss,
+    kFallbackArenaFull,
+    kFallbackLeaseBound,
+    kConnectionRefused,
+    kBadMessage,
+    kLeasesHeld,
+    kArenaBytes,
+  };
+  virtual void RecordFastPath(FastPathCount count, int64_t delta) = 0;
+
   // Warms into the writable store through the same compiler (and single-flight) as misses.
   virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                            WarmObserver* observer) = 0;

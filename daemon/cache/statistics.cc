@@ -108,6 +108,21 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "waits that ended by taking the lease (expired: its holder died; or released unfilled)"},
     {S::kSharedLeaseWaitsTimedOut, "shared.lease_waits_timed_out",
      "waits that gave up after --shared-wait-seconds and compiled without the lease"},
+    {S::kFastHits, "fast.hits", "resolves answered on the in-pod fast path (a view of the arena)"},
+    {S::kFastFallbackMiss, "fast.fallback_miss",
+     "fast-path resolves not answered there (a miss, or a compile gRPC would run): the client "
+     "asked again over gRPC"},
+    {S::kFastFallbackArenaFull, "fast.fallback_arena_full",
+     "fast-path resolves sent to gRPC: every slot of the arena that could make room was leased"},
+    {S::kFastFallbackLeaseBound, "fast.fallback_lease_bound",
+     "fast-path resolves sent to gRPC: the connection held --fast-max-leased-bytes already"},
+    {S::kFastConnectionsRefused, "fast.connections_refused",
+     "fast-path connections refused: --fast-max-connections were open"},
+    {S::kFastBadMessages, "fast.bad_messages",
+     "fast-path messages refused: oversized, not a FastRequest, or an unknown lease"},
+    {S::kFastLeasesHeld, "fast.leases_held", "fast-path leases held by clients now (a gauge)"},
+    {S::kFastArenaBytes, "fast.arena_bytes",
+     "bytes of the fast-path arena in slots now, leased or not (a gauge)"},
 }};
 
 constexpr bool NumberedInOrder() {

@@ -80,9 +80,17 @@ enum class Statistic : int {
   kSharedLeaseWaitHits = 58,
   kSharedLeasesExpired = 59,
   kSharedLeaseWaitsTimedOut = 60,
+  kFastHits = 61,
+  kFastFallbackMiss = 62,
+  kFastFallbackArenaFull = 63,
+  kFastFallbackLeaseBound = 64,
+  kFastConnectionsRefused = 65,
+  kFastBadMessages = 66,
+  kFastLeasesHeld = 67,  // a gauge: leases held now
+  kFastArenaBytes = 68,  // a gauge: arena bytes in slots now
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 60;
+inline constexpr int kStatisticCount = 68;
 
 struct StatisticInfo {
   Statistic id;

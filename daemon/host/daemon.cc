@@ -23,6 +23,7 @@
 #include "daemon/host/probe_listener.h"
 #include "daemon/host/store_event_log.h"
 #include "daemon/service/blocking_pool.h"
+#include "daemon/service/fast_path_server.h"
 #include "daemon/service/kernel_cache_service.h"
 #include "engine/compile/toolkit.h"
 #include "engine/shared/shared_entry.h"
@@ -167,6 +168,7 @@ class DaemonImpl final : public Daemon {
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     if (absl::Status s = StartMainServer(); !s.ok()) return s;
     if (absl::Status s = StartProbeServer(); !s.ok()) return s;
+    StartFastPath();
     spdlog::info(
         "kcached serving on {} (socket mode {:04o}){}; {}; memory cache {} MiB; at most {} "
         "calls in flight and {} MiB queued for clients",
@@ -186,6 +188,7 @@ class DaemonImpl final : public Daemon {
     absl::Time deadline = absl::Now() + options_.shutdown_grace;
     // New calls now get UNAVAILABLE and probes NOT_SERVING; the calls in flight run on.
     serving_ = false;
+    StopFastPath();
     tracker_.StartDraining();
     server_->GetHealthCheckService()->Shutdown();
     if (probe_server_) probe_server_->GetHealthCheckService()->Shutdown();
@@ -319,6 +322,49 @@ class DaemonImpl final : public Daemon {
     return absl::OkStatus();
   }
 
+  // The in-pod fast path beside a unix --listen socket. Optional: when it cannot start (no
+  // memfd sealing in this kernel, a path that will not bind) kcached logs why and serves gRPC
+  // only, which clients fall back to.
+  void StartFastPath() {
+    std::string path = options_.fast_socket.value_or(socket_path_.empty() ? std::string()
+                                                                          : socket_path_ + ".fast");
+    if (path.empty()) return;
+    if (socket_path_.empty()) {
+      spdlog::warn("fast path off: --fast-socket needs a unix --listen socket");
+      return;
+    }
+    bool removed_stale = false;
+    if (absl::Status s = PrepareSocketPath(path, &removed_stale); !s.ok()) {
+      spdlog::warn("fast path off: {}", std::string(s.message()));
+      return;
+    }
+    FastPathOptions fast;
+    fast.socket_path = path;
+    fast.socket_mode = options_.socket_mode;
+    fast.arena_bytes = options_.fast_arena_bytes;
+    fast.max_leased_bytes = options_.fast_max_leased_bytes;
+    fast.max_connections = options_.fast_max_connections;
+    absl::StatusOr<std::unique_ptr<FastPathServer>> server =
+        FastPathServer::Start(cache_.get(), fast);
+    if (!server.ok()) {
+      spdlog::warn("fast path off (clients use gRPC): {}", std::string(server.status().message()));
+      return;
+    }
+    fast_ = *std::move(server);
+    fast_path_ = path;
+    fast_inode_ = InodeOf(path);
+    spdlog::info("fast path on {}: arena {} MiB, {} MiB of leases per connection, {} connections",
+                 path, options_.fast_arena_bytes >> 20, options_.fast_max_leased_bytes >> 20,
+                 options_.fast_max_connections);
+  }
+
+  void StopFastPath() {
+    if (fast_ == nullptr) return;
+    fast_->Stop();
+    fast_.reset();
+    RemoveSocketFile(fast_path_, fast_inode_);
+  }
+
   DaemonMetrics Metrics() const {
     DaemonMetrics metrics;
     metrics.version = kVersion;
@@ -347,6 +393,7 @@ class DaemonImpl final : public Daemon {
   }
 
   bool CloseCache() {
+    StopFastPath();
     service_.reset();
     pool_.reset();
     cache_.reset();  // closes the stores (their writes are synced as they happen)
@@ -362,6 +409,9 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<BlockingPool> pool_;
   CallTracker tracker_;
   std::unique_ptr<KernelCacheService> service_;
+  std::unique_ptr<FastPathServer> fast_;  // stopped before the cache closes
+  std::string fast_path_;
+  ino_t fast_inode_ = 0;
   std::unique_ptr<grpc::Server> probe_server_;
   std::unique_ptr<ProbeListener> probe_listener_;  // stopped before probe_server_ shuts down
   std::unique_ptr<grpc::Server> server_;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,12 @@ struct DaemonOptions {
   uint64_t shared_max_bytes = uint64_t{8} << 20;           // --shared-max-bytes
   absl::Duration shared_lease = absl::Seconds(30);         // --shared-lease-seconds
   absl::Duration shared_wait = absl::Seconds(60);          // --shared-wait-seconds
+  // --fast-socket: the in-pod fast path's SOCK_SEQPACKET socket (docs/kcached.md, "The fast
+  // path"); unset: <the --listen socket's path>.fast; "": off. Only with a unix --listen.
+  std::optional<std::string> fast_socket;
+  uint64_t fast_arena_bytes = uint64_t{1} << 30;         // --fast-arena-bytes
+  uint64_t fast_max_leased_bytes = uint64_t{256} << 20;  // --fast-max-leased-bytes
+  int fast_max_connections = 256;                        // --fast-max-connections
 };
 
 class Daemon {

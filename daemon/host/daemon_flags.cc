@@ -127,6 +127,23 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
       ->check(CLI::Range(0, 86400))
       ->capture_default_str();
 
+  std::string fast_socket;
+  CLI::Option* fast_socket_option = app.add_option(
+      "--fast-socket", fast_socket,
+      "In-pod fast path socket (SOCK_SEQPACKET); default <--listen path>.fast; \"\" = off");
+  app.add_option("--fast-arena-bytes", o.fast_arena_bytes,
+                 "Size of the fast path's shared read-only arena (e.g. 1GiB)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--fast-max-leased-bytes", o.fast_max_leased_bytes,
+                 "Bytes of arena one fast-path connection may hold leased; past it: gRPC")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--fast-max-connections", o.fast_max_connections,
+                 "Fast-path connections open at once; more are refused (they use gRPC)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -135,6 +152,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return absl::InvalidArgumentError(absl::StrCat(e.what(), "\nRun with --help for usage."));
   }
+  if (fast_socket_option->count() > 0) o.fast_socket = fast_socket;
   absl::StatusOr<mode_t> mode = ParseSocketMode(socket_mode);
   if (!mode.ok()) return mode.status();
   o.socket_mode = *mode;

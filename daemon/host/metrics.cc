@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -125,6 +126,20 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "Waits that ended by taking the lease after it expired or was released.", "", ""},
     {S::kSharedLeaseWaitsTimedOut, "kcache_shared_lease_waits_timed_out_total",
      "Waits that gave up after --shared-wait-seconds.", "", ""},
+    {S::kFastHits, "kcache_fast_hits_total", "Resolves answered on the in-pod fast path.", "", ""},
+    {S::kFastFallbackMiss, "kcache_fast_fallbacks_total",
+     "Fast-path resolves the client had to ask again over gRPC, by cause.", "cause", "miss"},
+    {S::kFastFallbackArenaFull, "kcache_fast_fallbacks_total",
+     "Fast-path resolves the client had to ask again over gRPC, by cause.", "cause", "arena_full"},
+    {S::kFastFallbackLeaseBound, "kcache_fast_fallbacks_total",
+     "Fast-path resolves the client had to ask again over gRPC, by cause.", "cause", "lease_bound"},
+    {S::kFastConnectionsRefused, "kcache_fast_connections_refused_total",
+     "Fast-path connections refused past --fast-max-connections.", "", ""},
+    {S::kFastBadMessages, "kcache_fast_bad_messages_total",
+     "Fast-path messages refused as oversized or malformed.", "", ""},
+    {S::kFastLeasesHeld, "kcache_fast_leases", "Fast-path leases held by clients now.", "", ""},
+    {S::kFastArenaBytes, "kcache_fast_arena_bytes", "Bytes of the fast-path arena in slots now.",
+     "", ""},
 }};
 
 constexpr bool MappedInOrder() {
@@ -208,8 +223,9 @@ void Counters(const CacheSnapshot& snapshot, Exposition& out) {
       if (m.family != family) continue;
       size_t index = static_cast<size_t>(m.statistic) - 1;
       uint64_t raw = index < snapshot.counters.size() ? snapshot.counters[index].value : 0;
-      out.Sample(m.family, "counter", m.family_help, Label(m.label, m.label_value),
-                 static_cast<double>(raw) / m.divisor);
+      // Families without _total are gauges (the fast path's leases and arena bytes).
+      out.Sample(m.family, absl::EndsWith(m.family, "_total") ? "counter" : "gauge", m.family_help,
+                 Label(m.label, m.label_value), static_cast<double>(raw) / m.divisor);
     }
   }
 }

@@ -1,0 +1,431 @@
+#include "daemon/service/fast_path_server.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/service/convert.h"
+#include "daemon/service/fast_arena.h"
+#include "daemon/service/request_limits.h"
+#include "kcache/v1/fast_path.pb.h"
+
+namespace kcache {
+namespace {
+
+using FastCount = ArtifactCache::FastPathCount;
+
+constexpr uint64_t kListenerId = 0;
+constexpr uint64_t kWakeId = 1;
+constexpr int kSocketBufferBytes = 2 * static_cast<int>(kMaxFastMessageBytes);
+
+struct Lease {
+  uint64_t slot = 0;
+  uint64_t bytes = 0;
+};
+
+// One client connection. Served by one thread at a time (EPOLLONESHOT); Stop touches it only
+// after every thread has ended.
+struct Connection {
+  uint64_t id = 0;
+  int fd = -1;
+  std::deque<std::string> outbox;  // answers the socket had no room for, in order
+  absl::flat_hash_map<uint64_t, Lease> leases;
+  uint64_t next_lease = 1;
+  uint64_t leased_bytes = 0;
+  bool broken = false;  // a send failed: close at the end of the turn
+};
+
+absl::Status Errno(absl::string_view what) {
+  return absl::FailedPreconditionError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+void SetBuffers(int fd) {
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+}
+
+// Sends one packet, with the arena's descriptor when fd_to_pass >= 0. Non-blocking.
+ssize_t SendPacket(int fd, const std::string& data, int fd_to_pass = -1) {
+  iovec iov{const_cast<char*>(data.data()), data.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd_to_pass >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &fd_to_pass, sizeof(int));
+  }
+  return sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+class FastPathServerImpl final : public FastPathServer {
+ public:
+  FastPathServerImpl(ArtifactCache* cache, FastPathOptions options,
+                     std::unique_ptr<FastArena> arena)
+      : cache_(cache), options_(std::move(options)), arena_(std::move(arena)) {}
+
+  ~FastPathServerImpl() override { Stop(); }
+
+  absl::Status Listen() {
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_ < 0) return Errno("epoll_create1");
+    wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_ < 0) return Errno("eventfd");
+    listener_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (listener_ < 0) return Errno("socket(AF_UNIX, SOCK_SEQPACKET)");
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (options_.socket_path.size() >= sizeof(addr.sun_path)) {
+      return absl::InvalidArgumentError(absl::StrCat("--fast-socket ", options_.socket_path,
+                                                     " is longer than ", sizeof(addr.sun_path) - 1,
+                                                     " bytes"));
+    }
+    std::memcpy(addr.sun_path, options_.socket_path.data(), options_.socket_path.size());
+    // Bound owner-only, then widened to the mode: never more open than asked, not even briefly.
+    mode_t old_umask = umask(0177);
+    int bound = bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    umask(old_umask);
+    if (bound != 0) return Errno(absl::StrCat("binding the fast socket ", options_.socket_path));
+    if (chmod(options_.socket_path.c_str(), options_.socket_mode) != 0) {
+      return Errno(absl::StrCat("chmod ", options_.socket_path));
+    }
+    if (listen(listener_, 128) != 0) return Errno("listen on the fast socket");
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.data.u64 = kListenerId;
+    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, listener_, &ev) != 0) return Errno("epoll_ctl");
+    ev.events = EPOLLIN;  // level-triggered: wakes every thread at Stop
+    ev.data.u64 = kWakeId;
+    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev) != 0) return Errno("epoll_ctl");
+    for (int i = 0; i < std::max(options_.threads, 1); ++i) {
+      threads_.emplace_back([this] { Loop(); });
+    }
+    return absl::OkStatus();
+  }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    if (wake_ >= 0) {
+      uint64_t one = 1;
+      (void)!write(wake_, &one, sizeof(one));
+    }
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+    std::vector<std::shared_ptr<Connection>> left;
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto& [id, connection] : connections_) left.push_back(connection);
+      connections_.clear();
+    }
+    for (auto& connection : left) CloseConnection(*connection, /*erase=*/false);
+    for (int fd : {listener_, wake_, epoll_}) {
+      if (fd >= 0) close(fd);
+    }
+    listener_ = wake_ = epoll_ = -1;
+  }
+
+ private:
+  void Loop() {
+    std::string buffer(kMaxFastMessageBytes + 1, '\0');
+    epoll_event events[16];
+    while (!stopped_.load()) {
+      int n = epoll_wait(epoll_, events, 16, -1);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        spdlog::error("fast path: epoll_wait failed: {}", std::strerror(errno));
+        return;
+      }
+      for (int i = 0; i < n && !stopped_.load(); ++i) {
+        uint64_t id = events[i].data.u64;
+        if (id == kWakeId) return;
+        if (id == kListenerId) {
+          Accept();
+          continue;
+        }
+        std::shared_ptr<Connection> connection;
+        {
+          absl::MutexLock lock(&mu_);
+          auto it = connections_.find(id);
+          if (it != connections_.end()) connection = it->second;
+        }
+        if (connection != nullptr) Serve(*connection, events[i].events, buffer);
+      }
+    }
+  }
+
+  void Accept() {
+    for (int i = 0; i < kFastBatch; ++i) {
+      int fd = accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      SetBuffers(fd);
+      v1::FastHello hello;
+      hello.set_version(1);
+      size_t open = 0;
+      {
+        absl::MutexLock lock(&mu_);
+        open = connections_.size();
+      }
+      if (open >= static_cast<size_t>(options_.max_connections)) {
+        hello.set_code(static_cast<int>(absl::StatusCode::kUnavailable));
+        hello.set_message(absl::StrCat("kcached serves at most ", options_.max_connections,
+                                       " fast-path connections (--fast-max-connections); "
+                                       "use gRPC"));
+        SendPacket(fd, hello.SerializeAsString());
+        close(fd);
+        cache_->RecordFastPath(FastCount::kConnectionRefused, 1);
+        continue;
+      }
+      hello.set_arena_bytes(arena_->size());
+      if (SendPacket(fd, hello.SerializeAsString(), arena_->fd()) < 0) {
+        close(fd);
+        continue;
+      }
+      auto connection = std::make_shared<Connection>();
+      connection->fd = fd;
+      {
+        absl::MutexLock lock(&mu_);
+        connection->id = next_id_++;
+        connections_[connection->id] = connection;
+      }
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+      ev.data.u64 = connection->id;
+      if (epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev) != 0) CloseConnection(*connection, true);
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.data.u64 = kListenerId;
+    epoll_ctl(epoll_, EPOLL_CTL_MOD, listener_, &ev);
+  }
+
+  // One turn on a connection: flush what waits, read and answer up to kFastBatch messages,
+  // then re-arm (reading only when nothing is left to send).
+  void Serve(Connection& c, uint32_t events, std::string& buffer) {
+    bool closing = (events & (EPOLLERR | EPOLLHUP)) != 0;
+    Flush(c);
+    for (int i = 0; i < kFastBatch && !closing && !c.broken && c.outbox.empty(); ++i) {
+      iovec iov{buffer.data(), buffer.size()};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;  // no control buffer: descriptors a client sends are dropped
+      ssize_t got = recvmsg(c.fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
+      if (got == 0) {
+        closing = true;
+        break;
+      }
+      if (got < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) closing = true;
+        break;
+      }
+      if (static_cast<size_t>(got) > kMaxFastMessageBytes || (msg.msg_flags & MSG_TRUNC)) {
+        BadMessage(c, 0,
+                   absl::StrCat("a message of ", got, " bytes: at most ", kMaxFastMessageBytes,
+                                " are accepted (a larger spec goes over gRPC)"));
+        continue;
+      }
+      Handle(c, absl::string_view(buffer.data(), static_cast<size_t>(got)));
+    }
+    if (closing || c.broken) {
+      CloseConnection(c, true);
+      return;
+    }
+    epoll_event ev{};
+    ev.events = (c.outbox.empty() ? EPOLLIN : EPOLLOUT) | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u64 = c.id;
+    if (epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev) != 0) CloseConnection(c, true);
+  }
+
+  void Handle(Connection& c, absl::string_view packet) {
+    v1::FastRequest request;
+    if (!request.ParseFromArray(packet.data(), static_cast<int>(packet.size()))) {
+      BadMessage(c, 0,
+                 "the message does not parse as a kcache.v1.FastRequest "
+                 "(proto/kcache/v1/fast_path.proto)");
+      return;
+    }
+    switch (request.op_case()) {
+      case v1::FastRequest::kReleaseLease:
+        if (!ReleaseLease(c, request.release_lease())) {
+          BadMessage(c, request.tag(),
+                     absl::StrCat("no lease ", request.release_lease(), " on this connection"));
+        }
+        return;
+      case v1::FastRequest::kResolve:
+        Answer(c, Resolve(c, request.tag(), request.resolve()));
+        return;
+      case v1::FastRequest::OP_NOT_SET:
+        break;
+    }
+    BadMessage(c, request.tag(), "a FastRequest needs one of resolve or release_lease");
+  }
+
+  v1::FastResponse Resolve(Connection& c, uint64_t tag, const v1::ResolveRequest& request) {
+    v1::FastResponse response;
+    response.set_tag(tag);
+    absl::Time arrived = absl::Now();
+    if (absl::Status valid = ValidateResolveRequest(request); !valid.ok()) {
+      cache_->RecordRefused(absl::Now() - arrived);
+      return Refusal(tag, valid);
+    }
+    ResolveQuery query = QueryFromProto(request);
+    query.allow_compile = false;  // a miss goes to gRPC, which compiles
+    absl::StatusOr<Served> served = cache_->Resolve(query);
+    if (!served.ok() || served->artifact == nullptr) {
+      if (served.ok() || served.status().code() == absl::StatusCode::kNotFound) {
+        cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
+      }
+      return Refusal(tag, served.ok() ? absl::NotFoundError("no artifact") : served.status());
+    }
+    // PTX where gRPC would compile the SASS (DESIGN.md "Serving rules", step 3): gRPC decides.
+    if (served->needs_jit() && !request.no_compile() && !request.ptx_now()) {
+      cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
+      return Refusal(tag, absl::NotFoundError("only PTX is stored; gRPC may compile the SASS"));
+    }
+    uint64_t size = served->artifact->bytes.size();
+    if (c.leased_bytes + size > options_.max_leased_bytes) {
+      cache_->RecordFastPath(FastCount::kFallbackLeaseBound, 1);
+      return Refusal(tag, absl::ResourceExhaustedError(absl::StrCat(
+                              "this connection holds ", c.leased_bytes,
+                              " bytes of leases; --fast-max-leased-bytes is ",
+                              options_.max_leased_bytes, ": release some, or use gRPC")));
+    }
+    absl::StatusOr<FastArena::Placed> placed = arena_->Place(served->artifact);
+    if (!placed.ok()) {
+      cache_->RecordFastPath(FastCount::kFallbackArenaFull, 1);
+      return Refusal(tag, placed.status());
+    }
+    uint64_t lease = c.next_lease++;
+    c.leases[lease] = Lease{placed->slot, size};
+    c.leased_bytes += size;
+    HeaderFromServed(*served, response.mutable_header());
+    response.set_offset(placed->offset);
+    response.set_lease(lease);
+    cache_->RecordFastPath(FastCount::kHit, 1);
+    PublishGauges();
+    if (response.ByteSizeLong() > kMaxFastMessageBytes) {
+      ReleaseLease(c, lease);
+      return Refusal(tag, absl::ResourceExhaustedError(
+                              "the answer's header (its compile log) is too large for the fast "
+                              "path: use gRPC"));
+    }
+    return response;
+  }
+
+  static v1::FastResponse Refusal(uint64_t tag, const absl::Status& status) {
+    v1::FastResponse response;
+    response.set_tag(tag);
+    response.set_code(static_cast<int>(status.code()));
+    response.set_message(std::string(status.message().substr(0, 4096)));
+    return response;
+  }
+
+  void BadMessage(Connection& c, uint64_t tag, absl::string_view what) {
+    cache_->RecordFastPath(FastCount::kBadMessage, 1);
+    Answer(c, Refusal(tag, absl::InvalidArgumentError(what)));
+  }
+
+  bool ReleaseLease(Connection& c, uint64_t lease) {
+    auto it = c.leases.find(lease);
+    if (it == c.leases.end()) return false;
+    arena_->Release(it->second.slot);
+    c.leased_bytes -= it->second.bytes;
+    c.leases.erase(it);
+    PublishGauges();
+    return true;
+  }
+
+  void Answer(Connection& c, const v1::FastResponse& response) {
+    c.outbox.push_back(response.SerializeAsString());
+    Flush(c);
+  }
+
+  void Flush(Connection& c) {
+    while (!c.outbox.empty() && !c.broken) {
+      if (SendPacket(c.fd, c.outbox.front()) >= 0) {
+        c.outbox.pop_front();
+        continue;
+      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // EPOLLOUT resumes it
+      if (errno == EINTR) continue;
+      c.broken = true;
+    }
+  }
+
+  void CloseConnection(Connection& c, bool erase) {
+    if (c.fd < 0) return;
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
+    close(c.fd);
+    c.fd = -1;
+    for (auto& [lease, held] : c.leases) arena_->Release(held.slot);
+    c.leases.clear();
+    c.leased_bytes = 0;
+    c.outbox.clear();
+    PublishGauges();
+    if (erase) {
+      absl::MutexLock lock(&mu_);
+      connections_.erase(c.id);
+    }
+  }
+
+  // fast.leases_held and fast.arena_bytes follow the arena (the statistics only add).
+  void PublishGauges() {
+    absl::MutexLock lock(&gauge_mu_);
+    uint64_t leases = arena_->leases();
+    uint64_t bytes = arena_->bytes_in_use();
+    cache_->RecordFastPath(FastCount::kLeasesHeld,
+                           static_cast<int64_t>(leases) - static_cast<int64_t>(leases_shown_));
+    cache_->RecordFastPath(FastCount::kArenaBytes,
+                           static_cast<int64_t>(bytes) - static_cast<int64_t>(bytes_shown_));
+    leases_shown_ = leases;
+    bytes_shown_ = bytes;
+  }
+
+  ArtifactCache* const cache_;
+  const FastPathOptions options_;
+  const std::unique_ptr<FastArena> arena_;
+  int epoll_ = -1;
+  int wake_ = -1;
+  int listener_ = -1;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopped_{false};
+  absl::Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 2;  // 0 and 1 name the listener and the wake fd
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex gauge_mu_;
+  uint64_t leases_shown_ ABSL_GUARDED_BY(gauge_mu_) = 0;
+  uint64_t bytes_shown_ ABSL_GUARDED_BY(gauge_mu_) = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FastPathServer>> FastPathServer::Start(ArtifactCache* cache,
+                                                                      FastPathOptions options) {
+  absl::StatusOr<std::unique_ptr<FastArena>> arena = FastArena::Create(options.arena_bytes);
+  if (!arena.ok()) return arena.status();
+  auto server = std::make_unique<FastPathServerImpl>(cache, std::move(options), *std::move(arena));
+  if (absl::Status s = server->Listen(); !s.ok()) return s;
+  return std::unique_ptr<FastPathServer>(std::move(server));
+}
+
+}  // namespace kcache

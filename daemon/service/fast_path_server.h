@@ -1,0 +1,59 @@
+// FastPathServer: kcached's in-pod fast path (docs/kcached.md "The fast path", the protocol in
+// docs/protocol.md). A SOCK_SEQPACKET unix socket beside the gRPC one: on connect a client gets
+// the read-only arena's descriptor (SCM_RIGHTS); each Resolve it sends is answered with where
+// the artifact lies in the arena and a lease that keeps it there, never with the bytes.
+//
+// Resolves here never compile (allow_compile = false): a miss answers NOT_FOUND and the client
+// asks over gRPC. Requests pass the same validation as the gRPC Resolve (request_limits.h) and
+// count in the same statistics, plus fast.* (daemon/cache/statistics.h).
+//
+// Threads: `threads` threads share one epoll set; a connection is served by one thread at a
+// time (EPOLLONESHOT), at most kFastBatch messages per turn, in order. A lookup that blocks on a
+// store blocks one thread. Memory: the arena (its size is the bound of what clients can make
+// the daemon hold), one receive buffer per thread, and per connection its leases' table and at
+// most kFastBatch unsent answers; a client that does not read its answers is not read from.
+#ifndef KCACHE_DAEMON_SERVICE_FAST_PATH_SERVER_H_
+#define KCACHE_DAEMON_SERVICE_FAST_PATH_SERVER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/cache/artifact_cache.h"
+
+namespace kcache {
+
+// The largest message either side sends or accepts; a request over it is answered
+// INVALID_ARGUMENT, an answer over it (a huge compile log) RESOURCE_EXHAUSTED (use gRPC).
+inline constexpr size_t kMaxFastMessageBytes = 1u << 20;
+// Messages a thread takes from one connection before it serves the next.
+inline constexpr int kFastBatch = 32;
+
+struct FastPathOptions {
+  std::string socket_path;  // --fast-socket: bound here (a stale file must be gone already)
+  mode_t socket_mode = 0660;
+  uint64_t arena_bytes = uint64_t{1} << 30;         // --fast-arena-bytes
+  uint64_t max_leased_bytes = uint64_t{256} << 20;  // --fast-max-leased-bytes
+  int max_connections = 256;                        // --fast-max-connections
+  int threads = 2;                                  // serving threads
+};
+
+class FastPathServer {
+ public:
+  // Creates the arena (FastArena::Create), binds and listens, starts the threads.
+  // FailedPrecondition when the kernel cannot seal the arena (the caller logs it and serves
+  // gRPC only); other errors when the socket cannot be bound.
+  static absl::StatusOr<std::unique_ptr<FastPathServer>> Start(ArtifactCache* cache,
+                                                               FastPathOptions options);
+  // Stops: closes the listener and every connection (their leases go), joins the threads.
+  // `cache` must outlive it.
+  virtual ~FastPathServer() = default;
+  virtual void Stop() = 0;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_SERVICE_FAST_PATH_SERVER_H_
