@@ -12,6 +12,7 @@
 #include "client/lib/circuit_breaker.h"
 #include "client/lib/convert.h"
 #include "client/lib/daemon_rpc.h"
+#include "client/lib/fast_path.h"
 #include "client/lib/wire.h"
 #include "core/kernel_spec.h"
 #include "kcache/kcache.h"
@@ -56,6 +57,9 @@ struct Client::Impl {
       : options(std::move(o)),
         daemon(options.address),
         breaker(options.breaker_failures, options.breaker_cooldown),
+        fast(!options.fast_path                 ? std::string()
+             : options.fast_path_socket.empty() ? FastSocketFor(options.address)
+                                                : options.fast_path_socket),
         local(options.toolkit_root),
         client_name(options.client_name.empty() ? absl::StrCat("pid-", getpid())
                                                 : options.client_name) {}
@@ -82,8 +86,15 @@ struct Client::Impl {
     request.set_client(client_name);
     request.set_no_compile(!call.allow_daemon_compile);
     request.set_ptx_now(call.ptx_now);
+    absl::Time deadline = DeadlineFor(call);
+    // The in-pod fast path first; what it does not serve (or serves broken) goes over gRPC.
+    if (FastPath::Answer answer = fast.Resolve(request, deadline);
+        answer && (answer->ok() || answer->status().code() == absl::StatusCode::kInvalidArgument)) {
+      breaker.RecordSuccess();
+      return *std::move(answer);
+    }
     bool accepted = false;
-    absl::StatusOr<FetchedKernel> result = daemon.Resolve(request, DeadlineFor(call), &accepted);
+    absl::StatusOr<FetchedKernel> result = daemon.Resolve(request, deadline, &accepted);
     if (!result.ok() && accepted && result.status().code() == absl::StatusCode::kDeadlineExceeded) {
       // The daemon took the call and was still working on it (a compile): busy, not away.
       // Neither a failure for the breaker nor a reason to compile here: a herd of local
@@ -146,6 +157,7 @@ struct Client::Impl {
   ClientOptions options;
   DaemonConnection daemon;
   CircuitBreaker breaker;
+  FastPath fast;
   LocalCompiler local;
   std::string client_name;
 };

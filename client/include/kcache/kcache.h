@@ -54,6 +54,12 @@ struct ClientOptions {
   // Sent with every request, for the daemon's logs and statistics (pod name, worker id).
   // "" = "pid-<pid>".
   std::string client_name;
+  // Take kernels the daemon holds over the in-pod fast path (docs/client.md, "The fast
+  // path"): a read-only view of the daemon's shared memory instead of a copy through gRPC.
+  // Anything the fast path cannot serve goes over gRPC, silently.
+  bool fast_path = true;
+  // The daemon's fast-path socket; "" = the unix address's path + ".fast" (none for TCP).
+  std::string fast_path_socket;
 };
 
 // What a kernel is made of. Two sources with equal source, headers, options and name

@@ -1,0 +1,279 @@
+#include "client/lib/fast_path.h"
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/lib/wire.h"
+#include "core/artifact.h"
+#include "kcache/v1/fast_path.pb.h"
+
+namespace kcache::client {
+
+// The daemon's bound (daemon/service/fast_path_server.h): larger requests go over gRPC.
+constexpr size_t kMaxFastMessageBytes = 1u << 20;
+constexpr size_t kWindow = 32;
+constexpr int kSocketBufferBytes = 2 * static_cast<int>(kMaxFastMessageBytes);
+constexpr absl::Duration kReconnectPause = absl::Seconds(1);
+
+struct FastPath::Connection {
+  ~Connection() {
+    if (base != nullptr) munmap(const_cast<char*>(base), size);
+    if (fd >= 0) close(fd);
+  }
+
+  // Gives a lease back; from any thread (a SEQPACKET send is one atomic packet).
+  void Release(uint64_t lease) {
+    if (dead.load() || getpid() != pid) return;
+    v1::FastRequest request;
+    request.set_release_lease(lease);
+    std::string packet = request.SerializeAsString();
+    if (send(fd, packet.data(), packet.size(), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      absl::MutexLock lock(&release_mu);
+      unsent_releases.push_back(lease);  // sent with the next exchange
+    }
+  }
+
+  int fd = -1;
+  pid_t pid = 0;
+  const char* base = nullptr;
+  uint64_t size = 0;
+  std::atomic<bool> dead{false};
+  absl::Mutex release_mu;
+  std::vector<uint64_t> unsent_releases ABSL_GUARDED_BY(release_mu);
+};
+
+namespace {
+
+// What a FetchedKernel's view_owner holds: the lease (given back when the last copy goes) and,
+// through the connection, the mapping the view points into.
+struct LeaseHandle {
+  LeaseHandle(std::shared_ptr<FastPath::Connection> c, uint64_t l)
+      : connection(std::move(c)), lease(l) {}
+  ~LeaseHandle() { connection->Release(lease); }
+  std::shared_ptr<FastPath::Connection> connection;
+  uint64_t lease;
+};
+
+bool WaitFor(int fd, short events, absl::Time deadline) {
+  while (true) {
+    absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    pollfd p{fd, events, 0};
+    int timeout = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000));
+    int n = poll(&p, 1, timeout);
+    if (n > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
+    if (n < 0 && errno != EINTR) return false;
+  }
+}
+
+bool SendPacket(int fd, const std::string& packet, absl::Time deadline) {
+  while (true) {
+    if (send(fd, packet.data(), packet.size(), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    if (!WaitFor(fd, POLLOUT, deadline)) return false;
+  }
+}
+
+// One packet into `buffer`; the SCM_RIGHTS descriptor, when one came, into *passed_fd.
+ssize_t ReceivePacket(int fd, std::string& buffer, absl::Time deadline, int* passed_fd) {
+  while (true) {
+    iovec iov{buffer.data(), buffer.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    ssize_t got = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (got >= 0) {
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; ++i) {
+          int received;
+          std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+          if (passed_fd != nullptr && *passed_fd < 0) {
+            *passed_fd = received;
+          } else {
+            close(received);
+          }
+        }
+      }
+      if (got == 0) return -1;  // the daemon closed the connection
+      return got;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    if (!WaitFor(fd, POLLIN, deadline)) return -1;
+  }
+}
+
+}  // namespace
+
+std::string FastSocketFor(const std::string& address) {
+  std::string path;
+  if (absl::StartsWith(address, "unix://")) {
+    path = address.substr(7);
+  } else if (absl::StartsWith(address, "unix:")) {
+    path = address.substr(5);
+  } else if (absl::StartsWith(address, "/")) {
+    path = address;
+  }
+  return path.empty() ? "" : path + ".fast";
+}
+
+FastPath::FastPath(std::string socket_path) : socket_path_(std::move(socket_path)) {}
+
+FastPath::~FastPath() = default;
+
+std::shared_ptr<FastPath::Connection> FastPath::Connected(absl::Time deadline) {
+  if (connection_ != nullptr && !connection_->dead.load() && connection_->pid == getpid()) {
+    return connection_;
+  }
+  connection_.reset();
+  if (socket_path_.empty() || absl::Now() < retry_after_) return nullptr;
+  retry_after_ = absl::Now() + kReconnectPause;  // until this attempt succeeds
+  auto c = std::make_shared<Connection>();
+  c->pid = getpid();
+  c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (c->fd < 0 || socket_path_.size() >= sizeof(addr.sun_path)) return nullptr;
+  std::memcpy(addr.sun_path, socket_path_.data(), socket_path_.size());
+  if (connect(c->fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return nullptr;
+  setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  std::string buffer(4096, '\0');
+  int arena = -1;
+  ssize_t got =
+      ReceivePacket(c->fd, buffer, std::min(deadline, absl::Now() + absl::Seconds(1)), &arena);
+  v1::FastHello hello;
+  bool ok = got > 0 && hello.ParseFromArray(buffer.data(), static_cast<int>(got)) &&
+            hello.code() == 0 && arena >= 0 && hello.arena_bytes() > 0;
+  struct stat st {};
+  ok = ok && fstat(arena, &st) == 0 && static_cast<uint64_t>(st.st_size) >= hello.arena_bytes();
+  if (ok) {
+    void* base = mmap(nullptr, hello.arena_bytes(), PROT_READ, MAP_SHARED, arena, 0);
+    if (base != MAP_FAILED) {
+      c->base = static_cast<const char*>(base);
+      c->size = hello.arena_bytes();
+    }
+  }
+  if (arena >= 0) close(arena);  // the mapping stays
+  if (c->base == nullptr) return nullptr;
+  retry_after_ = absl::InfinitePast();
+  connection_ = c;
+  return c;
+}
+
+FastPath::Answer FastPath::Resolve(const v1::ResolveRequest& request, absl::Time deadline) {
+  std::vector<v1::ResolveRequest> one{request};  // a copy: the request is small next to a call
+  return std::move(ResolveMany(one, deadline).front());
+}
+
+std::vector<FastPath::Answer> FastPath::ResolveMany(const std::vector<v1::ResolveRequest>& requests,
+                                                    absl::Time deadline) {
+  std::vector<Answer> answers(requests.size());
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<Connection> c = Connected(deadline);
+  if (c == nullptr) {
+    fallbacks_ += requests.size();
+    return answers;
+  }
+  std::vector<uint64_t> releases;
+  {
+    absl::MutexLock release_lock(&c->release_mu);
+    releases.swap(c->unsent_releases);
+  }
+  for (uint64_t lease : releases) c->Release(lease);
+  std::string buffer(kMaxFastMessageBytes + 1, '\0');
+  for (size_t start = 0; start < requests.size() && !c->dead.load(); start += kWindow) {
+    size_t end = std::min(requests.size(), start + kWindow);
+    absl::flat_hash_map<uint64_t, size_t> waiting;  // tag -> index
+    for (size_t i = start; i < end; ++i) {
+      v1::FastRequest fast;
+      fast.set_tag(next_tag_++);
+      *fast.mutable_resolve() = requests[i];
+      std::string packet = fast.SerializeAsString();
+      if (packet.size() > kMaxFastMessageBytes) continue;  // a big spec: gRPC
+      if (!SendPacket(c->fd, packet, deadline)) {
+        c->dead = true;
+        break;
+      }
+      waiting[fast.tag()] = i;
+    }
+    while (!waiting.empty() && !c->dead.load()) {
+      ssize_t got = ReceivePacket(c->fd, buffer, deadline, nullptr);
+      if (got < 0) {
+        // A deadline leaves the connection usable (late answers are recognized by their tags
+        // and their leases given back); anything else ends it.
+        if (absl::Now() < deadline) c->dead = true;
+        break;
+      }
+      v1::FastResponse response;
+      if (!response.ParseFromArray(buffer.data(), static_cast<int>(got))) {
+        c->dead = true;
+        break;
+      }
+      auto it = waiting.find(response.tag());
+      if (it == waiting.end()) {  // the answer to a request given up on earlier
+        if (response.code() == 0 && response.lease() != 0) c->Release(response.lease());
+        continue;
+      }
+      size_t index = it->second;
+      waiting.erase(it);
+      if (response.code() == static_cast<int>(absl::StatusCode::kInvalidArgument)) {
+        answers[index] = absl::InvalidArgumentError(response.message());
+        continue;
+      }
+      if (response.code() != 0) continue;
+      auto lease = std::make_shared<LeaseHandle>(c, response.lease());
+      const v1::ArtifactHeader& header = response.header();
+      if (response.offset() > c->size || header.size() >= c->size - response.offset()) {
+        checksum_failures_++;
+        answers[index] = absl::DataLossError(
+            absl::StrCat("kcached's fast path answered a slot outside its arena (offset ",
+                         response.offset(), ", ", header.size(), " bytes)"));
+        continue;
+      }
+      absl::string_view view(c->base + response.offset(), header.size());
+      uint64_t checksum = PayloadChecksum(view);
+      if (checksum != header.checksum()) {
+        checksum_failures_++;
+        answers[index] = absl::DataLossError(absl::StrCat(
+            "XXH3-64 checksum ", absl::Hex(checksum, absl::kZeroPad16), " of the ", view.size(),
+            " bytes in kcached's arena does not match ",
+            absl::Hex(header.checksum(), absl::kZeroPad16), " in its answer; not used"));
+        continue;
+      }
+      FetchedKernel kernel = FromWireHeader(header);
+      kernel.view = view;
+      kernel.view_owner = std::shared_ptr<const void>(lease, lease.get());
+      answers[index] = std::move(kernel);
+    }
+  }
+  for (const Answer& a : answers) {
+    if (a.has_value() && a->ok()) {
+      served_++;
+    } else if (!a.has_value() || a->status().code() == absl::StatusCode::kDataLoss) {
+      fallbacks_++;
+    }
+  }
+  return answers;
+}
+
+}  // namespace kcache::client

@@ -1,0 +1,86 @@
+// FastPath: libkcache's side of kcached's in-pod fast path (docs/client.md, "The fast path";
+// the protocol in docs/protocol.md). A worker on the daemon's machine connects to the daemon's
+// SOCK_SEQPACKET socket (<the unix socket's path>.fast), maps the daemon's sealed read-only
+// arena once per connection, and gets each artifact as a view of that mapping: no copy, no
+// gRPC. Internal to libkcache.
+//
+// Contract of every call: a failure of the fast path never fails a call. nullopt means "not
+// served here, ask over gRPC" (no fast socket, a refused or lost connection, a miss, the arena
+// full, the lease bound, a deadline, a request too large for a packet). A value is the answer:
+//   - OK: FetchedKernel with `bytes` empty, `view` the artifact in the mapping (followed by a
+//     NUL), `view_owner` the lease: while any copy of it lives, the daemon keeps the slot and
+//     this process keeps the mapping; its destruction gives the lease back (when the
+//     connection is still up). The XXH3-64 checksum in the answer was verified over the view.
+//   - InvalidArgument: the daemon refused the request as malformed (gRPC would too).
+//   - DataLoss: the checksum did not match the view; the bytes are never handed out. Callers
+//     (Client) ask over gRPC then, as for nullopt.
+//
+// Thread-safe: one connection per FastPath, one exchange on it at a time (a mutex), answers
+// matched to requests by tag; lease releases are sent from any thread without the mutex. A
+// lost connection is replaced on the next call, at most once per second. A forked child never
+// uses its parent's connection.
+#ifndef KCACHE_CLIENT_LIB_FAST_PATH_H_
+#define KCACHE_CLIENT_LIB_FAST_PATH_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "kcache/kcache.h"
+#include "kcache/v1/kcache.pb.h"
+
+namespace kcache::client {
+
+// The fast socket for `address` ("unix:///run/kcache/kcache.sock" -> "/run/.../kcache.sock.fast",
+// a bare absolute path likewise); "" for a TCP address (no descriptor can cross it).
+std::string FastSocketFor(const std::string& address);
+
+class FastPath {
+ public:
+  // `socket_path` "" = off: every call answers nullopt.
+  explicit FastPath(std::string socket_path);
+  ~FastPath();
+  FastPath(const FastPath&) = delete;
+  FastPath& operator=(const FastPath&) = delete;
+
+  using Answer = std::optional<absl::StatusOr<FetchedKernel>>;
+
+  // One Resolve (the request as for gRPC; no_compile is implied: the fast path never compiles).
+  Answer Resolve(const v1::ResolveRequest& request, absl::Time deadline);
+  // Many, pipelined on the one connection (in windows of 32): answers in the order of
+  // `requests`, each as Resolve's. For Client::ResolveMany: the nullopt ones go to gRPC.
+  std::vector<Answer> ResolveMany(const std::vector<v1::ResolveRequest>& requests,
+                                  absl::Time deadline);
+
+  // Served here, and asked here but left to gRPC (nullopt or DataLoss), since construction.
+  uint64_t served() const { return served_.load(); }
+  uint64_t fallbacks() const { return fallbacks_.load(); }
+  uint64_t checksum_failures() const { return checksum_failures_.load(); }
+
+  struct Connection;  // fast_path.cc; shared with the leases it gave out
+
+ private:
+  std::shared_ptr<Connection> Connected(absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string socket_path_;
+  absl::Mutex mu_;  // one exchange at a time
+  std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
+  absl::Time retry_after_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t next_tag_ ABSL_GUARDED_BY(mu_) = 1;
+  std::atomic<uint64_t> served_{0};
+  std::atomic<uint64_t> fallbacks_{0};
+  std::atomic<uint64_t> checksum_failures_{0};
+};
+
+}  // namespace kcache::client
+
+#endif  // KCACHE_CLIENT_LIB_FAST_PATH_H_
