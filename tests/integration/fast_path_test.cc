@@ -1,0 +1,293 @@
+// The in-pod fast path against a real kcached on a temp socket: the bundled kernels arrive as
+// views of the daemon's arena, byte for byte what gRPC serves; a client that cannot take the
+// fast path is served over gRPC; a wrong checksum is refused; the lease bound and a closed
+// connection give their slots back. The attacks are in hostile_fast_path_test.cc.
+#include "client/lib/fast_path.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "core/artifact.h"
+#include "core/kernel_spec.h"
+#include "engine/store/store.h"
+#include "kcache/kcache.h"
+#include "kcache/v1/fast_path.pb.h"
+#include "tests/testutil/daemon_process.h"
+#include "tests/testutil/fast_socket.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using client::Client;
+using client::ClientOptions;
+using client::Device;
+using client::FetchedKernel;
+using ::kcache::testing::DaemonProcess;
+using ::kcache::testing::FastSocket;
+
+constexpr Device kSm89{8, 9, 13000};
+
+std::unique_ptr<Client> Connect(const std::string& address, bool fast = true) {
+  ClientOptions options;
+  options.address = address;
+  options.local_compile_fallback = false;
+  options.deadline = absl::Seconds(120);
+  options.fast_path = fast;
+  return *Client::Connect(options);
+}
+
+// A synthetic cubin of `size` bytes under a kernel of its own, put into the daemon's store
+// before it starts; its kernel id in hex.
+std::string PutPayload(Store& store, size_t size, int n) {
+  KernelSpec spec;
+  spec.name = absl::StrCat("payload_", n);
+  spec.source = absl::StrCat("// payload ", n, " of ", size);
+  Artifact a;
+  a.meta.key = ArtifactKey{ComputeKernelId(spec), ArtifactKind::kCubin,
+                           Target{TargetKind::kSass, Sm{8, 9}, ArchVariant::kNone}, "test", 0};
+  a.meta.kernel_name = spec.name;
+  a.bytes.resize(size);
+  for (size_t i = 0; i < size; ++i) a.bytes[i] = static_cast<char>((i * 131 + n * 7) >> 3);
+  EXPECT_TRUE(store.Put(a).ok());
+  return a.meta.key.kernel_id.Hex();
+}
+
+// Starts `daemon` with one payload per size; their ids.
+std::vector<std::string> StartWithPayloads(DaemonProcess& daemon, std::vector<size_t> sizes) {
+  std::vector<std::string> ids;
+  {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(daemon.store_path());
+    EXPECT_TRUE(store.ok()) << store.status();
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      ids.push_back(PutPayload(**store, sizes[i], static_cast<int>(i)));
+    }
+  }
+  absl::Status started = daemon.Start();
+  EXPECT_TRUE(started.ok()) << started << daemon.Log();
+  return ids;
+}
+
+// The [start, end) of this process's mapping of kcached's arena, from /proc/self/maps.
+std::vector<std::pair<uintptr_t, uintptr_t>> ArenaMappings() {
+  std::vector<std::pair<uintptr_t, uintptr_t>> out;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("memfd:kcache-arena") == std::string::npos) continue;
+    uintptr_t start = 0, end = 0;
+    std::sscanf(line.c_str(), "%lx-%lx", &start, &end);
+    out.emplace_back(start, end);
+  }
+  return out;
+}
+
+bool InArena(absl::string_view view) {
+  auto p = reinterpret_cast<uintptr_t>(view.data());
+  for (auto [start, end] : ArenaMappings()) {
+    if (p >= start && p + view.size() < end) return true;
+  }
+  return false;
+}
+
+uint64_t Counter(Client& client, absl::string_view name) {
+  absl::StatusOr<client::DaemonStats> stats = client.Stat();
+  EXPECT_TRUE(stats.ok()) << stats.status();
+  return stats.ok() ? stats->Counter(name) : 0;
+}
+
+TEST(FastPathTest, BundledKernelsAreViewsIdenticalToGrpc) {
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  absl::StatusOr<std::vector<client::KernelSource>> kernels =
+      client::LoadManifestKernels(std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml");
+  ASSERT_TRUE(kernels.ok()) << kernels.status();
+  std::unique_ptr<Client> fast = Connect(daemon.address());
+  std::unique_ptr<Client> grpc = Connect(daemon.address(), /*fast=*/false);
+  absl::StatusOr<client::WarmTotals> warmed =
+      grpc->Warm(*kernels, {"8.9"}, 0, absl::Minutes(10), nullptr);
+  ASSERT_TRUE(warmed.ok()) << warmed.status() << daemon.Log();
+  int views = 0;
+  for (const client::KernelSource& source : *kernels) {
+    SCOPED_TRACE(source.name);
+    absl::StatusOr<FetchedKernel> over_grpc = grpc->Resolve(source, kSm89);
+    absl::StatusOr<FetchedKernel> over_fast = fast->Resolve(source, kSm89);
+    ASSERT_EQ(over_grpc.ok(), over_fast.ok()) << over_grpc.status() << " / " << over_fast.status();
+    if (!over_grpc.ok()) continue;  // outside the kernel's arch range: refused both ways
+    EXPECT_EQ(over_grpc->view_owner, nullptr);
+    ASSERT_NE(over_fast->view_owner, nullptr) << "not served on the fast path";
+    EXPECT_TRUE(over_fast->bytes.empty());
+    EXPECT_TRUE(InArena(over_fast->data())) << "the view is not in the arena's mapping";
+    EXPECT_EQ(*(over_fast->data().data() + over_fast->data().size()), 0);  // a C string
+    EXPECT_EQ(over_fast->data(), over_grpc->data());
+    EXPECT_EQ(over_fast->kernel_id, over_grpc->kernel_id);
+    EXPECT_EQ(over_fast->target, over_grpc->target);
+    EXPECT_EQ(over_fast->lowered_names, over_grpc->lowered_names);
+    EXPECT_EQ(over_fast->served_from, client::ServedFrom::kDaemonMemory);
+    ++views;
+  }
+  EXPECT_GT(views, 0);
+  EXPECT_GE(Counter(*grpc, "fast.hits"), static_cast<uint64_t>(views));
+}
+
+TEST(FastPathTest, ClientsThatCannotTakeTheFastPathAreServedOverGrpc) {
+  DaemonProcess daemon;
+  std::vector<std::string> ids = StartWithPayloads(daemon, {200 * 1000});
+  EXPECT_EQ(client::FastSocketFor("localhost:7071"), "");  // TCP: no descriptor can cross
+  EXPECT_EQ(client::FastSocketFor("unix:///run/k.sock"), "/run/k.sock.fast");
+  std::unique_ptr<Client> off = Connect(daemon.address(), /*fast=*/false);
+  absl::StatusOr<FetchedKernel> k = off->ResolveById(ids[0], kSm89);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->view_owner, nullptr);
+  EXPECT_EQ(k->bytes.size(), 200u * 1000);
+  // A fast socket that is not there: gRPC, silently.
+  ClientOptions options;
+  options.address = daemon.address();
+  options.fast_path_socket = daemon.dir() + "/no-such.fast";
+  std::unique_ptr<Client> missing = *Client::Connect(options);
+  k = missing->ResolveById(ids[0], kSm89);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->view_owner, nullptr);
+  EXPECT_EQ(Counter(*off, "fast.hits"), 0u);
+}
+
+TEST(FastPathTest, MissesGoToGrpcWhichCompiles) {
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  client::KernelSource saxpy;
+  saxpy.name = "fast_saxpy";
+  saxpy.source =
+      "extern \"C\" __global__ void fast_saxpy(float a, float* x) { x[threadIdx.x] *= a; }";
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  absl::StatusOr<FetchedKernel> first = c->Resolve(saxpy, kSm89);
+  ASSERT_TRUE(first.ok()) << first.status() << daemon.Log();
+  EXPECT_EQ(first->view_owner, nullptr);  // compiled over gRPC
+  EXPECT_EQ(first->served_from, client::ServedFrom::kDaemonCompile);
+  absl::StatusOr<FetchedKernel> second = c->Resolve(saxpy, kSm89);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(second->view_owner, nullptr);  // now stored: the fast path
+  EXPECT_EQ(second->data(), first->data());
+  EXPECT_GE(Counter(*c, "fast.fallback_miss"), 1u);
+}
+
+// A fake daemon's fast socket whose answer carries a wrong checksum.
+TEST(FastPathTest, ChecksumMismatchIsRefused) {
+  ::kcache::testing::TempDir dir;
+  std::string path = dir / "fake.fast";
+  int listener = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  std::string payload(4096, 'p');
+  std::thread fake([&] {
+    int arena = memfd_create("fake-arena", MFD_CLOEXEC);
+    ASSERT_EQ(ftruncate(arena, 1 << 16), 0);
+    ASSERT_EQ(pwrite(arena, payload.data(), payload.size(), 0), 4096);
+    int fd = accept(listener, nullptr, nullptr);
+    v1::FastHello hello;
+    hello.set_version(1);
+    hello.set_arena_bytes(1 << 16);
+    std::string packet = hello.SerializeAsString();
+    iovec iov{packet.data(), packet.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &arena, sizeof(int));
+    ASSERT_GT(sendmsg(fd, &msg, 0), 0);
+    std::string buffer(1 << 20, '\0');
+    ssize_t got = recv(fd, buffer.data(), buffer.size(), 0);
+    v1::FastRequest request;
+    ASSERT_TRUE(request.ParseFromArray(buffer.data(), static_cast<int>(got)));
+    v1::FastResponse response;
+    response.set_tag(request.tag());
+    response.mutable_header()->set_size(payload.size());
+    response.mutable_header()->set_checksum(PayloadChecksum(payload) ^ 1);
+    response.set_offset(0);
+    response.set_lease(7);
+    packet = response.SerializeAsString();
+    ASSERT_GT(send(fd, packet.data(), packet.size(), 0), 0);
+    got = recv(fd, buffer.data(), buffer.size(), 0);  // the lease comes back, or the close
+    close(fd);
+    close(arena);
+  });
+  client::FastPath fast(path);
+  v1::ResolveRequest request;
+  request.set_kernel_name("anything");
+  client::FastPath::Answer answer = fast.Resolve(request, absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status().code(), absl::StatusCode::kDataLoss) << answer->status();
+  EXPECT_EQ(fast.checksum_failures(), 1u);
+  EXPECT_EQ(fast.served(), 0u);
+  fake.join();
+  close(listener);
+}
+
+TEST(FastPathTest, LeaseBoundFallsBackToGrpc) {
+  testing::DaemonOptions options;
+  options.extra_flags = {"--no-toolkit", "--fast-max-leased-bytes", "300000"};
+  DaemonProcess daemon(options);
+  std::vector<std::string> ids = StartWithPayloads(daemon, {200 * 1000, 200 * 1000});
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  absl::StatusOr<FetchedKernel> held = c->ResolveById(ids[0], kSm89);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_NE(held->view_owner, nullptr);
+  absl::StatusOr<FetchedKernel> over = c->ResolveById(ids[1], kSm89);
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_EQ(over->view_owner, nullptr) << "past the lease bound: gRPC";
+  EXPECT_EQ(over->bytes.size(), 200u * 1000);
+  EXPECT_EQ(Counter(*c, "fast.fallback_lease_bound"), 1u);
+  held = absl::UnknownError("dropped");  // gives the lease back
+  absl::StatusOr<FetchedKernel> again = c->ResolveById(ids[1], kSm89);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(again->view_owner, nullptr);
+  EXPECT_EQ(again->data(), over->data());
+}
+
+TEST(FastPathTest, ClosingTheConnectionFreesItsLeases) {
+  DaemonProcess daemon;
+  std::vector<std::string> ids = StartWithPayloads(daemon, {200 * 1000});
+  std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
+  {
+    FastSocket raw;
+    ASSERT_TRUE(raw.Connect(daemon.socket_path() + ".fast"));
+    for (int i = 0; i < 5; ++i) {
+      v1::FastRequest request;
+      request.set_tag(i + 1);
+      *request.mutable_resolve()->mutable_kernel_id() = absl::HexStringToBytes(ids[0]);
+      request.mutable_resolve()->mutable_device()->set_sm_major(8);
+      request.mutable_resolve()->mutable_device()->set_sm_minor(9);
+      ASSERT_TRUE(raw.Send(request));
+      std::optional<v1::FastResponse> response = raw.ReceiveResponse();
+      ASSERT_TRUE(response.has_value());
+      EXPECT_EQ(response->code(), 0) << response->message();
+      EXPECT_EQ(response->tag(), static_cast<uint64_t>(i + 1));
+    }
+    EXPECT_EQ(Counter(*admin, "fast.leases_held"), 5u);
+  }  // closed without releasing anything
+  for (int i = 0; i < 100 && Counter(*admin, "fast.leases_held") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(Counter(*admin, "fast.leases_held"), 0u);
+}
+
+}  // namespace
+}  // namespace kcache
