@@ -70,12 +70,15 @@ class FastPath {
 
  private:
   std::shared_ptr<Connection> Connected(absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<Answer> Exchange(const v1::ResolveRequest* const* requests, size_t count,
+                               absl::Time deadline);
 
   const std::string socket_path_;
   absl::Mutex mu_;  // one exchange at a time
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
   absl::Time retry_after_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint64_t next_tag_ ABSL_GUARDED_BY(mu_) = 1;
+  std::string buffer_ ABSL_GUARDED_BY(mu_);  // receives answers
   std::atomic<uint64_t> served_{0};
   std::atomic<uint64_t> fallbacks_{0};
   std::atomic<uint64_t> checksum_failures_{0};
