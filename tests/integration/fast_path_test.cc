@@ -241,6 +241,64 @@ TEST(FastPathTest, ChecksumMismatchIsRefused) {
   close(listener);
 }
 
+// FastPath::ResolveMany, the pipelined batch entry: answers in the order asked, each a view,
+// nullopt (ask gRPC) or InvalidArgument, over more than one window of requests.
+TEST(FastPathTest, ResolveManyAnswersInOrder) {
+  DaemonProcess daemon;
+  std::vector<std::string> ids = StartWithPayloads(daemon, {1000, 200 * 1000, 64, 4 << 20});
+  client::FastPath fast(daemon.socket_path() + ".fast");
+  std::vector<v1::ResolveRequest> requests;
+  for (int i = 0; i < 100; ++i) {
+    v1::ResolveRequest r;
+    r.set_kernel_id(absl::HexStringToBytes(ids[i % ids.size()]));
+    r.mutable_device()->set_sm_major(8);
+    r.mutable_device()->set_sm_minor(9);
+    if (i == 37) r.set_kernel_id(std::string(32, '\x01'));  // unknown: a miss, gRPC's to answer
+    if (i == 71) r.clear_device();                          // malformed
+    requests.push_back(r);
+  }
+  std::vector<client::FastPath::Answer> answers =
+      fast.ResolveMany(requests, absl::Now() + absl::Seconds(30));
+  ASSERT_EQ(answers.size(), requests.size());
+  std::unique_ptr<Client> grpc = Connect(daemon.address(), /*fast=*/false);
+  std::vector<std::string> expected;
+  for (const std::string& id : ids)
+    expected.push_back(std::string(grpc->ResolveById(id, kSm89)->data()));
+  for (int i = 0; i < 100; ++i) {
+    SCOPED_TRACE(i);
+    if (i == 37) {
+      EXPECT_FALSE(answers[i].has_value());
+    } else if (i == 71) {
+      ASSERT_TRUE(answers[i].has_value());
+      EXPECT_EQ(answers[i]->status().code(), absl::StatusCode::kInvalidArgument);
+    } else {
+      ASSERT_TRUE(answers[i].has_value() && answers[i]->ok());
+      EXPECT_TRUE((*answers[i])->data() == expected[i % ids.size()]);
+      EXPECT_TRUE(InArena((*answers[i])->data()));
+    }
+  }
+  EXPECT_EQ(fast.served(), 98u);
+  EXPECT_EQ(Counter(*grpc, "fast.leases_held"), 98u);
+  answers.clear();  // every lease given back
+  for (int i = 0; i < 100 && Counter(*grpc, "fast.leases_held") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(Counter(*grpc, "fast.leases_held"), 0u);
+}
+
+TEST(FastPathTest, ADaemonWithoutTheFastPathServesOverGrpc) {
+  testing::DaemonOptions options;
+  options.extra_flags = {"--no-toolkit", "--fast-socket", ""};
+  DaemonProcess daemon(options);
+  std::vector<std::string> ids = StartWithPayloads(daemon, {4096});
+  EXPECT_NE(access((daemon.socket_path() + ".fast").c_str(), F_OK), 0);
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  absl::StatusOr<FetchedKernel> k = c->ResolveById(ids[0], kSm89);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->view_owner, nullptr);
+  EXPECT_EQ(k->bytes.size(), 4096u);
+}
+
 TEST(FastPathTest, LeaseBoundFallsBackToGrpc) {
   testing::DaemonOptions options;
   options.extra_flags = {"--no-toolkit", "--fast-max-leased-bytes", "300000"};
