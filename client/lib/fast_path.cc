@@ -90,8 +90,20 @@ bool SendPacket(int fd, const std::string& packet, absl::Time deadline) {
 
 // One packet into `buffer`; the SCM_RIGHTS descriptor, when one came, into *passed_fd.
 ssize_t ReceivePacket(int fd, std::string& buffer, absl::Time deadline, int* passed_fd) {
-  // Wait first: an answer is rarely there already, and this saves a failed recvmsg per call.
-  if (!WaitFor(fd, POLLIN, deadline)) return -1;
+  // A memory hit is answered in a few microseconds: a lone waiter looks for it briefly before
+  // sleeping in poll (a sleep and a wake-up cost more than the answer). With other threads of
+  // this process waiting too, spinning would only take their CPU (and the daemon's).
+  static std::atomic<int> waiting{0};
+  bool ready = false;
+  if (waiting.fetch_add(1) == 0) {
+    for (int i = 0; i < 64 && !ready; ++i) {
+      pollfd p{fd, POLLIN, 0};
+      ready = poll(&p, 1, 0) > 0;
+    }
+  }
+  ready = ready || WaitFor(fd, POLLIN, deadline);
+  waiting.fetch_sub(1);
+  if (!ready) return -1;
   while (true) {
     iovec iov{buffer.data(), buffer.size()};
     msghdr msg{};
