@@ -127,6 +127,9 @@ class ArtifactCacheImpl : public ArtifactCache {
   };
 
   absl::StatusOr<Served> ResolveTimed(const ResolveQuery& query);  // Resolve, unmeasured
+  // A fast_probe whose answer the client takes over gRPC: undoes its counts (that call counts
+  // them) and counts fast.fallback_miss; false when the answer stands.
+  bool UncountFastFallback(const ResolveQuery& query, const absl::StatusOr<Served>& served);
   absl::StatusOr<KernelId> Identify(const ResolveQuery& query);
   void RegisterIfNew(const KernelId& id, const KernelRecord& record);
   absl::StatusOr<KernelId> FindByName(const std::string& name);
@@ -182,6 +185,9 @@ absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
   absl::StatusOr<Served> served = ResolveTimed(query);
   if (!served.ok() && IsCompileDeferred(served.status()))
     return served;  // counted when asked again
+  if (query.fast_probe && UncountFastFallback(query, served)) {
+    return absl::NotFoundError("not served on the fast path: ask over gRPC");
+  }
   stats_.Add(Statistic::kResolveRequests);
   ResolveOutcome outcome = served.ok()                                ? OutcomeOf(served->tier)
                            : absl::IsNotFound(served.status())        ? ResolveOutcome::kMiss
@@ -189,6 +195,28 @@ absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
                                                                       : ResolveOutcome::kError;
   stats_.RecordResolve(outcome, absl::Now() - start);
   return served;
+}
+
+bool ArtifactCacheImpl::UncountFastFallback(const ResolveQuery& query,
+                                            const absl::StatusOr<Served>& served) {
+  constexpr uint64_t kMinusOne = ~uint64_t{0};  // the counters wrap: adding it subtracts one
+  bool miss = absl::IsNotFound(served.status());
+  bool ptx = served.ok() && served->rule == ServeRule::kPtxJit && !query.ptx_now;
+  if (!miss && !ptx) return false;  // (resolve.requests is counted after this)
+  if (miss) {
+    std::optional<MissReason> reason = MissReasonOf(served.status());
+    stats_.Add(MissStatistic(reason.value_or(MissReason::kNothingServable)), kMinusOne);
+  } else {  // undo Serve's counts
+    stats_.Add(HitStatistic(served->tier), kMinusOne);
+    stats_.Add(RuleStatistic(served->rule), kMinusOne);
+    stats_.Add(Statistic::kBytesServed, uint64_t{0} - served->artifact->bytes.size());
+    if (served->tier != CacheTier::kCompile) {
+      stats_.Add(Statistic::kCompileMicrosSaved,
+                 uint64_t{0} - served->artifact->meta.compile_micros);
+    }
+  }
+  stats_.Add(Statistic::kFastFallbackMiss);
+  return true;
 }
 
 absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query) {

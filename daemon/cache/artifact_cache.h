@@ -75,6 +75,10 @@ struct ResolveQuery {
   bool allow_compile = true;
   bool ptx_now = false;  // ResolvePolicy::ptx_now: take stored PTX now, compile in the background
   std::string client;    // for logs, and the compile queue's fairness (CompileDemand::client)
+  // A lookup for the in-pod fast path (with allow_compile false). When its answer is one the
+  // client takes over gRPC instead (a miss, or PTX without ptx_now: gRPC may compile the SASS),
+  // that call counts it: this one answers NotFound and counts only fast.fallback_miss.
+  bool fast_probe = false;
   // True while the caller still waits (its call is not cancelled); a compile it alone waits
   // for leaves the queue when it turns false. Null: always.
   std::function<bool()> still_wanted;

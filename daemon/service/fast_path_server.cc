@@ -290,17 +290,13 @@ class FastPathServerImpl final : public FastPathServer {
     }
     ResolveQuery query = QueryFromProto(request);
     query.allow_compile = false;  // a miss goes to gRPC, which compiles
+    // A miss, or PTX where gRPC may compile the SASS, answers NotFound here and is counted by
+    // the gRPC call that follows, not twice (ResolveQuery::fast_probe).
+    query.fast_probe = true;
     absl::StatusOr<Served> served = cache_->Resolve(query);
-    if (!served.ok() || served->artifact == nullptr) {
-      if (served.ok() || served.status().code() == absl::StatusCode::kNotFound) {
-        cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
-      }
-      return Refusal(tag, served.ok() ? absl::NotFoundError("no artifact") : served.status());
-    }
-    // PTX where gRPC would compile the SASS (DESIGN.md "Serving rules", step 3): gRPC decides.
-    if (served->needs_jit() && !request.no_compile() && !request.ptx_now()) {
-      cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
-      return Refusal(tag, absl::NotFoundError("only PTX is stored; gRPC may compile the SASS"));
+    if (!served.ok()) return Refusal(tag, served.status());
+    if (served->artifact == nullptr) {
+      return Refusal(tag, absl::InternalError("the cache served no artifact"));
     }
     uint64_t size = served->artifact->bytes.size();
     if (c.leased_bytes + size > options_.max_leased_bytes) {
