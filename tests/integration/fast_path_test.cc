@@ -10,6 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -305,6 +307,64 @@ TEST(FastPathTest, ADaemonWithoutTheFastPathServesOverGrpc) {
   ASSERT_TRUE(k.ok()) << k.status();
   EXPECT_EQ(k->view_owner, nullptr);
   EXPECT_EQ(k->bytes.size(), 4096u);
+}
+
+// One Client shared by many threads: every answer a verified view of the right bytes.
+TEST(FastPathTest, OneClientServesManyThreads) {
+  DaemonProcess daemon;
+  std::vector<std::string> ids = StartWithPayloads(daemon, {1000, 200 * 1000, 4096});
+  std::unique_ptr<Client> grpc = Connect(daemon.address(), /*fast=*/false);
+  std::vector<std::string> expected;
+  for (const std::string& id : ids) {
+    expected.push_back(std::string(grpc->ResolveById(id, kSm89)->data()));
+  }
+  std::unique_ptr<Client> shared = Connect(daemon.address());
+  std::atomic<int> views{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<FetchedKernel> kept;  // some held while others come and go
+      for (int i = 0; i < 200; ++i) {
+        size_t n = static_cast<size_t>(t + i) % ids.size();
+        absl::StatusOr<FetchedKernel> k = shared->ResolveById(ids[n], kSm89);
+        if (!k.ok() || k->data() != expected[n]) ++wrong;
+        if (k.ok() && k->view_owner != nullptr) ++views;
+        if (k.ok() && i % 10 == 0) kept.push_back(*std::move(k));
+      }
+      for (size_t i = 0; i < kept.size(); ++i) {
+        if (kept[i].data() != expected[static_cast<size_t>(t + i * 10) % ids.size()]) ++wrong;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(views.load(), 8 * 200);
+}
+
+// A view outlives its daemon; the client goes to gRPC while the fast socket is away and comes
+// back to the fast path once it is there again.
+TEST(FastPathTest, ViewsOutliveADaemonRestart) {
+  DaemonProcess daemon;
+  std::vector<std::string> ids = StartWithPayloads(daemon, {200 * 1000});
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  absl::StatusOr<FetchedKernel> before = c->ResolveById(ids[0], kSm89);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_NE(before->view_owner, nullptr);
+  std::string bytes(before->data());
+  daemon.Kill(SIGKILL);
+  daemon.Wait();
+  EXPECT_EQ(before->data(), bytes);  // still mapped, still the same bytes
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  absl::StatusOr<FetchedKernel> during = c->ResolveById(ids[0], kSm89);
+  ASSERT_TRUE(during.ok()) << during.status();
+  EXPECT_EQ(during->data(), bytes);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the reconnect pause
+  absl::StatusOr<FetchedKernel> after = c->ResolveById(ids[0], kSm89);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_NE(after->view_owner, nullptr) << "not back on the fast path";
+  EXPECT_EQ(after->data(), bytes);
+  before = absl::UnknownError("dropped");  // its lease's release goes nowhere, quietly
+  EXPECT_EQ(after->data(), bytes);
 }
 
 TEST(FastPathTest, LeaseBoundFallsBackToGrpc) {

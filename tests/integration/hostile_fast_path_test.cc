@@ -247,6 +247,45 @@ TEST(HostileFastPathTest, hostile_GarbageGetsAnErrorAndOthersAreServed) {
   EXPECT_GE(Counter(*admin, "fast.bad_messages"), 4u);
 }
 
+// Thousands of random packets and mutated requests, answered or not: the daemon stays up and
+// serves others, and the leases they took go with their connections.
+TEST(HostileFastPathTest, hostile_RandomPacketsCrashNothing) {
+  DaemonProcess daemon;
+  std::vector<std::string> ids = StartWithPayloads(daemon, 1);
+  std::string valid = ResolveRequest(1, ids[0]).SerializeAsString();
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  auto next = [&x] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  for (int connection = 0; connection < 20; ++connection) {
+    FastSocket raw;
+    ASSERT_TRUE(raw.Connect(daemon.socket_path() + ".fast")) << daemon.Log();
+    for (int i = 0; i < 200; ++i) {
+      std::string packet;
+      if (i % 2 == 0) {
+        packet.resize(next() % 512);
+        for (char& c : packet) c = static_cast<char>(next());
+      } else {  // a valid request with a few bytes changed
+        packet = valid;
+        for (int flips = 0; flips < 3; ++flips) {
+          packet[next() % packet.size()] = static_cast<char>(next());
+        }
+      }
+      raw.Send(packet);
+      while (raw.Receive(0).has_value()) {
+      }
+    }
+  }
+  ASSERT_TRUE(daemon.Running()) << daemon.Log();
+  ExpectServedIntact(daemon.address(), ids[0], 0);
+  std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
+  for (int i = 0; i < 100 && Counter(*admin, "fast.leases_held") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(Counter(*admin, "fast.leases_held"), 0u);
+}
+
 TEST(HostileFastPathTest, hostile_AClientThatNeverReadsBlocksNoOne) {
   DaemonProcess daemon;
   std::vector<std::string> ids = StartWithPayloads(daemon, 1);
