@@ -247,7 +247,8 @@ std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const
   for (uint64_t lease : releases) c->Release(lease);
   std::string& buffer = buffer_;  // allocated once: a fresh 1 MiB per call costs page faults
   if (buffer.size() != kMaxFastMessageBytes + 1) buffer.resize(kMaxFastMessageBytes + 1);
-  for (size_t start = 0; start < count && !c->dead.load(); start += kWindow) {
+  for (size_t start = 0; start < count && !c->dead.load() && absl::Now() < deadline;
+       start += kWindow) {
     size_t end = std::min(count, start + kWindow);
     absl::flat_hash_map<uint64_t, size_t> waiting;  // tag -> index
     for (size_t i = start; i < end; ++i) {
