@@ -270,9 +270,8 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
   }
   // The entries to ask the daemon for, in calls of at most kMaxResolveManyEntries entries and
   // kMaxWarmRequestBytes bytes; sent[k] is the index in `kernels` of a call's entry k.
-  std::vector<v1::ResolveManyRequest> calls;
-  std::vector<std::vector<size_t>> sent;
-  size_t call_bytes = 0;
+  std::vector<v1::ResolveRequest> requests;
+  std::vector<size_t> asked;  // requests[k] is for kernels[asked[k]]
   for (size_t i = 0; i < kernels.size(); ++i) {
     v1::ResolveRequest request;
     if (absl::Status s = RequestFor(kernels[i], device, &request); !s.ok()) {
@@ -282,6 +281,23 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
     request.set_client(impl.client_name);
     request.set_no_compile(!call.allow_daemon_compile);
     request.set_ptx_now(call.ptx_now);
+    requests.push_back(std::move(request));
+    asked.push_back(i);
+  }
+  // The in-pod fast path first, all of them pipelined on its connection; what it does not
+  // serve goes to the daemon over gRPC.
+  std::vector<FastPath::Answer> fast = impl.fast.ResolveMany(requests, impl.DeadlineFor(call));
+  std::vector<v1::ResolveManyRequest> calls;
+  std::vector<std::vector<size_t>> sent;
+  size_t call_bytes = 0;
+  for (size_t k = 0; k < requests.size(); ++k) {
+    size_t i = asked[k];
+    if (fast[k] && (fast[k]->ok() || absl::IsInvalidArgument(fast[k]->status()))) {
+      if (fast[k]->ok()) (*fast[k])->micros = MicrosSince(start);
+      on_result(i, *std::move(fast[k]));
+      continue;
+    }
+    v1::ResolveRequest& request = requests[k];
     size_t size = request.ByteSizeLong() + 8;  // + the field's tag and length
     if (calls.empty() || calls.back().kernels_size() >= static_cast<int>(kMaxResolveManyEntries) ||
         call_bytes + size > kMaxWarmRequestBytes) {

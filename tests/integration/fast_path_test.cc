@@ -296,6 +296,26 @@ TEST(FastPathTest, ResolveManyAnswersInOrder) {
   EXPECT_EQ(Counter(*grpc, "fast.leases_held"), 0u);
 }
 
+// Client::ResolveMany takes what it can from the fast path in one pipelined exchange and asks
+// gRPC for the rest.
+TEST(FastPathTest, ClientResolveManyUsesTheFastPath) {
+  DaemonProcess daemon;
+  std::vector<std::string> ids = StartWithPayloads(daemon, {1000, 200 * 1000, 4096});
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  std::vector<client::KernelRef> refs;
+  for (const std::string& id : ids) refs.push_back(client::KernelRef::Id(id));
+  refs.push_back(client::KernelRef::Id(std::string(64, '7')));  // unknown: gRPC says so
+  std::vector<absl::StatusOr<FetchedKernel>> results = c->ResolveMany(refs, kSm89);
+  ASSERT_EQ(results.size(), refs.size());
+  std::unique_ptr<Client> grpc = Connect(daemon.address(), /*fast=*/false);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].status();
+    EXPECT_NE(results[i]->view_owner, nullptr);
+    EXPECT_EQ(results[i]->data(), grpc->ResolveById(ids[i], kSm89)->data());
+  }
+  EXPECT_EQ(results.back().status().code(), absl::StatusCode::kNotFound) << results.back().status();
+}
+
 TEST(FastPathTest, ADaemonWithoutTheFastPathServesOverGrpc) {
   testing::DaemonOptions options;
   options.extra_flags = {"--no-toolkit", "--fast-socket", ""};
