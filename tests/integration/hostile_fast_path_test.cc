@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -130,6 +131,7 @@ TEST(HostileFastPathTest, hostile_TheArenaCannotBeWrittenByAWorker) {
   // A write through the read-only mapping kills the writer.
   pid_t child = fork();
   if (child == 0) {
+    signal(SIGSEGV, SIG_DFL);  // not a sanitizer's handler: the kernel's verdict, as it is
     void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) _exit(3);
     static_cast<volatile char*>(p)[offset] = 'X';
@@ -207,8 +209,18 @@ TEST(HostileFastPathTest, hostile_AThousandMappingsStayWithinTheArena) {
   EXPECT_EQ(Counter(*admin, "fast.leases_held"), 0u);
   EXPECT_LE(Counter(*admin, "fast.arena_bytes"), 4 * (kPayload + 64));  // one slot each
   uint64_t rss_after = RssBytes(daemon.pid());
-  EXPECT_LT(rss_after, rss_before + (uint64_t{8} << 20) + (uint64_t{16} << 20))
+  // The arena (8 MiB) plus room for what any thousand requests leave (allocator caches; under
+  // AddressSanitizer its quarantine keeps freed memory for a while, so more).
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr uint64_t kSlack = uint64_t{64} << 20;
+#else
+  constexpr uint64_t kSlack = uint64_t{16} << 20;
+#endif
+  EXPECT_LT(rss_after, rss_before + (uint64_t{8} << 20) + kSlack)
       << "kcached grew from " << rss_before << " to " << rss_after << " bytes";
+  std::printf("kcached RSS %llu -> %llu bytes over 1000 leased mappings\n",
+              static_cast<unsigned long long>(rss_before),
+              static_cast<unsigned long long>(rss_after));
 }
 
 TEST(HostileFastPathTest, hostile_GarbageGetsAnErrorAndOthersAreServed) {
