@@ -144,7 +144,7 @@ class GpuSuite : public ::testing::Environment {
       if (module.ok()) {
         loaded.module = *std::move(module);
         std::printf("[ GPU      ] %-22s %-8s %8zu bytes, loaded in %6lld us\n", name.c_str(),
-                    fetched.target.c_str(), fetched.bytes.size(),
+                    fetched.target.c_str(), fetched.data().size(),
                     static_cast<long long>(loaded.module->load_micros()));
       } else {
         loaded.load_status = module.status();

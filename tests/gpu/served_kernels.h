@@ -65,7 +65,7 @@ inline absl::Status CheckExactCubin(const client::FetchedKernel& kernel,
                                                       client::ServeRuleName(kernel.rule),
                                                       ", not exact_sass (", kernel.reason, ")"));
   }
-  absl::StatusOr<int> elf_arch = CubinSmArch(kernel.bytes);
+  absl::StatusOr<int> elf_arch = CubinSmArch(kernel.data());
   if (!elf_arch.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat(what, ": the served bytes are not a cubin: ", elf_arch.status().message()));

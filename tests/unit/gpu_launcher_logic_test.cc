@@ -452,7 +452,7 @@ TEST(ServedKernelsDryRun, WarmThroughKcachedServesExactCubinsWithEveryEntrySymbo
       const std::string symbol =
           entry.name_expression ? kernel.LoweredName(entry.symbol) : entry.symbol;
       ASSERT_FALSE(symbol.empty()) << entry.symbol << " has no lowered name";
-      EXPECT_TRUE(absl::StrContains(kernel.bytes, symbol)) << symbol << " is not in the cubin";
+      EXPECT_TRUE(absl::StrContains(kernel.data(), symbol)) << symbol << " is not in the cubin";
     }
   }
 }
