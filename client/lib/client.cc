@@ -268,8 +268,6 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
     for (size_t i = 0; i < kernels.size(); ++i) on_result(i, s);
     return;
   }
-  // The entries to ask the daemon for, in calls of at most kMaxResolveManyEntries entries and
-  // kMaxWarmRequestBytes bytes; sent[k] is the index in `kernels` of a call's entry k.
   std::vector<v1::ResolveRequest> requests;
   std::vector<size_t> asked;  // requests[k] is for kernels[asked[k]]
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -287,6 +285,8 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
   // The in-pod fast path first, all of them pipelined on its connection; what it does not
   // serve goes to the daemon over gRPC.
   std::vector<FastPath::Answer> fast = impl.fast.ResolveMany(requests, impl.DeadlineFor(call));
+  // The entries to ask the daemon for, in calls of at most kMaxResolveManyEntries entries and
+  // kMaxWarmRequestBytes bytes; sent[k] is the index in `kernels` of a call's entry k.
   std::vector<v1::ResolveManyRequest> calls;
   std::vector<std::vector<size_t>> sent;
   size_t call_bytes = 0;
