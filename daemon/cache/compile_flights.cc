@@ -198,6 +198,7 @@ CompileResult CompileFlights::Run(const CompileJob& job) {
   int64_t queued = output.ok() ? std::min(output->queued_micros, wall) : 0;
   stats_->Add(Statistic::kCompileMicros, wall - queued);
   stats_->Add(Statistic::kCompileQueueMicros, queued);
+  if (output.ok()) stats_->Add(Statistic::kCompileCpuMicros, output->cpu_micros);
   stats_->RecordCompile(absl::Microseconds(wall - queued));
   if (!output.ok()) {
     stats_->Add(Statistic::kCompileErrors);

@@ -17,6 +17,10 @@ constexpr size_t kMaxRejectedLogged = 10000;
 constexpr char kReleaseScript[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end "
     "return 0";
+// Extends a lease this daemon still holds (ARGV[2] milliseconds from now).
+constexpr char kRenewScript[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
+    "end return 0";
 
 std::string NewToken() {
   char host[256] = {};
@@ -138,9 +142,11 @@ std::optional<std::vector<Artifact>> SharedTier::AwaitFleet(const std::vector<Ar
     if (*taken) {
       stats_->Add(waited ? Statistic::kSharedLeasesExpired : Statistic::kSharedLeasesTaken);
       *lease = lease_key;
+      Hold(lease_key);
       // The holder may have written and released between our miss and our lease.
       if (std::optional<std::vector<Artifact>> late =
               Fetch(keys, absl::Now() + options_.budget, /*count=*/false)) {
+        Unhold(lease_key);
         Release(lease_key);
         lease->clear();
         return late;
@@ -183,13 +189,58 @@ void SharedTier::Publish(const std::vector<std::shared_ptr<const Artifact>>& art
   }
   // The release goes last (and always: a lease left behind only delays the others until it
   // expires).
-  if (!lease.empty()) queue_.push_back(Write{nullptr, lease});
+  if (!lease.empty()) {
+    held_.erase(lease);
+    queue_.push_back(Write{nullptr, lease});
+  }
 }
 
 void SharedTier::ReleaseLease(const std::string& lease) {
   if (lease.empty()) return;
   absl::MutexLock lock(&mu_);
+  held_.erase(lease);
   queue_.push_back(Write{nullptr, lease});
+}
+
+void SharedTier::Hold(const std::string& lease) {
+  absl::MutexLock lock(&mu_);
+  held_[lease] = absl::Now() + options_.lease_ttl / 3;
+  rearm_ = true;
+}
+
+void SharedTier::Unhold(const std::string& lease) {
+  absl::MutexLock lock(&mu_);
+  held_.erase(lease);
+}
+
+absl::Time SharedTier::NextRenewal() const {
+  absl::Time next = absl::InfiniteFuture();
+  for (const auto& [lease, at] : held_) next = std::min(next, at);
+  return next;
+}
+
+void SharedTier::RenewDue() {
+  std::vector<std::string> due;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Time now = absl::Now();
+    for (auto& [lease, at] : held_) {
+      if (at > now) continue;
+      due.push_back(lease);
+      at = now + options_.lease_ttl / 3;
+    }
+  }
+  std::string ttl_ms = std::to_string(absl::ToInt64Milliseconds(options_.lease_ttl));
+  for (const std::string& lease : due) {
+    absl::Status renewed =
+        writer_->Command({"EVAL", kRenewScript, "1", lease, token_, ttl_ms}, /*key_index=*/3)
+            .status();
+    if (renewed.ok()) {
+      stats_->Add(Statistic::kSharedLeaseRenewals);
+    } else {
+      RecordFailure(renewed);
+    }
+  }
 }
 
 void SharedTier::Flush() {
@@ -201,16 +252,31 @@ void SharedTier::Flush() {
 }
 
 void SharedTier::RunWriter() {
-  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
+  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !queue_.empty() || rearm_;
+  };
   while (true) {
     Write write;
+    bool renew = false;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&ready));
+      // Wakes for a write, when a lease held for a running compile is due for renewal, or
+      // when a new lease (Hold) moves the next renewal earlier.
+      renew = !mu_.AwaitWithDeadline(absl::Condition(&ready), NextRenewal());
       if (stopping_) return;
-      write = std::move(queue_.front());
-      queue_.pop_front();
-      ++writing_;
+      if (rearm_) {
+        rearm_ = false;
+        if (queue_.empty()) continue;
+      }
+      if (!renew) {
+        write = std::move(queue_.front());
+        queue_.pop_front();
+        ++writing_;
+      }
+    }
+    if (renew) {
+      RenewDue();
+      continue;
     }
     const std::shared_ptr<const Artifact>& artifact = write.artifact;
     if (artifact == nullptr) {

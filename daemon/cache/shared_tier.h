@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -81,6 +82,13 @@ class SharedTier {
   // SET NX PX of `lease`: true when taken; nullopt when the tier failed.
   std::optional<bool> TakeLease(const std::string& lease);
   void Release(const std::string& lease);  // deletes it if it still holds token_
+  // A lease this daemon took is renewed (to lease_ttl from then) every lease_ttl / 3 by the
+  // writer thread while its compile runs, so that a compile longer than the lease is not
+  // duplicated by a daemon that saw the lease expire; Publish / ReleaseLease stop that.
+  void Hold(const std::string& lease);
+  void Unhold(const std::string& lease);
+  absl::Time NextRenewal() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RenewDue();  // the writer thread's
   struct Write {
     std::shared_ptr<const Artifact> artifact;  // null: only release `lease`
     std::string lease;                         // released after this write ("" none)
@@ -98,6 +106,8 @@ class SharedTier {
   size_t writing_ ABSL_GUARDED_BY(mu_) = 0;  // taken from the queue, not yet written
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<std::string> rejected_logged_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::Time> held_ ABSL_GUARDED_BY(mu_);  // lease -> renew at
+  bool rearm_ ABSL_GUARDED_BY(mu_) = false;  // Hold added a lease: recompute the next renewal
   std::thread thread_;
 };
 

@@ -123,6 +123,11 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
     {S::kFastLeasesHeld, "fast.leases_held", "fast-path leases held by clients now (a gauge)"},
     {S::kFastArenaBytes, "fast.arena_bytes",
      "bytes of the fast-path arena in slots now, leased or not (a gauge)"},
+    {S::kSharedLeaseRenewals, "shared.lease_renewals",
+     "renewals of a fleet lease this daemon held while its compile ran (every third of "
+     "--shared-lease-seconds)"},
+    {S::kCompileCpuMicros, "compile.cpu_micros",
+     "CPU time (user + system) the compile workers reported for their compiles, microseconds"},
 }};
 
 constexpr bool NumberedInOrder() {

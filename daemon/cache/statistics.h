@@ -88,9 +88,11 @@ enum class Statistic : int {
   kFastBadMessages = 66,
   kFastLeasesHeld = 67,  // a gauge: leases held now
   kFastArenaBytes = 68,  // a gauge: arena bytes in slots now
+  kSharedLeaseRenewals = 69,
+  kCompileCpuMicros = 70,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 68;
+inline constexpr int kStatisticCount = 70;
 
 struct StatisticInfo {
   Statistic id;

@@ -140,6 +140,10 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kFastLeasesHeld, "kcache_fast_leases", "Fast-path leases held by clients now.", "", ""},
     {S::kFastArenaBytes, "kcache_fast_arena_bytes", "Bytes of the fast-path arena in slots now.",
      "", ""},
+    {S::kSharedLeaseRenewals, "kcache_shared_lease_renewals_total",
+     "Renewals of fleet leases held while their compiles ran.", "", ""},
+    {S::kCompileCpuMicros, "kcache_compile_cpu_microseconds_total",
+     "CPU time the compile workers reported for their compiles.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {

@@ -46,6 +46,9 @@ struct CompileOutput {
   // How long the job waited for a free compiler before it started (a worker pool's queue);
   // 0 for a compile run at once in the calling thread.
   int64_t queued_micros = 0;
+  // CPU time the compile used (user + system), where the compiler measures it (a worker
+  // pool's worker reports its own); 0 when it does not.
+  int64_t cpu_micros = 0;
 };
 
 // Errors: InvalidArgument for a rejected option or unsupported target (message lists what is

@@ -96,7 +96,10 @@ class ProcessPool final : public ProcessPoolCompiler {
       ++stats_.worker_starts;
     }
     absl::StatusOr<CompileOutput> output = worker->Run(job);
-    if (output.ok()) output->queued_micros = queued_micros;
+    if (output.ok()) {
+      output->queued_micros = queued_micros;
+      output->cpu_micros = static_cast<int64_t>(worker->last_job_cpu_micros());
+    }
     Count(worker->fate(), worker->last_job_cpu_micros());
     if (worker->fate() == WorkerFate::kTimedOut || worker->fate() == WorkerFate::kLimitKilled) {
       // One line per compile a limit ended: what, for which target, and which limit.

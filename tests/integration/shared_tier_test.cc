@@ -308,6 +308,42 @@ TEST_F(SharedTierTest, AMasterKilledWhileDaemonsServeLosesNoRequest) {
   EXPECT_EQ(fetched.bytes, compiled.bytes);
 }
 
+// A compile several times longer than the lease: the holder renews its lease while compiling,
+// so the other daemon keeps waiting and gets the entry instead of compiling as well.
+TEST_F(SharedTierTest, AHolderRenewsItsLeaseThroughACompileLongerThanTheLease) {
+  StartDaemon({"--shared-key-file", key_a_, "--shared-lease-seconds", "1"});
+  StartDaemon({"--shared-key-file", key_a_, "--shared-lease-seconds", "1"});
+  // Several seconds of compile here (3x kSlowSource's arithmetic).
+  std::string slower = absl::StrCat(
+      "#define B a = sinf(a) * 1.0001f + cosf(a * 1.1f);\n#define R10(x) x x x x x x x x x x\n"
+      "extern \"C\" __global__ void slower(float* y, const float* x) {\n"
+      "  float a = x[threadIdx.x];\n  R10(B B B B B B B B B B B B)\n  y[threadIdx.x] = a;\n}\n");
+  v1::ResolveRequest slow = ResolveSpec(WireSpec("slower", slower), 8, 6);
+  auto start = std::chrono::steady_clock::now();
+  ResolveOutcome outcomes[2];
+  std::thread holder([&] { outcomes[0] = CallResolve(Stub(0), slow); });
+  for (int i = 0; i < 300 && EntryKeys("lease").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  outcomes[1] = CallResolve(Stub(1), slow);
+  holder.join();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("compile under a 1 s lease took %.1f s\n", seconds);
+  for (const ResolveOutcome& out : outcomes) {
+    ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  }
+  if (seconds < 2.5) GTEST_SKIP() << "the compile was too quick to outlast the lease";
+  EXPECT_EQ(StatCounter(Stub(0), "compile.runs") + StatCounter(Stub(1), "compile.runs"), 1u);
+  EXPECT_GE(
+      StatCounter(Stub(0), "shared.lease_renewals") + StatCounter(Stub(1), "shared.lease_renewals"),
+      2u);
+  EXPECT_EQ(
+      StatCounter(Stub(0), "shared.leases_expired") + StatCounter(Stub(1), "shared.leases_expired"),
+      0u);
+  EXPECT_GT(StatCounter(Stub(0), "compile.cpu_micros") + StatCounter(Stub(1), "compile.cpu_micros"),
+            0u);
+}
+
 TEST_F(SharedTierTest, SharedWithoutAKeyFileIsRefusedAtStart) {
   DaemonProcess daemon;
   daemon.options().extra_flags = {"--shared", cluster_.Url()};
