@@ -1,6 +1,8 @@
 // The C ABI (kcache/kcache_c.h) over the C++ client.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -105,6 +107,8 @@ void kcache_options_init(kcache_options* o) {
   o->local_compile_fallback = defaults.local_compile_fallback ? 1 : 0;
   o->breaker_failures = defaults.breaker_failures;
   o->breaker_cooldown_ms = absl::ToInt64Milliseconds(defaults.breaker_cooldown);
+  o->fast_path = defaults.fast_path ? 1 : 0;
+  std::fill(std::begin(o->reserved), std::end(o->reserved), 0);
 }
 
 int kcache_connect(const kcache_options* options, kcache_client** out) {
@@ -121,6 +125,7 @@ int kcache_connect(const kcache_options* options, kcache_client** out) {
   opts.local_compile_fallback = o.local_compile_fallback != 0;
   opts.breaker_failures = o.breaker_failures;
   opts.breaker_cooldown = absl::Milliseconds(o.breaker_cooldown_ms);
+  opts.fast_path = o.fast_path != 0;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(opts);
   if (!client.ok()) return Fail(client.status());
   *out = new kcache_client{*std::move(client)};

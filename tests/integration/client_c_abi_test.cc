@@ -142,6 +142,55 @@ TEST_F(CAbiTest, ResolveManyCallsBackOncePerKernel) {
   EXPECT_NE(std::string(kcache_last_error()).find("kernels[1]"), std::string::npos);
 }
 
+uint64_t FastHits(kcache_client* client) {
+  char* json = nullptr;
+  if (kcache_stat_json(client, &json) != KCACHE_OK) return ~0ull;
+  nlohmann::json stats = nlohmann::json::parse(json);
+  kcache_string_free(json);
+  return stats["counters"].value("fast.hits", uint64_t{0});
+}
+
+TEST_F(CAbiTest, FastPathOptionChoosesHowStoredBytesArrive) {
+  kcache_options options;
+  kcache_options_init(&options);
+  EXPECT_EQ(options.fast_path, 1);
+  for (int32_t reserved : options.reserved) EXPECT_EQ(reserved, 0);
+  options.address = address_.c_str();
+  options.local_compile_fallback = 0;
+  options.fast_path = 0;
+  kcache_client* grpc_only = nullptr;
+  ASSERT_EQ(kcache_connect(&options, &grpc_only), KCACHE_OK) << kcache_last_error();
+
+  kcache_source saxpy = {};
+  saxpy.name = "saxpy";
+  saxpy.source = ::kcache::testing::kSaxpySource;
+  kcache_device device = {8, 9, 13000};
+  kcache_kernel* compiled = nullptr;  // a miss: compiled over gRPC, then stored
+  ASSERT_EQ(kcache_resolve(client_, &saxpy, &device, &compiled), KCACHE_OK)
+      << kcache_last_error() << daemon_.Log();
+  std::string id = kcache_kernel_id(compiled);
+  size_t size = 0;
+  const void* data = kcache_kernel_data(compiled, &size);
+  std::string bytes(static_cast<const char*>(data), size);
+  kcache_kernel_free(compiled);
+  ASSERT_EQ(FastHits(client_), 0u);
+
+  kcache_kernel* over_grpc = nullptr;
+  ASSERT_EQ(kcache_resolve_by_id(grpc_only, id.c_str(), &device, &over_grpc), KCACHE_OK)
+      << kcache_last_error();
+  EXPECT_EQ(FastHits(client_), 0u) << "fast_path = 0 took the fast path";
+  kcache_kernel* over_fast = nullptr;
+  ASSERT_EQ(kcache_resolve_by_id(client_, id.c_str(), &device, &over_fast), KCACHE_OK)
+      << kcache_last_error();
+  EXPECT_EQ(FastHits(client_), 1u) << "the default did not take the fast path";
+  for (kcache_kernel* k : {over_grpc, over_fast}) {
+    data = kcache_kernel_data(k, &size);
+    EXPECT_EQ(std::string(static_cast<const char*>(data), size), bytes);
+    kcache_kernel_free(k);
+  }
+  kcache_client_free(grpc_only);
+}
+
 TEST_F(CAbiTest, ErrorsComeBackAsCodesWithMessages) {
   kcache_device device = {8, 9, 0};
   kcache_kernel* kernel = reinterpret_cast<kcache_kernel*>(0x1);

@@ -160,6 +160,25 @@ def test_data_is_a_read_only_zero_copy_view(client: kcache.Client, manifest_kern
     assert view.tobytes() == copy
 
 
+def test_fast_path_serves_stored_kernels_unless_turned_off(own_daemon,
+                                                          manifest_kernels: dict) -> None:
+    fast = kcache.Client(own_daemon.address, local_compile_fallback=False)
+    grpc_only = kcache.Client(own_daemon.address, local_compile_fallback=False, fast_path=False)
+
+    def fast_hits() -> int:
+        return fast.stat()["counters"].get("fast.hits", 0)
+
+    axpy = manifest_kernels["axpy"]
+    over_grpc = grpc_only.resolve(axpy, DEVICE)
+    assert fast_hits() == 0
+    over_fast = fast.resolve(axpy, DEVICE)
+    assert fast_hits() == 1
+    assert bytes(over_fast) == bytes(over_grpc) and over_fast.data.readonly
+    batch = fast.resolve_many([axpy, kcache.ByName("scale")], DEVICE)
+    assert all(isinstance(k, kcache.Kernel) for k in batch), batch
+    assert fast_hits() == 3
+
+
 def test_fail_open_compiles_locally_when_the_daemon_dies(own_daemon, manifest_kernels: dict) -> None:
     client = kcache.Client(own_daemon.address, deadline=5.0, breaker_failures=1,
                            breaker_cooldown=60.0)

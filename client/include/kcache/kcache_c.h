@@ -43,7 +43,8 @@ typedef struct kcache_client kcache_client;
 typedef struct kcache_kernel kcache_kernel;
 
 /* Client settings. Fill with kcache_options_init, then change what you need. NULL or ""
- * strings take the default. */
+ * strings take the default. The struct keeps its size: later fields take the place of
+ * `reserved`, which kcache_options_init zeroes and a caller leaves alone. */
 typedef struct kcache_options {
   const char* address;      /* default $KCACHE_ADDRESS, else "unix:///run/kcache/kcache.sock" */
   const char* client_name;  /* default "pid-<pid>" */
@@ -52,6 +53,9 @@ typedef struct kcache_options {
   int32_t local_compile_fallback; /* nonzero: compile here when the daemon is away; default 1 */
   int32_t breaker_failures;       /* consecutive failures that open the circuit; default 3 */
   int64_t breaker_cooldown_ms;    /* how long it stays open; default 10000 */
+  int32_t fast_path; /* nonzero: take the in-pod zero-copy path when the daemon offers it
+                      * (docs/client.md); 0: gRPC only; default 1 */
+  int32_t reserved[15];
 } kcache_options;
 
 typedef struct kcache_device {

@@ -63,7 +63,7 @@ class Client:
     breaker_failures, breaker_cooldown: after that many consecutive daemon failures the client
       stops calling the daemon for `breaker_cooldown` seconds (0 failures = never stop).
     client_name: sent with every request, for the daemon's logs (None = "pid-<pid>").
-    fast_path: take the in-pod zero-copy path when the library has it (ignored otherwise).
+    fast_path: take the in-pod zero-copy path for stored kernels (False: gRPC only).
 
     Never waits for the daemon here: it connects on first use. Raises InvalidArgument for bad
     options.

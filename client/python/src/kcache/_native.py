@@ -23,9 +23,7 @@ c_uint32 = ctypes.c_uint32
 
 
 class Options(ctypes.Structure):
-    """kcache_options. `fast_path` is the field appended to the ABI for the in-pod zero-copy path:
-    it is always allocated, so a library that fills it (kcache_options_init) never writes past
-    this struct, and a library without it never reads it."""
+    """kcache_options (kcache_c.h): the same fields and size; later fields take `reserved`."""
 
     _fields_ = [
         ("address", c_char_p),
@@ -36,7 +34,7 @@ class Options(ctypes.Structure):
         ("breaker_failures", c_int32),
         ("breaker_cooldown_ms", c_int64),
         ("fast_path", c_int32),
-        ("_reserved", c_int32 * 15),  # room for fields a newer library appends
+        ("reserved", c_int32 * 15),
     ]
 
 
