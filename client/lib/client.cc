@@ -50,16 +50,20 @@ absl::Status CheckOptions(const ClientOptions& o) {
   return absl::OkStatus();
 }
 
+// The fast-path socket these options ask for: "" for none.
+std::string FastSocketOf(const ClientOptions& o) {
+  if (!o.fast_path) return "";
+  return o.fast_path_socket.empty() ? FastSocketFor(o.address) : o.fast_path_socket;
+}
+
 }  // namespace
 
 struct Client::Impl {
   explicit Impl(ClientOptions o)
       : options(std::move(o)),
-        daemon(options.address),
+        daemon(options.address, /*connect_now=*/FastSocketOf(options).empty()),
         breaker(options.breaker_failures, options.breaker_cooldown),
-        fast(!options.fast_path                 ? std::string()
-             : options.fast_path_socket.empty() ? FastSocketFor(options.address)
-                                                : options.fast_path_socket),
+        fast(FastSocketOf(options)),
         local(options.toolkit_root),
         client_name(options.client_name.empty() ? absl::StrCat("pid-", getpid())
                                                 : options.client_name) {}

@@ -213,12 +213,12 @@ absl::Status CheckComplete(bool have_header, const v1::ArtifactHeader& header,
 
 }  // namespace
 
-DaemonConnection::DaemonConnection(std::string address)
+DaemonConnection::DaemonConnection(std::string address, bool connect_now)
     : address_(std::move(address)),
       channel_(NewChannel(address_)),
       stub_(std::make_shared<v1::KernelCache::Stub>(channel_)) {
   absl::MutexLock lock(&mu_);
-  channel_->GetState(/*try_to_connect=*/true);  // start connecting now, without waiting
+  if (connect_now) channel_->GetState(/*try_to_connect=*/true);  // without waiting
 }
 
 std::shared_ptr<v1::KernelCache::Stub> DaemonConnection::stub() {

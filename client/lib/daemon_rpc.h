@@ -35,7 +35,10 @@ using ResolveManyCallback = std::function<void(size_t index, absl::StatusOr<Fetc
 // that name the address and say what to do.
 class DaemonConnection {
  public:
-  explicit DaemonConnection(std::string address);
+  // `connect_now`: start connecting in the background at once, so the first call finds the
+  // connection made; false leaves it to the first call (a client whose answers usually come
+  // by the fast path need not pay for a gRPC connection it may never use).
+  explicit DaemonConnection(std::string address, bool connect_now = true);
 
   const std::string& address() const { return address_; }
 

@@ -78,7 +78,7 @@ class FastPath {
   std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
   absl::Time retry_after_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint64_t next_tag_ ABSL_GUARDED_BY(mu_) = 1;
-  std::string buffer_ ABSL_GUARDED_BY(mu_);  // receives answers
+  std::unique_ptr<char[]> buffer_ ABSL_GUARDED_BY(mu_);  // receives answers
   std::atomic<uint64_t> served_{0};
   std::atomic<uint64_t> fallbacks_{0};
   std::atomic<uint64_t> checksum_failures_{0};
