@@ -128,7 +128,8 @@ class ArtifactCacheImpl : public ArtifactCache {
 
   absl::StatusOr<Served> ResolveTimed(const ResolveQuery& query);  // Resolve, unmeasured
   // A fast_probe whose answer the client takes over gRPC: undoes its counts (that call counts
-  // them) and counts fast.fallback_miss; false when the answer stands.
+  // them) and counts fast.fallback_miss (a miss or PTX; the fast path counts its own refusals,
+  // ResolveQuery::fast_take); false when the answer stands.
   bool UncountFastFallback(const ResolveQuery& query, const absl::StatusOr<Served>& served);
   absl::StatusOr<KernelId> Identify(const ResolveQuery& query);
   void RegisterIfNew(const KernelId& id, const KernelRecord& record);
@@ -202,7 +203,9 @@ bool ArtifactCacheImpl::UncountFastFallback(const ResolveQuery& query,
   constexpr uint64_t kMinusOne = ~uint64_t{0};  // the counters wrap: adding it subtracts one
   bool miss = absl::IsNotFound(served.status());
   bool ptx = served.ok() && served->rule == ServeRule::kPtxJit && !query.ptx_now;
-  if (!miss && !ptx) return false;  // (resolve.requests is counted after this)
+  // Past the fast path's own bounds: it counts the cause (fast.fallback_*).
+  bool refused = served.ok() && !ptx && query.fast_take && !query.fast_take(*served);
+  if (!miss && !ptx && !refused) return false;  // (resolve.requests is counted after this)
   if (miss) {
     std::optional<MissReason> reason = MissReasonOf(served.status());
     stats_.Add(MissStatistic(reason.value_or(MissReason::kNothingServable)), kMinusOne);
@@ -215,7 +218,7 @@ bool ArtifactCacheImpl::UncountFastFallback(const ResolveQuery& query,
                  uint64_t{0} - served->artifact->meta.compile_micros);
     }
   }
-  stats_.Add(Statistic::kFastFallbackMiss);
+  if (!refused) stats_.Add(Statistic::kFastFallbackMiss);
   return true;
 }
 

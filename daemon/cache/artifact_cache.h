@@ -66,6 +66,8 @@ struct CacheOptions {
   std::optional<SharedTierOptions> shared;
 };
 
+struct Served;
+
 // What a worker asks for: exactly one of `spec`, `id`, `name`.
 struct ResolveQuery {
   std::optional<KernelRecord> spec;  // id recomputed from spec.spec by the cache (never trusted)
@@ -79,6 +81,10 @@ struct ResolveQuery {
   // client takes over gRPC instead (a miss, or PTX without ptx_now: gRPC may compile the SASS),
   // that call counts it: this one answers NotFound and counts only fast.fallback_miss.
   bool fast_probe = false;
+  // With fast_probe: called once with a stored answer before it is counted; false when the
+  // fast path cannot send it (its lease or arena bound), and then it is not counted here
+  // either (the gRPC call that follows counts it) and Resolve answers NotFound.
+  std::function<bool(const Served&)> fast_take;
   // True while the caller still waits (its call is not cancelled); a compile it alone waits
   // for leaves the queue when it turns false. Null: always.
   std::function<bool()> still_wanted;

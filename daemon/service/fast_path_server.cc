@@ -293,24 +293,41 @@ class FastPathServerImpl final : public FastPathServer {
     // A miss, or PTX where gRPC may compile the SASS, answers NotFound here and is counted by
     // the gRPC call that follows, not twice (ResolveQuery::fast_probe).
     query.fast_probe = true;
+    // An answer past this connection's lease bound or the arena's room goes over gRPC; the
+    // cache then leaves it to that call to count.
+    std::optional<FastCount> refused;
+    absl::Status refusal;
+    std::optional<FastArena::Placed> placed;
+    query.fast_take = [&](const Served& answer) {
+      if (answer.artifact == nullptr) return true;  // refused below
+      uint64_t size = answer.artifact->bytes.size();
+      if (c.leased_bytes + size > options_.max_leased_bytes) {
+        refused = FastCount::kFallbackLeaseBound;
+        refusal = absl::ResourceExhaustedError(
+            absl::StrCat("this connection holds ", c.leased_bytes,
+                         " bytes of leases; --fast-max-leased-bytes is ", options_.max_leased_bytes,
+                         ": release some, or use gRPC"));
+        return false;
+      }
+      absl::StatusOr<FastArena::Placed> place = arena_->Place(answer.artifact);
+      if (!place.ok()) {
+        refused = FastCount::kFallbackArenaFull;
+        refusal = place.status();
+        return false;
+      }
+      placed = *place;
+      return true;
+    };
     absl::StatusOr<Served> served = cache_->Resolve(query);
+    if (refused.has_value()) {
+      cache_->RecordFastPath(*refused, 1);
+      return Refusal(tag, refusal);
+    }
     if (!served.ok()) return Refusal(tag, served.status());
-    if (served->artifact == nullptr) {
+    if (served->artifact == nullptr || !placed.has_value()) {
       return Refusal(tag, absl::InternalError("the cache served no artifact"));
     }
     uint64_t size = served->artifact->bytes.size();
-    if (c.leased_bytes + size > options_.max_leased_bytes) {
-      cache_->RecordFastPath(FastCount::kFallbackLeaseBound, 1);
-      return Refusal(tag, absl::ResourceExhaustedError(absl::StrCat(
-                              "this connection holds ", c.leased_bytes,
-                              " bytes of leases; --fast-max-leased-bytes is ",
-                              options_.max_leased_bytes, ": release some, or use gRPC")));
-    }
-    absl::StatusOr<FastArena::Placed> placed = arena_->Place(served->artifact);
-    if (!placed.ok()) {
-      cache_->RecordFastPath(FastCount::kFallbackArenaFull, 1);
-      return Refusal(tag, placed.status());
-    }
     uint64_t lease = c.next_lease++;
     c.leases[lease] = Lease{placed->slot, size};
     c.leased_bytes += size;

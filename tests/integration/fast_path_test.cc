@@ -406,6 +406,31 @@ TEST(FastPathTest, LeaseBoundFallsBackToGrpc) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_NE(again->view_owner, nullptr);
   EXPECT_EQ(again->data(), over->data());
+  // Three requests, each counted once: the refused fast answer is counted by its gRPC call.
+  EXPECT_EQ(Counter(*c, "resolve.requests"), 3u);
+  EXPECT_EQ(Counter(*c, "resolve.hit.memory") + Counter(*c, "resolve.hit.local_store"), 3u);
+  EXPECT_EQ(Counter(*c, "fast.hits"), 2u);
+  EXPECT_EQ(Counter(*c, "fast.fallback_miss"), 0u);
+}
+
+TEST(FastPathTest, AFullArenaFallsBackToGrpcAndCountsOnce) {
+  testing::DaemonOptions options;
+  options.extra_flags = {"--no-toolkit", "--fast-arena-bytes", "1MiB"};
+  DaemonProcess daemon(options);
+  std::vector<std::string> ids = StartWithPayloads(daemon, {600 * 1000, 600 * 1000});
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  absl::StatusOr<FetchedKernel> held = c->ResolveById(ids[0], kSm89);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_NE(held->view_owner, nullptr);
+  absl::StatusOr<FetchedKernel> other = c->ResolveById(ids[1], kSm89);  // no room beside it
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->view_owner, nullptr) << "the arena is full: gRPC";
+  EXPECT_EQ(other->bytes.size(), 600u * 1000);
+  EXPECT_EQ(Counter(*c, "fast.fallback_arena_full"), 1u);
+  EXPECT_EQ(Counter(*c, "fast.hits"), 1u);
+  EXPECT_EQ(Counter(*c, "resolve.requests"), 2u);
+  EXPECT_EQ(Counter(*c, "resolve.hit.memory") + Counter(*c, "resolve.hit.local_store"), 2u);
+  EXPECT_EQ(Counter(*c, "resolve.bytes_served"), 2u * 600 * 1000);
 }
 
 TEST(FastPathTest, ClosingTheConnectionFreesItsLeases) {
