@@ -387,50 +387,62 @@ TEST(FastPathTest, ViewsOutliveADaemonRestart) {
   EXPECT_EQ(after->data(), bytes);
 }
 
+// A daemon with `flags` holding two payloads of `size` bytes; a client resolves the first on
+// the fast path and keeps it (its lease held), then the second, which a bound sends to gRPC.
+struct PastABound {
+  PastABound(std::vector<std::string> flags, size_t size)
+      : daemon([&] {
+          testing::DaemonOptions options;
+          options.extra_flags = std::move(flags);
+          options.extra_flags.push_back("--no-toolkit");
+          return options;
+        }()),
+        ids(StartWithPayloads(daemon, {size, size})),
+        c(Connect(daemon.address())),
+        held(c->ResolveById(ids[0], kSm89)),
+        over(c->ResolveById(ids[1], kSm89)) {}
+
+  // The first came as a view, the second whole over gRPC.
+  bool FirstOnTheFastPathSecondOverGrpc(size_t size) const {
+    EXPECT_TRUE(held.ok()) << held.status();
+    EXPECT_TRUE(over.ok()) << over.status();
+    return held.ok() && over.ok() && held->view_owner != nullptr && over->view_owner == nullptr &&
+           over->bytes.size() == size;
+  }
+
+  DaemonProcess daemon;
+  std::vector<std::string> ids;
+  std::unique_ptr<Client> c;
+  absl::StatusOr<FetchedKernel> held;
+  absl::StatusOr<FetchedKernel> over;
+};
+
 TEST(FastPathTest, LeaseBoundFallsBackToGrpc) {
-  testing::DaemonOptions options;
-  options.extra_flags = {"--no-toolkit", "--fast-max-leased-bytes", "300000"};
-  DaemonProcess daemon(options);
-  std::vector<std::string> ids = StartWithPayloads(daemon, {200 * 1000, 200 * 1000});
-  std::unique_ptr<Client> c = Connect(daemon.address());
-  absl::StatusOr<FetchedKernel> held = c->ResolveById(ids[0], kSm89);
-  ASSERT_TRUE(held.ok()) << held.status();
-  EXPECT_NE(held->view_owner, nullptr);
-  absl::StatusOr<FetchedKernel> over = c->ResolveById(ids[1], kSm89);
-  ASSERT_TRUE(over.ok()) << over.status();
-  EXPECT_EQ(over->view_owner, nullptr) << "past the lease bound: gRPC";
-  EXPECT_EQ(over->bytes.size(), 200u * 1000);
-  EXPECT_EQ(Counter(*c, "fast.fallback_lease_bound"), 1u);
-  held = absl::UnknownError("dropped");  // gives the lease back
-  absl::StatusOr<FetchedKernel> again = c->ResolveById(ids[1], kSm89);
+  PastABound run({"--fast-max-leased-bytes", "300000"}, 200 * 1000);
+  ASSERT_TRUE(run.FirstOnTheFastPathSecondOverGrpc(200 * 1000));
+  Client& c = *run.c;
+  EXPECT_EQ(Counter(c, "fast.fallback_lease_bound"), 1u);
+  run.held = absl::UnknownError("dropped");  // gives the lease back
+  absl::StatusOr<FetchedKernel> again = c.ResolveById(run.ids[1], kSm89);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_NE(again->view_owner, nullptr);
-  EXPECT_EQ(again->data(), over->data());
+  EXPECT_EQ(again->data(), run.over->data());
   // Three requests, each counted once: the refused fast answer is counted by its gRPC call.
-  EXPECT_EQ(Counter(*c, "resolve.requests"), 3u);
-  EXPECT_EQ(Counter(*c, "resolve.hit.memory") + Counter(*c, "resolve.hit.local_store"), 3u);
-  EXPECT_EQ(Counter(*c, "fast.hits"), 2u);
-  EXPECT_EQ(Counter(*c, "fast.fallback_miss"), 0u);
+  EXPECT_EQ(Counter(c, "resolve.requests"), 3u);
+  EXPECT_EQ(Counter(c, "resolve.hit.memory") + Counter(c, "resolve.hit.local_store"), 3u);
+  EXPECT_EQ(Counter(c, "fast.hits"), 2u);
+  EXPECT_EQ(Counter(c, "fast.fallback_miss"), 0u);
 }
 
 TEST(FastPathTest, AFullArenaFallsBackToGrpcAndCountsOnce) {
-  testing::DaemonOptions options;
-  options.extra_flags = {"--no-toolkit", "--fast-arena-bytes", "1MiB"};
-  DaemonProcess daemon(options);
-  std::vector<std::string> ids = StartWithPayloads(daemon, {600 * 1000, 600 * 1000});
-  std::unique_ptr<Client> c = Connect(daemon.address());
-  absl::StatusOr<FetchedKernel> held = c->ResolveById(ids[0], kSm89);
-  ASSERT_TRUE(held.ok()) << held.status();
-  EXPECT_NE(held->view_owner, nullptr);
-  absl::StatusOr<FetchedKernel> other = c->ResolveById(ids[1], kSm89);  // no room beside it
-  ASSERT_TRUE(other.ok()) << other.status();
-  EXPECT_EQ(other->view_owner, nullptr) << "the arena is full: gRPC";
-  EXPECT_EQ(other->bytes.size(), 600u * 1000);
-  EXPECT_EQ(Counter(*c, "fast.fallback_arena_full"), 1u);
-  EXPECT_EQ(Counter(*c, "fast.hits"), 1u);
-  EXPECT_EQ(Counter(*c, "resolve.requests"), 2u);
-  EXPECT_EQ(Counter(*c, "resolve.hit.memory") + Counter(*c, "resolve.hit.local_store"), 2u);
-  EXPECT_EQ(Counter(*c, "resolve.bytes_served"), 2u * 600 * 1000);
+  PastABound run({"--fast-arena-bytes", "1MiB"}, 600 * 1000);  // no room for two
+  ASSERT_TRUE(run.FirstOnTheFastPathSecondOverGrpc(600 * 1000));
+  Client& c = *run.c;
+  EXPECT_EQ(Counter(c, "fast.fallback_arena_full"), 1u);
+  EXPECT_EQ(Counter(c, "fast.hits"), 1u);
+  EXPECT_EQ(Counter(c, "resolve.requests"), 2u);
+  EXPECT_EQ(Counter(c, "resolve.hit.memory") + Counter(c, "resolve.hit.local_store"), 2u);
+  EXPECT_EQ(Counter(c, "resolve.bytes_served"), 2u * 600 * 1000);
 }
 
 TEST(FastPathTest, ClosingTheConnectionFreesItsLeases) {
