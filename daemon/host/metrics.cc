@@ -142,8 +142,8 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "", ""},
     {S::kSharedLeaseRenewals, "kcache_shared_lease_renewals_total",
      "Renewals of fleet leases held while their compiles ran.", "", ""},
-    {S::kCompileCpuMicros, "kcache_compile_cpu_microseconds_total",
-     "CPU time the compile workers reported for their compiles.", "", ""},
+    {S::kCompileCpuMicros, "kcache_compile_cpu_seconds_total",
+     "CPU time the compile workers reported for their compiles.", "", "", 1e6},
 }};
 
 constexpr bool MappedInOrder() {

@@ -157,6 +157,13 @@ TEST(MetricsTest, MicrosecondCountersAreSeconds) {
   std::string text = Render(stats);
   EXPECT_TRUE(absl::StrContains(text, "\nkcache_compile_seconds_total 2.5\n")) << text;
   EXPECT_TRUE(absl::StrContains(text, "\nkcache_compile_seconds_saved_total 0.000125\n")) << text;
+  // Prometheus counts time in seconds: every statistic kept in microseconds is exported so.
+  for (const StatisticInfo& info : kStatisticInfo) {
+    if (!absl::StrContains(info.name, "micros")) continue;
+    const MetricMapping& m = MetricMappingOf(info.id);
+    EXPECT_EQ(m.divisor, 1e6) << info.name;
+    EXPECT_TRUE(absl::StrContains(m.family, "_seconds")) << info.name << ": " << m.family;
+  }
 }
 
 TEST(MetricsTest, StoresAreLabelledAndFailingTiersAreDown) {
