@@ -262,13 +262,14 @@ void SharedTier::RunWriter() {
       absl::MutexLock lock(&mu_);
       // Wakes for a write, when a lease held for a running compile is due for renewal, or
       // when a new lease (Hold) moves the next renewal earlier.
-      renew = !mu_.AwaitWithDeadline(absl::Condition(&ready), NextRenewal());
+      mu_.AwaitWithDeadline(absl::Condition(&ready), NextRenewal());
       if (stopping_) return;
-      if (rearm_) {
-        rearm_ = false;
-        if (queue_.empty()) continue;
-      }
+      rearm_ = false;
+      // A renewal that is due goes before queued writes: a long queue must not let a lease
+      // expire under a running compile.
+      renew = NextRenewal() <= absl::Now();
       if (!renew) {
+        if (queue_.empty()) continue;
         write = std::move(queue_.front());
         queue_.pop_front();
         ++writing_;
