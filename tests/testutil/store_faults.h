@@ -31,18 +31,26 @@ class FullDiskFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<bool> full{false};
   // What GetFreeSpace reports; UINT64_MAX: ask the real file system.
   std::atomic<uint64_t> free_bytes{UINT64_MAX};
+  // True: once a write has failed with ENOSPC, GetFreeSpace reports 0 until `full` clears, as
+  // a disk that filled up after a free-space check does (RocksDB then waits for room before
+  // it retries, instead of retrying into a disk that is still full).
+  std::atomic<bool> reports_full_after_enospc{false};
 
   rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
                                     rocksdb::IODebugContext* dbg) override {
-    if (full) return rocksdb::IOStatus::NoSpace("injected ENOSPC creating " + name);
+    if (full) return NoSpace("injected ENOSPC creating " + name);
     std::unique_ptr<rocksdb::FSWritableFile> file;
     rocksdb::IOStatus s = target()->NewWritableFile(name, options, &file, dbg);
-    if (s.ok()) result->reset(new File(std::move(file), &full));
+    if (s.ok()) result->reset(new File(std::move(file), this));
     return s;
   }
   rocksdb::IOStatus GetFreeSpace(const std::string& path, const rocksdb::IOOptions& options,
                                  uint64_t* free, rocksdb::IODebugContext* dbg) override {
+    if (full && enospc_seen_ && reports_full_after_enospc) {
+      *free = 0;
+      return rocksdb::IOStatus::OK();
+    }
     if (free_bytes != UINT64_MAX) {
       *free = free_bytes;
       return rocksdb::IOStatus::OK();
@@ -51,35 +59,42 @@ class FullDiskFileSystem : public rocksdb::FileSystemWrapper {
   }
 
  private:
+  rocksdb::IOStatus NoSpace(const std::string& message) {
+    enospc_seen_ = true;
+    return rocksdb::IOStatus::NoSpace(message);
+  }
+
   class File : public rocksdb::FSWritableFileOwnerWrapper {
    public:
-    File(std::unique_ptr<rocksdb::FSWritableFile> file, std::atomic<bool>* full)
-        : FSWritableFileOwnerWrapper(std::move(file)), full_(full) {}
+    File(std::unique_ptr<rocksdb::FSWritableFile> file, FullDiskFileSystem* fs)
+        : FSWritableFileOwnerWrapper(std::move(file)), fs_(fs) {}
     rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                              rocksdb::IODebugContext* dbg) override {
-      if (*full_) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+      if (fs_->full) return fs_->NoSpace("injected ENOSPC");
       return FSWritableFileOwnerWrapper::Append(data, options, dbg);
     }
     rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                              const rocksdb::DataVerificationInfo& info,
                              rocksdb::IODebugContext* dbg) override {
-      if (*full_) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+      if (fs_->full) return fs_->NoSpace("injected ENOSPC");
       return FSWritableFileOwnerWrapper::Append(data, options, info, dbg);
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
-      if (*full_) return rocksdb::IOStatus::NoSpace("injected ENOSPC on sync");
+      if (fs_->full) return fs_->NoSpace("injected ENOSPC on sync");
       return FSWritableFileOwnerWrapper::Sync(options, dbg);
     }
     rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
                             rocksdb::IODebugContext* dbg) override {
-      if (*full_) return rocksdb::IOStatus::NoSpace("injected ENOSPC on sync");
+      if (fs_->full) return fs_->NoSpace("injected ENOSPC on sync");
       return FSWritableFileOwnerWrapper::Fsync(options, dbg);
     }
 
    private:
-    std::atomic<bool>* full_;
+    FullDiskFileSystem* fs_;
   };
+
+  std::atomic<bool> enospc_seen_{false};
 };
 
 // The live SST files of each column family of the closed store at `path` (full paths).

@@ -147,7 +147,10 @@ TEST_F(StoreFullDiskTest, EnospcFromTheDiskFailsTheWriteAndTheStoreRecoversWhenT
   auto store = Open(WithFullDisk());
   Artifact kept = TestArtifact(1, 20000);
   ASSERT_TRUE(store->Put(kept).ok());
-  fs_->full = true;  // the file system says ENOSPC although free space looked fine
+  // The disk fills after the store's free-space check: the write fails with ENOSPC, and from
+  // then on the file system reports no room until there is.
+  fs_->reports_full_after_enospc = true;
+  fs_->full = true;
   absl::Status refused = store->Put(TestArtifact(2, 20000));
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_TRUE(store->Get(kept.meta.key).ok());
