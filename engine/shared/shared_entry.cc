@@ -58,22 +58,44 @@ absl::StatusOr<std::string> ReadKeyFile(const std::string& path) {
   }
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  std::string key = bytes.str();
-  while (!key.empty() && absl::ascii_isspace(static_cast<unsigned char>(key.back()))) {
-    key.pop_back();
+  absl::StatusOr<std::string> key = SharedKeyFromText(bytes.str());
+  if (!key.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shared key file ", path, ": ", key.status().message()));
   }
   return key;
 }
 
 }  // namespace
 
+absl::StatusOr<std::string> SharedKeyFromText(absl::string_view text) {
+  while (!text.empty() && absl::ascii_isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "not text (byte 0x", absl::Hex(c, absl::kZeroPad2), " at offset ", i,
+          "): a key file holds the key as printable text, such as base64, never raw bytes; ",
+          kSharedKeyHowTo));
+    }
+  }
+  if (text.size() < kSharedKeyMinBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a shared key must hold at least ",
+                                                   kSharedKeyMinBytes, " characters (has ",
+                                                   text.size(), "); ", kSharedKeyHowTo));
+  }
+  return std::string(text);
+}
+
 absl::StatusOr<SharedKeys> SharedKeys::FromBytes(std::string primary,
                                                  std::optional<std::string> secondary) {
   for (const std::string* key : {&primary, secondary ? &*secondary : nullptr}) {
     if (key != nullptr && key->size() < kSharedKeyMinBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("a shared key must hold at least ", kSharedKeyMinBytes, " bytes (has ",
-                       key->size(), "); make one with: head -c 32 /dev/urandom | base64"));
+      return absl::InvalidArgumentError(absl::StrCat("a shared key must hold at least ",
+                                                     kSharedKeyMinBytes, " bytes (has ",
+                                                     key->size(), "); ", kSharedKeyHowTo));
     }
   }
   SharedKeys keys;
@@ -92,12 +114,7 @@ absl::StatusOr<SharedKeys> SharedKeys::Load(const std::string& primary_path,
     if (!read.ok()) return read.status();
     secondary = *std::move(read);
   }
-  absl::StatusOr<SharedKeys> keys = FromBytes(*std::move(primary), std::move(secondary));
-  if (!keys.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("shared key file ", primary_path, " or ",
-                                                   secondary_path, ": ", keys.status().message()));
-  }
-  return keys;
+  return FromBytes(*std::move(primary), std::move(secondary));
 }
 
 std::string SharedKeyId(absl::string_view key) {

@@ -32,9 +32,8 @@ inline constexpr size_t kSharedKeyMinBytes = 32;
 // the key being replaced during a rotation, or the one replacing it.
 class SharedKeys {
  public:
-  // From key files: each file's bytes with trailing whitespace removed (raw bytes or text,
-  // e.g. `head -c 32 /dev/urandom | base64`), at least kSharedKeyMinBytes. An empty
-  // `secondary_path`: none. InvalidArgument / NotFound / PermissionDenied with the path.
+  // From key files, each read by SharedKeyFromText. An empty `secondary_path`: none.
+  // InvalidArgument / NotFound / PermissionDenied naming the one file that was wrong.
   static absl::StatusOr<SharedKeys> Load(const std::string& primary_path,
                                          const std::string& secondary_path = "");
   // The same from the key bytes (InvalidArgument when one is too short).
@@ -48,6 +47,16 @@ class SharedKeys {
   std::string primary_;
   std::optional<std::string> secondary_;
 };
+
+// How to make a key file, for error messages.
+inline constexpr char kSharedKeyHowTo[] =
+    "make one with: head -c 32 /dev/urandom | base64 > shared.key";
+
+// The key a key file's contents hold. One rule: a key file is text. The key is the file's
+// printable ASCII (0x20..0x7e) with trailing whitespace (a newline) removed, at least
+// kSharedKeyMinBytes characters; any other byte (raw random bytes) is refused, naming the byte
+// and its offset, so no key is ever silently shortened. InvalidArgument, saying how to make one.
+absl::StatusOr<std::string> SharedKeyFromText(absl::string_view text);
 
 // The 8-byte id of a key (as the frame carries it).
 std::string SharedKeyId(absl::string_view key);

@@ -115,5 +115,46 @@ TEST(SharedKeys, LoadsKeyFilesAndRefusesShortOrMissingOnes) {
   EXPECT_EQ(SharedKeys::Load(dir / "absent.key").status().code(), absl::StatusCode::kNotFound);
 }
 
+bool Mentions(const absl::Status& status, absl::string_view text) {
+  return absl::string_view(status.message()).find(text) != absl::string_view::npos;
+}
+
+TEST(SharedKeys, RawKeyFilesAreRefusedWhateverTheirLastByte) {
+  kcache::testing::TempDir dir;
+  // 32 random bytes end in a whitespace byte about 2% of the time; 33 bytes are 33. Either way
+  // the file is not text, so it is refused rather than silently shortened or cut.
+  std::string raw_space(31, '\x9c');
+  raw_space.push_back('\n');
+  std::string raw_33(33, '\x01');
+  for (const std::string& raw : {raw_space, raw_33, std::string(40, '\xff')}) {
+    std::string path = dir.Write("raw.key", raw);
+    absl::Status status = SharedKeys::Load(path).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(Mentions(status, path)) << status;
+    EXPECT_TRUE(Mentions(status, "not text")) << status;
+    EXPECT_TRUE(Mentions(status, "base64")) << status;
+  }
+}
+
+TEST(SharedKeys, AnErrorNamesOnlyTheFileThatWasWrong) {
+  kcache::testing::TempDir dir;
+  std::string good = dir.Write("shared.key", kNewKey);
+  std::string short_key = dir.Write("short.key", "too short");
+  absl::Status second_bad = SharedKeys::Load(good, short_key).status();
+  EXPECT_TRUE(Mentions(second_bad, short_key)) << second_bad;
+  EXPECT_FALSE(Mentions(second_bad, good)) << second_bad;
+  absl::Status first_bad = SharedKeys::Load(short_key).status();
+  EXPECT_TRUE(Mentions(first_bad, short_key)) << first_bad;
+  EXPECT_FALSE(Mentions(first_bad, " or ")) << first_bad;
+}
+
+TEST(SharedKeyFromText, KeepsTheTextAndDropsOnlyTrailingWhitespace) {
+  EXPECT_EQ(*SharedKeyFromText(kNewKey + " \r\n"), kNewKey);
+  EXPECT_EQ(*SharedKeyFromText("  " + kNewKey), "  " + kNewKey);   // leading spaces are text
+  EXPECT_FALSE(SharedKeyFromText(kNewKey + "\t" + kNewKey).ok());  // a tab inside is not
+  EXPECT_FALSE(SharedKeyFromText(std::string(kSharedKeyMinBytes - 1, 'a')).ok());
+  EXPECT_TRUE(SharedKeyFromText(std::string(kSharedKeyMinBytes, 'a')).ok());
+}
+
 }  // namespace
 }  // namespace kcache
