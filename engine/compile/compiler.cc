@@ -83,6 +83,27 @@ std::string SourceNamedLog(std::string log, const std::string& program_name,
   return absl::StrReplaceAll(log, {{program_name, source_name}});
 }
 
+// NVRTC says why it could not open an include ("cannot open source file "/etc/shadow":
+// Permission denied", ": is a directory") but says nothing for a missing file. Those reasons
+// tell a hostile source which host paths exist; every such line ends at the path instead, so
+// "not allowed" and "not there" read the same.
+std::string UniformOpenErrors(std::string log) {
+  const std::string kMarker = "cannot open source file \"";
+  size_t at = 0;
+  while ((at = log.find(kMarker, at)) != std::string::npos) {
+    size_t path_start = at + kMarker.size();
+    size_t line_end = log.find('\n', path_start);
+    if (line_end == std::string::npos) line_end = log.size();
+    size_t closing = log.rfind('"', line_end - 1);
+    if (closing >= path_start && closing + 2 < line_end && log[closing + 1] == ':' &&
+        log[closing + 2] == ' ') {
+      log.erase(closing + 1, line_end - closing - 1);
+    }
+    at = path_start;
+  }
+  return log;
+}
+
 absl::Status CompileFailed(const CompileJob& job, const std::string& log) {
   absl::Status status =
       absl::AbortedError(absl::StrCat("compile of ", DisplayName(job), " (", job.id.ShortHex(),
@@ -171,7 +192,8 @@ absl::StatusOr<PassOutput> RunPass(const Toolkit& toolkit, const CompileJob& job
   absl::StatusOr<std::string> log =
       Fetch(api, prog.get(), api.get_program_log_size, api.get_program_log, "compile log");
   if (!log.ok()) return log.status();
-  out.log = SourceNamedLog(TrimTrailingNul(*std::move(log)), program_name, job.spec.source_name);
+  out.log = UniformOpenErrors(
+      SourceNamedLog(TrimTrailingNul(*std::move(log)), program_name, job.spec.source_name));
   if (compiled == NVRTC_ERROR_COMPILATION) return CompileFailed(job, out.log);
   if (compiled == NVRTC_ERROR_INVALID_OPTION) {
     return absl::InvalidArgumentError(

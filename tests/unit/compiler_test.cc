@@ -328,6 +328,26 @@ TEST_F(CompilerTest, SyntaxErrorIsAbortedWithTheNvrtcLog) {
   EXPECT_NE(message.find(log), std::string::npos);
 }
 
+TEST_F(CompilerTest, AnIncludeThatCannotOpenSaysTheSameWhetherThePathExistsOrNot) {
+  // NVRTC adds a reason for a path that exists (": is a directory"; in the sandbox,
+  // ": Permission denied") and none for a missing one: the logs must not tell them apart.
+  auto log_of = [&](const std::string& path) {
+    KernelSpec spec = Saxpy();
+    spec.source = absl::StrCat("#include \"", path, "\"\n", spec.source);
+    absl::StatusOr<CompileOutput> out = compiler_->Compile(Job(spec, "sm_86"));
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kAborted) << path;
+    std::string log = CompileLogOf(out.status());
+    size_t at = log.find(path);
+    EXPECT_NE(at, std::string::npos) << log;
+    // The line, from the path on, is the path and its closing quote alone.
+    return at == std::string::npos ? log : log.substr(at, log.find('\n', at) - at);
+  };
+  std::string exists = fs::temp_directory_path().string();  // a directory: has a reason
+  std::string missing = exists + "/kcache-no-such-header.h";
+  EXPECT_EQ(log_of(exists), exists + "\"");
+  EXPECT_EQ(log_of(missing), missing + "\"");
+}
+
 TEST_F(CompilerTest, DisallowedOptionsAreInvalidArgumentNamingTheOption) {
   for (const std::string option :
        {"-fdevice-time-trace=x", "--pch-dir=/tmp", "-arch=sm_80", "-I/etc"}) {
