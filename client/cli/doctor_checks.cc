@@ -321,13 +321,15 @@ CheckReport CheckStore(const std::string& path, bool repair) {
                            : "";
     report.Problem(absl::StrCat(Count(verified->corrupt.size(), "corrupt entry", "corrupt entries"),
                                 ":\n", absl::StrJoin(shown, "\n"), more),
-                   absl::StrCat("run `kcache doctor --store ", path,
-                                " --repair` (stop kcached first; it drops corrupt entries and "
-                                "rebuilds listings), then `kcache warm --store ",
+                   absl::StrCat("with kcached running on it, `kcache warm --server ADDR MANIFEST "
+                                "--arch ...` drops corrupt entries, rebuilds them and the listing "
+                                "in place; otherwise run `kcache doctor --store ",
                                 path,
-                                " MANIFEST --arch ...` again to rebuild what was dropped (or warm "
-                                "through kcached with --server ADDR); a baked store: rebuild its "
-                                "image"));
+                                " --repair` (it drops corrupt entries and rebuilds listings), then "
+                                "`kcache warm --store ",
+                                path,
+                                " MANIFEST --arch ...` again to rebuild what was dropped; a baked "
+                                "store: rebuild its image"));
   }
   return report;
 }

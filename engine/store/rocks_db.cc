@@ -89,6 +89,9 @@ rocksdb::DBOptions BaseDbOptions(const StoreOptions& options) {
 
 OpenDb::~OpenDb() {
   if (db == nullptr) return;
+  for (rocksdb::ColumnFamilyHandle* handle : retired) {
+    db->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
+  }
   if (!read_only) db->Flush(rocksdb::FlushOptions(), handles).PermitUncheckedError();
   for (rocksdb::ColumnFamilyHandle* handle : handles) {
     db->DestroyColumnFamilyHandle(handle).PermitUncheckedError();

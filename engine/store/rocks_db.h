@@ -39,6 +39,9 @@ rocksdb::DBOptions BaseDbOptions(const StoreOptions& options);
 struct OpenDb {
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  // Handles of families dropped while open (a listing rebuilt in place): still readable by
+  // scans that began before the drop; destroyed, unflushed, before the others.
+  std::vector<rocksdb::ColumnFamilyHandle*> retired;
   bool read_only = true;
 
   OpenDb() = default;

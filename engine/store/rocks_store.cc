@@ -46,7 +46,7 @@ RocksStore::RocksStore(std::string path, StoreOptions options, std::unique_ptr<O
       options_(std::move(options)),
       open_(std::move(open)),
       artifacts_(open_->Family(kArtifactsFamily)),
-      artifact_meta_(open_->Family(kArtifactMetaFamily)),
+      listing_(open_->Family(kArtifactMetaFamily)),
       kernels_(open_->Family(kKernelsFamily)),
       read_only_full_(read_only_full),
       replaced_(replaced) {}
@@ -75,7 +75,7 @@ absl::StatusOr<Artifact> RocksStore::Get(const ArtifactKey& key) {
   }
   if (!artifact.ok()) {
     return DropCorrupt(absl::StrCat("artifact ", key.ToString()), artifact.status(),
-                       {{artifacts_, raw_key}, {artifact_meta_, raw_key}});
+                       {{Family::kArtifacts, raw_key}, {Family::kListing, raw_key}});
   }
   RecordUse(key);
   return artifact;
@@ -99,10 +99,11 @@ absl::Status RocksStore::Put(const Artifact& artifact) {
   if (meta.created_unix_ms == 0) meta.created_unix_ms = NowUnixMillis();
   if (meta.last_used_unix_ms == 0) meta.last_used_unix_ms = meta.created_unix_ms;
   std::string raw_key = key.Encode();
-  rocksdb::WriteBatch batch;
-  batch.Put(artifacts_, raw_key, EncodeArtifactValue(meta, artifact.bytes, options_.zstd_level));
-  batch.Put(artifact_meta_, raw_key, EncodeArtifactMetaValue(meta));
+  std::string value = EncodeArtifactValue(meta, artifact.bytes, options_.zstd_level);
   absl::MutexLock lock(&write_mu_);
+  rocksdb::WriteBatch batch;
+  batch.Put(artifacts_, raw_key, value);
+  batch.Put(listing(), raw_key, EncodeArtifactMetaValue(meta));
   absl::Status s =
       Write(batch, batch.GetDataSize(), /*sync=*/true, absl::StrCat("writing ", key.ToString()));
   if (s.ok()) Added(meta.size);
@@ -135,7 +136,7 @@ absl::StatusOr<KernelRecord> RocksStore::GetKernel(const KernelId& id) {
   }
   if (!record.ok()) {
     return DropCorrupt(absl::StrCat("kernel record ", id.Hex()), record.status(),
-                       {{kernels_, std::string(id.Bytes())}});
+                       {{Family::kKernels, std::string(id.Bytes())}});
   }
   return record;
 }
@@ -157,7 +158,7 @@ absl::StatusOr<std::vector<KernelRecord>> RocksStore::ListKernels() {
   for (const auto& [key, why] : bad) {
     absl::StatusOr<KernelId> id = KernelId::FromBytes(key);
     DropCorrupt(absl::StrCat("kernel record ", id.ok() ? id->Hex() : "(undecodable id)"), why,
-                {{kernels_, key}})
+                {{Family::kKernels, key}})
         .IgnoreError();
   }
   if (!status.ok()) {
@@ -262,9 +263,9 @@ absl::Status RocksStore::DropCorrupt(absl::string_view what, const absl::Status&
   checksum_failures_.fetch_add(1, std::memory_order_relaxed);
   bool deleted = false;
   if (!options_.read_only && !read_only_full_) {
-    rocksdb::WriteBatch batch;
-    for (const auto& [family, key] : locations) batch.Delete(family, key);
     absl::MutexLock lock(&write_mu_);
+    rocksdb::WriteBatch batch;
+    for (const auto& [family, key] : locations) batch.Delete(Handle(family), key);
     deleted = Write(batch, batch.GetDataSize(), /*sync=*/false, "deleting a corrupt value").ok();
   }
   std::string text = absl::StrCat(what, " was corrupt in the store at ", path_, " (", why.message(),
@@ -285,7 +286,8 @@ absl::StatusOr<KernelRecord> RocksStore::DecodeKernel(absl::string_view raw_key,
 // Metadata under the listing family for keys starting with `prefix` ("" = all). A listing
 // entry that does not verify is counted and rebuilt from the artifact value when that one
 // verifies; otherwise it is skipped (and dropped when writable).
-absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ScanArtifacts(const std::string& prefix) {
+absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ScanArtifacts(const std::string& prefix,
+                                                                    bool may_rebuild) {
   std::string upper = UpperBound(prefix);
   rocksdb::Slice upper_slice(upper);
   rocksdb::ReadOptions read = Verifying();
@@ -293,7 +295,8 @@ absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ScanArtifacts(const std::s
 
   std::vector<ArtifactMeta> metas;
   std::vector<std::string> bad;
-  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(read, artifact_meta_));
+  rocksdb::ColumnFamilyHandle* listing_family = listing();
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(read, listing_family));
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(View(it->value()));
     if (meta.ok() && meta->key.Encode() == View(it->key())) {
@@ -306,6 +309,10 @@ absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ScanArtifacts(const std::s
   it.reset();
   if (!status.ok()) {
     if (!IsDamage(status)) return FromRocks(status, "listing artifacts");
+    bool writable = !options_.read_only && !read_only_full_;
+    if (may_rebuild && writable && RebuildListing(listing_family, status)) {
+      return ScanArtifacts(prefix, /*may_rebuild=*/false);
+    }
     return ScanArtifactValues(prefix, status);
   }
   for (const std::string& raw_key : bad) {
@@ -322,28 +329,20 @@ absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ScanArtifactValues(
   rocksdb::ReadOptions read = Reading();
   if (!upper.empty()) read.iterate_upper_bound = &upper_slice;
   std::vector<ArtifactMeta> metas;
-  rocksdb::WriteBatch rewrite;
   std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(read, artifacts_));
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     absl::StatusOr<Artifact> artifact = DecodeArtifactValue(View(it->value()));
     if (!artifact.ok() || artifact->meta.key.Encode() != View(it->key())) continue;
-    rewrite.Put(artifact_meta_, it->key(), EncodeArtifactMetaValue(artifact->meta));
     metas.push_back(std::move(artifact->meta));
   }
   rocksdb::Status status = it->status();
   it.reset();
-  bool rewritten = false;
-  if (!options_.read_only && !read_only_full_ && rewrite.Count() > 0) {
-    absl::MutexLock lock(&write_mu_);
-    rewritten =
-        Write(rewrite, rewrite.GetDataSize(), /*sync=*/false, "rewriting listing entries").ok();
-  }
   Report(StoreEvent::Kind::kCorrupt,
          absl::StrCat("the listing of ", prefix.empty() ? "all artifacts" : KeyText(prefix + '\1'),
                       " in ", path_, " is unreadable (", why.ToString(), "); listed ", metas.size(),
-                      " artifacts from their values",
-                      rewritten ? " and rewrote their listing entries" : "",
-                      "; `kcache doctor --repair` rebuilds the store"));
+                      " artifacts from their values; ",
+                      options_.read_only ? "a read-only store: rebuild its image"
+                                         : "`kcache doctor --repair` rebuilds the store"));
   if (!status.ok() && metas.empty()) {
     return FromRocks(status, absl::StrCat("listing artifacts of ", path_));
   }
@@ -357,14 +356,14 @@ std::optional<ArtifactMeta> RocksStore::RepairListing(const std::string& raw_key
       key.ok() ? Get(*key) : absl::StatusOr<Artifact>(absl::NotFoundError(""));
   bool writable = !options_.read_only && !read_only_full_;
   if (writable && (artifact.ok() || absl::IsNotFound(artifact.status()))) {
+    absl::MutexLock lock(&write_mu_);
     rocksdb::WriteBatch batch;
     if (artifact.ok()) {
-      batch.Put(artifact_meta_, raw_key, EncodeArtifactMetaValue(artifact->meta));
+      batch.Put(listing(), raw_key, EncodeArtifactMetaValue(artifact->meta));
     } else {
-      batch.Delete(artifact_meta_, raw_key);
+      batch.Delete(listing(), raw_key);
       batch.Delete(artifacts_, raw_key);
     }
-    absl::MutexLock lock(&write_mu_);
     Write(batch, batch.GetDataSize(), /*sync=*/false, "repairing an artifact listing entry")
         .IgnoreError();
   }
@@ -373,6 +372,67 @@ std::optional<ArtifactMeta> RocksStore::RepairListing(const std::string& raw_key
                       artifact.ok() ? "rebuilt from its artifact" : "dropped"));
   if (!artifact.ok()) return std::nullopt;
   return artifact->meta;
+}
+
+rocksdb::ColumnFamilyHandle* RocksStore::Handle(Family family) const {
+  switch (family) {
+    case Family::kArtifacts:
+      return artifacts_;
+    case Family::kListing:
+      return listing();
+    case Family::kKernels:
+      return kernels_;
+  }
+  return nullptr;
+}
+
+bool RocksStore::RebuildListing(rocksdb::ColumnFamilyHandle* damaged, const rocksdb::Status& why) {
+  checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+  absl::MutexLock lock(&write_mu_);       // no listing write between the scan and the swap
+  if (listing() != damaged) return true;  // another scan rebuilt it meanwhile
+  std::vector<std::pair<std::string, std::string>> entries;
+  uint64_t bytes = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(Reading(), artifacts_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    absl::StatusOr<Artifact> artifact = DecodeArtifactValue(View(it->value()));
+    if (!artifact.ok() || artifact->meta.key.Encode() != View(it->key())) continue;
+    entries.emplace_back(it->key().ToString(), EncodeArtifactMetaValue(artifact->meta));
+    bytes += entries.back().first.size() + entries.back().second.size();
+  }
+  rocksdb::Status scanned = it->status();
+  it.reset();
+  std::string what =
+      absl::StrCat("the listing of ", path_, " is unreadable (", why.ToString(), ")");
+  if (!scanned.ok() || !CheckRoom(bytes, "rebuilding the listing").ok()) {
+    Report(StoreEvent::Kind::kCorrupt,
+           absl::StrCat(what, "; it could not be rebuilt in place (",
+                        scanned.ok() ? "no room" : scanned.ToString(),
+                        "); `kcache doctor --repair` rebuilds the store"));
+    return false;
+  }
+  rocksdb::ColumnFamilyHandle* fresh = nullptr;
+  rocksdb::Status s = db()->DropColumnFamily(damaged);
+  if (s.ok()) {
+    s = db()->CreateColumnFamily(FamilyOptions(kArtifactMetaFamily, options_), kArtifactMetaFamily,
+                                 &fresh);
+  }
+  if (!s.ok()) {  // a dropped listing without a new one: the next open salvages the store
+    Report(StoreEvent::Kind::kCorrupt,
+           absl::StrCat(what, "; replacing it failed (", s.ToString(), ")"));
+    return false;
+  }
+  rocksdb::WriteBatch batch;
+  for (const auto& [key, value] : entries) batch.Put(fresh, key, value);
+  absl::Status written = Write(batch, bytes, /*sync=*/true, "rebuilding the listing");
+  std::replace(open_->handles.begin(), open_->handles.end(), damaged, fresh);
+  open_->retired.push_back(damaged);
+  listing_.store(fresh, std::memory_order_release);
+  Report(StoreEvent::Kind::kCorrupt,
+         absl::StrCat(what, "; rebuilt it from ", entries.size(), " artifacts that verify",
+                      written.ok() ? ""
+                                   : absl::StrCat(", but writing it failed: ", written.message(),
+                                                  " (their next Put lists them again)")));
+  return true;
 }
 
 }  // namespace store_internal

@@ -51,10 +51,17 @@ class RocksStore : public Store {
   uint64_t CopyVerifiedFrom(RocksStore& from);
 
  private:
-  using Location = std::pair<rocksdb::ColumnFamilyHandle*, std::string>;
+  // A value's place: its family (resolved to a handle under write_mu_, as the listing's handle
+  // changes when it is rebuilt) and raw key.
+  enum class Family { kArtifacts, kListing, kKernels };
+  using Location = std::pair<Family, std::string>;
   struct Candidate;  // an entry eviction may delete (rocks_store_lru.cc)
 
   rocksdb::DB* db() const { return open_->db.get(); }
+  // The listing family's handle now (it changes when RebuildListing replaces the family).
+  // Readers may use it without a lock; writers load it under write_mu_.
+  rocksdb::ColumnFamilyHandle* listing() const { return listing_.load(std::memory_order_acquire); }
+  rocksdb::ColumnFamilyHandle* Handle(Family family) const;
   static rocksdb::ReadOptions Reading();
   // For the small values (listing entries, kernel records): RocksDB's block checksums on, so
   // a damaged block is an error, never a silently shorter list.
@@ -69,12 +76,21 @@ class RocksStore : public Store {
   absl::Status DropCorrupt(absl::string_view what, const absl::Status& why,
                            const std::vector<Location>& locations);
   absl::StatusOr<KernelRecord> DecodeKernel(absl::string_view raw_key, absl::string_view value);
-  absl::StatusOr<std::vector<ArtifactMeta>> ScanArtifacts(const std::string& prefix);
+  // `may_rebuild`: a writable store whose listing is unreadable rebuilds it (once) and scans
+  // again.
+  absl::StatusOr<std::vector<ArtifactMeta>> ScanArtifacts(const std::string& prefix,
+                                                          bool may_rebuild = true);
   // ListArtifacts when RocksDB cannot read the listing: the artifacts' own metadata, and the
   // listing entries rewritten from it.
   absl::StatusOr<std::vector<ArtifactMeta>> ScanArtifactValues(const std::string& prefix,
                                                                const rocksdb::Status& why);
   std::optional<ArtifactMeta> RepairListing(const std::string& raw_key);
+  // A writable store whose listing RocksDB cannot read (a damaged SST block): replaces the
+  // listing family `damaged` by a new one written from every artifact value that verifies,
+  // so the damage is gone for every later reader (kcache doctor included) instead of worked
+  // around on each scan. Nothing when another scan already replaced it. False when it could
+  // not (no room, the artifacts unreadable): the old family stays.
+  bool RebuildListing(rocksdb::ColumnFamilyHandle* damaged, const rocksdb::Status& why);
   // Calls fn(key, value) for every entry of `family`, in key order.
   template <typename Fn>
   absl::Status ForEach(rocksdb::ColumnFamilyHandle* family, Fn fn) {
@@ -96,7 +112,7 @@ class RocksStore : public Store {
   const StoreOptions options_;
   const std::unique_ptr<OpenDb> open_;
   rocksdb::ColumnFamilyHandle* const artifacts_;
-  rocksdb::ColumnFamilyHandle* const artifact_meta_;
+  std::atomic<rocksdb::ColumnFamilyHandle*> listing_;
   rocksdb::ColumnFamilyHandle* const kernels_;
   const bool read_only_full_;
   const bool replaced_;

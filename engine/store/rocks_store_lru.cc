@@ -60,12 +60,12 @@ void RocksStore::FlushUses() {
   rocksdb::WriteBatch batch;
   for (const auto& [raw_key, used] : uses) {
     rocksdb::PinnableSlice value;
-    if (!db()->Get(Reading(), artifact_meta_, raw_key, &value).ok()) continue;  // gone
+    if (!db()->Get(Reading(), listing(), raw_key, &value).ok()) continue;  // gone
     absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(View(value));
     // A bad entry is repaired by the next listing; a recent one needs no rewrite.
     if (!meta.ok() || used - meta->last_used_unix_ms < kUseGranularityMs) continue;
     meta->last_used_unix_ms = used;
-    batch.Put(artifact_meta_, raw_key, EncodeArtifactMetaValue(*meta));
+    batch.Put(listing(), raw_key, EncodeArtifactMetaValue(*meta));
   }
   if (batch.Count() == 0) return;
   // Not synced: a lost batch only makes its artifacts look a little older.
@@ -82,14 +82,13 @@ absl::StatusOr<std::vector<RocksStore::Candidate>> RocksStore::Candidates(uint64
   std::vector<Candidate> out;
   *total = 0;
   absl::flat_hash_map<std::string, bool> kernels_with_artifacts;
-  absl::Status listed =
-      ForEach(artifact_meta_, [&](absl::string_view key, absl::string_view value) {
-        absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(value);
-        if (!meta.ok()) return;  // repaired (or dropped) by the next listing
-        *total += meta->size;
-        kernels_with_artifacts[meta->key.kernel_id.Bytes()] = true;
-        out.push_back(Candidate{meta->last_used_unix_ms, meta->size, false, std::string(key)});
-      });
+  absl::Status listed = ForEach(listing(), [&](absl::string_view key, absl::string_view value) {
+    absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(value);
+    if (!meta.ok()) return;  // repaired (or dropped) by the next listing
+    *total += meta->size;
+    kernels_with_artifacts[meta->key.kernel_id.Bytes()] = true;
+    out.push_back(Candidate{meta->last_used_unix_ms, meta->size, false, std::string(key)});
+  });
   if (!listed.ok()) return listed;
   absl::Status kernels = ForEach(kernels_, [&](absl::string_view key, absl::string_view value) {
     *total += value.size();
@@ -121,7 +120,7 @@ void RocksStore::EvictIfOver() {
       batch.Delete(kernels_, c.key);
     } else {
       batch.Delete(artifacts_, c.key);
-      batch.Delete(artifact_meta_, c.key);
+      batch.Delete(listing(), c.key);
     }
     total -= c.bytes;
     bytes += c.bytes;

@@ -65,7 +65,7 @@ absl::StatusOr<StoreVerifyReport> RocksStore::Verify() {
   // end still has each of its artifacts checked one by one.
   rocksdb::Status artifacts_failure, listing_failure;
   std::set<std::string> artifact_keys = KeysOf(db(), artifacts_, &artifacts_failure, false);
-  std::set<std::string> listing_keys = KeysOf(db(), artifact_meta_, &listing_failure, true);
+  std::set<std::string> listing_keys = KeysOf(db(), listing(), &listing_failure, true);
   for (const auto& [failure, family] :
        {std::pair{artifacts_failure, kArtifactsFamily}, {listing_failure, kArtifactMetaFamily}}) {
     if (failure.ok()) continue;
@@ -90,7 +90,7 @@ absl::StatusOr<StoreVerifyReport> RocksStore::Verify() {
       continue;
     }
     rocksdb::PinnableSlice value;
-    rocksdb::Status s = db()->Get(Reading(), artifact_meta_, key, &value);
+    rocksdb::Status s = db()->Get(Reading(), listing(), key, &value);
     absl::StatusOr<ArtifactMeta> meta =
         s.ok() ? DecodeArtifactMetaValue(View(value))
                : absl::StatusOr<ArtifactMeta>(absl::DataLossError(s.ToString()));
@@ -123,7 +123,7 @@ absl::Status RocksStore::RepairValues(StoreRepairReport* report, bool* unreadabl
   *unreadable = false;
   rocksdb::Status artifacts_failure, listing_failure, kernels_failure;
   std::set<std::string> artifact_keys = KeysOf(db(), artifacts_, &artifacts_failure, false);
-  std::set<std::string> listing_keys = KeysOf(db(), artifact_meta_, &listing_failure, true);
+  std::set<std::string> listing_keys = KeysOf(db(), listing(), &listing_failure, true);
   std::set<std::string> kernel_keys = KeysOf(db(), kernels_, &kernels_failure, true);
   for (const rocksdb::Status& failure : {artifacts_failure, listing_failure, kernels_failure}) {
     if (failure.ok()) continue;
@@ -144,7 +144,7 @@ absl::Status RocksStore::RepairValues(StoreRepairReport* report, bool* unreadabl
     absl::StatusOr<Artifact> artifact = ReadArtifact(db(), artifacts_, key);
     if (!artifact.ok()) {
       batch.Delete(artifacts_, key);
-      batch.Delete(artifact_meta_, key);
+      batch.Delete(listing(), key);
       if (!absl::IsNotFound(artifact.status())) {
         ++report->dropped;
         report->problems.push_back(absl::StrCat("artifact ", KeyText(key), ": ",
@@ -154,14 +154,14 @@ absl::Status RocksStore::RepairValues(StoreRepairReport* report, bool* unreadabl
     }
     rocksdb::PinnableSlice value;
     absl::StatusOr<ArtifactMeta> meta = absl::NotFoundError("missing");
-    if (db()->Get(Reading(), artifact_meta_, key, &value).ok()) {
+    if (db()->Get(Reading(), listing(), key, &value).ok()) {
       meta = DecodeArtifactMetaValue(View(value));
     }
     if (meta.ok() && meta->key == artifact->meta.key && meta->size == artifact->meta.size &&
         meta->checksum == artifact->meta.checksum) {
       continue;
     }
-    batch.Put(artifact_meta_, key, EncodeArtifactMetaValue(artifact->meta));
+    batch.Put(listing(), key, EncodeArtifactMetaValue(artifact->meta));
     ++report->listings_rebuilt;
     report->problems.push_back(absl::StrCat("listing entry of ", KeyText(key), ": ",
                                             meta.ok() ? "stale" : meta.status().message(),
@@ -187,7 +187,7 @@ uint64_t RocksStore::CopyVerifiedFrom(RocksStore& from) {
   uint64_t copied = 0;
   rocksdb::Status ignored;
   std::set<std::string> keys = KeysOf(from.db(), from.artifacts_, &ignored, false);
-  std::set<std::string> listed = KeysOf(from.db(), from.artifact_meta_, &ignored, false);
+  std::set<std::string> listed = KeysOf(from.db(), from.listing(), &ignored, false);
   keys.insert(listed.begin(), listed.end());
   std::set<std::string> kernel_ids = KeysOf(from.db(), from.kernels_, &ignored, false);
   for (const std::string& key : keys) {

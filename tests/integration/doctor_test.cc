@@ -19,6 +19,7 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
+#include "tests/testutil/store_faults.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace kcache {
@@ -185,7 +186,7 @@ TEST_F(DoctorTest, CorruptEntryIsAProblemUntilWarmRebuildsIt) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(Contains(r.output, "2 kernels, 3 artifacts")) << r.output;
   EXPECT_TRUE(Contains(r.output, "problem  1 corrupt entry:\n           artifact ")) << r.output;
-  EXPECT_TRUE(Contains(r.output, "fix: run `kcache doctor --store " + store_ + " --repair`"))
+  EXPECT_TRUE(Contains(r.output, "otherwise run `kcache doctor --store " + store_ + " --repair`"))
       << r.output;
   EXPECT_TRUE(Contains(r.output, "then `kcache warm --store " + store_)) << r.output;
   // Doctor changed nothing: the same again.
@@ -197,6 +198,33 @@ TEST_F(DoctorTest, CorruptEntryIsAProblemUntilWarmRebuildsIt) {
   RunResult after = Doctor("--store " + store_);
   EXPECT_EQ(after.exit_code, 0) << after.output;
   EXPECT_TRUE(Contains(after.output, "2 kernels, 4 artifacts")) << after.output;
+}
+
+TEST_F(DoctorTest, ListingDamageIsRepairedInPlaceByTheRunningDaemon) {
+  ASSERT_EQ(Warm().exit_code, 0);
+  std::string listing_sst;
+  for (const auto& [family, file] : ::kcache::testing::LiveSstFiles(store_)) {
+    if (family == "artifact_meta") listing_sst = file;
+  }
+  ASSERT_FALSE(listing_sst.empty()) << "no listing SST in " << store_;
+  ::kcache::testing::FlipBit(listing_sst, 20);  // inside the first data block
+  ASSERT_EQ(Doctor("--store " + store_).exit_code, 1);
+
+  RunResult before = Doctor("--store " + store_);
+  EXPECT_TRUE(Contains(before.output, "with kcached running on it, `kcache warm --server"))
+      << before.output;
+
+  // kcached meets the damage (its start-up scan, or the warm's) and rebuilds the listing;
+  // doctor, opening the store read-only beside it, then finds it whole.
+  ::kcache::testing::DaemonProcess daemon({.store = store_});
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  RunResult rewarm = ::kcache::testing::Run(KcacheCli() + " warm --arch 8.6 --server " +
+                                            daemon.address() + " " + manifest_);
+  ASSERT_EQ(rewarm.exit_code, 0) << rewarm.output;
+  RunResult after = Doctor("--store " + store_);  // the daemon still runs
+  EXPECT_EQ(after.exit_code, 0) << after.output << daemon.Log();
+  EXPECT_TRUE(Contains(after.output, "2 kernels, 4 artifacts")) << after.output;
+  EXPECT_TRUE(Contains(daemon.Log(), "rebuilt it from 4 artifacts that verify")) << daemon.Log();
 }
 
 TEST_F(DoctorTest, MissingStoreAndNotAStoreAreProblemsWithFixes) {

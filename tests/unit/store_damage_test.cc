@@ -89,6 +89,47 @@ TEST_F(StoreDamageTest, FlippedBitInTheListingKeepsEveryArtifactListedAndServed)
   EXPECT_GE(store->Stats()->checksum_failures, 1u);
 }
 
+TEST_F(StoreDamageTest, FlippedBitInTheListingIsRebuiltInPlaceByTheFirstScanThatMeetsIt) {
+  FlipBit(Sst("artifact_meta"), 20);
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  // What kcache doctor sees beside the daemon (its own read-only open) before the repair...
+  StoreOptions read_only;
+  read_only.read_only = true;
+  absl::StatusOr<StoreVerifyReport> before = (*OpenStore(path_, read_only))->Verify();
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_FALSE(before->corrupt.empty());
+  // ...the first scan that meets the damage (a warm's, a resolve's) replaces the listing...
+  ASSERT_EQ(store->ListAllArtifacts()->size(), kArtifacts);
+  uint64_t failures = store->Stats()->checksum_failures;
+  EXPECT_GE(failures, 1u);
+  // ...and from then on every reader, the daemon's and doctor's, finds it whole.
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(store->ListAllArtifacts()->size(), kArtifacts);
+  EXPECT_EQ(store->Stats()->checksum_failures, failures);
+  absl::StatusOr<StoreVerifyReport> beside = (*OpenStore(path_, read_only))->Verify();
+  ASSERT_TRUE(beside.ok()) << beside.status();
+  EXPECT_TRUE(beside->corrupt.empty()) << beside->corrupt.front();
+  EXPECT_EQ(beside->listings, kArtifacts);
+  ExpectLocalDamage(*store, {});
+  // Closed and opened again: still whole, the damaged file gone with the old family.
+  store.reset();
+  store = Open();
+  absl::StatusOr<StoreVerifyReport> after = store->Verify();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(after->corrupt.empty());
+  EXPECT_EQ(after->listings, kArtifacts);
+  EXPECT_EQ(store->Stats()->checksum_failures, 0u);
+}
+
+TEST_F(StoreDamageTest, FlippedBitInTheListingOfABakedStoreIsWorkedAroundNotWritten) {
+  FlipBit(Sst("artifact_meta"), 20);
+  StoreOptions read_only;
+  read_only.read_only = true;
+  auto store = *OpenStore(path_, read_only);
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(store->ListAllArtifacts()->size(), kArtifacts);
+  EXPECT_GE(store->Stats()->checksum_failures, 2u);  // met on every scan: nothing is written
+}
+
 TEST_F(StoreDamageTest, FlippedBitInABlobValueIsAMissForThatEntryOnly) {
   FlipBit(FileIn(path_, "", ".blob"), 5000);
   auto store = Open();
