@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import kcache
+from launch_args import axpy_launch_args
 
 DEVICES = kcache.detect_devices()
 pytestmark = pytest.mark.skipif(not DEVICES, reason="no GPU (kcache.detect_devices() is empty)")
@@ -21,8 +22,6 @@ def axpy(client: kcache.Client, manifest_kernels: dict) -> kcache.Kernel:
 
 
 def test_cuda_core_loads_and_launches(axpy: kcache.Kernel) -> None:
-    import ctypes
-
     cuda_core = pytest.importorskip("cuda.core")
     cupy = pytest.importorskip("cupy")  # device memory (CuPy and cuda.core share the context)
     device = cuda_core.Device(0)
@@ -36,8 +35,7 @@ def test_cuda_core_loads_and_launches(axpy: kcache.Kernel) -> None:
     cupy.cuda.Device(0).synchronize()
     stream = device.create_stream()
     config = cuda_core.LaunchConfig(grid=(n + 255) // 256, block=256)
-    cuda_core.launch(stream, config, kernel, ctypes.c_float(2.0), ctypes.c_void_p(x.data.ptr),
-                     ctypes.c_void_p(y.data.ptr), ctypes.c_int(n))
+    cuda_core.launch(stream, config, kernel, *axpy_launch_args(x.data.ptr, y.data.ptr, n))
     stream.sync()
     assert bool(cupy.allclose(y, 2.0 * x + 1.0))
 
@@ -50,5 +48,5 @@ def test_cupy_loads_and_launches(axpy: kcache.Kernel, tmp_path: Path) -> None:
     n = 1000
     x = cupy.arange(n, dtype=cupy.float32)
     y = cupy.ones(n, dtype=cupy.float32)
-    function(((n + 255) // 256,), (256,), (cupy.float32(2.0), x, y, cupy.int32(n)))
+    function(((n + 255) // 256,), (256,), axpy_launch_args(x, y, n))
     assert cupy.allclose(y, 2.0 * x + 1.0)

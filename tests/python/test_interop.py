@@ -62,3 +62,23 @@ def test_cupy_takes_the_cubin(client: kcache.Client, manifest_kernels: dict,
     # Without libcuda CuPy's runtime reports the driver as insufficient; without a GPU, no device.
     assert ("cudaErrorInsufficientDriver" in chain or "cudaErrorNoDevice" in chain
             or "CUDA_ERROR_NO_DEVICE" in chain), chain
+
+
+def test_cuda_core_packs_the_launch_arguments() -> None:
+    """The arguments test_gpu.py launches axpy with are packed by cuda.core as the kernel's
+    parameters (float, pointer, pointer, int), without a GPU: cuda.core's parameter holder is
+    what `cuda.core.launch` builds from them."""
+    import ctypes
+
+    pytest.importorskip("cuda.core")
+    from cuda.core import _kernel_arg_handler  # the holder launch() builds
+
+    from launch_args import axpy_launch_args
+
+    x_ptr, y_ptr = 0x7F0000001000, 0x7F0000002000
+    holder = _kernel_arg_handler.ParamHolder(axpy_launch_args(x_ptr, y_ptr, 1000))
+    params = ctypes.cast(holder.ptr, ctypes.POINTER(ctypes.c_void_p))
+    assert ctypes.cast(params[0], ctypes.POINTER(ctypes.c_float))[0] == 2.0
+    assert ctypes.cast(params[1], ctypes.POINTER(ctypes.c_uint64))[0] == x_ptr
+    assert ctypes.cast(params[2], ctypes.POINTER(ctypes.c_uint64))[0] == y_ptr
+    assert ctypes.cast(params[3], ctypes.POINTER(ctypes.c_int32))[0] == 1000
