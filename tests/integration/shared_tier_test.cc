@@ -367,7 +367,7 @@ TEST_F(SharedTierTest, DoctorChecksReachabilityClusterStateAndTheKey) {
       testing::Run(absl::StrCat(cli, " doctor --shared ", cluster_.Url(), " --shared-key-file ",
                                 dir_.Write("short.key", "short")));
   EXPECT_EQ(short_key.exit_code, 1);
-  EXPECT_TRUE(testing::Contains(short_key.output, "at least 32 bytes")) << short_key.output;
+  EXPECT_TRUE(testing::Contains(short_key.output, "at least 32 characters")) << short_key.output;
 
   // A cluster with a master gone and no failover yet: not ok.
   int master = cluster_.MasterOfSlot(0);
