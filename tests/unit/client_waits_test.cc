@@ -1,0 +1,79 @@
+// How long libkcache waits: StartupGrace (for a kcached not there yet) and CallWatchdog (which
+// gives up on a silent call, or one past its whole limit).
+#include <grpcpp/client_context.h>
+#include <gtest/gtest.h>
+
+#include "absl/time/clock.h"
+#include "client/lib/call_watchdog.h"
+#include "client/lib/startup_grace.h"
+
+namespace kcache::client {
+namespace {
+
+// Polls until the grace says stop; how many times it said "again".
+int Polls(StartupGrace& grace) {
+  int polls = 0;
+  while (polls < 1000 && grace.WaitAgain()) ++polls;
+  return polls;
+}
+
+TEST(StartupGraceTest, WaitsForAnAbsentDaemonOnceThenNeverAgain) {
+  StartupGrace grace(absl::Milliseconds(300));
+  int polls = Polls(grace);
+  EXPECT_GE(polls, 1);
+  EXPECT_LT(polls, 1000) << "the grace never ran out";
+  EXPECT_EQ(Polls(grace), 0) << "spent once per client";
+}
+
+TEST(StartupGraceTest, EndsAtTheFirstContact) {
+  StartupGrace grace(absl::Seconds(60));
+  EXPECT_TRUE(grace.WaitAgain());
+  grace.Contacted();
+  EXPECT_FALSE(grace.WaitAgain());
+}
+
+TEST(StartupGraceTest, ZeroDoesNotWait) {
+  StartupGrace none(absl::ZeroDuration());
+  EXPECT_FALSE(none.WaitAgain());
+}
+
+// Waits (up to 10 s) until the watch fired; how.
+WatchFired AwaitFired(CallWatchdog::Watch& watch) {
+  for (int i = 0; i < 1000 && watch.fired() == WatchFired::kNo; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return watch.fired();
+}
+
+TEST(CallWatchdogTest, GivesUpOnASilentCall) {
+  CallWatchdog dog;
+  grpc::ClientContext context;
+  auto watch = dog.Start(&context, absl::Now() + absl::Milliseconds(50), absl::InfiniteFuture());
+  EXPECT_EQ(AwaitFired(*watch), WatchFired::kSilent);
+}
+
+TEST(CallWatchdogTest, GivesUpAtTheWholeLimitHoweverMuchTheCallHears) {
+  CallWatchdog dog;
+  grpc::ClientContext context;
+  absl::Time until = absl::Now() + absl::Milliseconds(300);
+  auto watch = dog.Start(&context, absl::Now() + absl::Seconds(60), until);
+  while (absl::Now() < until - absl::Milliseconds(50)) {
+    watch->Set(absl::Now() + absl::Seconds(60), absl::InfiniteFuture());
+    EXPECT_EQ(watch->fired(), WatchFired::kNo);
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(AwaitFired(*watch), WatchFired::kOverLimit);
+}
+
+TEST(CallWatchdogTest, ACallThatHearsInTimeIsLeftAlone) {
+  CallWatchdog dog;
+  grpc::ClientContext context;
+  auto watch = dog.Start(&context, absl::Now() + absl::Seconds(60), absl::InfiniteFuture());
+  grpc::ClientContext other;
+  auto silent = dog.Start(&other, absl::Now() + absl::Milliseconds(50), absl::InfiniteFuture());
+  EXPECT_EQ(AwaitFired(*silent), WatchFired::kSilent);
+  EXPECT_EQ(watch->fired(), WatchFired::kNo);
+}
+
+}  // namespace
+}  // namespace kcache::client
