@@ -90,6 +90,7 @@ class CompileFlights::Interest {
     absl::Time now = absl::Now();
     if (std::any_of(wanted_.begin(), wanted_.end(), [](const auto& w) { return w.second(); })) {
       last_wanted_ = now;
+      return true;
     }
     return now - last_wanted_ < kRetryGrace;
   }

@@ -298,6 +298,7 @@ TEST(ClientNoDaemonTest, WithoutFallbackUnavailableComesQuickly) {
   ::kcache::testing::TempDir dir;
   ClientOptions options;
   options.local_compile_fallback = false;
+  options.startup_grace = absl::ZeroDuration();  // else it first waits for kcached to appear
   std::unique_ptr<Client> c = Connect("unix://" + (dir / "absent.sock"), options);
   Clock::time_point start = Clock::now();
   absl::StatusOr<FetchedKernel> k = c->Resolve(Saxpy(), kSm89);

@@ -2,10 +2,14 @@
 // gives up on a silent call, or one past its whole limit).
 #include <grpcpp/client_context.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <utility>
 
 #include "absl/time/clock.h"
 #include "client/lib/call_watchdog.h"
 #include "client/lib/startup_grace.h"
+#include "kcache/kcache.h"
 
 namespace kcache::client {
 namespace {
@@ -35,6 +39,25 @@ TEST(StartupGraceTest, EndsAtTheFirstContact) {
 TEST(StartupGraceTest, ZeroDoesNotWait) {
   StartupGrace none(absl::ZeroDuration());
   EXPECT_FALSE(none.WaitAgain());
+}
+
+TEST(StartupGraceTest, TheEnvironmentSetsTheDefault) {
+  EXPECT_EQ(DefaultStartupGrace(), absl::Seconds(5));
+  for (auto [text, grace] : {std::pair<const char*, absl::Duration>{"0", absl::ZeroDuration()},
+                             {"2.5", absl::Milliseconds(2500)},
+                             {"500ms", absl::Milliseconds(500)},
+                             {"10s", absl::Seconds(10)},
+                             {"soon", absl::Seconds(-1)},
+                             {"-3", absl::Seconds(-1)}}) {
+    setenv("KCACHE_STARTUP_GRACE", text, 1);
+    EXPECT_EQ(DefaultStartupGrace(), grace) << text;
+  }
+  ClientOptions options;  // "-3": refused, naming the variable
+  options.address = "unix:///nonexistent.sock";
+  absl::StatusOr<std::unique_ptr<Client>> refused = Client::Connect(options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("KCACHE_STARTUP_GRACE"), absl::string_view::npos);
+  unsetenv("KCACHE_STARTUP_GRACE");
 }
 
 // Waits (up to 10 s) until the watch fired; how.
