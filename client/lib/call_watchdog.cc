@@ -3,6 +3,7 @@
 #include "client/lib/call_watchdog.h"
 
 #include <grpcpp/client_context.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -11,19 +12,28 @@
 namespace kcache::client {
 
 CallWatchdog::~CallWatchdog() {
+  std::unique_ptr<std::thread> thread;
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;
+    if (owner_ == getpid()) thread = std::move(thread_);
+    (void)thread_.release();  // a parent's thread, which this forked child does not have
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread != nullptr) thread->join();
 }
 
 std::unique_ptr<CallWatchdog::Watch> CallWatchdog::Start(grpc::ClientContext* context,
                                                          absl::Time silent_at, absl::Time until) {
   std::unique_ptr<Watch> watch(new Watch(this, context, silent_at, until));
   absl::MutexLock lock(&mu_);
+  if (owner_ != getpid()) {   // the first call, or the first in a forked child
+    (void)thread_.release();  // the parent's, if any: not in this process
+    watches_.clear();         // the parent's calls: not in this process either
+    next_wake_ = absl::InfiniteFuture();
+    owner_ = getpid();
+    thread_ = std::make_unique<std::thread>([this] { Run(); });
+  }
   watches_.insert(watch.get());
-  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
   Moved(watch->expiry());
   return watch;
 }

@@ -1,8 +1,11 @@
 // CallWatchdog: cancels daemon calls that heard nothing from kcached for too long, or that
 // ran past their whole limit. One thread serves every call of a connection; it starts with
-// the first watched call. Internal to libkcache.
+// the first watched call (and again in a forked child, which has no thread of its parent's).
+// Internal to libkcache.
 #ifndef KCACHE_CLIENT_LIB_CALL_WATCHDOG_H_
 #define KCACHE_CLIENT_LIB_CALL_WATCHDOG_H_
+
+#include <sys/types.h>
 
 #include <memory>
 #include <thread>
@@ -46,7 +49,9 @@ class CallWatchdog {
   absl::Time next_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;  // started by the first Start, under mu_
+  // Started by the first Start, under mu_, in process `owner_`.
+  std::unique_ptr<std::thread> thread_ ABSL_GUARDED_BY(mu_);
+  pid_t owner_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class CallWatchdog::Watch {

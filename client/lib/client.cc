@@ -150,7 +150,7 @@ struct Client::Impl {
     }
     CallEnd end;
     absl::StatusOr<FetchedKernel> result;
-    WithGrace(
+    absl::Status status = WithGrace(
         [&] {
           result = daemon.Resolve(request, LimitsFor(call), &end);
           return result.status();
@@ -161,7 +161,7 @@ struct Client::Impl {
       // busy, not away. Not a reason to compile here: a herd of local compiles behind one
       // slow daemon compile is the worst outcome.
       return absl::DeadlineExceededError(absl::StrCat(
-          result.status().message(),
+          status.message(),
           " (not compiled locally: the daemon is busy, not away; give the client a longer "
           "wait_limit, or ask with ptx_now for stored PTX at once)"));
     }

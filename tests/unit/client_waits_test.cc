@@ -3,6 +3,8 @@
 #include <grpcpp/client_context.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <utility>
 
@@ -95,6 +97,23 @@ TEST(CallWatchdogTest, ACallThatHearsInTimeIsLeftAlone) {
   grpc::ClientContext other;
   auto silent = dog.Start(&other, absl::Now() + absl::Milliseconds(50), absl::InfiniteFuture());
   EXPECT_EQ(AwaitFired(*silent), WatchFired::kSilent);
+  EXPECT_EQ(watch->fired(), WatchFired::kNo);
+}
+
+// The parent's thread is not in a forked child: the child's calls get a thread of their own.
+TEST(CallWatchdogTest, AForkedChildGetsAThreadOfItsOwn) {
+  CallWatchdog dog;
+  grpc::ClientContext context;
+  auto watch = dog.Start(&context, absl::Now() + absl::Seconds(60), absl::InfiniteFuture());
+  pid_t child = fork();
+  if (child == 0) {
+    grpc::ClientContext mine;
+    auto silent = dog.Start(&mine, absl::Now() + absl::Milliseconds(50), absl::InfiniteFuture());
+    _exit(AwaitFired(*silent) == WatchFired::kSilent ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_EQ(watch->fired(), WatchFired::kNo);
 }
 
