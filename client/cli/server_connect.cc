@@ -12,6 +12,7 @@ absl::StatusOr<std::unique_ptr<client::Client>> ConnectForCli(const std::string&
   options.deadline = absl::Seconds(timeout_s);
   options.local_compile_fallback = false;
   options.breaker_failures = 0;
+  options.startup_grace = absl::ZeroDuration();  // a person asked: a missing daemon says so now
   options.client_name = "kcache-cli";
   return client::Client::Connect(options);
 }

@@ -320,7 +320,8 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
       "exact cubin, then a compatible cubin, then PTX, then a compile (if a toolkit loads)");
   AddStoreOrServer(
       get_cmd, &get->store, &get->server, &get->timeout_s,
-      "With --server: seconds to wait for the daemon, a compile included (default 60)");
+      "With --server: seconds without word from the daemon before giving up; a compile\n"
+      "it reports progress on is waited for up to its compile limit (default 60)");
   get_cmd->add_option("--device", get->device, "Device SM, e.g. 8.9")->required();
   get_cmd->add_option("--driver", get->driver,
                       "Device's CUDA driver version, e.g. 13000 (default: unknown)");

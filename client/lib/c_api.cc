@@ -1,5 +1,6 @@
 // The C ABI (kcache/kcache_c.h) over the C++ client.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -90,6 +91,12 @@ KernelSource ToSource(const kcache_source* source) {
   return s;
 }
 
+// A duration in whole milliseconds, clamped into an int32_t (a negative one stays negative).
+int32_t Int32Millis(absl::Duration d) {
+  return static_cast<int32_t>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(d), INT32_MIN, INT32_MAX));
+}
+
 }  // namespace
 
 extern "C" {
@@ -108,6 +115,8 @@ void kcache_options_init(kcache_options* o) {
   o->breaker_failures = defaults.breaker_failures;
   o->breaker_cooldown_ms = absl::ToInt64Milliseconds(defaults.breaker_cooldown);
   o->fast_path = defaults.fast_path ? 1 : 0;
+  o->wait_limit_ms = Int32Millis(defaults.wait_limit);
+  o->startup_grace_ms = Int32Millis(defaults.startup_grace);
   std::fill(std::begin(o->reserved), std::end(o->reserved), 0);
 }
 
@@ -126,6 +135,8 @@ int kcache_connect(const kcache_options* options, kcache_client** out) {
   opts.breaker_failures = o.breaker_failures;
   opts.breaker_cooldown = absl::Milliseconds(o.breaker_cooldown_ms);
   opts.fast_path = o.fast_path != 0;
+  opts.wait_limit = absl::Milliseconds(o.wait_limit_ms);
+  opts.startup_grace = absl::Milliseconds(o.startup_grace_ms);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(opts);
   if (!client.ok()) return Fail(client.status());
   *out = new kcache_client{*std::move(client)};

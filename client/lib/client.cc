@@ -8,11 +8,13 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/lib/circuit_breaker.h"
 #include "client/lib/convert.h"
 #include "client/lib/daemon_rpc.h"
 #include "client/lib/fast_path.h"
+#include "client/lib/startup_grace.h"
 #include "client/lib/wire.h"
 #include "core/kernel_spec.h"
 #include "kcache/kcache.h"
@@ -33,6 +35,16 @@ std::string DefaultAddress() {
   return env != nullptr && *env != '\0' ? env : kDefaultAddress;
 }
 
+absl::Duration DefaultStartupGrace() {
+  const char* env = std::getenv("KCACHE_STARTUP_GRACE");
+  if (env == nullptr || *env == '\0') return absl::Seconds(5);
+  absl::Duration grace;
+  double seconds = 0;
+  if (absl::ParseDuration(env, &grace) && grace >= absl::ZeroDuration()) return grace;
+  if (absl::SimpleAtod(env, &seconds) && seconds >= 0) return absl::Seconds(seconds);
+  return absl::Seconds(-1);
+}
+
 namespace {
 
 absl::Status CheckOptions(const ClientOptions& o) {
@@ -42,6 +54,15 @@ absl::Status CheckOptions(const ClientOptions& o) {
   }
   if (o.deadline <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the call deadline must be positive (default 2 s)");
+  }
+  if (o.wait_limit < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "the wait limit must not be negative (0 = the daemon's compile limit)");
+  }
+  if (o.startup_grace < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "the start-up grace must not be negative; $KCACHE_STARTUP_GRACE takes \"5s\", "
+        "\"500ms\" or seconds (\"0\" = do not wait for kcached)");
   }
   if (o.breaker_failures < 0 || o.breaker_cooldown < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -65,16 +86,49 @@ struct Client::Impl {
         breaker(options.breaker_failures, options.breaker_cooldown),
         fast(FastSocketOf(options)),
         local(options.toolkit_root),
+        grace(options.startup_grace),
         client_name(options.client_name.empty() ? absl::StrCat("pid-", getpid())
                                                 : options.client_name) {}
 
-  absl::Time DeadlineFor(const CallOptions& call) const {
-    return absl::Now() + (call.deadline > absl::ZeroDuration() ? call.deadline : options.deadline);
+  absl::Duration SilenceFor(const CallOptions& call) const {
+    return call.deadline > absl::ZeroDuration() ? call.deadline : options.deadline;
+  }
+  absl::Time DeadlineFor(const CallOptions& call) const { return absl::Now() + SilenceFor(call); }
+  WaitLimits LimitsFor(const CallOptions& call) const {
+    return WaitLimits{SilenceFor(call), options.wait_limit};
+  }
+
+  // The request as this client sends it.
+  void Stamp(const CallOptions& call, v1::ResolveRequest& request) const {
+    request.set_client(client_name);
+    request.set_no_compile(!call.allow_daemon_compile);
+    request.set_ptx_now(call.ptx_now);
+    request.set_want_progress(true);
+  }
+
+  // Calls the daemon with `call` while it is not there yet and the start-up grace lasts;
+  // then records the outcome in the breaker (a busy daemon is not a failing one) and says
+  // whether the daemon was busy (*busy). `call` returns the status of one try.
+  template <typename Call>
+  absl::Status WithGrace(Call call, CallEnd* end, bool* busy) {
+    absl::Status status;
+    do {
+      daemon.RenewIfFailed();
+      status = call();
+    } while (end->unreachable && grace.WaitAgain());
+    if (!end->unreachable) grace.Contacted();
+    *busy = end->over_limit;
+    if (*busy || status.ok() || !IsDaemonFailure(status)) {
+      breaker.RecordSuccess();
+    } else {
+      breaker.RecordFailure();
+    }
+    return status;
   }
 
   // One Resolve through the breaker. *skipped is set when the breaker kept the call from the
-  // daemon (the answer is then Unavailable and says so); *busy when the deadline passed while
-  // the daemon, which had accepted the call, was still working on it.
+  // daemon (the answer is then Unavailable and says so); *busy when the whole wait's limit
+  // passed while the daemon was still working on the call.
   absl::StatusOr<FetchedKernel> CallDaemon(v1::ResolveRequest& request, const CallOptions& call,
                                            bool* skipped, bool* busy) {
     *skipped = false;
@@ -86,35 +140,30 @@ struct Client::Impl {
                        options.breaker_failures, " consecutive failures; the next try is in ",
                        absl::FormatDuration(absl::Ceil(breaker.RetryIn(), absl::Milliseconds(1)))));
     }
-    daemon.RenewIfFailed();
-    request.set_client(client_name);
-    request.set_no_compile(!call.allow_daemon_compile);
-    request.set_ptx_now(call.ptx_now);
-    absl::Time deadline = DeadlineFor(call);
+    Stamp(call, request);
     // The in-pod fast path first; what it does not serve (or serves broken) goes over gRPC.
-    if (FastPath::Answer answer = fast.Resolve(request, deadline);
+    if (FastPath::Answer answer = fast.Resolve(request, DeadlineFor(call));
         answer && (answer->ok() || answer->status().code() == absl::StatusCode::kInvalidArgument)) {
       breaker.RecordSuccess();
+      grace.Contacted();
       return *std::move(answer);
     }
-    bool accepted = false;
-    absl::StatusOr<FetchedKernel> result = daemon.Resolve(request, deadline, &accepted);
-    if (!result.ok() && accepted && result.status().code() == absl::StatusCode::kDeadlineExceeded) {
-      // The daemon took the call and was still working on it (a compile): busy, not away.
-      // Neither a failure for the breaker nor a reason to compile here: a herd of local
-      // compiles behind one slow daemon compile is the worst outcome.
-      *busy = true;
-      breaker.RecordSuccess();
+    CallEnd end;
+    absl::StatusOr<FetchedKernel> result;
+    absl::Status status = WithGrace(
+        [&] {
+          result = daemon.Resolve(request, LimitsFor(call), &end);
+          return result.status();
+        },
+        &end, busy);
+    if (*busy) {
+      // The daemon was still working on it (a compile) when the whole wait's limit passed:
+      // busy, not away. Not a reason to compile here: a herd of local compiles behind one
+      // slow daemon compile is the worst outcome.
       return absl::DeadlineExceededError(absl::StrCat(
-          result.status().message(),
-          " (it had accepted the call and was still working on it, most likely compiling "
-          "the kernel: not compiled locally; give the call a longer deadline, or ask with "
-          "ptx_now for stored PTX at once)"));
-    }
-    if (result.ok() || !IsDaemonFailure(result.status())) {
-      breaker.RecordSuccess();
-    } else {
-      breaker.RecordFailure();
+          status.message(),
+          " (not compiled locally: the daemon is busy, not away; give the client a longer "
+          "wait_limit, or ask with ptx_now for stored PTX at once)"));
     }
     return result;
   }
@@ -163,6 +212,7 @@ struct Client::Impl {
   CircuitBreaker breaker;
   FastPath fast;
   LocalCompiler local;
+  StartupGrace grace;
   std::string client_name;
 };
 
@@ -280,9 +330,7 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
       on_result(i, s);
       continue;
     }
-    request.set_client(impl.client_name);
-    request.set_no_compile(!call.allow_daemon_compile);
-    request.set_ptx_now(call.ptx_now);
+    impl.Stamp(call, request);
     requests.push_back(std::move(request));
     asked.push_back(i);
   }
@@ -319,49 +367,41 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
     size_t index;
     absl::Status status;
     bool skipped;  // the circuit kept the call from the daemon
-    bool busy;     // the daemon was still working on the call at its deadline
+    bool busy;     // the daemon was still working on the call at the whole wait's limit
   };
   std::vector<Left> left;
   bool skipped = false;
   bool busy = false;
   absl::Status stop;  // why the calls stopped: the circuit, a busy daemon, a daemon failure
-  absl::Time deadline = impl.DeadlineFor(call);
   for (size_t c = 0; c < calls.size(); ++c) {
     std::vector<bool> answered(sent[c].size(), false);
     absl::Status status = stop;
     if (!stop.ok()) {
       // an earlier call of this batch failed: the rest get its answer
     } else if (impl.breaker.Allow()) {
-      impl.daemon.RenewIfFailed();
-      bool accepted = false;
-      status = impl.daemon.ResolveMany(
-          calls[c], deadline,
-          [&](size_t k, absl::StatusOr<FetchedKernel> answer) {
-            answered[k] = true;
-            size_t i = sent[c][k];
-            if (answer.ok()) {
-              answer->micros = MicrosSince(start);
-              on_result(i, std::move(answer));
-            } else if (kernels[i].by == KernelRef::By::kSource &&
-                       impl.ShouldCompileLocally(answer.status(), false, false, kernels[i].source,
-                                                 device, call)) {
-              left.push_back(Left{i, answer.status(), false, false});
-            } else {
-              on_result(i, answer.status());
-            }
-          },
-          &accepted);
-      if (!status.ok() && accepted && status.code() == absl::StatusCode::kDeadlineExceeded) {
-        busy = true;  // as in CallDaemon: busy compiling, not away
-        impl.breaker.RecordSuccess();
+      CallEnd end;
+      auto on_answer = [&](size_t k, absl::StatusOr<FetchedKernel> answer) {
+        answered[k] = true;
+        size_t i = sent[c][k];
+        if (answer.ok()) {
+          answer->micros = MicrosSince(start);
+          on_result(i, std::move(answer));
+        } else if (kernels[i].by == KernelRef::By::kSource &&
+                   impl.ShouldCompileLocally(answer.status(), false, false, kernels[i].source,
+                                             device, call)) {
+          left.push_back(Left{i, answer.status(), false, false});
+        } else {
+          on_result(i, answer.status());
+        }
+      };
+      status = impl.WithGrace(
+          [&] { return impl.daemon.ResolveMany(calls[c], impl.LimitsFor(call), on_answer, &end); },
+          &end, &busy);
+      if (busy) {  // as in CallDaemon: busy compiling, not away
         status = absl::DeadlineExceededError(absl::StrCat(
             status.message(),
-            " (it had accepted the batch and was still working on it, most likely compiling: "
-            "not compiled locally; give the batch a longer deadline)"));
-      } else if (status.ok() || !IsDaemonFailure(status)) {
-        impl.breaker.RecordSuccess();
-      } else {
-        impl.breaker.RecordFailure();
+            " (not compiled locally: the daemon is busy, not away; give the client a longer "
+            "wait_limit)"));
       }
     } else {
       skipped = true;

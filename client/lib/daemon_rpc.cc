@@ -79,6 +79,44 @@ bool Accepted(const grpc::ClientContext& context) {
   return context.GetServerInitialMetadata().count(kAcceptedMetadataKey) > 0;
 }
 
+// When a watched call is given up at the latest: its whole limit, when one is set.
+absl::Time UntilOf(const WaitLimits& limits, absl::Time start) {
+  return limits.whole > absl::ZeroDuration() ? start + limits.whole : absl::InfiniteFuture();
+}
+
+// The call heard from the daemon: `progress` (optional) may state the daemon's compile limit,
+// which bounds the whole call when the caller set no limit of its own.
+void Heard(CallWatchdog::Watch& watch, const WaitLimits& limits, absl::Time start,
+           const v1::ResolveProgress* progress) {
+  absl::Time now = absl::Now();
+  absl::Time until = absl::InfiniteFuture();
+  if (progress != nullptr && limits.whole <= absl::ZeroDuration() &&
+      progress->compile_limit_seconds() > 0) {
+    until = start + absl::Seconds(progress->compile_limit_seconds()) + limits.silence;
+  }
+  watch.Set(now + limits.silence, until);
+}
+
+// The status of a call the watchdog gave up on (OK when it did not), with *end filled in.
+absl::Status GivenUp(WatchFired fired, const WaitLimits& limits, CallEnd* end) {
+  switch (fired) {
+    case WatchFired::kNo:
+      return absl::OkStatus();
+    case WatchFired::kSilent:
+      end->silent = true;
+      return absl::DeadlineExceededError(absl::StrCat(
+          "nothing came for ", absl::FormatDuration(limits.silence),
+          end->accepted ? " after it had accepted the call (no answer and no progress: is it "
+                          "stopped or overloaded?)"
+                        : ""));
+    case WatchFired::kOverLimit:
+      end->over_limit = true;
+      return absl::DeadlineExceededError(
+          "it was still working on the call (compiling) when the whole wait's limit passed");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BrokenStream(absl::string_view what) {
   return absl::DataLossError(
       absl::StrCat("kcached sent a broken Resolve stream: ", what, "; the artifact was discarded"));
@@ -139,13 +177,18 @@ absl::Status ReadAll(grpc::ClientReader<Part>& reader, grpc::ClientContext& cont
 // then its chunks, one entry at a time.
 class ManyAnswers {
  public:
-  ManyAnswers(size_t entries, const ResolveManyCallback& on_answer)
-      : answered_(entries, false), on_answer_(on_answer) {}
+  ManyAnswers(size_t entries, const ResolveManyCallback& on_answer, absl::Time start)
+      : answered_(entries, false), heard_(entries, start), on_answer_(on_answer) {}
 
   absl::Status Take(const v1::ResolveManyResponse& part) {
     uint32_t index = part.index();
     if (index >= answered_.size() || answered_[index]) {
       return BrokenStream(absl::StrCat("an answer for entry ", index, ", which is not awaited"));
+    }
+    heard_[index] = absl::Now();
+    if (part.has_progress()) {
+      if (open_) return BrokenStream("progress inside an answer");
+      return absl::OkStatus();
     }
     if (open_ && index != open_index_) {
       return BrokenStream(
@@ -181,6 +224,16 @@ class ManyAnswers {
   // A header whose chunks did not all come.
   bool open() const { return open_; }
 
+  // When the first entry not yet answered heard from the daemon last (InfiniteFuture: none
+  // is left).
+  absl::Time OldestHeard() const {
+    absl::Time oldest = absl::InfiniteFuture();
+    for (size_t i = 0; i < answered_.size(); ++i) {
+      if (!answered_[i]) oldest = std::min(oldest, heard_[i]);
+    }
+    return oldest;
+  }
+
  private:
   void Answered(uint32_t index, absl::StatusOr<FetchedKernel> answer) {
     answered_[index] = true;
@@ -188,6 +241,7 @@ class ManyAnswers {
   }
 
   std::vector<bool> answered_;
+  std::vector<absl::Time> heard_;  // per entry: when the daemon last sent something for it
   const ResolveManyCallback& on_answer_;
   bool open_ = false;
   uint32_t open_index_ = 0;
@@ -233,6 +287,14 @@ void DaemonConnection::RenewIfFailed() {
   stub_ = std::make_shared<v1::KernelCache::Stub>(channel_);
 }
 
+void DaemonConnection::Ended(const grpc::ClientContext& context, const absl::Status& finished,
+                             CallEnd* end) {
+  end->accepted = Accepted(context);
+  if (!absl::IsUnavailable(finished) || end->accepted) return;
+  absl::MutexLock lock(&mu_);
+  end->unreachable = channel_->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY;
+}
+
 absl::Status DaemonConnection::Described(const absl::Status& status) const {
   if (status.ok() || !IsDaemonFailure(status)) return status;
   std::string hint;
@@ -246,22 +308,30 @@ absl::Status DaemonConnection::Described(const absl::Status& status) const {
 }
 
 absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest& request,
-                                                        absl::Time deadline, bool* accepted) {
+                                                        const WaitLimits& limits, CallEnd* end) {
+  absl::Time start = absl::Now();
   while (true) {
+    *end = CallEnd();
     grpc::ClientContext context;
-    SetDeadline(&context, deadline);
+    std::unique_ptr<CallWatchdog::Watch> watch =
+        watchdog_.Start(&context, absl::Now() + limits.silence, UntilOf(limits, start));
     std::shared_ptr<v1::KernelCache::Stub> s = stub();
     std::unique_ptr<grpc::ClientReader<v1::ResolveResponse>> reader = s->Resolve(&context, request);
     v1::ArtifactHeader header;
     FetchedKernel kernel;
     bool have_header = false;
     absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveResponse& part) {
+      Heard(*watch, limits, start, part.has_progress() ? &part.progress() : nullptr);
+      if (part.has_progress()) {
+        return have_header ? BrokenStream("progress inside the answer") : absl::OkStatus();
+      }
       return TakePart(part, &have_header, &kernel, &header);
     });
     absl::Status finished = FromGrpc(reader->Finish());
-    if (accepted != nullptr) *accepted = Accepted(context);
+    Ended(context, finished, end);
+    if (absl::Status s = GivenUp(watch->fired(), limits, end); !s.ok()) return Described(s);
     if (!broken.ok()) return Described(broken);
-    if (WaitIfBusy(finished, context, deadline)) continue;
+    if (WaitIfBusy(finished, context, start + limits.silence)) continue;
     if (!finished.ok()) return Described(finished);
     if (absl::Status s = CheckComplete(have_header, header, kernel); !s.ok()) return Described(s);
     return kernel;
@@ -269,24 +339,31 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
 }
 
 absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request,
-                                           absl::Time deadline,
-                                           const ResolveManyCallback& on_answer, bool* accepted) {
+                                           const WaitLimits& limits,
+                                           const ResolveManyCallback& on_answer, CallEnd* end) {
+  absl::Time start = absl::Now();
   while (true) {
+    *end = CallEnd();
     grpc::ClientContext context;
-    SetDeadline(&context, deadline);
+    std::unique_ptr<CallWatchdog::Watch> watch =
+        watchdog_.Start(&context, absl::Now() + limits.silence, UntilOf(limits, start));
     std::shared_ptr<v1::KernelCache::Stub> s = stub();
     std::unique_ptr<grpc::ClientReader<v1::ResolveManyResponse>> reader =
         s->ResolveMany(&context, request);
-    ManyAnswers answers(static_cast<size_t>(request.kernels_size()), on_answer);
+    ManyAnswers answers(static_cast<size_t>(request.kernels_size()), on_answer, absl::Now());
     bool any = false;
     absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveManyResponse& part) {
       any = true;
-      return answers.Take(part);
+      absl::Status taken = answers.Take(part);
+      Heard(*watch, limits, start, part.has_progress() ? &part.progress() : nullptr);
+      watch->Set(answers.OldestHeard() + limits.silence, absl::InfiniteFuture());
+      return taken;
     });
     absl::Status finished = FromGrpc(reader->Finish());
-    if (accepted != nullptr) *accepted = Accepted(context);
+    Ended(context, finished, end);
+    if (absl::Status s = GivenUp(watch->fired(), limits, end); !s.ok()) return Described(s);
     if (!broken.ok()) return Described(broken);
-    if (!any && WaitIfBusy(finished, context, deadline)) continue;
+    if (!any && WaitIfBusy(finished, context, start + limits.silence)) continue;
     if (!finished.ok()) return Described(finished);
     if (answers.open()) return Described(BrokenStream("the stream ended inside an artifact"));
     return absl::OkStatus();

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/lib/call_watchdog.h"
 #include "kcache/kcache.h"
 #include "kcache/v1/kcache.grpc.pb.h"
 
@@ -30,6 +31,25 @@ inline constexpr size_t kMaxResolveManyEntries = 1024;
 // verified) or the daemon's error for it.
 using ResolveManyCallback = std::function<void(size_t index, absl::StatusOr<FetchedKernel>)>;
 
+// How long a Resolve or ResolveMany waits (docs/client.md, "Deadlines"): at most `silence`
+// without a message from the daemon for the kernel (its answer, or a ResolveProgress while it
+// compiles), and at most `whole` in all; `whole` 0 = the compile limit the daemon states in
+// its progress, plus `silence` (unbounded while a daemon that states none keeps talking).
+struct WaitLimits {
+  absl::Duration silence = absl::Seconds(2);
+  absl::Duration whole = absl::ZeroDuration();
+};
+
+// How a Resolve or ResolveMany ended, besides its status.
+struct CallEnd {
+  bool accepted = false;    // the daemon took the call (core/protocol.h kAcceptedMetadataKey)
+  bool silent = false;      // given up: nothing from the daemon for WaitLimits::silence
+  bool over_limit = false;  // given up: WaitLimits::whole passed while the daemon still worked
+  // UNAVAILABLE with no connection to a daemon: nothing listens (the socket missing, or the
+  // connection refused), as opposed to a daemon that answered UNAVAILABLE.
+  bool unreachable = false;
+};
+
 // Thread-safe. Creating it never waits for the daemon; a call connects if needed and gives
 // up at its deadline. Failures of the daemon (see IsDaemonFailure) come back with messages
 // that name the address and say what to do.
@@ -47,20 +67,22 @@ class DaemonConnection {
   // calls this.
   void RenewIfFailed();
 
-  // One Resolve: header, then chunks up to header.size; DataLoss when the stream is broken
-  // (no header, two headers, more or fewer bytes than announced, a checksum mismatch). A
-  // refusal at one of the daemon's bounds (RESOURCE_EXHAUSTED with a retry-after, "kcached is
-  // busy") is retried after that pause while the deadline allows. `accepted` (optional): the
-  // daemon had taken the last attempt (core/protocol.h kAcceptedMetadataKey), so a
-  // DeadlineExceeded means it was still working on it, not that it is away.
-  absl::StatusOr<FetchedKernel> Resolve(const v1::ResolveRequest& request, absl::Time deadline,
-                                        bool* accepted = nullptr);
+  // One Resolve: progress messages while the daemon compiles (the request should set
+  // want_progress), then a header, then chunks up to header.size; DataLoss when the stream is
+  // broken (no header, two headers, more or fewer bytes than announced, a checksum mismatch).
+  // DeadlineExceeded when `limits` ran out (*end says which). A refusal at one of the daemon's
+  // bounds (RESOURCE_EXHAUSTED with a retry-after, "kcached is busy") is retried after that
+  // pause while limits.silence (from the first attempt) allows.
+  absl::StatusOr<FetchedKernel> Resolve(const v1::ResolveRequest& request, const WaitLimits& limits,
+                                        CallEnd* end);
   // One ResolveMany (at most kMaxResolveManyEntries entries, under kMaxWarmRequestBytes):
-  // `on_answer` runs, on this thread, once per entry as its answer completes. OK when every
-  // entry was answered; otherwise the call's failure (the entries not answered got nothing),
-  // DataLoss for a broken stream. A busy refusal before any answer is retried as Resolve's.
-  absl::Status ResolveMany(const v1::ResolveManyRequest& request, absl::Time deadline,
-                           const ResolveManyCallback& on_answer, bool* accepted = nullptr);
+  // `on_answer` runs, on this thread, once per entry as its answer completes. `limits` holds
+  // for each entry on its own: the call is given up once one entry not yet answered has heard
+  // nothing for limits.silence. OK when every entry was answered; otherwise the call's failure
+  // (the entries not answered got nothing), DataLoss for a broken stream. A busy refusal
+  // before any answer is retried as Resolve's.
+  absl::Status ResolveMany(const v1::ResolveManyRequest& request, const WaitLimits& limits,
+                           const ResolveManyCallback& on_answer, CallEnd* end);
   absl::StatusOr<DaemonStats> Stat(absl::Time deadline);
   absl::StatusOr<std::vector<ListedKernel>> List(absl::Time deadline);
   absl::StatusOr<ExportedManifest> ExportManifest(absl::Time deadline);
@@ -69,9 +91,12 @@ class DaemonConnection {
 
  private:
   std::shared_ptr<v1::KernelCache::Stub> stub();
+  // Fills end->accepted and end->unreachable from a finished call.
+  void Ended(const grpc::ClientContext& context, const absl::Status& finished, CallEnd* end);
   absl::Status Described(const absl::Status& status) const;
 
   const std::string address_;
+  CallWatchdog watchdog_;
   absl::Mutex mu_;
   std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<v1::KernelCache::Stub> stub_ ABSL_GUARDED_BY(mu_);

@@ -336,6 +336,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
       break;
   }
   decision->compile->demand = CompileDemand{query.client, query.still_wanted};
+  if (query.waits_for_compile) query.waits_for_compile();
   return CompileMiss(*std::move(decision), device, epoch);
 }
 

@@ -93,6 +93,10 @@ struct ResolveQuery {
   // request; the caller asks again with it false when it is ready to wait. A batch uses it to
   // answer every stored kernel before it waits for the first compile.
   bool defer_compile = false;
+  // Called once, on the calling thread, when the answer is about to wait for a compile (here
+  // or by another daemon of the fleet): the gRPC call then tells its client (ResolveProgress).
+  // Null: nobody is told.
+  std::function<void()> waits_for_compile;
 };
 
 // ResolveQuery::defer_compile's answer, and its test.

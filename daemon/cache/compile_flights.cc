@@ -63,6 +63,10 @@ std::shared_ptr<const Artifact> CompiledSet::Find(ArtifactKind kind, const Targe
   return nullptr;
 }
 
+// How long a flight stays wanted after its last caller gave up: a client that gave up and
+// asks again at once (a retry) finds its compile still queued, in its place, not dropped.
+constexpr absl::Duration kRetryGrace = absl::Seconds(2);
+
 class CompileFlights::Interest {
  public:
   size_t Add(const CompileDemand& demand) {
@@ -80,13 +84,20 @@ class CompileFlights::Interest {
                   wanted_.end());
     return wanted_.empty();
   }
+  // True while a caller waits, and for kRetryGrace after the last one gave up.
   bool Wanted() {
     absl::MutexLock lock(&mu_);
-    return std::any_of(wanted_.begin(), wanted_.end(), [](const auto& w) { return w.second(); });
+    absl::Time now = absl::Now();
+    if (std::any_of(wanted_.begin(), wanted_.end(), [](const auto& w) { return w.second(); })) {
+      last_wanted_ = now;
+      return true;
+    }
+    return now - last_wanted_ < kRetryGrace;
   }
 
  private:
   absl::Mutex mu_;
+  absl::Time last_wanted_ ABSL_GUARDED_BY(mu_) = absl::Now();
   size_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::pair<size_t, std::function<bool()>>> wanted_ ABSL_GUARDED_BY(mu_);
 };

@@ -53,8 +53,9 @@ class CompileFlights {
   // skipped: the result is still returned) and invalidates the kernel's memory entries. `*waited`
   // says whether this caller joined another's flight. Errors are the compiler's (Aborted with the
   // NVRTC log; Cancelled when the compile left the queue because every caller of the flight had
-  // given up: job.demand.wanted of each is asked, and a caller still waiting is never left with
-  // that answer).
+  // given up 2 s ago or more: job.demand.wanted of each is asked, a caller that asks again within
+  // those 2 s joins the queued compile, and a caller still waiting is never left with that
+  // answer).
   //
   // A flight stopped by a limit (DeadlineExceeded, ResourceExhausted) is remembered for
   // `limit_backoff`: callers for the same (kernel, target) in that time get its error at once,

@@ -95,6 +95,7 @@ absl::Status StartCompilers(const DaemonOptions& options,
   }
   service->supported_archs = newest->supported_archs();
   service->toolkit_name = newest->identity().DisplayName();
+  service->compile_limit = options.compile.wall_time_per_compile;
   *summary = absl::StrCat("toolkits ", absl::StrJoin(names, ", "),
                           "; a miss compiles in worker processes with the newest one its "
                           "driver loads");
@@ -161,7 +162,7 @@ class DaemonImpl final : public Daemon {
     if (!cache.ok()) return cache.status();
     cache_ = *std::move(cache);
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
-    service_ = std::make_unique<KernelCacheService>(cache_.get(), pool_.get(), &tracker_,
+    service_ = std::make_unique<KernelCacheService>(cache_.get(), pool_.get(), &tracker_, &ticker_,
                                                     service_options_);
 
     grpc::EnableDefaultHealthCheckService(true);
@@ -408,6 +409,9 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<ArtifactCache> cache_;
   std::unique_ptr<BlockingPool> pool_;
   CallTracker tracker_;
+  // After the pool (a call waiting for a compile starts ticking from a pool thread), before
+  // the tracker (a call it still ticks leaves the tracker when the ticker lets it go).
+  ProgressTicker ticker_;
   std::unique_ptr<KernelCacheService> service_;
   std::unique_ptr<FastPathServer> fast_;  // stopped before the cache closes
   std::string fast_path_;

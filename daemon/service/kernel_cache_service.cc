@@ -108,17 +108,24 @@ absl::Status GraceRanOutStatus() {
 }
 
 KernelCacheService::KernelCacheService(ArtifactCache* cache, BlockingPool* pool,
-                                       CallTracker* tracker, ServiceOptions options)
-    : cache_(cache), pool_(pool), tracker_(tracker), options_(std::move(options)) {}
+                                       CallTracker* tracker, ProgressTicker* ticker,
+                                       ServiceOptions options)
+    : cache_(cache),
+      pool_(pool),
+      tracker_(tracker),
+      ticker_(ticker),
+      options_(std::move(options)) {}
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelCacheService::Resolve(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  return NewResolveReactor(cache_, pool_, tracker_, context, *request);
+  return NewResolveReactor(cache_, pool_, tracker_, {ticker_, options_.compile_limit}, context,
+                           *request);
 }
 
 grpc::ServerWriteReactor<v1::ResolveManyResponse>* KernelCacheService::ResolveMany(
     grpc::CallbackServerContext* context, const v1::ResolveManyRequest* request) {
-  return NewResolveManyReactor(cache_, pool_, tracker_, context, *request);
+  return NewResolveManyReactor(cache_, pool_, tracker_, {ticker_, options_.compile_limit}, context,
+                               *request);
 }
 
 grpc::ServerWriteReactor<v1::WarmProgress>* KernelCacheService::Warm(

@@ -14,6 +14,7 @@
 #include "daemon/cache/artifact_cache.h"
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/call_tracker.h"
+#include "daemon/service/progress_ticker.h"
 #include "kcache/v1/kcache.grpc.pb.h"
 
 namespace kcache {
@@ -25,6 +26,8 @@ struct ServiceOptions {
   std::string toolkit_name;
   int default_warm_jobs = 0;  // WarmRequest.jobs == 0 uses this (0: one per core)
   absl::Time started = absl::Now();
+  // --compile-timeout-seconds, as ResolveProgress tells it; 0 or infinite = no limit.
+  absl::Duration compile_limit = absl::ZeroDuration();
 };
 
 using KernelCacheServiceBase = v1::KernelCache::WithRawCallbackMethod_Resolve<
@@ -32,14 +35,15 @@ using KernelCacheServiceBase = v1::KernelCache::WithRawCallbackMethod_Resolve<
         v1::KernelCache::WithCallbackMethod_Stat<v1::KernelCache::WithCallbackMethod_List<
             v1::KernelCache::WithCallbackMethod_ExportManifest<v1::KernelCache::Service>>>>>>;
 
-// `cache`, `pool` and `tracker` must outlive the service and every call it started: the daemon
-// shuts the gRPC server down and drains the pool before destroying them. Every call enters
-// `tracker`: once it drains, new calls are answered UNAVAILABLE; past its bounds (calls in
-// flight, bytes queued for slow readers) RESOURCE_EXHAUSTED with kRetryAfterMetadataKey.
+// `cache`, `pool`, `tracker` and `ticker` must outlive the service and every call it started:
+// the daemon shuts the gRPC server down and drains the pool before destroying them (the ticker
+// after the pool: a call still waiting for a compile may start ticking until the pool is gone).
+// Every call enters `tracker`: once it drains, new calls are answered UNAVAILABLE; past its bounds
+// (calls in flight, bytes queued for slow readers) RESOURCE_EXHAUSTED with kRetryAfterMetadataKey.
 class KernelCacheService final : public KernelCacheServiceBase {
  public:
   KernelCacheService(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-                     ServiceOptions options);
+                     ProgressTicker* ticker, ServiceOptions options);
 
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Resolve(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request) override;
@@ -61,18 +65,18 @@ class KernelCacheService final : public KernelCacheServiceBase {
   ArtifactCache* const cache_;
   BlockingPool* const pool_;
   CallTracker* const tracker_;
+  ProgressTicker* const ticker_;
   const ServiceOptions options_;
 };
 
 // The streaming reactors (resolve_reactor.cc, resolve_many_reactor.cc, warm_reactor.cc). Each
-// deletes itself once gRPC is done with it and its background task has returned.
-grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(ArtifactCache* cache,
-                                                              BlockingPool* pool,
-                                                              CallTracker* tracker,
-                                                              grpc::CallbackServerContext* context,
-                                                              const grpc::ByteBuffer& request);
+// deletes itself once gRPC is done with it, its background task has returned and `progress`
+// has stopped ticking it.
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(
+    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request);
 grpc::ServerWriteReactor<v1::ResolveManyResponse>* NewResolveManyReactor(
-    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
+    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
     grpc::CallbackServerContext* context, const v1::ResolveManyRequest& request);
 grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache, BlockingPool* pool,
                                                            CallTracker* tracker,

@@ -5,6 +5,8 @@
 // each taking the next entry when its compile is done. Answers queue as (index, Served), which
 // shares the cached artifact: the messages (a header, then chunks of at most kChunkBytes) are
 // made one at a time as gRPC sends them, so a call holds one chunk of the queued-bytes bound.
+// While entries wait for a compile, each that asked (want_progress) gets a ResolveProgress at
+// once and every kProgressInterval, between answers (never inside one).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/protocol.h"
@@ -36,8 +39,9 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
                                  private TrackedCall {
  public:
   ResolveManyReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-                     grpc::CallbackServerContext* context, const v1::ResolveManyRequest& request)
-      : TrackedCall(tracker), cache_(cache), pool_(pool) {
+                     const ProgressSource& progress, grpc::CallbackServerContext* context,
+                     const v1::ResolveManyRequest& request)
+      : TrackedCall(tracker), cache_(cache), pool_(pool), progress_(progress) {
     CallTracker::Admission admission = tracker_->Enter(this);
     if (admission != CallTracker::Admission::kAdmitted) {
       FinishNow(RefusedStatus(admission, *tracker_, cache, context));
@@ -55,6 +59,7 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
     reserved_ = kChunkBytes;
     context->AddInitialMetadata(kAcceptedMetadataKey, "1");
     StartSendInitialMetadata();
+    accepted_ = absl::Now();
     total_ = static_cast<size_t>(request.kernels_size());
     std::vector<std::pair<uint32_t, ResolveQuery>> queries;
     for (int i = 0; i < request.kernels_size(); ++i) {
@@ -67,6 +72,9 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
       }
       ResolveQuery query = QueryFromProto(entry);
       query.still_wanted = [gave_up = gave_up_] { return !gave_up->load(); };
+      if (entry.want_progress() && progress_.ticker != nullptr) {
+        wants_progress_.insert(static_cast<uint32_t>(i));
+      }
       queries.emplace_back(static_cast<uint32_t>(i), std::move(query));
     }
     if (queries.empty()) return;
@@ -107,6 +115,7 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
   // Every entry without compiling; those that need a compile are queued for CompileNext.
   void FirstPass(std::vector<std::pair<uint32_t, ResolveQuery>> queries) {
     size_t deferred = 0;
+    bool progress = false;
     for (auto& [index, query] : queries) {
       if (gave_up_->load()) return;
       query.defer_compile = true;
@@ -115,11 +124,16 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
         query.defer_compile = false;
         absl::MutexLock lock(&mu_);
         compiles_.emplace_back(index, std::move(query));
+        if (wants_progress_.contains(index)) {
+          waiting_.insert(index);
+          progress = true;
+        }
         ++deferred;
         continue;
       }
       Push(index, std::move(served));
     }
+    if (progress) StartProgress();
     for (size_t i = 0; i < std::min(deferred, kResolveManyCompilesPerCall); ++i) {
       AddRef();  // each compile thread's reference
       pool_->Submit([this] {
@@ -151,9 +165,28 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
     {
       absl::MutexLock lock(&mu_);
       if (broken_) return;
+      waiting_.erase(index);
       answers_.push_back(Answer{index, std::move(served)});
     }
     WriteNext();
+  }
+
+  // Entries wait for compiles: tell their clients now, and every kProgressInterval until
+  // none waits (the ticker holds a reference meanwhile).
+  void StartProgress() {
+    AddRef();  // the ticker's reference
+    progress_.ticker->Every([this] { return DueProgress(); }, [this] { Unref(); });
+  }
+
+  // Queues a progress message for every entry still waiting; false once none waits.
+  bool DueProgress() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (broken_ || finished_ || waiting_.empty()) return false;
+      if (progress_due_.empty()) progress_due_.assign(waiting_.begin(), waiting_.end());
+    }
+    WriteNext();
+    return true;
   }
 
   void Break(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -177,7 +210,7 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
       if (offset_ >= bytes.size()) streaming_.reset();
       return true;
     }
-    if (answers_.empty()) return false;
+    if (answers_.empty()) return NextProgress();
     Answer answer = std::move(answers_.front());
     answers_.pop_front();
     ++answered_;
@@ -197,6 +230,19 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
       offset_ = 0;
     }
     return true;
+  }
+
+  // A progress message for the next entry that is due one and still waits.
+  bool NextProgress() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!progress_due_.empty()) {
+      uint32_t index = progress_due_.back();
+      progress_due_.pop_back();
+      if (!waiting_.contains(index)) continue;
+      current_.set_index(index);
+      *current_.mutable_progress() = progress_.Make(accepted_);
+      return true;
+    }
+    return false;
   }
 
   // Starts the next write, or finishes once every entry is answered (or the call broke).
@@ -229,6 +275,9 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
 
   ArtifactCache* const cache_;
   BlockingPool* const pool_;
+  const ProgressSource progress_;
+  absl::Time accepted_;                           // set before any background work starts
+  absl::flat_hash_set<uint32_t> wants_progress_;  // entries that asked; set before it too
   // Set when the call is cancelled or its client went away (ResolveQuery::still_wanted).
   const std::shared_ptr<std::atomic<bool>> gave_up_ = std::make_shared<std::atomic<bool>>(false);
   size_t total_ = 0;       // entries; set before any background work starts
@@ -237,6 +286,9 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
   absl::Mutex mu_;
   std::deque<std::pair<uint32_t, ResolveQuery>> compiles_ ABSL_GUARDED_BY(mu_);
   std::deque<Answer> answers_ ABSL_GUARDED_BY(mu_);
+  // Entries that wait for a compile and asked for progress, and those due a message now.
+  absl::flat_hash_set<uint32_t> waiting_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint32_t> progress_due_ ABSL_GUARDED_BY(mu_);
   size_t answered_ ABSL_GUARDED_BY(mu_) = 0;  // answers taken from answers_ to be sent
   std::shared_ptr<const Artifact> streaming_ ABSL_GUARDED_BY(mu_);  // its chunks are going out
   uint32_t streaming_index_ ABSL_GUARDED_BY(mu_) = 0;
@@ -251,9 +303,9 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
 }  // namespace
 
 grpc::ServerWriteReactor<v1::ResolveManyResponse>* NewResolveManyReactor(
-    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
+    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
     grpc::CallbackServerContext* context, const v1::ResolveManyRequest& request) {
-  return new ResolveManyReactor(cache, pool, tracker, context, request);
+  return new ResolveManyReactor(cache, pool, tracker, progress, context, request);
 }
 
 }  // namespace kcache

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -80,15 +81,27 @@ grpc::ByteBuffer ChunkMessage(const std::shared_ptr<const Artifact>& artifact, s
   return grpc::ByteBuffer(slices, 2);
 }
 
-// Lifetime: deleted when both gRPC (OnDone) and the background task are done with it. The
-// call finishes exactly once: with the cache's answer, or earlier when it is cancelled (the
-// client gave up, or shutdown's grace ran out) while the cache still works on it.
+grpc::ByteBuffer ProgressMessage(v1::ResolveProgress progress) {
+  v1::ResolveResponse message;
+  *message.mutable_progress() = std::move(progress);
+  grpc::ByteBuffer buffer;
+  bool own = false;
+  grpc::SerializationTraits<v1::ResolveResponse>::Serialize(message, &buffer, &own);
+  return buffer;
+}
+
+// Lifetime: deleted when gRPC (OnDone), the background task and the progress ticker are all
+// done with it. The call finishes exactly once: with the cache's answer, or earlier when it is
+// cancelled (the client gave up, or shutdown's grace ran out) while the cache still works on
+// it. One write is in flight at a time: progress while the cache works (want_progress), then
+// the header and the chunks; a finish that comes while a write is out waits for its reaction.
 class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                              private TrackedCall {
  public:
   ResolveReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-                 grpc::CallbackServerContext* context, const grpc::ByteBuffer& raw)
-      : TrackedCall(tracker), cache_(cache), context_(context) {
+                 const ProgressSource& progress, grpc::CallbackServerContext* context,
+                 const grpc::ByteBuffer& raw)
+      : TrackedCall(tracker), cache_(cache), context_(context), progress_(progress) {
     CallTracker::Admission admission = tracker_->Enter(this);
     if (admission != CallTracker::Admission::kAdmitted) {
       FinishOnce(RefusedStatus(admission, *tracker_, cache, context));
@@ -108,9 +121,13 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     // is a slow answer (a compile), not a daemon that is away.
     context->AddInitialMetadata(kAcceptedMetadataKey, "1");
     StartSendInitialMetadata();
+    accepted_ = arrived;
     AddRef();  // the background task's reference
     ResolveQuery query = QueryFromProto(request);
     query.still_wanted = [gave_up = gave_up_] { return !gave_up->load(); };
+    if (request.want_progress() && progress_.ticker != nullptr) {
+      query.waits_for_compile = [this] { StartProgress(); };
+    }
     pool->Submit([this, query = std::move(query)] {
       Serve(cache_->Resolve(query), query);
       Unref();
@@ -118,16 +135,28 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
 
   void OnWriteDone(bool ok) override {
+    std::optional<grpc::Status> finish;
+    bool header = false;
+    bool next = false;
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
+      if (!ok) {  // the client went away
+        gave_up_->store(true);
+        finish = ToGrpcStatus(absl::CancelledError("client cancelled"));
+      } else if (pending_finish_) {
+        finish = *pending_finish_;
+      } else if (gave_up_->load()) {  // cancelled while a progress write was out
+        finish = ToGrpcStatus(absl::CancelledError("call cancelled"));
+      } else if (answered_ && !header_sent_) {  // a progress write went out before the answer
+        header_sent_ = writing_ = header = true;
+      } else {
+        next = header_sent_;
+      }
     }
-    if (!ok) {  // the client went away
-      gave_up_->store(true);
-      FinishOnce(ToGrpcStatus(absl::CancelledError("client cancelled")));
-      return;
-    }
-    WriteNext();
+    if (finish) FinishOnce(*finish);
+    if (header) StartWrite(&message_);
+    if (next) WriteNext();
   }
 
   void OnCancel() override { CancelNow(absl::CancelledError("call cancelled")); }
@@ -146,6 +175,27 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
  private:
   ~ResolveReactor() override {
     if (reserved_ > 0) tracker_->ReleaseQueued(reserved_);
+  }
+
+  // The answer waits for a compile: tell the client now, and every kProgressInterval until
+  // the answer (on the background task's thread, which holds a reference meanwhile).
+  void StartProgress() {
+    AddRef();  // the ticker's reference
+    progress_.ticker->Every([this] { return SendProgress(); }, [this] { Unref(); });
+  }
+
+  // False once the call no longer waits (answered, finished or given up).
+  bool SendProgress() {
+    if (gave_up_->load()) return false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || answered_) return false;
+      if (writing_) return true;  // the last one is still going out
+      writing_ = true;
+    }
+    progress_message_ = ProgressMessage(progress_.Make(accepted_));
+    StartWrite(&progress_message_);
+    return true;
   }
 
   void Serve(absl::StatusOr<Served> served, const ResolveQuery& query) {
@@ -176,17 +226,19 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       return;
     }
     reserved_ = chunk;
+    artifact_ = served->artifact;
+    message_ = HeaderMessage(*served);
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;  // cancelled while the cache worked
-      writing_ = true;
+      answered_ = true;
+      if (writing_) return;  // a progress write is out: its reaction sends the header
+      header_sent_ = writing_ = true;
     }
-    artifact_ = served->artifact;
-    message_ = HeaderMessage(*served);
     StartWrite(&message_);  // (no buffer_hint: OnWriteDone would wait for the next write)
   }
 
-  // Called after each write completes: the next chunk, or the end.
+  // Called after each write of the answer completes: the next chunk, or the end.
   void WriteNext() {
     size_t size = artifact_->bytes.size();
     if (offset_ >= size) {
@@ -209,6 +261,10 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
+      if (writing_) {  // a progress write is out: its reaction finishes
+        if (!pending_finish_) pending_finish_ = status;
+        return;
+      }
       finished_ = true;
     }
     Finish(status);
@@ -216,26 +272,30 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
 
   ArtifactCache* const cache_;
   grpc::CallbackServerContext* const context_;
+  const ProgressSource progress_;
+  absl::Time accepted_;  // set before the background task starts
   // Set when the call is cancelled or its client went away: read by the compile queue
   // (ResolveQuery::still_wanted), which may outlive this reactor.
   const std::shared_ptr<std::atomic<bool>> gave_up_ = std::make_shared<std::atomic<bool>>(false);
   absl::Mutex mu_;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;   // a write is in flight
-  std::shared_ptr<const Artifact> artifact_;    // set once, before the first write
-  grpc::ByteBuffer message_;                    // the message in flight (one write at a time)
-  size_t offset_ = 0;                           // payload bytes already written
-  uint64_t reserved_ = 0;                       // of the tracker's queued-bytes bound
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;     // Finish was called
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;      // a write is in flight
+  bool answered_ ABSL_GUARDED_BY(mu_) = false;     // artifact_ and message_ hold the answer
+  bool header_sent_ ABSL_GUARDED_BY(mu_) = false;  // its header write has started
+  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const Artifact> artifact_;  // set once, before answered_
+  grpc::ByteBuffer message_;                  // the answer's message in flight
+  grpc::ByteBuffer progress_message_;         // the progress message in flight
+  size_t offset_ = 0;                         // payload bytes already written
+  uint64_t reserved_ = 0;                     // of the tracker's queued-bytes bound
 };
 
 }  // namespace
 
-grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(ArtifactCache* cache,
-                                                              BlockingPool* pool,
-                                                              CallTracker* tracker,
-                                                              grpc::CallbackServerContext* context,
-                                                              const grpc::ByteBuffer& request) {
-  return new ResolveReactor(cache, pool, tracker, context, request);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(
+    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request) {
+  return new ResolveReactor(cache, pool, tracker, progress, context, request);
 }
 
 }  // namespace kcache

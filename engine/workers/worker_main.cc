@@ -8,8 +8,9 @@
 // Built twice from this file: kcache-compile-worker, and for tests only
 // kcache-compile-worker-faulty (KCACHE_WORKER_FAULT_INJECTION), which crashes on a kernel
 // whose source contains KCACHE_TEST_CRASH, spins forever on KCACHE_TEST_HANG, shuts its socket
-// and stops itself on KCACHE_TEST_CLOSE_AND_STOP, and on
-// KCACHE_TEST_ESCAPE:<file> tries what its sandbox forbids and reports each attempt.
+// and stops itself on KCACHE_TEST_CLOSE_AND_STOP, sleeps <n> ms before compiling on
+// KCACHE_TEST_SLEEP_MS:<n> (a slow compile), and on KCACHE_TEST_ESCAPE:<file> tries what its
+// sandbox forbids and reports each attempt.
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
@@ -34,6 +35,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
 #include "engine/workers/sandbox.h"
@@ -227,6 +229,13 @@ absl::Status InjectFault(const CompileJob& job) {
     for (;;) spins = spins + 1;
   }
   absl::string_view source(job.spec.source);
+  if (size_t at = source.find("KCACHE_TEST_SLEEP_MS:"); at != absl::string_view::npos) {
+    int millis = 0;
+    absl::string_view digits = source.substr(at + strlen("KCACHE_TEST_SLEEP_MS:"));
+    if (absl::SimpleAtoi(digits.substr(0, digits.find_first_not_of("0123456789")), &millis)) {
+      absl::SleepFor(absl::Milliseconds(millis));
+    }
+  }
   if (size_t at = source.find("KCACHE_TEST_ESCAPE:"); at != absl::string_view::npos) {
     absl::string_view secret = source.substr(at + strlen("KCACHE_TEST_ESCAPE:"));
     secret = secret.substr(0, secret.find('\n'));

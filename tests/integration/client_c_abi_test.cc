@@ -219,8 +219,11 @@ TEST(CAbiNoDaemonTest, UnreachableDaemonWithoutFallbackIsUnavailable) {
   kcache_options_init(&options);
   EXPECT_EQ(options.deadline_ms, 2000);
   EXPECT_EQ(options.local_compile_fallback, 1);
+  EXPECT_EQ(options.wait_limit_ms, 0);
+  EXPECT_EQ(options.startup_grace_ms, 5000);
   options.address = address.c_str();
   options.local_compile_fallback = 0;
+  options.startup_grace_ms = 0;  // else it first waits for kcached to appear
   kcache_client* client = nullptr;
   ASSERT_EQ(kcache_connect(&options, &client), KCACHE_OK);
   kcache_source source = {};

@@ -95,6 +95,21 @@ TEST_F(CompileFairnessTest, MissesNobodyWaitsForLeaveTheQueue) {
   EXPECT_TRUE(patient.status.ok()) << patient.status.error_message();
 }
 
+// A caller that gave up asks again half a second later (a retry): its compile was still in the
+// queue, and the retry joins it instead of it being dropped and queued anew.
+TEST_F(CompileFairnessTest, AMissItsCallerAsksAgainForStaysQueued) {
+  StartDaemon(/*workers=*/1, /*wall_seconds=*/4);
+  std::thread bomb([&] { CallResolve(*stub_, Bomb(0, "bomber")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the bomb takes the worker
+  ResolveOutcome gave_up = CallResolve(*stub_, Small(0, "retrier"), std::chrono::seconds(1));
+  EXPECT_EQ(gave_up.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ResolveOutcome retry = CallResolve(*stub_, Small(0, "retrier"));
+  EXPECT_TRUE(retry.status.ok()) << retry.status.error_message();
+  EXPECT_EQ(StatCounter(*stub_, "compile.dropped"), 0u);
+  bomb.join();
+}
+
 // One worker, held by a bomb; the bomber queues a second bomb, then another client a small
 // miss. When the worker frees, the small miss goes first: it is answered before the second
 // bomb has even started (FIFO would have made it wait a whole wall-clock limit more).

@@ -198,7 +198,7 @@ def test_fail_open_compiles_locally_when_the_daemon_dies(own_daemon, manifest_ke
 
 def test_no_daemon_and_no_fallback_is_unavailable(tmp_path, manifest_kernels: dict) -> None:
     address = f"unix://{tmp_path}/absent.sock"
-    client = kcache.Client(address, local_compile_fallback=False)
+    client = kcache.Client(address, local_compile_fallback=False, startup_grace=0)
     with pytest.raises(kcache.Unavailable) as caught:
         client.resolve(manifest_kernels["axpy"], DEVICE)
     assert address in caught.value.reason and caught.value.code == 14

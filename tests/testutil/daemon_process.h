@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -181,6 +182,23 @@ class DaemonProcess {
   // Sends `signal` to the daemon (no-op when it is not running).
   void Kill(int signal) {
     if (pid_ > 0) ::kill(pid_, signal);
+  }
+
+  // SIGSTOP, then waits (up to a second) until the process shows as stopped ('T' in
+  // /proc/PID/stat: the signal is delivered asynchronously). False when it did not stop.
+  bool Pause() {
+    Kill(SIGSTOP);
+    std::string stat_path = "/proc/" + std::to_string(pid_) + "/stat";
+    for (int i = 0; i < 500; ++i) {
+      std::ifstream in(stat_path);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      size_t paren = text.rfind(')');
+      if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'T') {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
   }
 
   // True while the process has not exited (reaps it when it has).

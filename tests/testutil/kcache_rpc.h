@@ -57,6 +57,8 @@ struct ResolveOutcome {
   std::string bytes;          // the chunks, concatenated
   int chunks = 0;
   size_t largest_chunk = 0;
+  int progress = 0;  // ResolveProgress messages (only for a request with want_progress)
+  v1::ResolveProgress last_progress;
 };
 
 inline ResolveOutcome CallResolve(v1::KernelCache::Stub& stub, const v1::ResolveRequest& request,
@@ -69,6 +71,11 @@ inline ResolveOutcome CallResolve(v1::KernelCache::Stub& stub, const v1::Resolve
   int messages = 0;
   bool headers_after_first = false;
   while (reader->Read(&response)) {
+    if (response.has_progress()) {
+      out.last_progress = response.progress();
+      ++out.progress;
+      continue;
+    }
     if (response.has_header()) {
       if (messages == 0) {
         out.header = response.header();

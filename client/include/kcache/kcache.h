@@ -6,10 +6,11 @@
 //
 // No gRPC or protobuf type appears here (the insides are behind a pimpl); failures are
 // absl::Status values. The library fails open: every daemon call has a deadline, and when the
-// daemon is away (unreachable, slow, UNAVAILABLE) a kernel given by source is compiled in this
-// process with NVRTC (when `local_compile_fallback` is on). A circuit breaker stops the client
-// waiting on a dead daemon for every kernel. docs/client.md has the whole story; device.h
-// detects GPUs and loads modules; kcache_c.h is the C ABI over the same library.
+// daemon is away (unreachable, silent, UNAVAILABLE) a kernel given by source is compiled in
+// this process with NVRTC (when `local_compile_fallback` is on). A kernel the daemon is
+// compiling is waited for: the daemon keeps the call alive with progress messages. A circuit
+// breaker stops the client waiting on a dead daemon for every kernel. docs/client.md has the whole
+// story; device.h detects GPUs and loads modules; kcache_c.h is the C ABI over the same library.
 #ifndef KCACHE_CLIENT_INCLUDE_KCACHE_KCACHE_H_
 #define KCACHE_CLIENT_INCLUDE_KCACHE_KCACHE_H_
 
@@ -34,12 +35,21 @@ inline constexpr char kDefaultAddress[] = "unix:///run/kcache/kcache.sock";
 // else kDefaultAddress. Read each time it is called.
 std::string DefaultAddress();
 
+// $KCACHE_STARTUP_GRACE when it is set and not empty ("5s", "500ms", "0", or seconds as a
+// plain number; a value that is none of these gives -1 s, which Client::Connect refuses with
+// a message naming the variable), else 5 s. Read each time it is called.
+absl::Duration DefaultStartupGrace();
+
 struct ClientOptions {
   // Where kcached listens: "unix:///run/kcache/kcache.sock", "unix:relative.sock",
   // "localhost:7071". A bare absolute path ("/run/kcache/kcache.sock") means a unix socket.
   // Default: DefaultAddress(), read when the options are made.
   std::string address = DefaultAddress();
-  // Limit of every daemon call (for Resolve: the header and every chunk). Must be > 0.
+  // How long a call waits without word from the daemon. Admin calls (Stat, List, ...): their
+  // whole limit. Resolve and ResolveMany: the longest silence (no answer and no progress
+  // message) for a kernel; a kernel the daemon is compiling is waited for as long as the
+  // daemon keeps saying so, up to `wait_limit`; a daemon that falls silent is given up on and
+  // the kernel compiled here (docs/client.md, "Deadlines"). Must be > 0.
   absl::Duration deadline = absl::Seconds(2);
   // When the daemon cannot answer, compile a kernel given by source in this process with
   // NVRTC (the toolkit is loaded once, on the first local compile).
@@ -60,6 +70,16 @@ struct ClientOptions {
   bool fast_path = true;
   // The daemon's fast-path socket; "" = the unix address's path + ".fast" (none for TCP).
   std::string fast_path_socket;
+  // The longest a Resolve waits for a kernel in all, however much the daemon says it is
+  // working on it; then DeadlineExceeded (not compiled here: the daemon is busy, not away).
+  // 0 = the daemon's compile limit, which it states in its first progress message
+  // (--compile-timeout-seconds), plus `deadline`.
+  absl::Duration wait_limit = absl::ZeroDuration();
+  // When kcached is not there yet (its socket missing or refusing: a sidecar still starting),
+  // how long the first calls wait for it before compiling here. Spent once: the first contact
+  // with the daemon, or the grace running out, ends it (docs/client.md, "Waiting for the
+  // sidecar"). 0 = do not wait. Default: DefaultStartupGrace() ($KCACHE_STARTUP_GRACE, else 5 s).
+  absl::Duration startup_grace = DefaultStartupGrace();
 };
 
 // What a kernel is made of. Two sources with equal source, headers, options and name
@@ -156,7 +176,7 @@ struct KernelRef {
 
 // Per-call settings; the defaults are the client's.
 struct CallOptions {
-  absl::Duration deadline = absl::ZeroDuration();  // 0 = ClientOptions::deadline
+  absl::Duration deadline = absl::ZeroDuration();  // 0 = ClientOptions::deadline (its meaning)
   bool allow_daemon_compile = true;                // false: the daemon answers NOT_FOUND on a miss
   // True: when the daemon holds only PTX for the device and could compile its SASS, take the
   // PTX now (the driver JITs it) while the daemon compiles the SASS in the background for the
@@ -257,8 +277,9 @@ class Client {
   // `kernels`, on the calling thread, as each is ready: those the daemon holds first, then
   // its compiles as they finish. Returns when every kernel has had its result. Each result is
   // what Resolve / ResolveById / ResolveByName would give for that kernel alone, fail-open
-  // included (kernels by source are compiled here when the daemon is away). The call's
-  // deadline covers the whole batch: give one that may compile a longer deadline.
+  // included (kernels by source are compiled here when the daemon is away). The deadline holds
+  // for each kernel on its own, as for Resolve: one the daemon compiles is waited for while it
+  // says so.
   using ResultCallback = std::function<void(size_t index, absl::StatusOr<FetchedKernel> result)>;
   void ResolveMany(const std::vector<KernelRef>& kernels, const Device& device,
                    const ResultCallback& on_result, const CallOptions& call = {});

@@ -49,13 +49,18 @@ typedef struct kcache_options {
   const char* address;      /* default $KCACHE_ADDRESS, else "unix:///run/kcache/kcache.sock" */
   const char* client_name;  /* default "pid-<pid>" */
   const char* toolkit_root; /* local compiles; default $CUDA_HOME, else /usr/local/cuda */
-  int64_t deadline_ms;      /* every daemon call; default 2000 */
+  int64_t deadline_ms;      /* every daemon call; for a resolve, the longest silence (kcache.h
+                             * ClientOptions::deadline); default 2000 */
   int32_t local_compile_fallback; /* nonzero: compile here when the daemon is away; default 1 */
   int32_t breaker_failures;       /* consecutive failures that open the circuit; default 3 */
   int64_t breaker_cooldown_ms;    /* how long it stays open; default 10000 */
-  int32_t fast_path; /* nonzero: take the in-pod zero-copy path when the daemon offers it
-                      * (docs/client.md); 0: gRPC only; default 1 */
-  int32_t reserved[15];
+  int32_t fast_path;        /* nonzero: take the in-pod zero-copy path when the daemon offers it
+                             * (docs/client.md); 0: gRPC only; default 1 */
+  int32_t wait_limit_ms;    /* the longest wait for a kernel the daemon compiles; default 0 = the
+                             * daemon's compile limit (deadline_ms bounds silence, not this) */
+  int32_t startup_grace_ms; /* how long the first calls wait for a kcached not there yet; 0 = do
+                             * not wait; default $KCACHE_STARTUP_GRACE, else 5000 */
+  int32_t reserved[13];
 } kcache_options;
 
 typedef struct kcache_device {

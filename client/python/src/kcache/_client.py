@@ -57,13 +57,19 @@ class Client:
     address: where kcached listens ("unix:///run/kcache/kcache.sock", "unix:rel.sock",
       "localhost:7071", or a bare absolute socket path). None = $KCACHE_ADDRESS, else
       unix:///run/kcache/kcache.sock.
-    deadline: seconds, the limit of every daemon call.
+    deadline: seconds without word from the daemon after which a call gives up on it (a
+      kernel the daemon is compiling is waited for while it says so; docs/client.md).
     local_compile_fallback: when the daemon cannot answer, compile a KernelSource in this process
       with NVRTC (from `toolkit_root`: None = $CUDA_HOME, else /usr/local/cuda).
     breaker_failures, breaker_cooldown: after that many consecutive daemon failures the client
       stops calling the daemon for `breaker_cooldown` seconds (0 failures = never stop).
     client_name: sent with every request, for the daemon's logs (None = "pid-<pid>").
     fast_path: take the in-pod zero-copy path for stored kernels (False: gRPC only).
+    wait_limit: seconds, the longest wait for a kernel the daemon compiles (None = the daemon's
+      compile limit).
+    startup_grace: seconds the first calls wait for a kcached that is not there yet (its
+      socket missing or refusing) before compiling here; 0 = do not wait (None =
+      $KCACHE_STARTUP_GRACE, else 5).
 
     Never waits for the daemon here: it connects on first use. Raises InvalidArgument for bad
     options.
@@ -72,7 +78,9 @@ class Client:
     def __init__(self, address: Optional[str] = None, deadline: float = 2.0,
                  local_compile_fallback: bool = True, toolkit_root: Optional[str] = None,
                  breaker_failures: int = 3, breaker_cooldown: float = 10.0,
-                 client_name: Optional[str] = None, fast_path: bool = True) -> None:
+                 client_name: Optional[str] = None, fast_path: bool = True,
+                 wait_limit: Optional[float] = None,
+                 startup_grace: Optional[float] = None) -> None:
         self._handle: Optional[int] = None
         lib = _native.lib()
         options = _native.Options()
@@ -84,6 +92,10 @@ class Client:
         options.breaker_failures = breaker_failures
         options.breaker_cooldown_ms = int(round(breaker_cooldown * 1000))
         options.fast_path = 1 if fast_path else 0
+        if wait_limit is not None:
+            options.wait_limit_ms = int(round(wait_limit * 1000))
+        if startup_grace is not None:
+            options.startup_grace_ms = int(round(startup_grace * 1000))
         handle = ctypes.c_void_p()
         raise_for(lib.kcache_connect(ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle.value

@@ -34,7 +34,9 @@ class Options(ctypes.Structure):
         ("breaker_failures", c_int32),
         ("breaker_cooldown_ms", c_int64),
         ("fast_path", c_int32),
-        ("reserved", c_int32 * 15),
+        ("wait_limit_ms", c_int32),
+        ("startup_grace_ms", c_int32),
+        ("reserved", c_int32 * 13),
     ]
 
 

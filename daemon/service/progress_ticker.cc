@@ -1,0 +1,76 @@
+// ProgressTicker: the tasks are taken out under the lock and run outside it.
+#include "daemon/service/progress_ticker.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "absl/time/clock.h"
+
+namespace kcache {
+
+ProgressTicker::ProgressTicker(absl::Duration interval)
+    : interval_(interval), thread_([this] { Run(); }) {}
+
+ProgressTicker::~ProgressTicker() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  thread_.join();
+  std::vector<Task> left;
+  {
+    absl::MutexLock lock(&mu_);
+    left.swap(tasks_);
+  }
+  for (Task& task : left) task(/*stopping=*/true);
+}
+
+void ProgressTicker::Add(Task task) {
+  absl::MutexLock lock(&mu_);
+  tasks_.push_back(std::move(task));
+}
+
+void ProgressTicker::Every(std::function<bool()> send, std::function<void()> release) {
+  if (!send()) {
+    release();
+    return;
+  }
+  Add([send = std::move(send), release = std::move(release)](bool stopping) {
+    if (!stopping && send()) return true;
+    release();
+    return false;
+  });
+}
+
+void ProgressTicker::Run() {
+  while (true) {
+    std::vector<Task> due;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stop_), interval_);
+      if (stop_) return;
+      due.swap(tasks_);
+    }
+    std::vector<Task> again;
+    for (Task& task : due) {
+      if (task(/*stopping=*/false)) again.push_back(std::move(task));
+    }
+    absl::MutexLock lock(&mu_);
+    for (Task& task : again) tasks_.push_back(std::move(task));
+  }
+}
+
+v1::ResolveProgress ProgressSource::Make(absl::Time accepted) const {
+  constexpr int64_t kMax = UINT32_MAX;
+  v1::ResolveProgress progress;
+  progress.set_elapsed_ms(static_cast<uint32_t>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(absl::Now() - accepted), 0, kMax)));
+  if (compile_limit > absl::ZeroDuration() && compile_limit != absl::InfiniteDuration()) {
+    progress.set_compile_limit_seconds(static_cast<uint32_t>(std::clamp<int64_t>(
+        absl::ToInt64Seconds(absl::Ceil(compile_limit, absl::Seconds(1))), 1, kMax)));
+  }
+  return progress;
+}
+
+}  // namespace kcache
