@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
+#include "client/cli/node_devices.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 #include "engine/compile/compiler.h"
@@ -251,15 +252,26 @@ int RunGetOne(const GetFlags& flags, const std::string& kernel, std::string outp
   return kExitOk;
 }
 
+// Every kernel for every device of --device ("7.5,8.6": a node, one artifact per distinct SM).
 int RunGet(const GetFlags& flags) {
-  if (flags.kernels.size() == 1) return RunGetOne(flags, flags.kernels[0], flags.output, false);
+  absl::StatusOr<std::vector<client::Device>> devices = ParseDeviceList(flags.device, flags.driver);
+  if (!devices.ok()) {
+    return Fail(absl::StrCat("--device: ", devices.status().message()), kExitBadInput);
+  }
+  if (flags.kernels.size() == 1 && !IsDeviceList(flags.device)) {
+    return RunGetOne(flags, flags.kernels[0], flags.output, false);
+  }
   if (absl::Status s = PrepareOutputDir(flags.output); !s.ok()) {
     return Fail(s.message(), kExitBadInput);
   }
   int worst = kExitOk;
-  for (const std::string& kernel : flags.kernels) {
-    int code = RunGetOne(flags, kernel, flags.output, /*into_dir=*/true);
-    worst = std::max(worst, code);
+  for (const client::Device& device : *devices) {
+    GetFlags one = flags;
+    one.device = device.ToString();
+    for (const std::string& kernel : flags.kernels) {
+      int code = RunGetOne(one, kernel, flags.output, /*into_dir=*/true);
+      worst = std::max(worst, code);
+    }
   }
   return worst;
 }
@@ -321,7 +333,11 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
   AddStoreOrServer(
       get_cmd, &get->store, &get->server, &get->timeout_s,
       "With --server: seconds to wait for the daemon, a compile included (default 60)");
-  get_cmd->add_option("--device", get->device, "Device SM, e.g. 8.9")->required();
+  get_cmd
+      ->add_option("--device", get->device,
+                   "Device SM, e.g. 8.9; a node's, comma-separated (7.5,8.6): one artifact per "
+                   "distinct SM")
+      ->required();
   get_cmd->add_option("--driver", get->driver,
                       "Device's CUDA driver version, e.g. 13000 (default: unknown)");
   get_cmd

@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
-#include "client/cli/native_arch.h"
+#include "client/cli/node_devices.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 #include "core/manifest.h"

@@ -55,7 +55,7 @@ std::string WhyNoGpu(const VisibleDevices& visible) {
     return absl::StrCat(quoted, " hides every GPU");
   }
   if (visible.entries.empty()) {
-    return absl::StrCat(quoted, ": its first entry '", visible.stopped_at,
+    return absl::StrCat(quoted, ": its first entry '", visible.stopped_at.value_or(""),
                         "' is not a device index, a GPU-UUID or a MIG-UUID, so the driver "
                         "ignores it and every entry after it");
   }

@@ -4,6 +4,7 @@
 #ifndef KCACHE_CLIENT_LIB_VISIBLE_DEVICES_H_
 #define KCACHE_CLIENT_LIB_VISIBLE_DEVICES_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,9 @@ struct VisibleDevices {
   // The entries the driver takes, in order: a device index ("1"), a GPU UUID or its prefix
   // ("GPU-8f2c..."), a MIG instance ("MIG-..."), blanks trimmed.
   std::vector<std::string> entries;
-  // The first entry the driver does not understand ("-1", "x"); the driver ignores it and every
-  // entry after it. "" when none.
-  std::string stopped_at;
+  // The first entry the driver does not understand ("-1", "x", "" between two commas); the
+  // driver ignores it and every entry after it. nullopt when it takes every entry.
+  std::optional<std::string> stopped_at;
 };
 
 // Parses the variable's value; null = unset.

@@ -1,9 +1,10 @@
-// --arch native (native_arch.h).
-#include "client/cli/native_arch.h"
+// --arch native and --device lists (node_devices.h).
+#include "client/cli/node_devices.h"
 
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -54,6 +55,23 @@ absl::StatusOr<std::string> ExpandNativeArch(
     }
   }
   return absl::StrJoin(out, ",");
+}
+
+bool IsDeviceList(absl::string_view text) { return absl::StrContains(text, ','); }
+
+absl::StatusOr<std::vector<client::Device>> ParseDeviceList(absl::string_view text,
+                                                            uint32_t driver) {
+  std::vector<client::Device> devices;
+  for (const std::string& item : Items(text)) {
+    absl::StatusOr<client::Device> device = client::Device::Parse(item, driver);
+    if (!device.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("'", item, "': ", device.status().message()));
+    }
+    bool seen = std::any_of(devices.begin(), devices.end(),
+                            [&](const client::Device& d) { return d.arch() == device->arch(); });
+    if (!seen) devices.push_back(*device);
+  }
+  return devices;
 }
 
 }  // namespace kcache::cli
