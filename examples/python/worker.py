@@ -35,7 +35,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                                     "unix:///run/kcache/kcache.sock)")
     p.add_argument("--device", action="append", default=[],
                    help="resolve for this SM (e.g. 8.9) instead of the GPUs; repeat it to pretend "
-                        "a node (GPU i is loaded when this machine has a GPU i)")
+                        "a node (GPU i is loaded when this machine's GPU i has that SM)")
     p.add_argument("--driver", type=int, default=0, help="with --device: the driver version")
     p.add_argument("--no-cache", action="store_true",
                    help="compile every kernel in this process with NVRTC (libkcache's local "
@@ -71,10 +71,11 @@ def choose_gpus(args: argparse.Namespace) -> Optional[Tuple[List[kcache.Gpu], Li
                                    detected[0].device.driver_version)
         devices.append(device)
     gpus = kcache.pretend_gpus(devices)
-    real = [g.ordinal < len(detected) for g in gpus]
-    gpus = [kcache.Gpu(g.ordinal, g.device, detected[g.ordinal].name) if r else g
-            for g, r in zip(gpus, real)]
-    return gpus, real
+    same_sm = [g.ordinal < len(detected) and detected[g.ordinal].device.arch == g.device.arch
+               for g in gpus]
+    gpus = [kcache.Gpu(g.ordinal, g.device, detected[g.ordinal].name) if same else g
+            for g, same in zip(gpus, same_sm)]
+    return gpus, same_sm
 
 
 def make_client(args: argparse.Namespace) -> "tuple[kcache.Client, str]":
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     for g, gpu in enumerate(gpus):
         note = (f"GPU {gpu.ordinal}: {gpu.name}" if not args.device else
                 f"--device; loaded on GPU {gpu.ordinal}: {gpu.name}" if loads[g] else
-                "--device; no such GPU here: kernels are not loaded")
+                "--device; no GPU of that SM here: kernels are not loaded")
         kernels = report_gpu(sources, node.for_gpu(g), gpu, loads[g])
         per_gpu.append({"ordinal": gpu.ordinal, "name": gpu.name, "device": str(gpu.device),
                         "driver": gpu.device.driver_version, "loaded": loads[g], "note": note,

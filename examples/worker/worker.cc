@@ -52,7 +52,7 @@ int NoGpu(const absl::Status& why) {
 }
 
 // The node: every GPU detected, or one pretend GPU per --device (GPU i is loaded on the
-// machine's GPU i when there is one: the load check then refuses code of the wrong SM).
+// machine's GPU i when that has the same SM).
 std::optional<Node> ChooseGpus(const WorkerFlags& flags, int* exit_code) {
   absl::StatusOr<std::vector<GpuInfo>> detected = client::DetectDevices();
   Node node;
@@ -84,11 +84,15 @@ std::optional<Node> ChooseGpus(const WorkerFlags& flags, int* exit_code) {
   node.gpus = client::PretendGpus(devices);
   for (GpuInfo& gpu : node.gpus) {
     size_t g = static_cast<size_t>(gpu.ordinal);
-    bool real = detected.ok() && g < detected->size();
-    node.loads.push_back(real);
-    if (real) gpu.name = (*detected)[g].name;
-    node.notes.push_back(real ? absl::StrCat("--device; loaded on GPU ", g, ": ", gpu.name)
-                              : "--device; no such GPU here: kernels are not loaded");
+    const GpuInfo* real = detected.ok() && g < detected->size() ? &(*detected)[g] : nullptr;
+    bool same_sm = real != nullptr && real->device.arch() == gpu.device.arch();
+    node.loads.push_back(same_sm);
+    if (same_sm) gpu.name = real->name;
+    node.notes.push_back(same_sm ? absl::StrCat("--device; loaded on GPU ", g, ": ", gpu.name)
+                         : real != nullptr
+                             ? absl::StrCat("--device; GPU ", g, " is sm_", real->device.arch(),
+                                            ": kernels are not loaded")
+                             : "--device; no such GPU here: kernels are not loaded");
   }
   return node;
 }

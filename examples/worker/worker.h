@@ -15,7 +15,7 @@ struct WorkerFlags {
   std::string manifest;
   std::string server;  // kcached address; "" = libkcache's default
   // "8.9" per GPU: resolve for these SMs instead of the detected GPUs (a pretend node; GPU i
-  // loads its kernels when the machine has a GPU i, and the load check refuses a wrong SM).
+  // loads its kernels when the machine's GPU i has that SM).
   std::vector<std::string> devices;
   uint32_t driver = 0;    // with --device: the driver version to report (0 = detected/unknown)
   bool no_cache = false;  // compile every kernel in-process with NVRTC
