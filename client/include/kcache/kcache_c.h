@@ -161,13 +161,15 @@ void kcache_manifest_free(kcache_manifest* manifest);
 
 /* ---- Mixed-GPU nodes (docs/client.md, "A node's GPUs") ---------------------------------- */
 
-/* One GPU the process sees (or one a caller describes). */
+/* One GPU the process sees (or one a caller describes: zero it, then fill what you know). The
+ * struct keeps its size: later fields take the place of `reserved`, which stays zero. */
 typedef struct kcache_gpu {
   int32_t ordinal;      /* CUDA device ordinal in this process */
   kcache_device device; /* its SM and the driver's version */
   char name[256];       /* "NVIDIA H100 80GB HBM3"; "" when unknown */
   char uuid[96];        /* "GPU-8f2c...", or "MIG-..."; "" when unknown */
   char visible_as[96];  /* its CUDA_VISIBLE_DEVICES entry; "" when unset or not matched */
+  int32_t reserved[8];
 } kcache_gpu;
 
 /* Fills up to `capacity` GPUs, in the driver's order (CUDA_VISIBLE_DEVICES and MIG applied);

@@ -46,7 +46,8 @@ class GpuStruct(ctypes.Structure):
     """kcache_gpu (kcache_c.h)."""
 
     _fields_ = [("ordinal", c_int32), ("device", DeviceStruct), ("name", ctypes.c_char * 256),
-                ("uuid", ctypes.c_char * 96), ("visible_as", ctypes.c_char * 96)]
+                ("uuid", ctypes.c_char * 96), ("visible_as", ctypes.c_char * 96),
+                ("reserved", c_int32 * 8)]
 
 
 class Source(ctypes.Structure):
