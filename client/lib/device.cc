@@ -104,6 +104,52 @@ absl::StatusOr<uint32_t> VersionOf(const DriverApi& api) {
   return static_cast<uint32_t>(version);
 }
 
+// The loaded image LookUpEntries looks into: a library, or a module.
+struct Image {
+  void* library = nullptr;
+  void* module = nullptr;
+};
+
+// Looks up every entry point of `image`; the error names the first that fails. A library is
+// loaded into a context only when a function of it is asked for there: this asks in the GPU's
+// primary context, retained into *context (the caller releases it with the module), so an image
+// the GPU cannot run fails now (CUDA_ERROR_NO_BINARY_FOR_GPU), not at the first launch.
+absl::Status LookUpEntries(const DriverApi& api, Image image, int device, void** context,
+                           const FetchedKernel& kernel, const GpuInfo& gpu,
+                           const std::vector<std::string>& entries) {
+  bool in_context = image.library != nullptr && api.kernel_get_function != nullptr;
+  if (in_context) {
+    if (CuResult r = api.primary_ctx_retain(context, device); r != kCudaSuccess) {
+      *context = nullptr;
+      return DriverFailed(api, r, "cuDevicePrimaryCtxRetain");
+    }
+    if (CuResult r = api.ctx_push_current(*context); r != kCudaSuccess) {
+      return DriverFailed(api, r, "cuCtxPushCurrent");
+    }
+  }
+  absl::Status status;
+  for (const std::string& entry : entries) {
+    void* handle = nullptr;
+    CuResult r = image.library != nullptr
+                     ? api.library_get_kernel(&handle, image.library, entry.c_str())
+                     : api.module_get_function(&handle, image.module, entry.c_str());
+    void* function = nullptr;
+    if (r == kCudaSuccess && in_context) r = api.kernel_get_function(&function, handle);
+    if (r != kCudaSuccess) {
+      status = absl::UnavailableError(absl::StrCat(
+          kernel.kernel_name, " (", kernel.target, "): entry point '", entry,
+          "' does not load on GPU ", gpu.ordinal, " (", gpu.name, ", sm_", gpu.device.arch(),
+          "): ", api.ErrorText(r), "; resolve it for ", gpu.device.ToString()));
+      break;
+    }
+  }
+  if (in_context) {
+    void* popped = nullptr;
+    api.ctx_pop_current(&popped);
+  }
+  return status;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<GpuInfo>> DetectDevices() {
@@ -185,47 +231,13 @@ absl::StatusOr<std::unique_ptr<LoadedModule>> LoadedModule::Load(const FetchedKe
              !s.ok()) {
     return s;
   }
-  if (absl::Status s = loaded->LookUpEntries(api, kernel, *gpu, *entries); !s.ok()) return s;
+  if (absl::Status s = LookUpEntries(api, Image{loaded->library_, loaded->module_}, device,
+                                     &loaded->context_, kernel, *gpu, *entries);
+      !s.ok()) {
+    return s;
+  }
   loaded->load_micros_ = MicrosSince(start);
   return loaded;
-}
-
-absl::Status LoadedModule::LookUpEntries(const DriverApi& api, const FetchedKernel& kernel,
-                                         const GpuInfo& gpu,
-                                         const std::vector<std::string>& entries) {
-  // A library is loaded into a context only when a function of it is asked for there: ask in
-  // the GPU's primary context (kept until the module is unloaded), so an image the GPU cannot
-  // run fails now (CUDA_ERROR_NO_BINARY_FOR_GPU), not at the first launch.
-  bool in_context = library_ != nullptr && api.kernel_get_function != nullptr;
-  if (in_context) {
-    if (CuResult r = api.primary_ctx_retain(&context_, device_); r != kCudaSuccess) {
-      context_ = nullptr;
-      return DriverFailed(api, r, "cuDevicePrimaryCtxRetain");
-    }
-    if (CuResult r = api.ctx_push_current(context_); r != kCudaSuccess) {
-      return DriverFailed(api, r, "cuCtxPushCurrent");
-    }
-  }
-  absl::Status status;
-  for (const std::string& entry : entries) {
-    void* handle = nullptr;
-    CuResult r = library_ != nullptr ? api.library_get_kernel(&handle, library_, entry.c_str())
-                                     : api.module_get_function(&handle, module_, entry.c_str());
-    void* function = nullptr;
-    if (r == kCudaSuccess && in_context) r = api.kernel_get_function(&function, handle);
-    if (r != kCudaSuccess) {
-      status = absl::UnavailableError(absl::StrCat(
-          kernel.kernel_name, " (", kernel.target, "): entry point '", entry,
-          "' does not load on GPU ", gpu.ordinal, " (", gpu.name, ", sm_", gpu.device.arch(),
-          "): ", api.ErrorText(r), "; resolve it for ", gpu.device.ToString()));
-      break;
-    }
-  }
-  if (in_context) {
-    void* popped = nullptr;
-    api.ctx_pop_current(&popped);
-  }
-  return status;
 }
 
 LoadedModule::~LoadedModule() {

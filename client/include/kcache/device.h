@@ -15,8 +15,6 @@
 
 namespace kcache::client {
 
-struct DriverApi;  // client/lib/cuda_driver.h
-
 struct GpuInfo {
   int ordinal = 0;   // CUDA device ordinal
   std::string name;  // cuDeviceGetName, e.g. "NVIDIA H100 80GB HBM3"
@@ -77,10 +75,6 @@ class LoadedModule {
 
  private:
   LoadedModule() = default;
-  // Looks up every entry point (in the GPU's primary context for a library); the error names
-  // the first that fails.
-  absl::Status LookUpEntries(const DriverApi& api, const FetchedKernel& kernel, const GpuInfo& gpu,
-                             const std::vector<std::string>& entries);
   void* library_ = nullptr;  // CUlibrary, or null when the module API was used
   void* module_ = nullptr;   // CUmodule
   void* context_ = nullptr;  // the retained primary context (released on destruction)
