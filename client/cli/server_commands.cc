@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/cli/fatbin.h"
 #include "client/cli/node_devices.h"
 #include "client/cli/output.h"
 #include "client/cli/server_connect.h"
@@ -171,6 +172,41 @@ void ReportResult(const ServerGetFlags& flags, const client::Device& device, siz
   report->worst = std::max(report->worst, code);
 }
 
+// `get --fatbin`: DIR/NAME.fatbin for each kernel, of the cubins its distinct SMs got.
+int WriteFatbins(const ServerGetFlags& flags, const client::NodeKernels& node) {
+  int worst = kExitOk;
+  for (size_t i = 0; i < flags.kernels.size(); ++i) {
+    std::vector<SmCubin> cubins;
+    std::string name = flags.kernels[i];
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      const absl::StatusOr<FetchedKernel>& k = node.kernels[d][i];
+      if (!k.ok() || k->kind != client::ArtifactKind::kCubin) continue;
+      name = k->kernel_name;
+      cubins.push_back(SmCubin{node.devices[d].arch(), std::string(k->data())});
+    }
+    absl::StatusOr<std::string> fatbin = BuildFatbin(flags.toolkit_root, cubins);
+    if (!fatbin.ok()) {
+      worst = std::max(worst, Fail(absl::StrCat(name, ": fatbin: ", fatbin.status().message())));
+      continue;
+    }
+    std::string path = (std::filesystem::path(flags.output.empty() ? "." : flags.output) /
+                        absl::StrCat(name, ".fatbin"))
+                           .string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(fatbin->data(), static_cast<std::streamsize>(fatbin->size()));
+    out.close();
+    if (!out) {
+      worst = std::max(worst, Fail(absl::StrCat("cannot write ", path)));
+      continue;
+    }
+    if (!flags.json) {
+      std::printf("%s: fatbin of %zu cubins, %s written to %s\n", name.c_str(), cubins.size(),
+                  HumanBytes(fatbin->size()).c_str(), path.c_str());
+    }
+  }
+  return worst;
+}
+
 }  // namespace
 
 int RunGetOnServer(const ServerGetFlags& flags) {
@@ -178,6 +214,9 @@ int RunGetOnServer(const ServerGetFlags& flags) {
   if (!devices.ok())
     return Fail(absl::StrCat("--device: ", devices.status().message()), kExitBadInput);
   bool node = IsDeviceList(flags.device);
+  if (flags.fatbin && !node) {
+    return Fail("--fatbin needs a --device list, e.g. --device 7.5,8.6", kExitBadInput);
+  }
   bool several = flags.kernels.size() > 1 || node;
   if (several) {
     if (absl::Status s = PrepareOutputDir(flags.output); !s.ok()) {
@@ -213,6 +252,7 @@ int RunGetOnServer(const ServerGetFlags& flags) {
         ReportResult(flags, node.devices[d], i, node.kernels[d][i], several, true, &report);
       }
     }
+    if (flags.fatbin) report.worst = std::max(report.worst, WriteFatbins(flags, node));
   }
   if (flags.json) {
     if (!report.collected.empty()) {

@@ -39,6 +39,7 @@ struct GetFlags {
   bool no_compile = false;
   bool ptx_now = false;
   bool json = false;
+  bool fatbin = false;  // with --server and a --device list: one fatbin per kernel
 };
 
 json MetaJson(const ArtifactMeta& m) {
@@ -254,6 +255,7 @@ int RunGetOne(const GetFlags& flags, const std::string& kernel, std::string outp
 
 // Every kernel for every device of --device ("7.5,8.6": a node, one artifact per distinct SM).
 int RunGet(const GetFlags& flags) {
+  if (flags.fatbin) return Fail("--fatbin needs --server", kExitBadInput);
   absl::StatusOr<std::vector<client::Device>> devices = ParseDeviceList(flags.device, flags.driver);
   if (!devices.ok()) {
     return Fail(absl::StrCat("--device: ", devices.status().message()), kExitBadInput);
@@ -356,12 +358,24 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
                     "When only PTX is stored and SASS could be compiled, take the PTX now (the "
                     "SASS is still compiled and stored for the next call)");
   get_cmd->add_flag("--json", get->json, "Print the artifact's metadata as JSON");
+  get_cmd->add_flag("--fatbin", get->fatbin,
+                    "With --server and a --device list: also write DIR/NAME.fatbin, one fatbin "
+                    "holding each distinct SM's cubin (built with the toolkit's fatbinary)");
   get_cmd->callback([get, exit_code] {
     *exit_code = Dispatch(
         get->store, get->server, [&] { return RunGet(*get); },
         [&] {
-          ServerGetFlags f{get->server,     get->device,  get->driver, get->kernels,  get->output,
-                           get->no_compile, get->ptx_now, get->json,   get->timeout_s};
+          ServerGetFlags f{get->server,
+                           get->device,
+                           get->driver,
+                           get->kernels,
+                           get->output,
+                           get->no_compile,
+                           get->ptx_now,
+                           get->json,
+                           get->timeout_s,
+                           get->fatbin,
+                           get->toolkits.empty() ? "" : get->toolkits.front()};
           return RunGetOnServer(f);
         });
   });

@@ -1,12 +1,15 @@
 // A node's GPUs in one call, pretended without a GPU (7.5 + 8.6, 8.9 + 9.0, 9.0 + 10.0, two of
 // the same SM) against a real kcached: each GPU gets its own SM's artifact, one per distinct SM
 // (the daemon compiles once per distinct SM, not per GPU), through the C++ API (kcache/node.h),
-// the C ABI (kcache_resolve_for_gpus) and the kcache tool (get --device 7.5,8.6); and each GPU's
-// artifact passes the load check on its GPU and is refused, with the message, on the other.
+// the C ABI (kcache_resolve_for_gpus) and the kcache tool (get --device 7.5,8.6, and --fatbin:
+// one image of every distinct SM's cubin); and each GPU's artifact passes the load check on its
+// GPU and is refused, with the message, on the other.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -45,6 +48,11 @@ std::vector<GpuInfo> Node(const std::vector<std::string>& sms) {
   std::vector<Device> devices;
   for (const std::string& sm : sms) devices.push_back(*Device::Parse(sm, 13000));
   return PretendGpus(devices);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 std::string SassOf(const GpuInfo& gpu) { return absl::StrCat("sm_", gpu.device.arch()); }
@@ -202,6 +210,19 @@ TEST_P(NodeResolveTest, TheCliGetsEachDistinctSmsArtifact) {
   size_t files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(out)) files += entry.exists();
   EXPECT_EQ(files, devices.size()) << get.output;
+
+  // --fatbin: one image holding each distinct SM's cubin, as fetched.
+  ::kcache::testing::RunResult fat = ::kcache::testing::Run(
+      cli + " get --device " + list + " --kernel saxpy -o " + out + " --fatbin" + server);
+  ASSERT_EQ(fat.exit_code, 0) << fat.output;
+  std::string fatbin = ReadFile(out + "/saxpy.fatbin");
+  ASSERT_GE(fatbin.size(), 4u) << fat.output;
+  EXPECT_EQ(fatbin.substr(0, 4), std::string("\x50\xed\x55\xba", 4));  // fatbin magic
+  for (const Device& d : devices) {
+    std::string cubin = ReadFile(absl::StrCat(out, "/saxpy.sm_", d.arch(), ".cubin"));
+    ASSERT_FALSE(cubin.empty());
+    EXPECT_NE(fatbin.find(cubin), std::string::npos) << "sm_" << d.arch() << " missing";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(PretendNodes, NodeResolveTest,
