@@ -13,9 +13,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/cli/fatbin.h"
+#include "client/cli/node_devices.h"
 #include "client/cli/output.h"
 #include "client/cli/server_connect.h"
 #include "kcache/kcache.h"
+#include "kcache/node.h"
 
 namespace kcache::cli {
 namespace {
@@ -139,11 +142,82 @@ int ReportKernel(const ServerGetFlags& flags, const client::Device& device, cons
 
 }  // namespace
 
+namespace {
+
+// What `kcache get --server` collects: the worst exit code, how many were served, the JSON.
+struct GetReport {
+  int worst = kExitOk;
+  size_t served = 0;
+  json collected = json::array();
+};
+
+// Reports one kernel's result for `device` (named in an error when `node`: several devices).
+void ReportResult(const ServerGetFlags& flags, const client::Device& device, size_t i,
+                  const absl::StatusOr<FetchedKernel>& k, bool several, bool node,
+                  GetReport* report) {
+  int code = kExitOk;
+  if (!k.ok()) {
+    std::string what =
+        node ? absl::StrCat(flags.kernels[i], " for ", device.ToString()) : flags.kernels[i];
+    code = several ? Fail(absl::StrCat(what, ": ", k.status().message())) : FailStatus(k.status());
+    if (flags.json && several) {
+      report->collected.push_back({{"kernel", flags.kernels[i]},
+                                   {"device", device.ToString()},
+                                   {"error", std::string(k.status().message())}});
+    }
+  } else {
+    code = ReportKernel(flags, device, *k, several, &report->collected);
+    if (code == kExitOk) ++report->served;
+  }
+  report->worst = std::max(report->worst, code);
+}
+
+// `get --fatbin`: DIR/NAME.fatbin for each kernel, of the cubins its distinct SMs got.
+int WriteFatbins(const ServerGetFlags& flags, const client::NodeKernels& node) {
+  int worst = kExitOk;
+  for (size_t i = 0; i < flags.kernels.size(); ++i) {
+    std::vector<SmCubin> cubins;
+    std::string name = flags.kernels[i];
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      const absl::StatusOr<FetchedKernel>& k = node.kernels[d][i];
+      if (!k.ok() || k->kind != client::ArtifactKind::kCubin) continue;
+      name = k->kernel_name;
+      cubins.push_back(SmCubin{node.devices[d].arch(), std::string(k->data())});
+    }
+    absl::StatusOr<std::string> fatbin = BuildFatbin(flags.toolkit_root, cubins);
+    if (!fatbin.ok()) {
+      worst = std::max(worst, Fail(absl::StrCat(name, ": fatbin: ", fatbin.status().message())));
+      continue;
+    }
+    std::string path = (std::filesystem::path(flags.output.empty() ? "." : flags.output) /
+                        absl::StrCat(name, ".fatbin"))
+                           .string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(fatbin->data(), static_cast<std::streamsize>(fatbin->size()));
+    out.close();
+    if (!out) {
+      worst = std::max(worst, Fail(absl::StrCat("cannot write ", path)));
+      continue;
+    }
+    if (!flags.json) {
+      std::printf("%s: fatbin of %zu cubins, %s written to %s\n", name.c_str(), cubins.size(),
+                  HumanBytes(fatbin->size()).c_str(), path.c_str());
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
 int RunGetOnServer(const ServerGetFlags& flags) {
-  absl::StatusOr<client::Device> device = client::Device::Parse(flags.device, flags.driver);
-  if (!device.ok())
-    return Fail(absl::StrCat("--device: ", device.status().message()), kExitBadInput);
-  bool several = flags.kernels.size() > 1;
+  absl::StatusOr<std::vector<client::Device>> devices = ParseDeviceList(flags.device, flags.driver);
+  if (!devices.ok())
+    return Fail(absl::StrCat("--device: ", devices.status().message()), kExitBadInput);
+  bool node = IsDeviceList(flags.device);
+  if (flags.fatbin && !node) {
+    return Fail("--fatbin needs a --device list, e.g. --device 7.5,8.6", kExitBadInput);
+  }
+  bool several = flags.kernels.size() > 1 || node;
   if (several) {
     if (absl::Status s = PrepareOutputDir(flags.output); !s.ok()) {
       return Fail(s.message(), kExitBadInput);
@@ -159,43 +233,43 @@ int RunGetOnServer(const ServerGetFlags& flags) {
     refs.push_back(LooksLikeKernelId(kernel) ? client::KernelRef::Id(kernel)
                                              : client::KernelRef::Name(kernel));
   }
-  // One call for all of them: each is reported as it arrives, stored ones first.
   auto start = std::chrono::steady_clock::now();
-  int worst = kExitOk;
-  size_t served = 0;
-  json collected = json::array();
-  (*c)->ResolveMany(
-      refs, *device,
-      [&](size_t i, absl::StatusOr<FetchedKernel> k) {
-        int code = kExitOk;
-        if (!k.ok()) {
-          code = several ? Fail(absl::StrCat(flags.kernels[i], ": ", k.status().message()))
-                         : FailStatus(k.status());
-          if (flags.json && several) {
-            collected.push_back(
-                {{"kernel", flags.kernels[i]}, {"error", std::string(k.status().message())}});
-          }
-        } else {
-          code = ReportKernel(flags, *device, *k, several, &collected);
-          if (code == kExitOk) ++served;
-        }
-        worst = std::max(worst, code);
-      },
-      call);
-  if (flags.json) {
-    if (!collected.empty()) {
-      std::printf("%s\n", (several ? collected : collected[0]).dump(2).c_str());
+  GetReport report;
+  if (!node) {
+    // One call for all of them: each is reported as it arrives, stored ones first.
+    (*c)->ResolveMany(
+        refs, devices->front(),
+        [&](size_t i, absl::StatusOr<FetchedKernel> k) {
+          ReportResult(flags, devices->front(), i, k, several, false, &report);
+        },
+        call);
+  } else {
+    // A node: one call for every device at once, one artifact per distinct SM.
+    client::NodeKernels node =
+        client::ResolveForGpus(**c, refs, client::PretendGpus(*devices), call);
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      for (size_t i = 0; i < node.kernels[d].size(); ++i) {
+        ReportResult(flags, node.devices[d], i, node.kernels[d][i], several, true, &report);
+      }
     }
-    return worst;
+    if (flags.fatbin) report.worst = std::max(report.worst, WriteFatbins(flags, node));
+  }
+  if (flags.json) {
+    if (!report.collected.empty()) {
+      std::printf("%s\n", (several ? report.collected : report.collected[0]).dump(2).c_str());
+    }
+    return report.worst;
   }
   if (several) {
     int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
                          std::chrono::steady_clock::now() - start)
                          .count();
-    std::printf("%zu of %zu kernels in %s (one call)\n", served, flags.kernels.size(),
+    std::printf("%zu of %zu kernels%s in %s (one call)\n", report.served,
+                flags.kernels.size() * devices->size(),
+                node ? absl::StrCat(" for ", devices->size(), " SMs").c_str() : "",
                 HumanMicros(micros).c_str());
   }
-  return worst;
+  return report.worst;
 }
 
 int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {

@@ -22,6 +22,8 @@ struct ServerGetFlags {
   bool ptx_now = false;
   bool json = false;
   double timeout_s = 60;
+  bool fatbin = false;       // with a device list: DIR/NAME.fatbin of each distinct SM's cubin
+  std::string toolkit_root;  // whose fatbinary builds it; "" = the default toolkit
 };
 
 struct ServerWarmFlags {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
+#include "client/cli/node_devices.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 #include "engine/compile/compiler.h"
@@ -38,6 +39,7 @@ struct GetFlags {
   bool no_compile = false;
   bool ptx_now = false;
   bool json = false;
+  bool fatbin = false;  // with --server and a --device list: one fatbin per kernel
 };
 
 json MetaJson(const ArtifactMeta& m) {
@@ -251,15 +253,27 @@ int RunGetOne(const GetFlags& flags, const std::string& kernel, std::string outp
   return kExitOk;
 }
 
+// Every kernel for every device of --device ("7.5,8.6": a node, one artifact per distinct SM).
 int RunGet(const GetFlags& flags) {
-  if (flags.kernels.size() == 1) return RunGetOne(flags, flags.kernels[0], flags.output, false);
+  if (flags.fatbin) return Fail("--fatbin needs --server", kExitBadInput);
+  absl::StatusOr<std::vector<client::Device>> devices = ParseDeviceList(flags.device, flags.driver);
+  if (!devices.ok()) {
+    return Fail(absl::StrCat("--device: ", devices.status().message()), kExitBadInput);
+  }
+  if (flags.kernels.size() == 1 && !IsDeviceList(flags.device)) {
+    return RunGetOne(flags, flags.kernels[0], flags.output, false);
+  }
   if (absl::Status s = PrepareOutputDir(flags.output); !s.ok()) {
     return Fail(s.message(), kExitBadInput);
   }
   int worst = kExitOk;
-  for (const std::string& kernel : flags.kernels) {
-    int code = RunGetOne(flags, kernel, flags.output, /*into_dir=*/true);
-    worst = std::max(worst, code);
+  for (const client::Device& device : *devices) {
+    GetFlags one = flags;
+    one.device = device.ToString();
+    for (const std::string& kernel : flags.kernels) {
+      int code = RunGetOne(one, kernel, flags.output, /*into_dir=*/true);
+      worst = std::max(worst, code);
+    }
   }
   return worst;
 }
@@ -322,7 +336,11 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
       get_cmd, &get->store, &get->server, &get->timeout_s,
       "With --server: seconds without word from the daemon before giving up; a compile\n"
       "it reports progress on is waited for up to its compile limit (default 60)");
-  get_cmd->add_option("--device", get->device, "Device SM, e.g. 8.9")->required();
+  get_cmd
+      ->add_option("--device", get->device,
+                   "Device SM, e.g. 8.9; a node's, comma-separated (7.5,8.6): one artifact per "
+                   "distinct SM")
+      ->required();
   get_cmd->add_option("--driver", get->driver,
                       "Device's CUDA driver version, e.g. 13000 (default: unknown)");
   get_cmd
@@ -341,12 +359,24 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
                     "When only PTX is stored and SASS could be compiled, take the PTX now (the "
                     "SASS is still compiled and stored for the next call)");
   get_cmd->add_flag("--json", get->json, "Print the artifact's metadata as JSON");
+  get_cmd->add_flag("--fatbin", get->fatbin,
+                    "With --server and a --device list: also write DIR/NAME.fatbin, one fatbin "
+                    "holding each distinct SM's cubin (built with the toolkit's fatbinary)");
   get_cmd->callback([get, exit_code] {
     *exit_code = Dispatch(
         get->store, get->server, [&] { return RunGet(*get); },
         [&] {
-          ServerGetFlags f{get->server,     get->device,  get->driver, get->kernels,  get->output,
-                           get->no_compile, get->ptx_now, get->json,   get->timeout_s};
+          ServerGetFlags f{get->server,
+                           get->device,
+                           get->driver,
+                           get->kernels,
+                           get->output,
+                           get->no_compile,
+                           get->ptx_now,
+                           get->json,
+                           get->timeout_s,
+                           get->fatbin,
+                           get->toolkits.empty() ? "" : get->toolkits.front()};
           return RunGetOnServer(f);
         });
   });

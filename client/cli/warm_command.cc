@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
+#include "client/cli/node_devices.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 #include "core/manifest.h"
@@ -196,8 +197,10 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
       "kcached compile them into its store); what the store already holds is not compiled\n"
       "again. Exit 0 only if everything was built.");
   warm->add_option("manifest", flags->manifest, "Kernel manifest (docs/manifest.md)")->required();
-  warm->add_option("--arch", flags->arch,
-                   "Targets, comma-separated: 7.5,8.6,8.9 (SASS + PTX), 9.0a, compute_90")
+  warm->add_option(
+          "--arch", flags->arch,
+          "Targets, comma-separated: 7.5,8.6,8.9 (SASS + PTX), 9.0a, compute_90; native: the SMs "
+          "of this machine's GPUs")
       ->required();
   CLI::Option* store =
       warm->add_option("--store", flags->store, "Store directory (created if missing)");
@@ -216,8 +219,13 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
       "or seccomp here); only for manifests whose every source you trust");
   unsandboxed->excludes(server);
   warm->callback([flags, exit_code] {
+    absl::StatusOr<std::string> arch = flags->arch;
+    if (NamesNative(flags->arch)) arch = ExpandNativeArch(flags->arch, client::DetectDevices());
+    if (arch.ok()) flags->arch = *arch;
     if (absl::Status s = CheckStoreOrServer(flags->store, flags->server); !s.ok()) {
       *exit_code = Fail(s.message(), kExitBadInput);
+    } else if (!arch.ok()) {
+      *exit_code = Fail(arch.status().message(), kExitBadInput);
     } else if (!flags->server.empty()) {
       *exit_code = RunWarmOnServer({flags->server, flags->arch, flags->manifest, flags->jobs});
     } else {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "client/lib/c_api_internal.h"
 #include "core/version.h"
 #include "kcache/device.h"
 #include "kcache/kcache.h"
@@ -20,15 +21,6 @@ using kcache::client::Device;
 using kcache::client::FetchedKernel;
 using kcache::client::KernelSource;
 
-struct kcache_client {
-  std::unique_ptr<Client> client;
-};
-
-struct kcache_kernel {
-  FetchedKernel kernel;
-  std::string kind, rule, served_from;
-};
-
 // The manifest's sources and, for each, the pointer arrays its kcache_source points into.
 struct kcache_manifest {
   struct Entry {
@@ -39,33 +31,18 @@ struct kcache_manifest {
   std::vector<kcache_source> views;
 };
 
+using kcache::client::c_api::Fail;
+using kcache::client::c_api::FailWith;
+using kcache::client::c_api::NewKernel;
+
 namespace {
 
 thread_local std::string last_error;
-
-int Fail(const absl::Status& status) {
-  last_error = std::string(status.message());
-  return static_cast<int>(status.code());
-}
-
-int FailWith(int code, const char* message) {
-  last_error = message;
-  return code;
-}
 
 std::string Str(const char* text) { return text == nullptr ? "" : text; }
 
 Device ToDevice(const kcache_device* d) {
   return Device{d->sm_major, d->sm_minor, d->driver_version};
-}
-
-kcache_kernel* NewKernel(FetchedKernel kernel) {
-  auto* k = new kcache_kernel;
-  k->kernel = std::move(kernel);
-  k->kind = std::string(kcache::client::ArtifactKindName(k->kernel.kind));
-  k->rule = std::string(kcache::client::ServeRuleName(k->kernel.rule));
-  k->served_from = std::string(kcache::client::ServedFromName(k->kernel.served_from));
-  return k;
 }
 
 int Finish(absl::StatusOr<FetchedKernel> result, kcache_kernel** out) {
@@ -98,6 +75,50 @@ int32_t Int32Millis(absl::Duration d) {
 }
 
 }  // namespace
+
+namespace kcache::client::c_api {
+
+int Fail(const absl::Status& status) {
+  last_error = std::string(status.message());
+  return static_cast<int>(status.code());
+}
+
+int FailWith(int code, const char* message) {
+  last_error = message;
+  return code;
+}
+
+int Succeed() {
+  last_error.clear();
+  return KCACHE_OK;
+}
+
+kcache_kernel* NewKernel(FetchedKernel kernel) {
+  auto* k = new kcache_kernel;
+  k->kernel = std::move(kernel);
+  k->kind = std::string(ArtifactKindName(k->kernel.kind));
+  k->rule = std::string(ServeRuleName(k->kernel.rule));
+  k->served_from = std::string(ServedFromName(k->kernel.served_from));
+  return k;
+}
+
+absl::Status ToRefs(const kcache_kernel_ref* kernels, size_t count, std::vector<KernelRef>* refs) {
+  refs->reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const kcache_kernel_ref& r = kernels[i];
+    int given = (r.source != nullptr) + (r.id != nullptr) + (r.name != nullptr);
+    if (given != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernels[", i, "]: set exactly one of source, id and name"));
+    }
+    refs->push_back(r.source != nullptr ? KernelRef(ToSource(r.source))
+                    : r.id != nullptr   ? KernelRef::Id(r.id)
+                                        : KernelRef::Name(r.name));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kcache::client::c_api
 
 extern "C" {
 
@@ -164,17 +185,8 @@ int kcache_resolve_many(kcache_client* client, const kcache_kernel_ref* kernels,
                     "client, kernels, device and callback must not be NULL");
   }
   std::vector<kcache::client::KernelRef> refs;
-  refs.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    const kcache_kernel_ref& r = kernels[i];
-    int given = (r.source != nullptr) + (r.id != nullptr) + (r.name != nullptr);
-    if (given != 1) {
-      last_error = "kernels[" + std::to_string(i) + "]: set exactly one of source, id and name";
-      return KCACHE_INVALID_ARGUMENT;
-    }
-    refs.push_back(r.source != nullptr ? kcache::client::KernelRef(ToSource(r.source))
-                   : r.id != nullptr   ? kcache::client::KernelRef::Id(r.id)
-                                       : kcache::client::KernelRef::Name(r.name));
+  if (absl::Status s = kcache::client::c_api::ToRefs(kernels, count, &refs); !s.ok()) {
+    return Fail(s);
   }
   client->client->ResolveMany(
       refs, ToDevice(device), [&](size_t index, absl::StatusOr<FetchedKernel> result) {

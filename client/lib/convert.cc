@@ -31,6 +31,18 @@ ArtifactKind FromCoreKind(::kcache::ArtifactKind kind) {
   return ArtifactKind::kCubin;
 }
 
+::kcache::ArtifactKind ToCoreKind(ArtifactKind kind) {
+  switch (kind) {
+    case ArtifactKind::kPtx:
+      return ::kcache::ArtifactKind::kPtx;
+    case ArtifactKind::kLtoir:
+      return ::kcache::ArtifactKind::kLtoir;
+    case ArtifactKind::kCubin:
+      break;
+  }
+  return ::kcache::ArtifactKind::kCubin;
+}
+
 FetchedKernel FromCoreArtifact(Artifact artifact) {
   FetchedKernel k;
   const ArtifactMeta& m = artifact.meta;

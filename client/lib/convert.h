@@ -12,6 +12,7 @@ namespace kcache::client {
 
 KernelSpec ToCoreSpec(const KernelSource& source);
 ArtifactKind FromCoreKind(::kcache::ArtifactKind kind);
+::kcache::ArtifactKind ToCoreKind(ArtifactKind kind);
 // Everything but served_from, rule, reason, needs_jit and micros.
 FetchedKernel FromCoreArtifact(Artifact artifact);
 

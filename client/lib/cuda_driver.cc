@@ -70,6 +70,10 @@ Opened Open() {
     a.library_get_kernel = nullptr;
     a.library_unload = nullptr;
   }
+  Find(handle, "cuKernelGetFunction", &a.kernel_get_function);
+  if (!Find(handle, "cuDeviceGetUuid_v2", &a.device_get_uuid)) {
+    Find(handle, "cuDeviceGetUuid", &a.device_get_uuid);
+  }
   return out;  // the handle stays open for the life of the process
 }
 

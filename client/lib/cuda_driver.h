@@ -14,6 +14,7 @@ using CuResult = int;  // CUresult
 inline constexpr CuResult kCudaSuccess = 0;
 inline constexpr CuResult kCudaErrorStubLibrary = 34;
 inline constexpr CuResult kCudaErrorNoDevice = 100;
+inline constexpr CuResult kCudaErrorInvalidDevice = 101;
 inline constexpr int kAttrComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_...
 inline constexpr int kAttrComputeCapabilityMinor = 76;
 inline constexpr int kJitErrorLogBuffer = 5;           // CU_JIT_ERROR_LOG_BUFFER
@@ -42,6 +43,10 @@ struct DriverApi {
                                 unsigned int num_library_options) = nullptr;
   CuResult (*library_get_kernel)(void** kernel, void* library, const char* name) = nullptr;
   CuResult (*library_unload)(void* library) = nullptr;
+  // Optional (null when the driver lacks them): the kernel's function in the current context
+  // (cuKernelGetFunction, 12.0+), and a device's UUID (cuDeviceGetUuid_v2, else cuDeviceGetUuid).
+  CuResult (*kernel_get_function)(void** function, void* kernel) = nullptr;
+  CuResult (*device_get_uuid)(unsigned char uuid[16], int device) = nullptr;
 
   // "CUDA_ERROR_INVALID_IMAGE (200: device kernel image is invalid)".
   std::string ErrorText(CuResult result) const;

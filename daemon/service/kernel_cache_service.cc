@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,11 +29,16 @@ absl::Status CheckFits(const google::protobuf::Message& response, absl::string_v
 }
 
 std::string ExportComment(const std::vector<SeenKernel>& seen, absl::Time started) {
-  std::string comment =
-      absl::StrCat("Kernels workers asked kcached for since ",
-                   absl::FormatTime(started, absl::UTCTimeZone()), " (", seen.size(),
-                   " kernels).\nWarm it at the next image build: kcache warm --arch "
-                   "<archs> <this file>");
+  // The union of the SMs workers asked for: what the next image build warms for this fleet.
+  std::set<Sm> sms;
+  for (const SeenKernel& kernel : seen) sms.insert(kernel.devices.begin(), kernel.devices.end());
+  std::vector<std::string> archs;
+  for (const Sm& sm : sms) archs.push_back(sm.ToString());
+  std::string comment = absl::StrCat(
+      "Kernels workers asked kcached for since ", absl::FormatTime(started, absl::UTCTimeZone()),
+      " (", seen.size(), " kernels), on SMs ", archs.empty() ? "-" : absl::StrJoin(archs, " "),
+      ".\nWarm it at the next image build: kcache warm --arch ",
+      archs.empty() ? "<archs>" : absl::StrJoin(archs, ","), " <this file>");
   for (const SeenKernel& kernel : seen) {
     std::vector<std::string> devices;
     for (const Sm& sm : kernel.devices) devices.push_back(sm.ToString());

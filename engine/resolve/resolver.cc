@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/load_check.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
 #include "engine/store/store.h"
@@ -24,17 +25,7 @@ constexpr MissReason kAllMissReasons[] = {
 
 // Whether the artifact's code runs on the device, its driver aside.
 bool RunsOn(const ArtifactMeta& meta, const Device& device) {
-  if (meta.key.kind == ArtifactKind::kLtoir) return false;
-  if (meta.key.kind == ArtifactKind::kCubin && meta.key.target.kind != TargetKind::kSass) {
-    return false;
-  }
-  if (meta.key.kind == ArtifactKind::kPtx && meta.key.target.kind != TargetKind::kPtx) return false;
-  return CompatibilityOf(meta.key.target, device.sm).has_value();
-}
-
-// Whether a driver (0: unknown, assumed new enough) loads what needs `min_driver`.
-bool DriverLoads(uint32_t driver, uint32_t min_driver) {
-  return driver == 0 || min_driver <= driver;
+  return ArtifactRunsOn(meta.key.kind, meta.key.target, device.sm).has_value();
 }
 
 bool Servable(const ArtifactMeta& meta, const Device& device) {

@@ -7,14 +7,17 @@
 int main(int argc, char** argv) {
   kcache::example::WorkerFlags flags;
   CLI::App app{
-      "An example inference worker: detects its GPU (or takes --device), gets every kernel\n"
-      "of a manifest from kcached (or, with --no-cache, compiles them in-process with NVRTC),\n"
-      "loads them when a GPU is present, and prints how long each took and how it was served."};
+      "An example inference worker: detects its GPUs (or takes --device, repeated for a node),\n"
+      "gets every kernel of a manifest for each distinct SM from kcached in one call (or, with\n"
+      "--no-cache, compiles them in-process with NVRTC), loads each GPU's own on it, and prints\n"
+      "per GPU how long each took and how it was served."};
   app.name("kcache-example-worker");
   app.add_option("--manifest", flags.manifest, "Kernel manifest (docs/manifest.md)")->required();
   app.add_option("--server", flags.server,
                  "kcached address (default $KCACHE_ADDRESS, else unix:///run/kcache/kcache.sock)");
-  app.add_option("--device", flags.device, "Resolve for this SM (e.g. 8.9) instead of the GPU");
+  app.add_option("--device", flags.devices,
+                 "Resolve for this SM (e.g. 8.9) instead of the GPUs; repeat it to pretend a node "
+                 "(--device 7.5 --device 8.6)");
   app.add_option("--driver", flags.driver, "With --device: the driver version, e.g. 13000");
   app.add_flag("--no-cache", flags.no_cache,
                "Compile every kernel in this process with NVRTC, as workers do without kcache");

@@ -11,18 +11,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/manifest.h"
 #include "kcache/device.h"
 #include "kcache/kcache.h"
+#include "kcache/node.h"
 
 namespace kcache::example {
 namespace {
 
 using client::Device;
 using client::FetchedKernel;
+using client::GpuInfo;
 using client::KernelSource;
 
 using Clock = std::chrono::steady_clock;
+using Results = std::vector<absl::StatusOr<FetchedKernel>>;
 
 int64_t MicrosSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
@@ -34,48 +36,65 @@ std::string ArchText(int arch) {
 
 std::string Ms(int64_t micros) { return absl::StrFormat("%.1f ms", micros / 1e3); }
 
-// The device to resolve for, and the GPU to load on (if any).
-struct StartDevice {
-  Device device;
-  std::optional<client::GpuInfo> gpu;  // set when kernels can be loaded
-  std::string note;                    // how the device was chosen
+// The GPUs to resolve for, and whether each is there to load on.
+struct Node {
+  std::vector<GpuInfo> gpus;
+  std::vector<bool> loads;         // loads[g]: GPU g is a real GPU of this machine
+  std::vector<std::string> notes;  // how GPU g was chosen
 };
 
-std::optional<StartDevice> ChooseDevice(const WorkerFlags& flags, int* exit_code) {
-  absl::StatusOr<std::vector<client::GpuInfo>> gpus = client::DetectDevices();
-  StartDevice t;
-  if (flags.device.empty()) {
-    if (!gpus.ok()) {
-      std::fprintf(stderr,
-                   "kcache-example-worker: no GPU to start on: %s\n"
-                   "(pass --device 8.9 to resolve the kernels for a device anyway)\n",
-                   std::string(gpus.status().message()).c_str());
+int NoGpu(const absl::Status& why) {
+  std::fprintf(stderr,
+               "kcache-example-worker: no GPU to start on: %s\n"
+               "(pass --device 8.9, repeated for a node, to resolve the kernels anyway)\n",
+               std::string(why.message()).c_str());
+  return 2;
+}
+
+// The node: every GPU detected, or one pretend GPU per --device (GPU i is loaded on the
+// machine's GPU i when that has the same SM).
+std::optional<Node> ChooseGpus(const WorkerFlags& flags, int* exit_code) {
+  absl::StatusOr<std::vector<GpuInfo>> detected = client::DetectDevices();
+  Node node;
+  if (flags.devices.empty()) {
+    if (!detected.ok()) {
+      *exit_code = NoGpu(detected.status());
+      return std::nullopt;
+    }
+    node.gpus = *detected;
+    node.loads.assign(node.gpus.size(), true);
+    for (const GpuInfo& gpu : node.gpus) {
+      node.notes.push_back(absl::StrCat("GPU ", gpu.ordinal, ": ", gpu.name));
+    }
+    return node;
+  }
+  std::vector<Device> devices;
+  for (const std::string& text : flags.devices) {
+    uint32_t driver = flags.driver;
+    if (driver == 0 && detected.ok()) driver = detected->front().device.driver_version;
+    absl::StatusOr<Device> device = Device::Parse(text, driver);
+    if (!device.ok()) {
+      std::fprintf(stderr, "kcache-example-worker: --device %s: %s\n", text.c_str(),
+                   std::string(device.status().message()).c_str());
       *exit_code = 2;
       return std::nullopt;
     }
-    t.gpu = gpus->front();
-    t.device = t.gpu->device;
-    t.note = absl::StrCat("GPU 0: ", t.gpu->name);
-    return t;
+    devices.push_back(*device);
   }
-  absl::StatusOr<Device> device = Device::Parse(flags.device, flags.driver);
-  if (!device.ok()) {
-    std::fprintf(stderr, "kcache-example-worker: --device: %s\n",
-                 std::string(device.status().message()).c_str());
-    *exit_code = 2;
-    return std::nullopt;
+  node.gpus = client::PretendGpus(devices);
+  for (GpuInfo& gpu : node.gpus) {
+    size_t g = static_cast<size_t>(gpu.ordinal);
+    const GpuInfo* real = detected.ok() && g < detected->size() ? &(*detected)[g] : nullptr;
+    bool same_sm = real != nullptr && real->device.arch() == gpu.device.arch();
+    node.loads.push_back(same_sm);
+    if (same_sm) gpu.name = real->name;
+    node.notes.push_back(same_sm ? absl::StrCat("--device; loaded on GPU ", g, ": ", gpu.name)
+                         : real != nullptr
+                             ? absl::StrCat("--device; GPU ", g, " is sm_", real->device.arch(),
+                                            ": kernels are not loaded")
+                             : "--device; no such GPU here: kernels are not loaded");
   }
-  t.device = *device;
-  t.note = "--device";
-  if (gpus.ok()) {
-    if (t.device.driver_version == 0) t.device.driver_version = gpus->front().device.driver_version;
-    if (gpus->front().device.arch() == t.device.arch()) t.gpu = gpus->front();
-  }
-  if (!t.gpu) {
-    absl::StrAppend(&t.note, gpus.ok() ? "; the GPU is another SM: kernels are not loaded"
-                                       : "; no GPU: kernels are not loaded");
-  }
-  return t;
+  return node;
 }
 
 struct KernelReport {
@@ -87,21 +106,26 @@ struct KernelReport {
   int64_t load_micros = -1;  // -1: not loaded
 };
 
-// Why the worker does not want `source` on this device, or "" when it does.
-std::string SkipReason(const KernelSource& source, const StartDevice& target) {
-  bool in_range = (source.min_arch == 0 || target.device.arch() >= source.min_arch) &&
-                  (source.max_arch == 0 || target.device.arch() <= source.max_arch);
+// Why the worker does not want `source` on `device`, or "" when it does.
+std::string SkipReason(const KernelSource& source, const Device& device) {
+  bool in_range = (source.min_arch == 0 || device.arch() >= source.min_arch) &&
+                  (source.max_arch == 0 || device.arch() <= source.max_arch);
   if (in_range) return "";
   return absl::StrCat("its arch range ", ArchText(source.min_arch), "..", ArchText(source.max_arch),
-                      " excludes ", target.device.ToString());
+                      " excludes ", device.ToString());
 }
 
-// Reports one kernel that was resolved (and loads it when there is a GPU).
-KernelReport Report(const std::string& name, const absl::StatusOr<FetchedKernel>& k,
-                    int64_t resolve_micros, const StartDevice& target) {
+// Reports one kernel for one GPU, loading it there when the GPU is real (LoadedModule::Load
+// checks the artifact against the GPU and looks up every entry point).
+KernelReport Report(const KernelSource& source, const absl::StatusOr<FetchedKernel>& k,
+                    const GpuInfo& gpu, bool load) {
   KernelReport r;
-  r.name = name;
-  r.resolve_micros = resolve_micros;
+  r.name = source.name;
+  if (std::string skip = SkipReason(source, gpu.device); !skip.empty()) {
+    r.outcome = "skipped";
+    r.reason = skip;
+    return r;
+  }
   if (!k.ok()) {
     r.outcome = "failed";
     r.reason = std::string(k.status().message());
@@ -114,90 +138,111 @@ KernelReport Report(const std::string& name, const absl::StatusOr<FetchedKernel>
   r.served_from = std::string(client::ServedFromName(k->served_from));
   r.reason = k->reason;
   r.bytes = k->data().size();
-  if (target.gpu) {
+  r.resolve_micros = k->micros;
+  if (load) {
     absl::StatusOr<std::unique_ptr<client::LoadedModule>> module =
-        client::LoadedModule::Load(*k, target.gpu->ordinal);
+        client::LoadedModule::Load(*k, gpu.ordinal);
     if (!module.ok()) {
       r.outcome = "failed";
       r.reason = absl::StrCat("load: ", module.status().message());
       return r;
-    }
-    for (const auto& [expr, lowered] : k->lowered_names) {
-      if (absl::StatusOr<void*> f = (*module)->Function(lowered); !f.ok()) {
-        r.outcome = "failed";
-        r.reason = absl::StrCat("load: ", f.status().message());
-      }
     }
     r.load_micros = (*module)->load_micros();
   }
   return r;
 }
 
-// Every kernel of the manifest: from kcached in one batch (`c`), or compiled here (`local`).
-std::vector<KernelReport> GetKernels(const std::vector<KernelSource>& kernels,
-                                     const StartDevice& target, client::Client* c,
-                                     client::LocalCompiler* local) {
-  std::vector<KernelReport> reports(kernels.size());
-  std::vector<client::KernelRef> wanted;
-  std::vector<size_t> wanted_index;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    if (std::string skip = SkipReason(kernels[i], target); !skip.empty()) {
-      reports[i] = KernelReport{.name = kernels[i].name, .outcome = "skipped", .reason = skip};
-      continue;
-    }
-    if (local != nullptr) {
-      Clock::time_point start = Clock::now();
-      absl::StatusOr<FetchedKernel> k = local->Compile(kernels[i], target.device);
-      reports[i] = Report(kernels[i].name, k, MicrosSince(start), target);
-      continue;
-    }
-    wanted.push_back(kernels[i]);
-    wanted_index.push_back(i);
+// Every kernel for every distinct device of the node: from kcached in one call (`c`), or
+// compiled here (`local`), kernels outside a device's arch range left out.
+client::NodeKernels GetKernels(const std::vector<KernelSource>& kernels, const Node& node,
+                               client::Client* c, client::LocalCompiler* local) {
+  if (c != nullptr) {
+    std::vector<client::KernelRef> refs(kernels.begin(), kernels.end());
+    return client::ResolveForGpus(*c, refs, node.gpus);
   }
-  if (c == nullptr || wanted.empty()) return reports;
-  // One call: the daemon answers what it holds at once and the compiles as they finish; each
-  // kernel's time is from the start of the batch to its answer.
-  c->ResolveMany(wanted, target.device, [&](size_t k, absl::StatusOr<FetchedKernel> result) {
-    size_t i = wanted_index[k];
-    int64_t micros = result.ok() ? result->micros : 0;
-    reports[i] = Report(kernels[i].name, result, micros, target);
-  });
-  return reports;
+  client::NodeKernels out;
+  out.gpus = node.gpus;
+  out.devices = client::DistinctDevices(node.gpus, &out.device_of_gpu);
+  for (const Device& device : out.devices) {
+    Results& results = out.kernels.emplace_back();
+    for (const KernelSource& source : kernels) {
+      Clock::time_point start = Clock::now();
+      absl::StatusOr<FetchedKernel> k =
+          SkipReason(source, device).empty()
+              ? local->Compile(source, device)
+              : absl::StatusOr<FetchedKernel>(absl::NotFoundError("outside its arch range"));
+      if (k.ok()) k->micros = MicrosSince(start);
+      results.push_back(std::move(k));
+    }
+  }
+  return out;
 }
 
-void PrintText(const WorkerFlags& flags, const StartDevice& target, const std::string& mode,
-               const std::vector<KernelReport>& reports, int64_t total_micros) {
-  std::printf("device %s (driver %u; %s)\n", target.device.ToString().c_str(),
-              target.device.driver_version, target.note.c_str());
+struct GpuReport {
+  GpuInfo gpu;
+  bool loaded = false;
+  std::string note;
+  std::vector<KernelReport> kernels;
+  int failed = 0;
+  int skipped = 0;
+};
+
+std::vector<GpuReport> ReportNode(const std::vector<KernelSource>& kernels, const Node& node,
+                                  const client::NodeKernels& got) {
+  std::vector<GpuReport> out;
+  for (size_t g = 0; g < node.gpus.size(); ++g) {
+    GpuReport& r = out.emplace_back();
+    r.gpu = node.gpus[g];
+    r.loaded = node.loads[g];
+    r.note = node.notes[g];
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      r.kernels.push_back(Report(kernels[k], got.ForGpu(g)[k], r.gpu, r.loaded));
+      r.failed += r.kernels.back().outcome == "failed";
+      r.skipped += r.kernels.back().outcome == "skipped";
+    }
+  }
+  return out;
+}
+
+void PrintText(const std::string& mode, const std::vector<GpuReport>& gpus, size_t devices,
+               int64_t total_micros) {
+  if (gpus.size() > 1) {
+    std::printf("node of %zu GPUs, %zu distinct SMs (one resolve each)\n", gpus.size(), devices);
+  }
   std::printf("kernels from %s\n", mode.c_str());
   std::map<std::string, int> by_source;
   int failed = 0, skipped = 0;
-  for (const KernelReport& r : reports) {
-    if (r.outcome == "served") {
-      ++by_source[r.served_from];
-      std::printf("  %-28s %-10s %-6s %-15s %-19s %9s%s\n", r.name.c_str(), r.target.c_str(),
-                  r.kind.c_str(), r.rule.c_str(), r.served_from.c_str(),
-                  Ms(r.resolve_micros).c_str(),
-                  r.load_micros >= 0 ? absl::StrCat("  load ", Ms(r.load_micros)).c_str() : "");
-    } else {
-      (r.outcome == "failed" ? failed : skipped)++;
-      std::printf("  %-28s %s: %s\n", r.name.c_str(), r.outcome.c_str(), r.reason.c_str());
+  for (const GpuReport& g : gpus) {
+    std::printf("%sdevice %s (driver %u; %s)\n",
+                gpus.size() > 1 ? absl::StrCat("GPU ", g.gpu.ordinal, ": ").c_str() : "",
+                g.gpu.device.ToString().c_str(), g.gpu.device.driver_version, g.note.c_str());
+    for (const KernelReport& r : g.kernels) {
+      if (r.outcome == "served") {
+        ++by_source[r.served_from];
+        std::printf("  %-28s %-10s %-6s %-15s %-19s %9s%s\n", r.name.c_str(), r.target.c_str(),
+                    r.kind.c_str(), r.rule.c_str(), r.served_from.c_str(),
+                    Ms(r.resolve_micros).c_str(),
+                    r.load_micros >= 0 ? absl::StrCat("  load ", Ms(r.load_micros)).c_str() : "");
+      } else {
+        std::printf("  %-28s %s: %s\n", r.name.c_str(), r.outcome.c_str(), r.reason.c_str());
+      }
     }
+    failed += g.failed;
+    skipped += g.skipped;
   }
   std::string sources;
   for (const auto& [from, n] : by_source)
     absl::StrAppend(&sources, sources.empty() ? "" : ", ", n, " ", from);
-  std::printf("total %zu kernels in %s (%s; %d skipped, %d failed)\n", reports.size(),
+  size_t per_gpu = gpus.empty() ? 0 : gpus.front().kernels.size();
+  std::printf("total %zu kernels%s in %s (%s; %d skipped, %d failed)\n", per_gpu,
+              gpus.size() > 1 ? absl::StrCat(" x ", gpus.size(), " GPUs").c_str() : "",
               Ms(total_micros).c_str(), sources.empty() ? "none served" : sources.c_str(), skipped,
               failed);
 }
 
-void PrintJson(const StartDevice& target, const std::string& mode,
-               const std::vector<KernelReport>& reports, int64_t total_micros) {
+nlohmann::json KernelsJson(const std::vector<KernelReport>& reports) {
   nlohmann::json kernels = nlohmann::json::array();
-  int failed = 0;
   for (const KernelReport& r : reports) {
-    if (r.outcome == "failed") ++failed;
     kernels.push_back({{"name", r.name},
                        {"outcome", r.outcome},
                        {"target", r.target},
@@ -209,11 +254,33 @@ void PrintJson(const StartDevice& target, const std::string& mode,
                        {"resolve_micros", r.resolve_micros},
                        {"load_micros", r.load_micros}});
   }
-  nlohmann::json out = {{"device", target.device.ToString()},
-                        {"driver", target.device.driver_version},
-                        {"gpu", target.gpu ? nlohmann::json(target.gpu->name) : nlohmann::json()},
+  return kernels;
+}
+
+// GPU 0's report at the top level (as a one-GPU worker reports), every GPU's under "gpus".
+void PrintJson(const std::string& mode, const std::vector<GpuReport>& gpus, size_t devices,
+               int64_t total_micros) {
+  nlohmann::json per_gpu = nlohmann::json::array();
+  int failed = 0;
+  for (const GpuReport& g : gpus) {
+    failed += g.failed;
+    per_gpu.push_back({{"ordinal", g.gpu.ordinal},
+                       {"name", g.gpu.name},
+                       {"device", g.gpu.device.ToString()},
+                       {"driver", g.gpu.device.driver_version},
+                       {"loaded", g.loaded},
+                       {"note", g.note},
+                       {"kernels", KernelsJson(g.kernels)},
+                       {"failed", g.failed}});
+  }
+  const GpuReport& first = gpus.front();
+  nlohmann::json out = {{"device", first.gpu.device.ToString()},
+                        {"driver", first.gpu.device.driver_version},
+                        {"gpu", first.loaded ? nlohmann::json(first.gpu.name) : nlohmann::json()},
                         {"mode", mode},
-                        {"kernels", kernels},
+                        {"kernels", KernelsJson(first.kernels)},
+                        {"gpus", per_gpu},
+                        {"distinct_devices", devices},
                         {"failed", failed},
                         {"total_micros", total_micros}};
   std::printf("%s\n", out.dump(2).c_str());
@@ -230,8 +297,8 @@ int RunWorker(const WorkerFlags& flags) {
     return 2;
   }
   int exit_code = 0;
-  std::optional<StartDevice> target = ChooseDevice(flags, &exit_code);
-  if (!target) return exit_code;
+  std::optional<Node> node = ChooseGpus(flags, &exit_code);
+  if (!node) return exit_code;
 
   std::unique_ptr<client::Client> c;
   std::unique_ptr<client::LocalCompiler> local;
@@ -254,15 +321,16 @@ int RunWorker(const WorkerFlags& flags) {
     c = *std::move(connected);
     mode = absl::StrCat("kcached at ", options.address);
   }
-  std::vector<KernelReport> reports = GetKernels(*kernels, *target, c.get(), local.get());
+  client::NodeKernels got = GetKernels(*kernels, *node, c.get(), local.get());
+  std::vector<GpuReport> reports = ReportNode(*kernels, *node, got);
   int64_t total = MicrosSince(start);
   if (flags.json) {
-    PrintJson(*target, mode, reports, total);
+    PrintJson(mode, reports, got.devices.size(), total);
   } else {
-    PrintText(flags, *target, mode, reports, total);
+    PrintText(mode, reports, got.devices.size(), total);
   }
-  for (const KernelReport& r : reports) {
-    if (r.outcome == "failed") return 1;
+  for (const GpuReport& r : reports) {
+    if (r.failed > 0) return 1;
   }
   return 0;
 }

@@ -1,18 +1,22 @@
-// An example inference worker's start-up: find the device, get every kernel of a manifest
-// (from kcached through libkcache, or compiled in-process with NVRTC as workers do without a
-// cache), load them on the GPU when there is one, and report how long it all took.
+// An example inference worker's start-up: find its GPUs (every one the process sees, or the
+// node --device pretends), get every kernel of a manifest for each distinct SM (from kcached
+// through libkcache in one call for the node, or compiled in-process with NVRTC as workers do
+// without a cache), load each GPU's own on it, and report per GPU how long it all took.
 #ifndef KCACHE_EXAMPLES_WORKER_WORKER_H_
 #define KCACHE_EXAMPLES_WORKER_WORKER_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kcache::example {
 
 struct WorkerFlags {
   std::string manifest;
-  std::string server;     // kcached address; "" = libkcache's default
-  std::string device;     // "8.9": resolve for this SM instead of the detected GPU
+  std::string server;  // kcached address; "" = libkcache's default
+  // "8.9" per GPU: resolve for these SMs instead of the detected GPUs (a pretend node; GPU i
+  // loads its kernels when the machine's GPU i has that SM).
+  std::vector<std::string> devices;
   uint32_t driver = 0;    // with --device: the driver version to report (0 = detected/unknown)
   bool no_cache = false;  // compile every kernel in-process with NVRTC
   bool json = false;

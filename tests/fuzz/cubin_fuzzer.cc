@@ -1,8 +1,10 @@
 // Fuzzes the cubin ELF reader (core/cubin.h): any bytes give an SM of 10..255 or
-// InvalidArgument with a reason, never a read past the input.
+// InvalidArgument with a reason, and entry point names or InvalidArgument, never a read past the
+// input.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
@@ -21,6 +23,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(sm.status().code() == absl::StatusCode::kInvalidArgument, sm.status().ToString());
     FUZZ_CHECK(absl::StartsWith(sm.status().message(), "not a CUDA cubin: "),
                sm.status().ToString());
+  }
+  absl::StatusOr<std::vector<std::string>> entries = kcache::CubinEntryNames(elf);
+  if (entries.ok()) {
+    FUZZ_CHECK(sm.ok(), "entry points read from bytes that are not a cubin");
+    for (const std::string& name : *entries) {
+      FUZZ_CHECK(!name.empty() && name.size() < size, absl::StrCat("entry '", name, "'"));
+    }
+  } else {
+    FUZZ_CHECK(entries.status().code() == absl::StatusCode::kInvalidArgument,
+               entries.status().ToString());
   }
   return 0;
 }

@@ -84,6 +84,9 @@ TEST_F(CliServerTest, WarmGetLsStatAndExportThroughTheDaemon) {
   std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(Contains(yaml, "kernels:")) << yaml;
   EXPECT_TRUE(Contains(yaml, "name: scale")) << yaml;  // asked for by `get` above
+  // The union of the SMs workers asked for, as the warm to run for them.
+  EXPECT_TRUE(Contains(yaml, "on SMs 8.6 8.9")) << yaml;
+  EXPECT_TRUE(Contains(yaml, "kcache warm --arch 8.6,8.9 <this file>")) << yaml;
   // What it prints is a manifest the local warm reads as is.
   RunResult rewarm = Kcache("warm --arch 8.9 --store " + (dir_ / "fresh") + " " + seen);
   EXPECT_EQ(rewarm.exit_code, 0) << rewarm.output << "\n" << yaml;

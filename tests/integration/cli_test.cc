@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/cubin.h"
+#include "kcache/device.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
@@ -128,6 +129,30 @@ TEST_F(CliTest, UnsupportedTargetListsWhatIsSupported) {
   EXPECT_TRUE(Contains(r.output, "sm_70")) << r.output;
   EXPECT_TRUE(Contains(r.output, "7.5")) << r.output;
   EXPECT_TRUE(Contains(r.output, "12.1")) << r.output;
+}
+
+TEST_F(CliTest, ArchNativeWithoutAGpuIsBadInputAndCompilesNothing) {
+  if (client::DetectDevices().ok()) GTEST_SKIP() << "this machine has a GPU";
+  RunResult r = WarmStore("native");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--arch native takes the SMs of this machine's GPUs")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--arch 7.5,8.6,8.9")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(store_)) << r.output;
+}
+
+TEST_F(CliTest, GetForANodeWritesOneArtifactPerDistinctSm) {
+  ASSERT_EQ(WarmStore("7.5,8.6").exit_code, 0);
+  std::string out = dir_ / "node";
+  RunResult get = Kcache("get --store " + store_ + " --device 7.5,8.6,8.6 --kernel saxpy -o " +
+                         out + " --no-compile");
+  ASSERT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_TRUE(std::filesystem::exists(out + "/saxpy.sm_75.cubin")) << get.output;
+  EXPECT_TRUE(std::filesystem::exists(out + "/saxpy.sm_86.cubin")) << get.output;
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(out),
+                          std::filesystem::directory_iterator()),
+            2)
+      << get.output;
+  EXPECT_EQ(Kcache("get --store " + store_ + " --device 8.6,eight --kernel saxpy").exit_code, 2);
 }
 
 TEST_F(CliTest, BrokenManifestNamesFileLineAndField) {

@@ -79,6 +79,36 @@ TEST_F(ExampleWorkerTest, ResolvesEveryKernelThroughTheDaemonForDevice89) {
               report["total_micros"].get<double>() / 1e3);
 }
 
+// --device repeated pretends a node: each GPU is reported with its own SM's artifacts, and the
+// daemon is asked once per distinct SM.
+TEST_F(ExampleWorkerTest, APretendNodeGetsEachGpuItsOwnSmsKernels) {
+  ::kcache::testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  RunResult run = Worker("--server " + daemon.address() +
+                         " --device 8.6 --device 9.0 --device 8.6 --deadline-ms 60000 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output << daemon.Log();
+  json report = json::parse(run.output);
+  EXPECT_EQ(report["distinct_devices"], 2);
+  ASSERT_EQ(report["gpus"].size(), 3u);
+  const char* sms[] = {"8.6", "9.0", "8.6"};
+  for (size_t g = 0; g < 3; ++g) {
+    const json& gpu = report["gpus"][g];
+    EXPECT_EQ(gpu["ordinal"], g);
+    EXPECT_EQ(gpu["device"], sms[g]);
+    std::map<std::string, json> kernels = ByName(gpu);
+    std::string sass = std::string("sm_") + sms[g][0] + sms[g][2];
+    EXPECT_EQ(kernels["saxpy"]["target"], sass) << gpu.dump();
+    EXPECT_EQ(kernels["scale"]["target"], sass) << gpu.dump();
+    EXPECT_EQ(kernels["hopper_only"]["outcome"], g == 1 ? "served" : "skipped") << gpu.dump();
+  }
+  EXPECT_EQ(report["device"], "8.6");  // GPU 0 at the top level, as a one-GPU worker reports
+  RunResult text = Worker("--server " + daemon.address() + " --device 8.6 --device 9.0");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_TRUE(Contains(text.output, "node of 2 GPUs, 2 distinct SMs")) << text.output;
+  EXPECT_TRUE(Contains(text.output, "GPU 1: device 9.0")) << text.output;
+  EXPECT_TRUE(Contains(text.output, "total 3 kernels x 2 GPUs")) << text.output;
+}
+
 TEST_F(ExampleWorkerTest, NoCacheCompilesEveryKernelInProcess) {
   RunResult run = Worker("--no-cache --device 8.9 --json");
   ASSERT_EQ(run.exit_code, 0) << run.output;

@@ -7,9 +7,11 @@ import os
 import subprocess
 import sys
 
+import kcache
 from conftest import MANIFEST, REPO
 
 WORKER = REPO / "examples" / "python" / "worker.py"
+GPUS = kcache.detect_gpus()
 
 
 def run_worker(*args: str) -> subprocess.CompletedProcess:
@@ -52,3 +54,21 @@ def test_worker_bad_input() -> None:
     bad = subprocess.run([sys.executable, str(WORKER), "--manifest", "/nonexistent.yaml",
                           "--device", "8.9"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "/nonexistent.yaml" in bad.stderr
+
+
+def test_worker_pretends_a_node_with_repeated_devices(daemon) -> None:
+    run = run_worker("--device", "7.5", "--device", "8.6", "--device", "7.5", "--server",
+                     daemon.address, "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    assert report["distinct_devices"] == 2 and report["failed"] == 0
+    assert [g["device"] for g in report["gpus"]] == ["7.5", "8.6", "7.5"]
+    for gpu in report["gpus"]:
+        sass = "sm_" + gpu["device"].replace(".", "")
+        assert [k["target"] for k in gpu["kernels"]] == [sass, sass], gpu
+        assert gpu["loaded"] == (gpu["ordinal"] < len(GPUS)
+                                 and str(GPUS[gpu["ordinal"]].device) == gpu["device"])
+    text = run_worker("--device", "7.5", "--device", "8.6", "--server", daemon.address)
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert "node of 2 GPUs, 2 distinct SMs" in text.stdout
+    assert "GPU 1: device 8.6" in text.stdout and "total 2 kernels x 2 GPUs" in text.stdout

@@ -164,6 +164,52 @@ size_t kcache_manifest_count(const kcache_manifest* manifest);
 const kcache_source* kcache_manifest_kernel(const kcache_manifest* manifest, size_t i);
 void kcache_manifest_free(kcache_manifest* manifest);
 
+/* ---- Mixed-GPU nodes (docs/client.md, "A node's GPUs") ---------------------------------- */
+
+/* One GPU the process sees (or one a caller describes: zero it, then fill what you know). The
+ * struct keeps its size: later fields take the place of `reserved`, which stays zero. */
+typedef struct kcache_gpu {
+  int32_t ordinal;      /* CUDA device ordinal in this process */
+  kcache_device device; /* its SM and the driver's version */
+  char name[256];       /* "NVIDIA H100 80GB HBM3"; "" when unknown */
+  char uuid[96];        /* "GPU-8f2c...", or "MIG-..."; "" when unknown */
+  char visible_as[96];  /* its CUDA_VISIBLE_DEVICES entry; "" when unset or not matched */
+  int32_t reserved[8];
+} kcache_gpu;
+
+/* Fills up to `capacity` GPUs, in the driver's order (CUDA_VISIBLE_DEVICES and MIG applied);
+ * *count is how many there are. KCACHE_NOT_FOUND without a driver or a GPU (the message says
+ * which, and when CUDA_VISIBLE_DEVICES hides them). */
+int kcache_detect_gpus(kcache_gpu* gpus, int capacity, int* count);
+
+/* KCACHE_OK when `kernel` runs on `gpu` by the serving rules and its driver loads it (a
+ * driver_version of 0 is not checked); KCACHE_FAILED_PRECONDITION with a message naming the
+ * kernel, its target, the GPU and what to do ("softmax is sm_89 SASS; GPU 0 is NVIDIA H100
+ * (sm_90): resolve it for 9.0 ..."); KCACHE_INVALID_ARGUMENT for LTO-IR. Calls no driver: a
+ * loader (cuda.core, CuPy, your own) checks before it loads. */
+int kcache_kernel_check_gpu(const kcache_kernel* kernel, const kcache_gpu* gpu);
+
+/* The kernel's entry points (extern "C" and lowered names), one per line, to look up at load
+ * (free with kcache_string_free). KCACHE_INVALID_ARGUMENT for LTO-IR or bytes that do not
+ * parse. */
+int kcache_kernel_entry_points(const kcache_kernel* kernel, char** names);
+
+/* One result of kcache_resolve_for_gpus: kernel `index` for the distinct device first used by
+ * GPU `first_gpu`, as kcache_resolve_many_callback gives it (the callee owns `kernel`). */
+typedef void (*kcache_resolve_for_gpus_callback)(void* context, size_t first_gpu, size_t index,
+                                                 int status, const char* message,
+                                                 kcache_kernel* kernel);
+
+/* Resolves `count` kernels for every one of `num_gpus` GPUs in one call: one batch per distinct
+ * device (SM and driver), run at once, not one per GPU. `device_of_gpu` (num_gpus entries) gets,
+ * for each GPU g, the index of the first GPU with the same device: GPU g runs the kernels the
+ * callback reported under first_gpu == device_of_gpu[g]. The callback runs on the calling
+ * thread, once per (distinct device, kernel), after every batch has finished. Returns as
+ * kcache_resolve_many. */
+int kcache_resolve_for_gpus(kcache_client* client, const kcache_kernel_ref* kernels, size_t count,
+                            const kcache_gpu* gpus, size_t num_gpus, size_t* device_of_gpu,
+                            kcache_resolve_for_gpus_callback callback, void* context);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

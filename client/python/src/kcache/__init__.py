@@ -13,22 +13,24 @@ this package, or $KCACHE_LIBRARY). docs/python.md.
 
 from __future__ import annotations
 
-import ctypes
 from typing import List
 
 from . import _native
 from ._client import Client, Result
+from ._gpus import (Gpu, NodeKernels, check_runs_on, detect_gpus, entry_points, load, pretend_gpus,
+                    resolve_for_gpus)
 from ._kernel import Kernel
 from ._manifest import load_manifest
 from ._types import ById, ByName, Device, DeviceLike, KernelRef, KernelSource
 from .errors import (CompileError, DataLoss, DeadlineExceeded, Error, FailedPrecondition,
-                     InvalidArgument, NotFound, Unavailable, raise_for)
+                     InvalidArgument, NotFound, Unavailable)
 
 __all__ = [
     "ById", "ByName", "Client", "CompileError", "DataLoss", "DeadlineExceeded", "Device",
     "DeviceLike", "Error", "FailedPrecondition", "InvalidArgument", "Kernel", "KernelRef",
     "KernelSource", "NotFound", "Result", "Unavailable", "detect_devices", "library_version",
-    "library_path", "load_manifest",
+    "library_path", "load_manifest", "Gpu", "NodeKernels", "check_runs_on", "detect_gpus",
+    "entry_points", "load", "pretend_gpus", "resolve_for_gpus",
 ]
 
 __version__ = "0.1.0"
@@ -46,15 +48,7 @@ def library_path() -> str:
 
 
 def detect_devices() -> List[Device]:
-    """The machine's GPUs, through the CUDA driver (dlopen'd by libkcache; never linked).
-    [] when there is no driver, only the toolkit's stub driver, or no GPU."""
-    lib = _native.lib()
-    capacity = 64
-    devices = (_native.DeviceStruct * capacity)()
-    count = ctypes.c_int(0)
-    code = lib.kcache_detect_devices(devices, capacity, ctypes.byref(count))
-    if code == 5:  # NOT_FOUND: no driver or no GPU
-        return []
-    raise_for(code)
-    return [Device(d.sm_major, d.sm_minor, d.driver_version)
-            for d in devices[:min(count.value, capacity)]]
+    """The machine's GPUs' devices (SM and driver), through the CUDA driver (dlopen'd by
+    libkcache; never linked). [] when there is no driver, only the toolkit's stub driver, or no
+    GPU. detect_gpus() gives each GPU's ordinal, name and UUID too."""
+    return [gpu.device for gpu in detect_gpus()]

@@ -46,6 +46,20 @@ def _source_struct(source: KernelSource, keep: List[Any]) -> _native.Source:
     return s
 
 
+def _ref_array(refs: Sequence[Union[KernelSource, ById, ByName]],
+               keep: List[Any]) -> "ctypes.Array[_native.KernelRef]":
+    """The kcache_kernel_ref array of `refs`; `keep` holds every buffer it points into."""
+    array = (_native.KernelRef * max(len(refs), 1))()
+    for i, ref in enumerate(refs):
+        if isinstance(ref, KernelSource):
+            array[i].source = ctypes.pointer(_source_struct(ref, keep))
+        elif isinstance(ref, ById):
+            array[i].id = ref.id.encode()
+        else:
+            array[i].name = _b(ref.name)
+    return array
+
+
 def _device_struct(device: Device) -> _native.DeviceStruct:
     return _native.DeviceStruct(device.sm_major, device.sm_minor, device.driver_version)
 
@@ -232,14 +246,7 @@ class Client:
         """kcache_resolve_many on this thread; `on_result(index, result)` once per kernel."""
         lib = _native.lib()
         keep: List[Any] = []
-        array = (_native.KernelRef * len(refs))()
-        for i, ref in enumerate(refs):
-            if isinstance(ref, KernelSource):
-                array[i].source = ctypes.pointer(_source_struct(ref, keep))
-            elif isinstance(ref, ById):
-                array[i].id = ref.id.encode()
-            else:
-                array[i].name = _b(ref.name)
+        array = _ref_array(refs, keep)
         dev = _device_struct(device)
 
         def on_kernel(context: Any, index: int, status: int, message: Optional[bytes],

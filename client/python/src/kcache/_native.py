@@ -44,6 +44,14 @@ class DeviceStruct(ctypes.Structure):
     _fields_ = [("sm_major", c_int32), ("sm_minor", c_int32), ("driver_version", c_uint32)]
 
 
+class GpuStruct(ctypes.Structure):
+    """kcache_gpu (kcache_c.h)."""
+
+    _fields_ = [("ordinal", c_int32), ("device", DeviceStruct), ("name", ctypes.c_char * 256),
+                ("uuid", ctypes.c_char * 96), ("visible_as", ctypes.c_char * 96),
+                ("reserved", c_int32 * 8)]
+
+
 class Source(ctypes.Structure):
     _fields_ = [
         ("name", c_char_p),
@@ -68,6 +76,11 @@ class KernelRef(ctypes.Structure):
 
 # void (*)(void* context, size_t index, int status, const char* message, kcache_kernel* kernel)
 RESOLVE_MANY_CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_int, c_char_p, c_void_p)
+
+# void (*)(void* context, size_t first_gpu, size_t index, int status, const char* message,
+#         kcache_kernel* kernel)
+RESOLVE_FOR_GPUS_CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_size_t, c_int, c_char_p,
+                                             c_void_p)
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -118,6 +131,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     fn("kcache_manifest_count", c_size_t, c_void_p)
     fn("kcache_manifest_kernel", ctypes.POINTER(Source), c_void_p, c_size_t)
     fn("kcache_manifest_free", None, c_void_p)
+    fn("kcache_detect_gpus", c_int, ctypes.POINTER(GpuStruct), c_int, ctypes.POINTER(c_int))
+    fn("kcache_kernel_check_gpu", c_int, c_void_p, ctypes.POINTER(GpuStruct))
+    fn("kcache_kernel_entry_points", c_int, c_void_p, ctypes.POINTER(c_void_p))
+    fn("kcache_resolve_for_gpus", c_int, c_void_p, ctypes.POINTER(KernelRef), c_size_t,
+       ctypes.POINTER(GpuStruct), c_size_t, ctypes.POINTER(c_size_t), RESOLVE_FOR_GPUS_CALLBACK,
+       c_void_p)
 
 
 def lib() -> ctypes.CDLL:
