@@ -74,7 +74,6 @@ def test_load_refuses_a_cubin_for_another_sm_on_the_gpu(client: kcache.Client,
 
 def test_every_gpu_of_the_node_runs_its_own_kernel(client: kcache.Client,
                                                    manifest_kernels: dict) -> None:
-
     cuda_core = pytest.importorskip("cuda.core")
     cupy = pytest.importorskip("cupy")
     gpus = kcache.detect_gpus()
