@@ -12,16 +12,17 @@ namespace {
 
 // What an option does to the parse.
 enum class Role : uint8_t {
-  kPlain,      // keyed as written, nothing else
-  kCompile,    // -c, -dc: the mode we cache
-  kOutput,     // -o FILE
-  kDepFile,    // -MF FILE
-  kWriteDeps,  // -MD
-  kCcbin,      // nvcc -ccbin DIR|FILE
-  kHostOpts,   // nvcc -Xcompiler A,B: checked against IsUncacheableHostOption
-  kLanguage,   // -x LANG: any input is then a source
-  kDebug,      // -g, -G, -lineinfo
-  kUncached,   // never cached, for `reason`
+  kPlain,          // keyed as written, nothing else
+  kCompile,        // -c, -dc: the mode we cache
+  kOutput,         // -o FILE
+  kDepFile,        // -MF FILE
+  kWriteDeps,      // -MD
+  kWriteUserDeps,  // -MMD: served as -MD (CompilerCommand::user_only_deps_arg)
+  kCcbin,          // nvcc -ccbin DIR|FILE
+  kHostOpts,       // nvcc -Xcompiler A,B: checked against IsUncacheableHostOption
+  kLanguage,       // -x LANG: any input is then a source
+  kDebug,          // -g, -G, -lineinfo
+  kUncached,       // never cached, for `reason`
 };
 
 struct OptionSpec {
@@ -94,10 +95,11 @@ constexpr OptionSpec kNvccOptions[] = {
     {"extra-device-vectorization", false, R::kPlain},
     {"dlto", false, R::kPlain},
     {"m64", false, R::kPlain},
+    {"forward-unknown-to-host-compiler", false, R::kPlain},  // CMake passes it
     {"E", false, R::kUncached, U::kPreprocessOnly},
     {"M", false, R::kUncached, U::kPreprocessOnly},
     {"MM", false, R::kUncached, U::kPreprocessOnly},
-    {"MMD", false, R::kUncached, U::kUserOnlyDeps},
+    {"MMD", false, R::kWriteUserDeps},
     {"keep", false, R::kUncached, U::kKeepTemps},
     {"keep-dir", true, R::kUncached, U::kKeepTemps},
     {"save-temps", false, R::kUncached, U::kKeepTemps},
@@ -200,6 +202,7 @@ struct Parse {
   std::vector<std::string> inputs;
   ParsedCompilerCommand failed;  // set when a reason was found
   bool failed_set = false;
+  size_t index = 0;  // of the argument being parsed
 
   void Fail(UncachedReason reason, absl::string_view arg) {
     if (failed_set) return;
@@ -224,6 +227,10 @@ struct Parse {
         return;  // not keyed
       case Role::kWriteDeps:
         command.writes_deps = true;
+        break;
+      case Role::kWriteUserDeps:
+        command.writes_deps = true;
+        command.user_only_deps_arg = static_cast<int>(index);
         break;
       case Role::kCcbin:
         command.ccbin = std::string(value);
@@ -346,7 +353,7 @@ bool ParseGccOption(Parse& p, const std::vector<std::string>& args, size_t& i) {
     return true;
   }
   if (body == "MMD") {
-    p.Fail(U::kUserOnlyDeps, arg);
+    p.Apply(R::kWriteUserDeps, U::kNone, arg, "", std::string(arg));
     return true;
   }
   for (const GccValued& valued : kGccValued) {
@@ -463,6 +470,7 @@ ParsedCompilerCommand ParseCompilerCommand(CompilerFamily family,
   p.command.args = args;
   for (size_t i = 0; i < args.size(); ++i) {
     absl::string_view arg = args[i];
+    p.index = i;
     if (absl::StartsWith(arg, "@")) {
       p.Fail(U::kResponseFile, arg);
       continue;

@@ -50,9 +50,13 @@ struct CompilerCommand {
   std::string source;             // the one source file
   std::string output;             // -o
   std::string dep_file;           // -MF value; "" when none was given
-  bool writes_deps = false;       // -MD (nvcc: also --generate-dependencies-with-compile)
-  std::string ccbin;              // nvcc -ccbin / --compiler-bindir value; "" when absent
-  bool debug_info = false;        // -g (not -g0), -G, -lineinfo: the output holds paths
+  bool writes_deps = false;       // -MD or -MMD (and nvcc's long spellings)
+  // Index in `args` of a -MMD (dependencies without system headers), or -1. The launcher runs
+  // the compiler with -MD there instead: the manifest needs every header, and the dependency
+  // file then lists system headers too (ninja and make read it the same).
+  int user_only_deps_arg = -1;
+  std::string ccbin;        // nvcc -ccbin / --compiler-bindir value; "" when absent
+  bool debug_info = false;  // -g (not -g0), -G, -lineinfo: the output holds paths
   // The arguments that go into the key: `args` without the output (-o FILE), the dependency
   // file name (-MF FILE) and -ccbin (its compiler is keyed by content), each option and its
   // value as one string ("-I" "x" -> "-Ix" style: "-I\x01x"), in the order given.

@@ -162,6 +162,8 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
   env.emplace_back("PYTORCH_NVCC", absl::StrCat(shims, "/nvcc"));
   env.emplace_back("CXX", absl::StrCat(shims, "/c++"));
   env.emplace_back("CC", absl::StrCat(shims, "/cc"));
+  // torch puts ccache or sccache in front of $CXX when one is on PATH: kcache is the cache.
+  env.emplace_back("TORCH_NO_COMPILER_WRAPPER", "1");
   if (!flags.arch.empty()) {
     env.emplace_back("TORCH_CUDA_ARCH_LIST", absl::StrReplaceAll(flags.arch, {{",", ";"}}));
   }
@@ -174,7 +176,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
 bool IsLauncherInvocation(int argc, char** argv) {
   if (argc < 1) return false;
   if (IsCompilerName(fs::path(argv[0]).filename().string())) return true;
-  return argc >= 2 && (IsCompilerName(argv[1]) || std::string(argv[1]) == "--");
+  // `kcache /usr/bin/c++ ARGS`: CMake's *_COMPILER_LAUNCHER puts the compiler's path first.
+  return argc >= 2 && (IsCompilerName(argv[1]) || std::string(argv[1]) == "--" ||
+                       std::string(argv[1]).find('/') != std::string::npos);
 }
 
 int RunLauncherCli(int argc, char** argv) {

@@ -1,5 +1,6 @@
 // The compiler launchers on the command line: `kcache nvcc|c++|cc ARGS`, `kcache -- COMPILER
-// ARGS` (CMake's *_COMPILER_LAUNCHER), masquerade links named nvcc, c++, g++, cc, gcc; and
+// ARGS`, `kcache /path/to/compiler ARGS` (CMake's *_COMPILER_LAUNCHER), masquerade links named
+// nvcc, c++, g++, cc, gcc; and
 // `kcache run`, `kcache env` and `kcache explain` (docs/torch-extensions.md).
 //
 // Launchers take their settings from the environment `kcache run` / `kcache env` set:
@@ -14,7 +15,7 @@
 namespace kcache::cli {
 
 // True when argv asks for a launcher (argv[0] a compiler name, or argv[1] one of nvcc, c++,
-// cc, g++, gcc, or "--"); RunLauncherCli then runs it.
+// cc, g++, gcc, "--", or a path with a '/': CMake's launcher form); RunLauncherCli runs it.
 bool IsLauncherInvocation(int argc, char** argv);
 int RunLauncherCli(int argc, char** argv);
 

@@ -207,6 +207,9 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
                     const std::vector<std::string>& args, FileDigests& digests) {
   std::vector<std::string> argv = {prepared.compiler_path};
   argv.insert(argv.end(), args.begin(), args.end());
+  if (prepared.command.user_only_deps_arg >= 0) {  // -MMD: every header, for the manifest
+    argv[1 + prepared.command.user_only_deps_arg] = "-MD";
+  }
   std::string dep_path = prepared.command.dep_file;
   bool own_deps = !prepared.command.writes_deps;
   if (own_deps) {

@@ -120,7 +120,6 @@ TEST(CompilerCommandTest, EachUncachedReason) {
       {kN, {"--frobnicate", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kUnknownOption},
       {kG, {"-B/tmp/evil", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kUnknownOption},
       {kG, {"-c", "a.cc"}, UncachedReason::kNoOutput},
-      {kG, {"-MMD", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kUserOnlyDeps},
   };
   for (const UncachedCase& c : cases) {
     ParsedCompilerCommand parsed = ParseCompilerCommand(c.family, c.args);
@@ -128,6 +127,17 @@ TEST(CompilerCommandTest, EachUncachedReason) {
         << c.args[0] << ": got " << UncachedReasonName(parsed.uncached) << " (" << parsed.detail
         << ")";
   }
+}
+
+TEST(CompilerCommandTest, UserOnlyDependenciesAreNotedToBeServedAsAll) {
+  ParsedCompilerCommand parsed = Gcc({"-MMD", "-MF", "a.o.d", "-c", "a.cc", "-o", "a.o"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_TRUE(parsed.command.writes_deps);
+  EXPECT_EQ(parsed.command.user_only_deps_arg, 0);
+  parsed = Nvcc(
+      {"-c", "--generate-nonsystem-dependencies-with-compile", "-MF", "a.d", "a.cu", "-o", "a.o"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.user_only_deps_arg, 1);
 }
 
 TEST(CompilerCommandTest, ReasonsHaveNames) {
