@@ -58,8 +58,26 @@ def wrappers(tmp: Path, tool: str) -> dict:
     return {"PYTORCH_NVCC": str(bin_dir / "nvcc"), "CXX": str(bin_dir / "c++")}
 
 
+def time_served_commands(build_dir: Path, env_extra: dict) -> list[float]:
+    """Milliseconds of each compile command of build.ninja run again, served (a hit)."""
+    commands = subprocess.run(["ninja", "-t", "commands"], cwd=build_dir, text=True,
+                              stdout=subprocess.PIPE, check=True).stdout.splitlines()
+    env = dict(os.environ, **env_extra)
+    times = []
+    for command in commands:
+        if " -c " not in command:
+            continue  # the link
+        start = time.monotonic()
+        subprocess.run(command, shell=True, cwd=build_dir, env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append((time.monotonic() - start) * 1000)
+    return times
+
+
 def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[str, str]]:
-    arch_env = {"TORCH_CUDA_ARCH_LIST": arch, "MAX_JOBS": str(os.cpu_count() or 2)}
+    # torch would put ccache or sccache (when on PATH) in front of $CXX in every configuration.
+    arch_env = {"TORCH_CUDA_ARCH_LIST": arch, "MAX_JOBS": str(os.cpu_count() or 2),
+                "TORCH_NO_COMPILER_WRAPPER": "1"}
     rows = []
     none_s, _ = load(tmp / "none/a", arch_env)
     rows.append(("none", f"{none_s:.2f} s"))
@@ -93,12 +111,16 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[st
         seconds, out = load(tmp / "kcache/pod/other",
                             {**arch_env, "KCACHE_STATE_DIR": str(tmp / "state"), "KCACHE_LOG": "1"},
                             serve)
+        per_command = time_served_commands(tmp / "kcache/pod/other/kcache_bench_ext",
+                                           {"KCACHE_STATE_DIR": str(tmp / "state"),
+                                            "KCACHE_SERVER": f"unix://{socket}"})
     finally:
         daemon.terminate()
         daemon.wait(30)
     hits = out.count("kcache: hit ")
     rows.append(("kcache", f"{seconds:.2f} s, {hits} compiles hit, {out.count('kcache: miss ')} missed"))
     rows.append(("kcache/none", f"{seconds / none_s:.3f}"))
+    rows.append(("kcache/command", ", ".join(f"{ms:.1f} ms" for ms in per_command)))
     return rows
 
 

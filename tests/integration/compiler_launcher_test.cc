@@ -228,5 +228,35 @@ TEST_F(CompilerLauncherTest, EightConcurrentLaunchersLeaveIntactObjects) {
   EXPECT_TRUE(report->corrupt.empty());
 }
 
+TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
+  std::string shims = tmp_ / "shims";
+  testing::RunResult env = testing::Run(absl::StrCat(
+      testing::KcacheCli(), " env --store ", env_.store, " --arch 8.9,9.0 --shims ", shims));
+  ASSERT_EQ(env.exit_code, 0) << env.output;
+  for (const std::string& line :
+       {absl::StrCat("KCACHE_STORE=", env_.store), absl::StrCat("PYTORCH_NVCC=", shims, "/nvcc"),
+        absl::StrCat("CXX=", shims, "/c++"), absl::StrCat("CC=", shims, "/cc"),
+        std::string("TORCH_CUDA_ARCH_LIST=8.9;9.0"), std::string("TORCH_NO_COMPILER_WRAPPER=1")}) {
+    EXPECT_TRUE(testing::Contains(env.output, line + "\n")) << line << "\n" << env.output;
+  }
+  EXPECT_EQ(fs::canonical(shims + "/nvcc"), fs::canonical(testing::KcacheCli()));
+  testing::RunResult run = testing::Run(
+      absl::StrCat(testing::KcacheCli(), " run --store ", env_.store, " --arch 8.9 --shims ", shims,
+                   " -- sh -c 'echo $CXX $TORCH_CUDA_ARCH_LIST $KCACHE_STORE'"));
+  EXPECT_EQ(run.output, absl::StrCat(shims, "/c++ 8.9 ", env_.store, "\n"));
+  EXPECT_NE(testing::Run(absl::StrCat(testing::KcacheCli(), " env --arch 8.9")).exit_code, 0);
+}
+
+TEST_F(CompilerLauncherTest, ExplainNamesTheChangedHeader) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  tmp_.Write("src/include/config.h", "#define ANSWER 43\n");
+  std::string explain = absl::StrReplaceAll(Compile(), {{"$KCACHE c++", "$KCACHE explain -- c++"}});
+  testing::RunResult result = RunIn(tmp_ / "b1", env_, explain);
+  EXPECT_TRUE(
+      testing::Contains(result.output, "miss: the command matches 1 recorded entry but header"))
+      << result.output;
+  EXPECT_TRUE(testing::Contains(result.output, "config.h changed")) << result.output;
+}
+
 }  // namespace
 }  // namespace kcache

@@ -107,6 +107,8 @@ TEST(CompilerCommandTest, EachUncachedReason) {
       {kG, {"-c", "a.cc", "-o", "-"}, UncachedReason::kStdin},
       {kN, {"--keep", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kKeepTemps},
       {kG, {"-save-temps", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kKeepTemps},
+      {kG, {"-gsplit-dwarf", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kKeepTemps},
+      {kG, {"-fmodules-ts", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kKeepTemps},
       {kN, {"-Xcompiler", "-save-temps", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kKeepTemps},
       {kG, {"@args.rsp"}, UncachedReason::kResponseFile},
       {kN, {"--options-file", "f", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kResponseFile},
