@@ -37,6 +37,18 @@ absl::Status BadKey(absl::string_view why) {
                    "); the store entry is damaged or was not written by kcache"));
 }
 
+// Reads "u8 len + toolkit id | u32be driver", the end of every key, into `key`.
+absl::StatusOr<ArtifactKey> DecodeKeyTail(absl::string_view encoded, ArtifactKey key) {
+  absl::string_view toolkit;
+  if (!ConsumeShortString(encoded, &toolkit)) return BadKey("truncated toolkit id");
+  key.toolkit = std::string(toolkit);
+  if (encoded.size() != 4) {
+    return BadKey(absl::StrCat("expected 4 driver bytes at the end, found ", encoded.size()));
+  }
+  for (char c : encoded) key.driver = (key.driver << 8) | static_cast<uint8_t>(c);
+  return key;
+}
+
 }  // namespace
 
 absl::string_view ArtifactKindName(ArtifactKind kind) {
@@ -47,6 +59,8 @@ absl::string_view ArtifactKindName(ArtifactKind kind) {
       return "ptx";
     case ArtifactKind::kLtoir:
       return "ltoir";
+    case ArtifactKind::kObject:
+      return "object";
   }
   return "unknown";
 }
@@ -61,7 +75,7 @@ absl::StatusOr<ArtifactKind> ParseArtifactKind(absl::string_view name) {
 }
 
 std::string ArtifactKey::Encode() const {
-  std::string target_text = target.ToString();
+  std::string target_text = kind == ArtifactKind::kObject ? "" : target.ToString();
   std::string out;
   out.reserve(KernelId::kSize + 1 + 1 + target_text.size() + 1 + toolkit.size() + 4);
   absl::StrAppend(&out, kernel_id.Bytes());
@@ -85,30 +99,30 @@ absl::StatusOr<ArtifactKey> ArtifactKey::Decode(absl::string_view encoded) {
   uint8_t kind = static_cast<uint8_t>(encoded.front());
   encoded.remove_prefix(1);
   if (kind < static_cast<uint8_t>(ArtifactKind::kCubin) ||
-      kind > static_cast<uint8_t>(ArtifactKind::kLtoir)) {
+      kind > static_cast<uint8_t>(ArtifactKind::kObject)) {
     return BadKey(absl::StrCat("unknown kind byte ", kind));
   }
   key.kind = static_cast<ArtifactKind>(kind);
 
-  absl::string_view target_text, toolkit;
+  absl::string_view target_text;
   if (!ConsumeShortString(encoded, &target_text)) return BadKey("truncated target");
+  if (key.kind == ArtifactKind::kObject) {
+    if (!target_text.empty()) return BadKey("an object key carries a target");
+    return DecodeKeyTail(encoded, key);
+  }
   absl::StatusOr<Target> target = ParseTarget(target_text);
   if (!target.ok()) return BadKey(target.status().message());
   if (target->ToString() != target_text) {
     return BadKey(absl::StrCat("target '", target_text, "' is not in canonical form"));
   }
   key.target = *target;
-  if (!ConsumeShortString(encoded, &toolkit)) return BadKey("truncated toolkit id");
-  key.toolkit = std::string(toolkit);
-
-  if (encoded.size() != 4) {
-    return BadKey(absl::StrCat("expected 4 driver bytes at the end, found ", encoded.size()));
-  }
-  for (char c : encoded) key.driver = (key.driver << 8) | static_cast<uint8_t>(c);
-  return key;
+  return DecodeKeyTail(encoded, key);
 }
 
 std::string ArtifactKey::ToString() const {
+  if (kind == ArtifactKind::kObject) {
+    return absl::StrCat(kernel_id.ShortHex(), "/object/", toolkit.substr(0, 12));
+  }
   std::string out = absl::StrCat(kernel_id.ShortHex(), "/", ArtifactKindName(kind), "/",
                                  target.ToString(), "/", toolkit);
   if (driver != 0) absl::StrAppend(&out, "/driver=", driver);

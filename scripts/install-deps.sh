@@ -47,6 +47,7 @@ if ((!build_only)); then
     python3 python3-venv          # the project's virtual environment (.venv), below
     clang-format                  # tests/format: .clang-format enforced (clang-format 14)
     clang libclang-rt-14-dev      # tests/fuzz: libFuzzer targets (scripts/fuzz.sh, docs/fuzzing.md)
+    ccache                        # bench/torch_ext: the peer kcache's launchers are measured against
   )
 fi
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/doctor.h"
+#include "client/cli/launcher_commands.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 
@@ -32,6 +33,7 @@ absl::StatusOr<std::shared_ptr<const Toolkit>> LoadToolkitForCli(const std::stri
 }
 
 int RunCli(int argc, char** argv) {
+  if (IsLauncherInvocation(argc, argv)) return RunLauncherCli(argc, argv);
   CLI::App app{
       "kcache: an ahead-of-time compilation cache for CUDA kernels.\n"
       "Warm a store with compiled kernels for whole architecture lists, inspect it, and\n"
@@ -46,6 +48,7 @@ int RunCli(int argc, char** argv) {
   RegisterStoreCommands(app, &exit_code);
   RegisterServerCommands(app, &exit_code);
   RegisterDoctorCommand(app, &exit_code);
+  RegisterLauncherCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -57,6 +57,19 @@ json MetaJson(const ArtifactMeta& m) {
           {"lowered_names", lowered}};
 }
 
+// The compiler launchers' outputs (docs/torch-extensions.md), one row per entry.
+void PrintObjects(const std::vector<ArtifactMeta>& artifacts) {
+  Table table({"compiler output of", "key", "entry", "headers", "bytes"}, {3, 4});
+  size_t count = 0;
+  for (const ArtifactMeta& m : artifacts) {
+    if (m.key.kind != ArtifactKind::kObject) continue;
+    ++count;
+    table.AddRow({m.kernel_name, m.key.kernel_id.ShortHex(), m.key.toolkit.substr(0, 12),
+                  absl::StrCat(m.lowered_names.size()), HumanBytes(m.size)});
+  }
+  if (count > 0) std::printf("\n%s%zu compiler outputs\n", table.Render().c_str(), count);
+}
+
 int RunLs(const StoreFlags& flags) {
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, StoreUse::kRead);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
@@ -104,6 +117,7 @@ int RunLs(const StoreFlags& flags) {
   }
   std::printf("%s%zu kernels, %zu artifacts\n", table.Render().c_str(), kernels->size(),
               artifacts->size());
+  PrintObjects(*artifacts);
   return kExitOk;
 }
 
@@ -123,6 +137,7 @@ int RunStat(const StoreFlags& flags) {
     auto& [count, bytes] = by_kind[std::string(ArtifactKindName(m.key.kind))];
     ++count;
     bytes += m.size;
+    if (m.key.kind == ArtifactKind::kObject) continue;  // compiler outputs: no toolkit, no compile
     ++by_toolkit[m.key.toolkit];
     uint64_t& micros = compiles[{m.key.kernel_id, m.key.target.sm.arch(), m.key.toolkit,
                                  m.key.kind == ArtifactKind::kLtoir}];

@@ -25,7 +25,9 @@
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/fast_path_server.h"
 #include "daemon/service/kernel_cache_service.h"
+#include "daemon/service/object_cache_service.h"
 #include "engine/compile/toolkit.h"
+#include "engine/objects/tiered_object_cache.h"
 #include "engine/shared/shared_entry.h"
 #include "engine/store/store.h"
 
@@ -129,6 +131,7 @@ class DaemonImpl final : public Daemon {
     if (absl::Status s = PrepareListenAddress(); !s.ok()) return s;
     CacheOptions cache_options;
     if (absl::Status s = OpenStores(&cache_options); !s.ok()) return s;
+    StartObjectService(cache_options);
     service_options_.default_warm_jobs = options_.compile.workers;
     std::string toolkit_summary;
     if (absl::Status s = StartCompilers(options_, &pools_, &service_options_, &toolkit_summary);
@@ -256,6 +259,18 @@ class DaemonImpl final : public Daemon {
     return absl::OkStatus();
   }
 
+  // The compiler launchers' object service over the same stores (baked first; client-made
+  // objects into the writable store only). The stores are the cache's: this service is
+  // registered on the server, which shuts down before the cache closes.
+  void StartObjectService(const CacheOptions& cache_options) {
+    std::vector<Store*> baked;
+    for (const auto& store : cache_options.baked) baked.push_back(store.get());
+    object_cache_ = objects::NewTieredObjectCache(cache_options.local.get(), std::move(baked),
+                                                  options_.max_object_bytes);
+    object_service_ =
+        std::make_unique<ObjectCacheService>(object_cache_.get(), options_.max_object_bytes);
+  }
+
   absl::Status PrepareListenAddress() {
     if (options_.listen.empty()) {
       return absl::InvalidArgumentError(
@@ -277,6 +292,7 @@ class DaemonImpl final : public Daemon {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials());
     builder.RegisterService(service_.get());
+    builder.RegisterService(object_service_.get());
     // Bind with owner-only permissions, then widen to --socket-mode: never more open than
     // asked, not even for an instant.
     mode_t old_umask = umask(0177);
@@ -413,6 +429,8 @@ class DaemonImpl final : public Daemon {
   // the tracker (a call it still ticks leaves the tracker when the ticker lets it go).
   ProgressTicker ticker_;
   std::unique_ptr<KernelCacheService> service_;
+  std::unique_ptr<objects::ObjectCache> object_cache_;  // over the cache's stores
+  std::unique_ptr<ObjectCacheService> object_service_;
   std::unique_ptr<FastPathServer> fast_;  // stopped before the cache closes
   std::string fast_path_;
   ino_t fast_inode_ = 0;

@@ -63,6 +63,9 @@ struct DaemonOptions {
   uint64_t fast_arena_bytes = uint64_t{1} << 30;         // --fast-arena-bytes
   uint64_t fast_max_leased_bytes = uint64_t{256} << 20;  // --fast-max-leased-bytes
   int fast_max_connections = 256;                        // --fast-max-connections
+  // --max-object-bytes: the largest compiler output (object, dependency file and logs) a
+  // launcher may put (docs/torch-extensions.md); larger ones are refused, counted.
+  uint64_t max_object_bytes = uint64_t{256} << 20;
 };
 
 class Daemon {

@@ -34,6 +34,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "recently used artifacts are evicted")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
+  app.add_option("--max-object-bytes", o.max_object_bytes,
+                 "Largest compiler output a launcher (kcache nvcc/c++) may store through this "
+                 "kcached (e.g. 256MiB); larger ones are refused")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   app.add_option("--baked", o.baked, "Read-only store baked into the image (repeatable)")
       ->check(CLI::ExistingDirectory);
   app.add_option("--listen", o.listen, "Address to serve on: unix:///path/to.sock")->required();

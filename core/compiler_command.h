@@ -1,0 +1,85 @@
+// Reading a compiler command line (nvcc, or a gcc-like c++/cc): is it one cacheable compile
+// of one source to one object, and if so, what are its parts. Pure logic, no I/O: the
+// launcher (engine/objects) adds the file system, the tools and the environment.
+//
+// Cacheable: -c (nvcc also -dc), one source file, -o FILE, and only options known here
+// (docs/torch-extensions.md lists them). Everything else is uncached with a reason: a wrong
+// hit is the worst bug, so an option this file does not know is never guessed at.
+#ifndef KCACHE_CORE_COMPILER_COMMAND_H_
+#define KCACHE_CORE_COMPILER_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace kcache {
+
+enum class CompilerFamily : uint8_t {
+  kNvcc = 1,  // NVIDIA's nvcc driver
+  kGcc = 2,   // gcc, g++, cc, c++ (and clang, which takes the same options)
+};
+absl::string_view CompilerFamilyName(CompilerFamily family);  // "nvcc", "gcc"
+
+// Why a command is run uncached. Numbered and stable: counted by name.
+enum class UncachedReason : uint8_t {
+  kNone = 0,
+  kNotACompile = 1,       // no -c: a link, a version query, a plain `c++`
+  kPreprocessOnly = 2,    // -E, -M, -MM (no object is made)
+  kOtherOutput = 3,       // -S, -ptx, -cubin, -fatbin, -lib, -dlink, ...: not an object
+  kNoSource = 4,          // no source file among the arguments
+  kSeveralInputs = 5,     // more than one input (or an object/library among them)
+  kStdin = 6,             // source or output "-"
+  kKeepTemps = 7,         // --keep, -save-temps, -dryrun, -Wa/-Wp: extra or missing outputs
+  kResponseFile = 8,      // @file or --options-file: arguments we cannot see
+  kProfiling = 9,         // profiling, coverage, plugins, profile-guided use
+  kUnknownOption = 10,    // an option this parser does not know
+  kNoOutput = 11,         // no -o (an implicit output name)
+  kUserOnlyDeps = 12,     // -MMD: the dependency file leaves out system headers
+  kTimeMacros = 13,       // __DATE__/__TIME__/__TIMESTAMP__ in the source or a header
+  kUnreadableInput = 14,  // the source, a header or a tool could not be read
+};
+inline constexpr int kUncachedReasonCount = 15;
+absl::string_view UncachedReasonName(UncachedReason reason);  // "unknown_option", ...
+
+// One cacheable compile, as parsed. Paths are as written (relative to the command's cwd).
+struct CompilerCommand {
+  CompilerFamily family = CompilerFamily::kGcc;
+  std::vector<std::string> args;  // every argument after the compiler, unchanged
+  std::string source;             // the one source file
+  std::string output;             // -o
+  std::string dep_file;           // -MF value; "" when none was given
+  bool writes_deps = false;       // -MD or -MMD (and nvcc's long spellings)
+  // Index in `args` of a -MMD (dependencies without system headers), or -1. The launcher runs
+  // the compiler with -MD there instead: the manifest needs every header, and the dependency
+  // file then lists system headers too (ninja and make read it the same).
+  int user_only_deps_arg = -1;
+  std::string ccbin;        // nvcc -ccbin / --compiler-bindir value; "" when absent
+  bool debug_info = false;  // -g (not -g0), -G, -lineinfo: the output holds paths
+  // The arguments that go into the key: `args` without the output (-o FILE), the dependency
+  // file name (-MF FILE) and -ccbin (its compiler is keyed by content), each option and its
+  // value as one string ("-I" "x" -> "-Ix" style: "-I\x01x"), in the order given.
+  std::vector<std::string> keyed_args;
+};
+
+struct ParsedCompilerCommand {
+  UncachedReason uncached = UncachedReason::kNone;
+  std::string detail;       // when uncached: the argument that decided it
+  CompilerCommand command;  // meaningful only when uncached == kNone
+};
+
+// Parses `args` (without argv[0]) of a `family` compiler.
+ParsedCompilerCommand ParseCompilerCommand(CompilerFamily family,
+                                           const std::vector<std::string>& args);
+
+// True for the file names a compile takes as its source: .c .cc .cpp .cxx .c++ .cp .C .cu.
+bool IsSourceFileName(absl::string_view path);
+
+// A gcc option that must never be cached wherever it appears (directly or through nvcc's
+// -Xcompiler): profiling, coverage, plugins, profile use, extra outputs. Sets *reason.
+bool IsUncacheableHostOption(absl::string_view option, UncachedReason* reason);
+
+}  // namespace kcache
+
+#endif  // KCACHE_CORE_COMPILER_COMMAND_H_

@@ -1,0 +1,51 @@
+// ObjectCacheService: kcached's side of the compiler launchers (service kcache.v1.ObjectCache,
+// proto/kcache/v1/objects.proto). It validates and converts requests and calls an ObjectCache
+// (engine/objects/tiered_object_cache.h: baked stores first, client-made puts into the
+// writable store only) and nothing else. Sync API: store reads and writes block gRPC's sync
+// threads, never the KernelCache service's callback threads.
+#ifndef KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_
+#define KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "engine/objects/object_cache.h"
+#include "kcache/v1/objects.grpc.pb.h"
+
+namespace kcache {
+
+// Counters for /metrics.
+struct ObjectServiceCounts {
+  std::atomic<uint64_t> gets{0};          // bundles served
+  std::atomic<uint64_t> puts{0};          // bundles stored
+  std::atomic<uint64_t> puts_refused{0};  // over the size bound, malformed, or a baked key
+};
+
+// Thread-safe. `cache` is borrowed and must outlive the service and its calls (the daemon
+// shuts the gRPC server down before destroying the stores).
+class ObjectCacheService final : public v1::ObjectCache::Service {
+ public:
+  // `max_object_bytes`: a PutObject stream announcing or sending more is refused
+  // (RESOURCE_EXHAUSTED) before it is buffered (--max-object-bytes).
+  ObjectCacheService(objects::ObjectCache* cache, uint64_t max_object_bytes)
+      : cache_(cache), max_object_bytes_(max_object_bytes) {}
+
+  grpc::Status ListObjects(grpc::ServerContext* context, const v1::ListObjectsRequest* request,
+                           v1::ListObjectsResponse* response) override;
+  grpc::Status GetObject(grpc::ServerContext* context, const v1::GetObjectRequest* request,
+                         grpc::ServerWriter<v1::ObjectChunk>* writer) override;
+  grpc::Status PutObject(grpc::ServerContext* context,
+                         grpc::ServerReader<v1::PutObjectRequest>* reader,
+                         v1::PutObjectResponse* response) override;
+
+  const ObjectServiceCounts& counts() const { return counts_; }
+
+ private:
+  objects::ObjectCache* cache_;
+  const uint64_t max_object_bytes_;
+  ObjectServiceCounts counts_;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_

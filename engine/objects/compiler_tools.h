@@ -1,0 +1,52 @@
+// Finding the real compilers behind kcache's launchers, and every tool file a compile runs:
+// the parts of a command's identity that are not on its command line.
+#ifndef KCACHE_ENGINE_OBJECTS_COMPILER_TOOLS_H_
+#define KCACHE_ENGINE_OBJECTS_COMPILER_TOOLS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/compiler_command.h"
+
+namespace kcache::objects {
+
+// The environment a launcher sees (name -> value).
+using Environment = std::map<std::string, std::string>;
+Environment CurrentEnvironment();
+
+// Where to find compilers without finding kcache itself.
+struct ToolLookup {
+  Environment env;       // PATH, CUDA_HOME, NVCC_CCBIN are read from it
+  std::string self_exe;  // the kcache binary (realpath); never chosen as a compiler
+};
+
+// The first executable `name` in PATH that is not kcache (a masquerade link to it is skipped,
+// wherever it sits). An absolute or relative path with a '/' is taken as is, unless it is
+// kcache: then its base name is looked up in PATH. NotFound naming PATH otherwise.
+absl::StatusOr<std::string> FindCompiler(const std::string& name, const ToolLookup& lookup);
+
+// The real nvcc: $CUDA_HOME/bin/nvcc, /usr/local/cuda/bin/nvcc, then PATH.
+absl::StatusOr<std::string> FindNvcc(const ToolLookup& lookup);
+
+// One file that takes part in a compile: a name for explain and its path.
+struct ToolFile {
+  std::string role;  // "nvcc", "cicc", "host compiler", ...
+  std::string path;  // "" when the file is absent (keyed as absent)
+};
+
+// Every file the compile runs: for gcc, the compiler; for nvcc, nvcc, nvcc.profile, cicc,
+// ptxas, cudafe++, fatbinary, nvlink, libdevice and the host compiler (-ccbin, else
+// NVCC_CCBIN, else gcc in PATH).
+absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
+                                                const std::string& compiler,
+                                                const ToolLookup& lookup);
+
+// The environment variables that change what a compile of `family` produces (their values,
+// or their absence, are keyed): NVCC_PREPEND_FLAGS, NVCC_APPEND_FLAGS, CPATH, ...
+const std::vector<std::string>& KeyedEnvironment(CompilerFamily family);
+
+}  // namespace kcache::objects
+
+#endif  // KCACHE_ENGINE_OBJECTS_COMPILER_TOOLS_H_

@@ -1,0 +1,219 @@
+#include "engine/objects/launcher.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "engine/objects/file_digests.h"
+#include "engine/objects/prepared_command.h"
+#include "engine/objects/run_process.h"
+
+namespace kcache::objects {
+namespace {
+
+namespace fs = std::filesystem;
+
+void Log(const LauncherOptions& options, absl::string_view text) {
+  if (options.log) std::fprintf(stderr, "kcache: %s\n", std::string(text).c_str());
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Writes `bytes` to a temporary file beside `path` and renames it over `path`: a reader (or a
+// concurrent launcher) sees the old file or the new one, never half of one.
+absl::Status WriteFileAtomic(const std::string& path, const std::string& bytes) {
+  std::string tmp = absl::StrCat(path, ".kcache-", getpid(), ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return absl::UnavailableError(absl::StrCat("cannot write ", path));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
+// The first entry whose manifest matches, fetched and decoded; nullopt on a miss (a corrupt
+// or unreadable entry is a miss).
+std::optional<ObjectBundle> Lookup(const LauncherOptions& options, ObjectCache& cache,
+                                   const Prepared& prepared, FileDigests& digests) {
+  absl::StatusOr<std::vector<ObjectEntryMeta>> entries = cache.List(prepared.key.key1);
+  if (!entries.ok()) {
+    Log(options, absl::StrCat("lookup failed: ", entries.status().message()));
+    return std::nullopt;
+  }
+  for (const ObjectEntryMeta& entry : *entries) {
+    if (!ManifestMatches(entry.manifest, prepared.dirs, digests, nullptr)) continue;
+    absl::StatusOr<std::string> bytes = cache.Get(entry.key);
+    if (!bytes.ok()) {
+      Log(options, absl::StrCat("entry unusable: ", bytes.status().message()));
+      continue;
+    }
+    absl::StatusOr<ObjectBundle> bundle = DecodeBundle(*bytes);
+    if (bundle.ok()) return std::move(*bundle);
+    Log(options, absl::StrCat("entry unusable: ", bundle.status().message()));
+  }
+  return std::nullopt;
+}
+
+// Writes the outputs of a hit; false when one could not be written (then compile instead).
+bool WriteOutputs(const Prepared& prepared, const ObjectBundle& bundle) {
+  const CompilerCommand& command = prepared.command;
+  if (!WriteFileAtomic(command.output, bundle.object).ok()) return false;
+  if (command.writes_deps) {
+    DepFile deps;
+    for (const std::string& target : bundle.deps.targets) {
+      deps.targets.push_back(prepared.dirs.Restore(target));
+    }
+    for (const std::string& dep : bundle.deps.deps) deps.deps.push_back(prepared.dirs.Restore(dep));
+    if (!WriteFileAtomic(command.dep_file, WriteDepFile(deps)).ok()) return false;
+  }
+  return true;
+}
+
+int Replay(const Prepared& prepared, const ObjectBundle& bundle) {
+  std::string out = prepared.dirs.Restore(bundle.stdout_text);
+  std::string err = prepared.dirs.Restore(bundle.stderr_text);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fwrite(err.data(), 1, err.size(), stderr);
+  std::fflush(stdout);
+  return bundle.exit_code;
+}
+
+// Stores a successful compile's outputs. Failures only mean the next build compiles again.
+void Store(const LauncherOptions& options, const Prepared& prepared, const std::string& dep_path,
+           const ProcessResult& result, FileDigests& digests) {
+  const BaseDirs& dirs = prepared.dirs;
+  absl::StatusOr<std::string> object = ReadFile(prepared.command.output);
+  absl::StatusOr<std::string> dep_text = ReadFile(dep_path);
+  if (!object.ok() || !dep_text.ok()) {
+    Log(options, "not stored: the compiler's outputs could not be read");
+    return;
+  }
+  DepFile deps = ParseDepFile(*dep_text);
+  UncachedReason reason = UncachedReason::kNone;
+  absl::StatusOr<Manifest> manifest = MakeManifest(deps, dirs, digests, &reason);
+  if (!manifest.ok()) {
+    Log(options, absl::StrCat("not stored (", UncachedReasonName(reason),
+                              "): ", manifest.status().message()));
+    return;
+  }
+  ObjectBundle bundle;
+  bundle.object = std::move(*object);
+  for (const std::string& target : deps.targets)
+    bundle.deps.targets.push_back(dirs.Normalize(target));
+  for (const std::string& dep : deps.deps) bundle.deps.deps.push_back(dirs.Normalize(dep));
+  bundle.stdout_text = dirs.Normalize(result.stdout_text);
+  bundle.stderr_text = dirs.Normalize(result.stderr_text);
+  bundle.exit_code = result.exit_code;
+  std::string bytes = EncodeBundle(bundle);
+  if (bytes.size() > options.max_object_bytes) {
+    Log(options, absl::StrCat("not stored: ", bytes.size(), " bytes is over --max-object-bytes ",
+                              options.max_object_bytes));
+    return;
+  }
+  ObjectEntryMeta entry;
+  entry.key = ObjectArtifactKey(prepared.key.key1, *manifest);
+  entry.source = prepared.key.source;
+  entry.manifest = std::move(*manifest);
+  entry.fields = prepared.key.fields;
+  absl::StatusOr<std::unique_ptr<ObjectCache>> cache = options.open_cache();
+  absl::Status put = cache.ok() ? (*cache)->Put(entry, bytes) : cache.status();
+  if (!put.ok()) Log(options, absl::StrCat("not stored: ", put.message()));
+}
+
+// A miss: the real compiler, unchanged but for a dependency file of our own when the command
+// asked for none; its outputs stored when it succeeded.
+int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
+                    const std::vector<std::string>& args, FileDigests& digests) {
+  std::vector<std::string> argv = {prepared.compiler_path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (prepared.command.user_only_deps_arg >= 0) {  // -MMD: every header, for the manifest
+    argv[1 + prepared.command.user_only_deps_arg] = "-MD";
+  }
+  std::string dep_path = prepared.command.dep_file;
+  bool own_deps = !prepared.command.writes_deps;
+  if (own_deps) {
+    dep_path = absl::StrCat(prepared.command.output, ".kcache-", getpid(), ".d");
+    argv.insert(argv.end(), {"-MD", "-MF", dep_path});
+  }
+  absl::StatusOr<ProcessResult> result = RunCaptured(argv);
+  if (!result.ok()) {
+    std::fprintf(stderr, "kcache: %s\n", std::string(result.status().message()).c_str());
+    return 127;
+  }
+  std::fwrite(result->stdout_text.data(), 1, result->stdout_text.size(), stdout);
+  std::fwrite(result->stderr_text.data(), 1, result->stderr_text.size(), stderr);
+  std::fflush(stdout);
+  if (result->exit_code == 0) Store(options, prepared, dep_path, *result, digests);
+  if (own_deps) {
+    std::error_code ec;
+    fs::remove(dep_path, ec);
+  }
+  return result->exit_code;
+}
+
+}  // namespace
+
+CompilerFamily FamilyOfCompiler(const std::string& name) {
+  return fs::path(name).filename() == "nvcc" ? CompilerFamily::kNvcc : CompilerFamily::kGcc;
+}
+
+int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std::string& compiler,
+                const std::vector<std::string>& args) {
+  absl::StatusOr<std::string> compiler_path = RealCompiler(options, family, compiler);
+  if (!compiler_path.ok()) {
+    std::fprintf(stderr, "kcache: %s\n", std::string(compiler_path.status().message()).c_str());
+    return 127;
+  }
+  std::vector<std::string> argv = {*compiler_path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  FileDigests digests(options.digest_table);
+  UncachedReason reason = UncachedReason::kNone;
+  absl::StatusOr<Prepared> prepared =
+      Prepare(options, family, *compiler_path, args, digests, &reason);
+  if (!prepared.ok()) {
+    digests.Save();
+    Log(options,
+        absl::StrCat("uncached (", UncachedReasonName(reason), "): ", prepared.status().message()));
+    return ExecReplacing(argv);
+  }
+  absl::StatusOr<std::unique_ptr<ObjectCache>> cache = options.open_cache();
+  if (cache.ok()) {
+    std::optional<ObjectBundle> hit = Lookup(options, **cache, *prepared, digests);
+    cache->reset();  // a store directory is not held while compiling
+    if (hit.has_value() && WriteOutputs(*prepared, *hit)) {
+      digests.Save();
+      Log(options, absl::StrCat("hit ", prepared->command.source));
+      return Replay(*prepared, *hit);
+    }
+  } else {
+    Log(options, absl::StrCat("cache unavailable: ", cache.status().message()));
+  }
+  Log(options, absl::StrCat("miss ", prepared->command.source));
+  int exit_code = CompileAndStore(options, *prepared, args, digests);
+  digests.Save();
+  return exit_code;
+}
+
+}  // namespace kcache::objects

@@ -1,0 +1,57 @@
+// The compiler launcher: one compiler command served from an ObjectCache. A cacheable compile
+// (core/compiler_command.h) is looked up by its key (object_key.h); a hit writes every output
+// the command asked for (the object; the dependency file with this build's paths) and replays
+// the compiler's stdout, stderr and exit code; a miss runs the real compiler unchanged and
+// stores what it made. Anything else runs the real compiler in place of this process.
+// A cache that fails (cannot open, a dead kcached, a full store, a corrupt entry) only costs
+// the compile: the build stays correct.
+#ifndef KCACHE_ENGINE_OBJECTS_LAUNCHER_H_
+#define KCACHE_ENGINE_OBJECTS_LAUNCHER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/compiler_command.h"
+#include "engine/objects/compiler_tools.h"
+#include "engine/objects/object_cache.h"
+
+namespace kcache::objects {
+
+struct LauncherOptions {
+  // Opens the cache; called at most twice per command (before the lookup and after a miss's
+  // compile), so a store directory is held only while it is read or written.
+  std::function<absl::StatusOr<std::unique_ptr<ObjectCache>>()> open_cache;
+  // Base directories besides the working directory (KCACHE_BASEDIR).
+  std::vector<std::string> base_dirs;
+  // The file digest memo ("" keeps none); KCACHE_STATE_DIR/file-digests by default.
+  std::string digest_table;
+  // A compile output (object + dependency file + logs) larger than this is not stored
+  // (--max-object-bytes, KCACHE_MAX_OBJECT_BYTES; default 256 MiB).
+  uint64_t max_object_bytes = uint64_t{256} << 20;
+  // One line on stderr per command saying hit, miss or uncached and why (KCACHE_LOG=1).
+  bool log = false;
+  ToolLookup lookup;
+};
+
+enum class LaunchOutcome { kHit, kMiss, kUncached };
+
+// Runs `compiler` (a name or path; for nvcc "" finds the real one) with `args`. Returns the
+// exit code to leave with: the compiler's. Uncached commands do not return (exec).
+int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std::string& compiler,
+                const std::vector<std::string>& args);
+
+// Says whether the command would hit, and when not, which part of its key differs from the
+// nearest recorded entry for the same source: one line.
+std::string ExplainCompile(const LauncherOptions& options, CompilerFamily family,
+                           const std::string& compiler, const std::vector<std::string>& args);
+
+// The family a compiler name belongs to: nvcc for "nvcc", gcc for the rest.
+CompilerFamily FamilyOfCompiler(const std::string& name);
+
+}  // namespace kcache::objects
+
+#endif  // KCACHE_ENGINE_OBJECTS_LAUNCHER_H_

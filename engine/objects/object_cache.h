@@ -1,0 +1,67 @@
+// Where a launcher's outputs live: the ObjectCache interface (a store directory here; kcached
+// over gRPC in client/cli) and the entry and bundle formats both share.
+//
+// An entry is stored as an Artifact of kind kObject (docs/store-format.md): key
+// {key1, kObject, no target, toolkit = entry id}; meta.kernel_name the normalized source,
+// meta.lowered_names the manifest (header, digest), meta.compile_log the key1 fields (one
+// "name\tvalue" line each, for `kcache explain`); the payload is the bundle below. So
+// objects share the store's checksums, LRU bound, listings and read-only baked stores.
+#ifndef KCACHE_ENGINE_OBJECTS_OBJECT_CACHE_H_
+#define KCACHE_ENGINE_OBJECTS_OBJECT_CACHE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/artifact.h"
+#include "engine/objects/object_key.h"
+#include "engine/store/store.h"
+
+namespace kcache::objects {
+
+// What a compile produced, paths normalized (BaseDirs): replayed on a hit.
+struct ObjectBundle {
+  std::string object;  // the -o file's bytes
+  DepFile deps;        // the dependency file, targets and prerequisites
+  std::string stdout_text, stderr_text;
+  int exit_code = 0;
+};
+std::string EncodeBundle(const ObjectBundle& bundle);
+// DataLoss when the bytes are not a bundle (a damaged or hostile entry).
+absl::StatusOr<ObjectBundle> DecodeBundle(const std::string& bytes);
+
+// An entry's listing: what lookup checks before fetching the bundle.
+struct ObjectEntryMeta {
+  ArtifactKey key;  // {key1, kObject, -, entry id}
+  std::string source;
+  Manifest manifest;
+  std::vector<KeyField> fields;
+  uint64_t size = 0;
+};
+ObjectEntryMeta EntryMetaFromArtifact(const ArtifactMeta& meta);
+Artifact ArtifactFromEntry(const ObjectEntryMeta& entry, std::string bundle_bytes);
+// The key of entry `manifest` under `key`.
+ArtifactKey ObjectArtifactKey(const KernelId& key1, const Manifest& manifest);
+
+// Thread-compatible. Every failure is a value: the launcher then compiles uncached.
+class ObjectCache {
+ public:
+  virtual ~ObjectCache() = default;
+  // Entries under key1 (metadata only). Empty when none.
+  virtual absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) = 0;
+  // One entry's bundle bytes, checksum verified. NotFound when absent or corrupt.
+  virtual absl::StatusOr<std::string> Get(const ArtifactKey& key) = 0;
+  virtual absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) = 0;
+  // Every entry (metadata only): `kcache explain` looks for the same source among them.
+  virtual absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() = 0;
+};
+
+// Over a store; `store` is borrowed and must outlive the cache.
+std::unique_ptr<ObjectCache> NewStoreObjectCache(Store* store);
+// The same, owning the store (closed with the cache).
+std::unique_ptr<ObjectCache> NewOwningStoreObjectCache(std::unique_ptr<Store> store);
+
+}  // namespace kcache::objects
+
+#endif  // KCACHE_ENGINE_OBJECTS_OBJECT_CACHE_H_

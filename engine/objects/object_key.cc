@@ -1,0 +1,225 @@
+#include "engine/objects/object_key.h"
+
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace kcache::objects {
+namespace {
+
+// Bumped whenever what goes into key1 changes: old entries then simply miss.
+constexpr char kObjectKeyDomain[] = "kcache.object.v1";
+
+bool IsBoundary(const std::string& text, size_t pos) {
+  if (pos >= text.size()) return true;
+  char c = text[pos];
+  return c == '/' || c == ' ' || c == ':' || c == '\'' || c == '"' || c == ',' || c == '=' ||
+         c == ';' || c == ')' || c == '\n' || c == '\t';
+}
+
+std::string Token(size_t index) { return index == 0 ? "@cwd@" : absl::StrCat("@base", index, "@"); }
+
+void AppendField(std::string& out, absl::string_view tag, absl::string_view value) {
+  for (absl::string_view part : {tag, value}) {
+    uint32_t size = static_cast<uint32_t>(part.size());
+    for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<char>(size >> shift));
+    absl::StrAppend(&out, part);
+  }
+}
+
+std::string Resolve(const std::string& path, const BaseDirs& dirs) {
+  std::string restored = dirs.Restore(path);
+  if (!restored.empty() && restored[0] == '/') return restored;
+  return absl::StrCat(dirs.cwd, "/", restored);
+}
+
+}  // namespace
+
+std::string BaseDirs::Normalize(const std::string& text) const {
+  std::vector<std::pair<std::string, std::string>> order;  // (dir, token), longest first
+  order.emplace_back(cwd, Token(0));
+  for (size_t i = 0; i < roots.size(); ++i) order.emplace_back(roots[i], Token(i + 1));
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::string out = text;
+  for (const auto& [dir, token] : order) {
+    if (dir.empty() || dir == "/") continue;
+    std::string next;
+    size_t pos = 0;
+    while (true) {
+      size_t hit = out.find(dir, pos);
+      if (hit == std::string::npos) break;
+      bool whole = IsBoundary(out, hit + dir.size());
+      next.append(out, pos, hit - pos);
+      next.append(whole ? token : dir);
+      pos = hit + dir.size();
+    }
+    next.append(out, pos, std::string::npos);
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::string BaseDirs::Restore(const std::string& text) const {
+  if (text.find('@') == std::string::npos) return text;
+  std::vector<std::pair<std::string, std::string>> replacements;
+  replacements.emplace_back(Token(0), cwd);
+  for (size_t i = 0; i < roots.size(); ++i) replacements.emplace_back(Token(i + 1), roots[i]);
+  return absl::StrReplaceAll(text, replacements);
+}
+
+absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
+                                           const std::vector<ToolFile>& tools,
+                                           const Environment& env, const BaseDirs& dirs,
+                                           FileDigests& digests, UncachedReason* reason) {
+  ObjectKey key;
+  key.fields.emplace_back("compiler", std::string(CompilerFamilyName(command.family)));
+  for (const std::string& arg : command.keyed_args) {
+    key.fields.emplace_back("arg", dirs.Normalize(arg));
+  }
+  for (const ToolFile& tool : tools) {
+    std::string digest = "absent";
+    if (!tool.path.empty()) {
+      absl::StatusOr<FileDigest> file = digests.Digest(tool.path);
+      if (!file.ok()) {
+        *reason = UncachedReason::kUnreadableInput;
+        return absl::FailedPreconditionError(file.status().message());
+      }
+      digest = file->sha256;
+    }
+    key.fields.emplace_back(absl::StrCat("tool ", tool.role), digest);
+  }
+  for (const std::string& name : KeyedEnvironment(command.family)) {
+    auto it = env.find(name);
+    key.fields.emplace_back(
+        absl::StrCat("env ", name),
+        it == env.end() ? "(unset)" : absl::StrCat("=", dirs.Normalize(it->second)));
+  }
+  absl::StatusOr<FileDigest> source = digests.Digest(Resolve(command.source, dirs));
+  if (!source.ok()) {
+    *reason = UncachedReason::kUnreadableInput;
+    return absl::FailedPreconditionError(source.status().message());
+  }
+  if (source->has_time_macro) {
+    *reason = UncachedReason::kTimeMacros;
+    return absl::FailedPreconditionError(absl::StrCat(command.source, " names a time macro"));
+  }
+  key.fields.emplace_back("source", source->sha256);
+  if (command.debug_info) key.fields.emplace_back("cwd (debug info)", dirs.cwd);
+  key.source = dirs.Normalize(command.source);
+
+  std::string framing = kObjectKeyDomain;
+  framing.push_back('\0');
+  for (const KeyField& field : key.fields) AppendField(framing, field.first, field.second);
+  std::array<uint8_t, KernelId::kSize> digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(framing.data()), framing.size(), digest.data());
+  key.key1 = KernelId(digest);
+  return key;
+}
+
+DepFile ParseDepFile(const std::string& text) {
+  DepFile deps;
+  std::vector<std::string>* into = &deps.targets;
+  std::string word;
+  auto flush = [&] {
+    if (!word.empty()) into->push_back(std::move(word));
+    word.clear();
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      char n = text[i + 1];
+      if (n == '\n' || n == '\r') {
+        flush();
+        ++i;
+        continue;
+      }
+      if (n == ' ' || n == '#' || n == '\\') {
+        word.push_back(n);
+        ++i;
+        continue;
+      }
+    }
+    if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+      word.push_back('$');
+      ++i;
+    } else if (c == ':' && into == &deps.targets &&
+               (i + 1 >= text.size() || text[i + 1] == ' ' || text[i + 1] == '\n' ||
+                text[i + 1] == '\r')) {
+      flush();
+      into = &deps.deps;
+    } else if (c == '\n' && into == &deps.deps) {
+      // A rule ends; -MP phony targets that follow name headers already listed.
+      flush();
+      break;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      flush();
+    } else {
+      word.push_back(c);
+    }
+  }
+  flush();
+  return deps;
+}
+
+std::string WriteDepFile(const DepFile& deps) {
+  auto escape = [](const std::string& path) {
+    return absl::StrReplaceAll(path, {{"\\", "\\\\"}, {" ", "\\ "}, {"#", "\\#"}, {"$", "$$"}});
+  };
+  std::string out;
+  for (size_t i = 0; i < deps.targets.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : " ", escape(deps.targets[i]));
+  }
+  absl::StrAppend(&out, ":");
+  for (const std::string& dep : deps.deps) absl::StrAppend(&out, " \\\n  ", escape(dep));
+  absl::StrAppend(&out, "\n");
+  return out;
+}
+
+absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
+                                      FileDigests& digests, UncachedReason* reason) {
+  Manifest manifest;
+  for (const std::string& dep : deps.deps) {
+    std::string normalized = dirs.Normalize(dep);
+    absl::StatusOr<FileDigest> digest = digests.Digest(Resolve(normalized, dirs));
+    if (!digest.ok()) {
+      *reason = UncachedReason::kUnreadableInput;
+      return absl::FailedPreconditionError(digest.status().message());
+    }
+    if (digest->has_time_macro) {
+      *reason = UncachedReason::kTimeMacros;
+      return absl::FailedPreconditionError(absl::StrCat(dep, " names a time macro"));
+    }
+    manifest.emplace_back(std::move(normalized), digest->sha256);
+  }
+  return manifest;
+}
+
+bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests& digests,
+                     std::string* first_difference) {
+  for (const auto& [path, recorded] : manifest) {
+    absl::StatusOr<FileDigest> digest = digests.Digest(Resolve(path, dirs));
+    if (!digest.ok() || digest->sha256 != recorded) {
+      if (first_difference != nullptr) {
+        *first_difference =
+            absl::StrCat("header ", dirs.Restore(path), digest.ok() ? " changed" : " is missing");
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string ManifestId(const Manifest& manifest) {
+  std::string framing;
+  for (const auto& [path, digest] : manifest) AppendField(framing, path, digest);
+  return Sha256Hex(framing);
+}
+
+}  // namespace kcache::objects

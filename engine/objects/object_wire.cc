@@ -1,0 +1,48 @@
+#include "engine/objects/object_wire.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kcache::objects {
+
+void ToWire(const ObjectEntryMeta& entry, v1::ObjectEntry* wire) {
+  wire->set_key1(std::string(entry.key.kernel_id.Bytes()));
+  wire->set_entry_id(entry.key.toolkit);
+  wire->set_source(entry.source);
+  for (const auto& [path, digest] : entry.manifest) {
+    v1::ObjectPair* line = wire->add_manifest();
+    line->set_name(path);
+    line->set_value(digest);
+  }
+  for (const auto& [name, value] : entry.fields) {
+    v1::ObjectPair* field = wire->add_fields();
+    field->set_name(name);
+    field->set_value(value);
+  }
+  wire->set_size(entry.size);
+}
+
+absl::StatusOr<ObjectEntryMeta> FromWire(const v1::ObjectEntry& wire) {
+  absl::StatusOr<KernelId> key1 = KernelId::FromBytes(wire.key1());
+  if (!key1.ok()) return absl::InvalidArgumentError("object entry: key1 is not 32 bytes");
+  bool hex = wire.entry_id().size() == 64;
+  for (char c : wire.entry_id()) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!hex) return absl::InvalidArgumentError("object entry: entry_id is not 64 hex digits");
+  if (wire.manifest_size() > kMaxWireManifestLines || wire.fields_size() > kMaxWireManifestLines ||
+      wire.ByteSizeLong() > kMaxWireEntryBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("object entry: over ", kMaxWireManifestLines,
+                                                   " lines or ", kMaxWireEntryBytes, " bytes"));
+  }
+  ObjectEntryMeta entry;
+  entry.key.kernel_id = *key1;
+  entry.key.kind = ArtifactKind::kObject;
+  entry.key.toolkit = wire.entry_id();
+  entry.source = wire.source();
+  for (const v1::ObjectPair& line : wire.manifest())
+    entry.manifest.emplace_back(line.name(), line.value());
+  for (const v1::ObjectPair& field : wire.fields())
+    entry.fields.emplace_back(field.name(), field.value());
+  entry.size = wire.size();
+  return entry;
+}
+
+}  // namespace kcache::objects

@@ -1,0 +1,25 @@
+// ObjectEntryMeta <-> its wire form (proto/kcache/v1/objects.proto), for both sides of the
+// ObjectCache service: kcached (daemon/service) and the launchers' client (client/cli).
+#ifndef KCACHE_ENGINE_OBJECTS_OBJECT_WIRE_H_
+#define KCACHE_ENGINE_OBJECTS_OBJECT_WIRE_H_
+
+#include "absl/status/statusor.h"
+#include "engine/objects/object_cache.h"
+#include "kcache/v1/objects.pb.h"
+
+namespace kcache::objects {
+
+// The largest piece of a bundle per stream message, and the most entries, manifest lines and
+// bytes of text an entry may carry on the wire (a hostile one is refused, not allocated).
+inline constexpr size_t kObjectChunkBytes = 1 << 20;
+inline constexpr int kMaxWireManifestLines = 1 << 16;
+inline constexpr size_t kMaxWireEntryBytes = 16 << 20;
+
+void ToWire(const ObjectEntryMeta& entry, v1::ObjectEntry* wire);
+// InvalidArgument naming the field when the entry is malformed (a bad key1 or entry id, more
+// lines than the bounds above).
+absl::StatusOr<ObjectEntryMeta> FromWire(const v1::ObjectEntry& wire);
+
+}  // namespace kcache::objects
+
+#endif  // KCACHE_ENGINE_OBJECTS_OBJECT_WIRE_H_

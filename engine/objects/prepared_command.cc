@@ -1,0 +1,64 @@
+#include "engine/objects/prepared_command.h"
+
+#include <filesystem>
+
+namespace kcache::objects {
+namespace {
+
+namespace fs = std::filesystem;
+
+BaseDirs MakeBaseDirs(const LauncherOptions& options) {
+  BaseDirs dirs;
+  std::error_code ec;
+  dirs.cwd = fs::current_path(ec).lexically_normal().string();
+  for (const std::string& root : options.base_dirs) {
+    if (root.empty() || root[0] != '/') continue;
+    std::string normal = fs::path(root).lexically_normal().string();
+    while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+    dirs.roots.push_back(normal);
+  }
+  return dirs;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RealCompiler(const LauncherOptions& options, CompilerFamily family,
+                                         const std::string& compiler) {
+  if (family == CompilerFamily::kNvcc && (compiler.empty() || compiler == "nvcc")) {
+    return FindNvcc(options.lookup);
+  }
+  return FindCompiler(compiler, options.lookup);
+}
+
+// The command's key, or why it is not cached (*reason, with the message as detail).
+absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily family,
+                                 const std::string& compiler_path,
+                                 const std::vector<std::string>& args, FileDigests& digests,
+                                 UncachedReason* reason) {
+  ParsedCompilerCommand parsed = ParseCompilerCommand(family, args);
+  if (parsed.uncached != UncachedReason::kNone) {
+    *reason = parsed.uncached;
+    return absl::FailedPreconditionError(parsed.detail);
+  }
+  if (parsed.command.writes_deps && parsed.command.dep_file.empty()) {
+    *reason = UncachedReason::kNoOutput;
+    return absl::FailedPreconditionError("-MD without -MF");
+  }
+  Prepared prepared;
+  prepared.command = std::move(parsed.command);
+  prepared.compiler_path = compiler_path;
+  prepared.dirs = MakeBaseDirs(options);
+  absl::StatusOr<std::vector<ToolFile>> tools =
+      ToolFiles(prepared.command, compiler_path, options.lookup);
+  if (!tools.ok()) {
+    *reason = UncachedReason::kUnreadableInput;
+    return tools.status();
+  }
+  absl::StatusOr<ObjectKey> key = ComputeObjectKey(prepared.command, *tools, options.lookup.env,
+                                                   prepared.dirs, digests, reason);
+  if (!key.ok()) return key.status();
+  prepared.key = std::move(*key);
+  return prepared;
+}
+
+}  // namespace kcache::objects

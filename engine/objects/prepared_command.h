@@ -1,0 +1,38 @@
+// A cacheable compiler command with everything its key needs: what the launcher and
+// `kcache explain` both start from. Internal to engine/objects.
+#ifndef KCACHE_ENGINE_OBJECTS_PREPARED_COMMAND_H_
+#define KCACHE_ENGINE_OBJECTS_PREPARED_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/compiler_command.h"
+#include "engine/objects/file_digests.h"
+#include "engine/objects/launcher.h"
+#include "engine/objects/object_key.h"
+
+namespace kcache::objects {
+
+struct Prepared {
+  CompilerCommand command;
+  std::string compiler_path;  // the real compiler
+  BaseDirs dirs;
+  ObjectKey key;
+};
+
+// The real compiler behind `compiler` (a name or path; "nvcc" or "" for nvcc's family finds
+// nvcc in CUDA_HOME first), never kcache itself.
+absl::StatusOr<std::string> RealCompiler(const LauncherOptions& options, CompilerFamily family,
+                                         const std::string& compiler);
+
+// Parses `args` and computes the key. On failure, *reason says why the command is not cached
+// and the status's message names the argument or file that decided it.
+absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily family,
+                                 const std::string& compiler_path,
+                                 const std::vector<std::string>& args, FileDigests& digests,
+                                 UncachedReason* reason);
+
+}  // namespace kcache::objects
+
+#endif  // KCACHE_ENGINE_OBJECTS_PREPARED_COMMAND_H_

@@ -1,0 +1,75 @@
+#include "engine/objects/tiered_object_cache.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace kcache::objects {
+namespace {
+
+class TieredObjectCache final : public ObjectCache {
+ public:
+  TieredObjectCache(Store* local, std::vector<Store*> baked, uint64_t max_object_bytes)
+      : max_object_bytes_(max_object_bytes) {
+    for (Store* store : baked) caches_.push_back(NewStoreObjectCache(store));
+    caches_.push_back(NewStoreObjectCache(local));  // last: asked after the baked stores
+  }
+
+  absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) override {
+    return Merge([&](ObjectCache& cache) { return cache.List(key1); });
+  }
+
+  absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override {
+    return Merge([](ObjectCache& cache) { return cache.ListAll(); });
+  }
+
+  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+    for (auto& cache : caches_) {
+      absl::StatusOr<std::string> bytes = cache->Get(key);
+      if (bytes.ok()) return bytes;
+    }
+    return absl::NotFoundError(absl::StrCat("no object ", key.ToString()));
+  }
+
+  absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override {
+    if (bundle.size() > max_object_bytes_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "object of ", bundle.size(), " bytes is over --max-object-bytes ", max_object_bytes_));
+    }
+    for (size_t i = 0; i + 1 < caches_.size(); ++i) {
+      if (caches_[i]->Get(entry.key).ok()) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("object ", entry.key.ToString(), " is in a baked store"));
+      }
+    }
+    return caches_.back()->Put(entry, bundle);
+  }
+
+ private:
+  // Entries of every store, each key once (the first store's, a baked one before the local).
+  template <typename ListFn>
+  absl::StatusOr<std::vector<ObjectEntryMeta>> Merge(ListFn list) {
+    std::vector<ObjectEntryMeta> merged;
+    std::set<std::string> seen;
+    for (auto& cache : caches_) {
+      absl::StatusOr<std::vector<ObjectEntryMeta>> entries = list(*cache);
+      if (!entries.ok()) continue;
+      for (ObjectEntryMeta& entry : *entries) {
+        if (seen.insert(entry.key.Encode()).second) merged.push_back(std::move(entry));
+      }
+    }
+    return merged;
+  }
+
+  const uint64_t max_object_bytes_;
+  std::vector<std::unique_ptr<ObjectCache>> caches_;  // baked stores, then the local one
+};
+
+}  // namespace
+
+std::unique_ptr<ObjectCache> NewTieredObjectCache(Store* local, std::vector<Store*> baked,
+                                                  uint64_t max_object_bytes) {
+  return std::make_unique<TieredObjectCache>(local, std::move(baked), max_object_bytes);
+}
+
+}  // namespace kcache::objects

@@ -1,0 +1,262 @@
+// `kcache c++` / `kcache -- COMPILER` with the real c++ over a store directory: what must
+// hit, what must miss (each input of the key), what is never cached, and the faults that
+// must still give a correct build.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_replace.h"
+#include "engine/objects/object_cache.h"
+#include "engine/store/store.h"
+#include "tests/testutil/launcher.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::LauncherEnv;
+using testing::Outcome;
+using testing::OutcomeOf;
+using testing::ReadAll;
+using testing::RunIn;
+
+constexpr char kSource[] = R"(#include "config.h"
+#include <cstdio>
+int answer() { return ANSWER + OFFSET; }
+)";
+
+class CompilerLauncherTest : public testing::LauncherTest {
+ protected:
+  void SetUp() override {
+    src_ = tmp_.Write("src/answer.cpp", kSource);
+    tmp_.Write("src/include/config.h", "#define ANSWER 42\n");
+  }
+
+  // A torch-like compile: absolute source and include paths, -MD -MF, object in the build dir.
+  std::string Compile(const std::string& extra = "") const {
+    return absl::StrCat("$KCACHE c++ -MD -MF answer.o.d -I", tmp_ / "src/include",
+                        " -DOFFSET=1 -O2 -fPIC ", extra, " -c ", src_, " -o answer.o");
+  }
+
+  std::string src_;
+};
+
+TEST_F(CompilerLauncherTest, SecondBuildInAnotherDirectoryHitsWithIdenticalOutputs) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2/deeper", Compile()), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/deeper/answer.o"));
+  std::string deps = ReadAll(tmp_ / "b2/deeper/answer.o.d");
+  EXPECT_TRUE(testing::Contains(deps, "answer.o:")) << deps;
+  EXPECT_TRUE(testing::Contains(deps, tmp_ / "src/include/config.h")) << deps;
+}
+
+TEST_F(CompilerLauncherTest, DependencyFileOfAHitNamesThisBuildsPaths) {
+  std::string command =
+      "$KCACHE c++ -MD -MF answer.o.d -Iinclude -DOFFSET=1 -c answer.cpp -o answer.o";
+  tmp_.Write("a/answer.cpp", kSource);
+  tmp_.Write("a/include/config.h", "#define ANSWER 42\n");
+  tmp_.Write("b/answer.cpp", kSource);
+  tmp_.Write("b/include/config.h", "#define ANSWER 42\n");
+  ASSERT_EQ(Build("a", command), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b", command), Outcome::kHit) << last_output_;
+  std::string deps = ReadAll(tmp_ / "b/answer.o.d");
+  EXPECT_TRUE(testing::Contains(deps, "include/config.h")) << deps;
+  EXPECT_FALSE(testing::Contains(deps, tmp_ / "a")) << deps;
+}
+
+TEST_F(CompilerLauncherTest, EditedHeaderMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  tmp_.Write("src/include/config.h", "#define ANSWER 43\n");
+  EXPECT_EQ(Build("b2", Compile()), Outcome::kMiss) << last_output_;
+  EXPECT_FALSE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+}
+
+TEST_F(CompilerLauncherTest, ChangedDefineMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  std::string changed = Compile();
+  changed.replace(changed.find("-DOFFSET=1"), 10, "-DOFFSET=2");
+  EXPECT_EQ(Build("b2", changed), Outcome::kMiss) << last_output_;
+}
+
+TEST_F(CompilerLauncherTest, AnotherCompilerBinaryMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  // A wrapper script standing in for the compiler: the same name, another content.
+  std::string copy = tmp_.Write("tools/c++", "#!/bin/sh\nexec c++ \"$@\"\n");
+  fs::permissions(copy, fs::perms::owner_all);
+  std::string with_copy = Compile();
+  with_copy.replace(with_copy.find("$KCACHE c++"), 11, absl::StrCat("$KCACHE -- ", copy));
+  EXPECT_EQ(Build("b2", with_copy), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b3", with_copy), Outcome::kHit) << last_output_;
+}
+
+TEST_F(CompilerLauncherTest, HeaderShadowedThroughCpathMisses) {
+  tmp_.Write("src/other.h", "#define OTHER 1\n");
+  std::string command = absl::StrCat(
+      "$KCACHE c++ -MD -MF o.o.d -c ",
+      tmp_.Write("src/o.cpp", "#include <other.h>\nint o() { return OTHER; }\n"), " -o o.o");
+  LauncherEnv env = env_;
+  env.extra = absl::StrCat("CPATH=", tmp_ / "src");
+  ASSERT_EQ(Build("b1", command, &env), Outcome::kMiss) << last_output_;
+  tmp_.Write("shadow/other.h", "#define OTHER 2\n");
+  env.extra = absl::StrCat("CPATH=", tmp_ / "shadow", ":", tmp_ / "src");
+  EXPECT_EQ(Build("b2", command, &env), Outcome::kMiss) << last_output_;
+}
+
+TEST_F(CompilerLauncherTest, BaseDirectoryCoversSourcesAtAnotherPath) {
+  for (const char* tree : {"one", "two"}) {
+    tmp_.Write(absl::StrCat(tree, "/answer.cpp"), absl::StrReplaceAll(kSource, {{"OFFSET", "1"}}));
+    tmp_.Write(absl::StrCat(tree, "/include/config.h"), "#define ANSWER 42\n");
+  }
+  auto command = [&](const char* tree) {
+    std::string root = tmp_ / tree;
+    return absl::StrCat("$KCACHE c++ -MD -MF x.o.d -I", root, "/include -c ", root,
+                        "/answer.cpp -o x.o");
+  };
+  LauncherEnv one = env_, two = env_;
+  one.extra = absl::StrCat("KCACHE_BASEDIR=", tmp_ / "one");
+  two.extra = absl::StrCat("KCACHE_BASEDIR=", tmp_ / "two");
+  ASSERT_EQ(Build("build1", command("one"), &one), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("build2", command("two"), &two), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::Contains(ReadAll(tmp_ / "build2/x.o.d"), tmp_ / "two/include/config.h"));
+  // Without the base directory the absolute paths differ: a miss.
+  EXPECT_EQ(Build("build3", command("two")), Outcome::kMiss) << last_output_;
+}
+
+TEST_F(CompilerLauncherTest, WarningsAndExitCodeAreReplayed) {
+  std::string warn = tmp_.Write("src/warn.cpp", "int f() { int unused = 1; return 0; }\n");
+  std::string command = absl::StrCat("$KCACHE c++ -Wall -MD -MF w.o.d -c ", warn, " -o w.o");
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss);
+  std::string first = last_output_;
+  ASSERT_EQ(Build("b2", command), Outcome::kHit);
+  EXPECT_TRUE(testing::Contains(last_output_, "unused variable")) << last_output_;
+  EXPECT_TRUE(testing::Contains(first, "unused variable")) << first;
+}
+
+TEST_F(CompilerLauncherTest, FailedCompileIsNotStored) {
+  std::string bad = tmp_.Write("src/bad.cpp", "int f() { return missing; }\n");
+  std::string command = absl::StrCat("$KCACHE c++ -MD -MF bad.o.d -c ", bad, " -o bad.o");
+  for (const char* dir : {"b1", "b2"}) {
+    fs::create_directories(tmp_ / dir);
+    testing::RunResult result = RunIn(tmp_ / dir, env_, command);
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_EQ(OutcomeOf(result.output), Outcome::kMiss) << result.output;
+    EXPECT_TRUE(testing::Contains(result.output, "missing")) << result.output;
+  }
+}
+
+TEST_F(CompilerLauncherTest, CommandWithoutDependencyFileIsCachedAndWritesNone) {
+  std::string command =
+      absl::StrCat("$KCACHE c++ -I", tmp_ / "src/include", " -DOFFSET=1 -c ", src_, " -o a.o");
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b2", command), Outcome::kHit) << last_output_;
+  EXPECT_FALSE(fs::exists(tmp_ / "b2/a.d"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp_ / "b1"), fs::directory_iterator()), 1);
+}
+
+TEST_F(CompilerLauncherTest, LinksVersionQueriesAndUnknownOptionsRunUncached) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  for (const std::string& command :
+       {std::string("$KCACHE c++ --version"),
+        std::string("$KCACHE c++ -shared answer.o -o libanswer.so"), Compile("-fprofile-arcs"),
+        Compile("--coverage"), Compile("-save-temps"), Compile("-frobnicate-unknown -Zq")}) {
+    testing::RunResult result = RunIn(tmp_ / "b1", env_, command);
+    EXPECT_EQ(OutcomeOf(result.output), Outcome::kUncached) << command << "\n" << result.output;
+  }
+}
+
+TEST_F(CompilerLauncherTest, MasqueradeLinkFindsTheRealCompiler) {
+  fs::create_directories(tmp_ / "shims");
+  fs::create_symlink(testing::KcacheCli(), tmp_ / "shims/c++");
+  std::string command = Compile();
+  command.replace(command.find("$KCACHE c++"), 11, "c++");
+  LauncherEnv env = env_;
+  env.extra = absl::StrCat("PATH=", tmp_ / "shims", ":$PATH");
+  ASSERT_EQ(Build("b1", command, &env), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b2", command, &env), Outcome::kHit) << last_output_;
+  testing::RunResult version = RunIn(tmp_ / "b1", env, "c++ --version");
+  EXPECT_EQ(version.exit_code, 0) << version.output;
+}
+
+TEST_F(CompilerLauncherTest, CorruptStoredObjectIsAMissAndNeverWritten) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  {  // Replace the stored bundle with bytes that are not one (checksums valid: a hostile put).
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(env_.store);
+    ASSERT_TRUE(store.ok()) << store.status();
+    std::unique_ptr<objects::ObjectCache> cache = objects::NewStoreObjectCache(store->get());
+    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> all = cache->ListAll();
+    ASSERT_TRUE(all.ok());
+    ASSERT_EQ(all->size(), 1u);
+    ASSERT_TRUE(cache->Put((*all)[0], "not a bundle").ok());
+  }
+  EXPECT_EQ(Build("b2", Compile()), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+  EXPECT_EQ(Build("b3", Compile()), Outcome::kHit) << last_output_;
+}
+
+TEST_F(CompilerLauncherTest, UnusableStoreStillBuildsCorrectly) {
+  LauncherEnv broken = env_;
+  broken.store = tmp_.Write("not-a-store", "just a file");
+  ASSERT_EQ(Build("b1", Compile(), &broken), Outcome::kMiss) << last_output_;
+  LauncherEnv dead = env_;
+  dead.store.clear();
+  dead.server = absl::StrCat("unix:", tmp_ / "no-such.sock");
+  ASSERT_EQ(Build("b2", Compile(), &dead), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+  EXPECT_FALSE(ReadAll(tmp_ / "b2/answer.o").empty());
+}
+
+TEST_F(CompilerLauncherTest, EightConcurrentLaunchersLeaveIntactObjects) {
+  std::string script;
+  for (int i = 0; i < 8; ++i) {
+    fs::create_directories(tmp_ / absl::StrCat("p", i));
+    absl::StrAppend(&script, "(cd ", tmp_ / absl::StrCat("p", i), " && ", Compile(), ") & ");
+  }
+  absl::StrAppend(&script, "wait");
+  testing::RunResult result = RunIn(tmp_.path(), env_, script);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_EQ(Build("check", Compile()), Outcome::kHit) << last_output_;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(
+        testing::SameFile(tmp_ / absl::StrCat("p", i, "/answer.o"), tmp_ / "check/answer.o"));
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(env_.store, {.read_only = true});
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<StoreVerifyReport> report = (*store)->Verify();
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->corrupt.empty());
+}
+
+TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
+  std::string shims = tmp_ / "shims";
+  testing::RunResult env = testing::Run(absl::StrCat(
+      testing::KcacheCli(), " env --store ", env_.store, " --arch 8.9,9.0 --shims ", shims));
+  ASSERT_EQ(env.exit_code, 0) << env.output;
+  for (const std::string& line :
+       {absl::StrCat("KCACHE_STORE=", env_.store), absl::StrCat("PYTORCH_NVCC=", shims, "/nvcc"),
+        absl::StrCat("CXX=", shims, "/c++"), absl::StrCat("CC=", shims, "/cc"),
+        std::string("TORCH_CUDA_ARCH_LIST=8.9;9.0"), std::string("TORCH_NO_COMPILER_WRAPPER=1")}) {
+    EXPECT_TRUE(testing::Contains(env.output, line + "\n")) << line << "\n" << env.output;
+  }
+  EXPECT_EQ(fs::canonical(shims + "/nvcc"), fs::canonical(testing::KcacheCli()));
+  testing::RunResult run = testing::Run(
+      absl::StrCat(testing::KcacheCli(), " run --store ", env_.store, " --arch 8.9 --shims ", shims,
+                   " -- sh -c 'echo $CXX $TORCH_CUDA_ARCH_LIST $KCACHE_STORE'"));
+  EXPECT_EQ(run.output, absl::StrCat(shims, "/c++ 8.9 ", env_.store, "\n"));
+  EXPECT_NE(testing::Run(absl::StrCat(testing::KcacheCli(), " env --arch 8.9")).exit_code, 0);
+}
+
+TEST_F(CompilerLauncherTest, ExplainNamesTheChangedHeader) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  tmp_.Write("src/include/config.h", "#define ANSWER 43\n");
+  std::string explain = absl::StrReplaceAll(Compile(), {{"$KCACHE c++", "$KCACHE explain -- c++"}});
+  testing::RunResult result = RunIn(tmp_ / "b1", env_, explain);
+  EXPECT_TRUE(
+      testing::Contains(result.output, "miss: the command matches 1 recorded entry but header"))
+      << result.output;
+  EXPECT_TRUE(testing::Contains(result.output, "config.h changed")) << result.output;
+}
+
+}  // namespace
+}  // namespace kcache

@@ -1,0 +1,191 @@
+// `kcache nvcc` with the real nvcc (no GPU needed: nvcc compiles for any arch), over a store
+// directory and through kcached over a baked store: each input of the key that must make a
+// miss, and the ways a pod must hit what the image build recorded.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_replace.h"
+#include "tests/testutil/daemon_process.h"
+#include "tests/testutil/launcher.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::LauncherEnv;
+using testing::Outcome;
+using testing::OutcomeOf;
+using testing::ReadAll;
+using testing::RunIn;
+
+constexpr char kKernel[] = R"(#include "scale.cuh"
+#ifdef __CUDA_ARCH__
+#include "device_only.cuh"
+#endif
+__global__ void scale(float* x) {
+#ifdef __CUDA_ARCH__
+  x[threadIdx.x] *= SCALE * DEVICE_FACTOR;
+#endif
+}
+#ifndef __CUDA_ARCH__
+int host_answer() { return HOST_ANSWER; }
+#endif
+)";
+
+class NvccLauncherTest : public testing::LauncherTest {
+ protected:
+  void SetUp() override {
+    if (!fs::exists("/usr/local/cuda/bin/nvcc") && testing::Run("command -v nvcc").exit_code != 0) {
+      GTEST_SKIP() << "no nvcc";
+    }
+    src_ = tmp_.Write("src/scale.cu", kKernel);
+    tmp_.Write("src/scale.cuh", "#define SCALE 2.0f\n#define HOST_ANSWER 7\n");
+    tmp_.Write("src/device_only.cuh", "#define DEVICE_FACTOR 1.0f\n");
+  }
+
+  // The shape of torch's nvcc rule: absolute paths, -MD -MF, -gencode, -Xcompiler -fPIC.
+  std::string Compile(const std::string& gencode = "-gencode=arch=compute_89,code=sm_89",
+                      const std::string& extra = "") const {
+    return absl::StrCat(
+        "$KCACHE nvcc --generate-dependencies-with-compile --dependency-output "
+        "scale.o.d -I",
+        tmp_ / "src", " -DUSE_X=1 ", gencode, " --compiler-options -fPIC ", extra, " -c ", src_,
+        " -o scale.o");
+  }
+
+  // A kcached (no toolkit) over `baked`, and env_ pointed at it instead of the store.
+  std::unique_ptr<testing::DaemonProcess> StartDaemon(LauncherEnv* env,
+                                                      std::vector<std::string> baked = {}) {
+    testing::DaemonOptions options;
+    options.baked = std::move(baked);
+    options.extra_flags = {"--no-toolkit"};
+    auto daemon = std::make_unique<testing::DaemonProcess>(options);
+    absl::Status started = daemon->Start();
+    EXPECT_TRUE(started.ok()) << daemon->Log();
+    *env = env_;
+    env->store.clear();
+    env->server = daemon->address();
+    return daemon;
+  }
+
+  std::string src_;
+};
+
+TEST_F(NvccLauncherTest, AnotherBuildDirectoryHitsWithTheSameObject) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("elsewhere/b2", Compile()), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/scale.o", tmp_ / "elsewhere/b2/scale.o"));
+  EXPECT_TRUE(testing::Contains(ReadAll(tmp_ / "elsewhere/b2/scale.o.d"), "device_only.cuh"));
+}
+
+TEST_F(NvccLauncherTest, EditedDeviceOnlyHeaderMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  tmp_.Write("src/device_only.cuh", "#define DEVICE_FACTOR 3.0f\n");
+  EXPECT_EQ(Build("b2", Compile()), Outcome::kMiss) << last_output_;
+  EXPECT_FALSE(testing::SameFile(tmp_ / "b1/scale.o", tmp_ / "b2/scale.o"));
+}
+
+TEST_F(NvccLauncherTest, HostOnlyChangeMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  tmp_.Write("src/scale.cuh", "#define SCALE 2.0f\n#define HOST_ANSWER 8\n");
+  EXPECT_EQ(Build("b2", Compile()), Outcome::kMiss) << last_output_;
+  EXPECT_FALSE(testing::SameFile(tmp_ / "b1/scale.o", tmp_ / "b2/scale.o"));
+}
+
+TEST_F(NvccLauncherTest, ChangedDefineMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  EXPECT_EQ(Build("b2", absl::StrReplaceAll(Compile(), {{"-DUSE_X=1", "-DUSE_X=2"}})),
+            Outcome::kMiss)
+      << last_output_;
+}
+
+TEST_F(NvccLauncherTest, ChangedArchListMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  EXPECT_EQ(Build("b2", Compile("-gencode=arch=compute_86,code=sm_86")), Outcome::kMiss)
+      << last_output_;
+  EXPECT_EQ(Build("b3", Compile("-gencode=arch=compute_89,code=sm_89 "
+                                "-gencode=arch=compute_90,code=sm_90")),
+            Outcome::kMiss)
+      << last_output_;
+}
+
+TEST_F(NvccLauncherTest, AppendFlagsFromTheEnvironmentMiss) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  LauncherEnv env = env_;
+  env.extra = "NVCC_APPEND_FLAGS=-DEXTRA=1";
+  EXPECT_EQ(Build("b2", Compile(), &env), Outcome::kMiss) << last_output_;
+}
+
+TEST_F(NvccLauncherTest, HeaderShadowedThroughCpathMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  tmp_.Write("shadow/cuda_fp16.h", "#error shadowed\n");
+  LauncherEnv env = env_;
+  env.extra = absl::StrCat("CPATH=", tmp_ / "shadow");
+  EXPECT_EQ(Build("b2", Compile(), &env), Outcome::kMiss) << last_output_;
+}
+
+TEST_F(NvccLauncherTest, AnotherHostCompilerMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  // A wrapper script standing in for gcc: another host compiler binary.
+  std::string wrapper = tmp_.Write("tools/gcc", "#!/bin/sh\nexec /usr/bin/gcc \"$@\"\n");
+  fs::permissions(wrapper, fs::perms::owner_all);
+  EXPECT_EQ(
+      Build("b2", Compile("-gencode=arch=compute_89,code=sm_89", absl::StrCat("-ccbin ", wrapper))),
+      Outcome::kMiss)
+      << last_output_;
+  EXPECT_EQ(
+      Build("b3", Compile("-gencode=arch=compute_89,code=sm_89", absl::StrCat("-ccbin ", wrapper))),
+      Outcome::kHit)
+      << last_output_;
+}
+
+TEST_F(NvccLauncherTest, AnotherNvccMisses) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
+  // A CUDA_HOME whose nvcc is a wrapper of the real one: the same tools, another nvcc.
+  fs::path cuda = fs::canonical("/usr/local/cuda");
+  fs::create_directories(tmp_ / "cuda/bin");
+  for (const auto& entry : fs::directory_iterator(cuda)) {
+    if (entry.path().filename() != "bin")
+      fs::create_symlink(entry.path(), tmp_ / "cuda" / entry.path().filename());
+  }
+  for (const auto& entry : fs::directory_iterator(cuda / "bin")) {
+    if (entry.path().filename() != "nvcc")
+      fs::create_symlink(entry.path(), tmp_ / "cuda/bin" / entry.path().filename());
+  }
+  std::string nvcc = tmp_.Write(
+      "cuda/bin/nvcc", absl::StrCat("#!/bin/sh\nexec ", (cuda / "bin/nvcc").string(), " \"$@\"\n"));
+  fs::permissions(nvcc, fs::perms::owner_all);
+  LauncherEnv env = env_;
+  env.extra = absl::StrCat("CUDA_HOME=", tmp_ / "cuda");
+  EXPECT_EQ(Build("b2", Compile(), &env), Outcome::kMiss) << last_output_;
+}
+
+TEST_F(NvccLauncherTest, PodsThroughKcachedOverOneBakedStoreHit) {
+  ASSERT_EQ(Build("image", Compile()), Outcome::kMiss) << last_output_;
+  for (int pod = 0; pod < 2; ++pod) {  // two pods: two kcached over the same baked store
+    LauncherEnv env;
+    std::unique_ptr<testing::DaemonProcess> daemon = StartDaemon(&env, {env_.store});
+    std::string dir = absl::StrCat("pod", pod, "/ext");
+    EXPECT_EQ(Build(dir, Compile(), &env), Outcome::kHit) << last_output_ << daemon->Log();
+    EXPECT_TRUE(testing::SameFile(tmp_ / "image/scale.o", tmp_ / (dir + "/scale.o")));
+  }
+}
+
+TEST_F(NvccLauncherTest, PodMissIsStoredInKcachedsWritableStoreAndServedBack) {
+  LauncherEnv env;
+  std::unique_ptr<testing::DaemonProcess> daemon = StartDaemon(&env);
+  ASSERT_EQ(Build("a", Compile(), &env), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b", Compile(), &env), Outcome::kHit) << last_output_ << daemon->Log();
+  testing::RunResult explain = RunIn(
+      tmp_ / "b", env,
+      absl::StrCat("$KCACHE explain -- ",
+                   absl::StrReplaceAll(Compile(), {{"$KCACHE ", ""}, {"-DUSE_X=1", "-DUSE_X=3"}})));
+  EXPECT_TRUE(testing::Contains(explain.output, "miss: arg differs")) << explain.output;
+  EXPECT_TRUE(testing::Contains(explain.output, "-DUSE_X=3")) << explain.output;
+}
+
+}  // namespace
+}  // namespace kcache

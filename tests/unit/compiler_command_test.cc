@@ -1,0 +1,152 @@
+// ParseCompilerCommand: what is one cacheable compile, what its key holds, and every reason
+// a command is run uncached.
+#include "core/compiler_command.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace kcache {
+namespace {
+
+ParsedCompilerCommand Nvcc(std::vector<std::string> args) {
+  return ParseCompilerCommand(CompilerFamily::kNvcc, args);
+}
+ParsedCompilerCommand Gcc(std::vector<std::string> args) {
+  return ParseCompilerCommand(CompilerFamily::kGcc, args);
+}
+
+// The command torch.utils.cpp_extension writes into build.ninja for a .cu file.
+std::vector<std::string> TorchNvcc() {
+  return {"--generate-dependencies-with-compile",
+          "--dependency-output",
+          "ext.cuda.o.d",
+          "-DTORCH_EXTENSION_NAME=ext",
+          "-DTORCH_API_INCLUDE_EXTENSION_H",
+          "-isystem",
+          "/venv/torch/include",
+          "-D__CUDA_NO_HALF_OPERATORS__",
+          "--expt-relaxed-constexpr",
+          "-gencode=arch=compute_89,code=compute_89",
+          "-gencode=arch=compute_89,code=sm_89",
+          "--compiler-options",
+          "'-fPIC'",
+          "-std=c++17",
+          "-c",
+          "/src/ext.cu",
+          "-o",
+          "ext.cuda.o"};
+}
+
+TEST(CompilerCommandTest, TorchNvccCompileIsCacheable) {
+  ParsedCompilerCommand parsed = Nvcc(TorchNvcc());
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.source, "/src/ext.cu");
+  EXPECT_EQ(parsed.command.output, "ext.cuda.o");
+  EXPECT_EQ(parsed.command.dep_file, "ext.cuda.o.d");
+  EXPECT_TRUE(parsed.command.writes_deps);
+  EXPECT_FALSE(parsed.command.debug_info);
+}
+
+TEST(CompilerCommandTest, TorchCxxCompileIsCacheable) {
+  ParsedCompilerCommand parsed =
+      Gcc({"-MD", "-MF", "ext.o.d", "-DTORCH_EXTENSION_NAME=ext", "-isystem", "/venv/torch/include",
+           "-D_GLIBCXX_USE_CXX11_ABI=1", "-fPIC", "-std=c++17", "-O3", "-c", "/src/ext.cpp", "-o",
+           "ext.o"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.source, "/src/ext.cpp");
+  EXPECT_EQ(parsed.command.dep_file, "ext.o.d");
+}
+
+TEST(CompilerCommandTest, KeyLeavesOutOutputsAndCcbinOnly) {
+  std::vector<std::string> args = TorchNvcc();
+  args.insert(args.end(), {"-ccbin", "/usr/bin/gcc"});
+  ParsedCompilerCommand parsed = Nvcc(args);
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.ccbin, "/usr/bin/gcc");
+  for (const std::string& keyed : parsed.command.keyed_args) {
+    EXPECT_EQ(keyed.find("ext.cuda.o"), std::string::npos) << keyed;
+    EXPECT_EQ(keyed.find("/usr/bin/gcc"), std::string::npos) << keyed;
+  }
+  std::vector<std::string> other = TorchNvcc();
+  other[10] = "-gencode=arch=compute_90,code=sm_90";
+  EXPECT_NE(Nvcc(other).command.keyed_args, parsed.command.keyed_args);
+}
+
+TEST(CompilerCommandTest, DebugInfoIsNoted) {
+  for (const char* flag : {"-g", "-G", "-lineinfo"}) {
+    std::vector<std::string> args = TorchNvcc();
+    args.push_back(flag);
+    EXPECT_TRUE(Nvcc(args).command.debug_info) << flag;
+  }
+  EXPECT_TRUE(Gcc({"-g2", "-c", "a.cc", "-o", "a.o"}).command.debug_info);
+  EXPECT_FALSE(Gcc({"-g0", "-c", "a.cc", "-o", "a.o"}).command.debug_info);
+  EXPECT_TRUE(Nvcc({"-Xcompiler", "-g", "-c", "a.cu", "-o", "a.o"}).command.debug_info);
+}
+
+struct UncachedCase {
+  CompilerFamily family;
+  std::vector<std::string> args;
+  UncachedReason reason;
+};
+
+TEST(CompilerCommandTest, EachUncachedReason) {
+  const CompilerFamily kN = CompilerFamily::kNvcc, kG = CompilerFamily::kGcc;
+  const std::vector<UncachedCase> cases = {
+      {kG, {"a.o", "b.o", "-o", "app"}, UncachedReason::kNotACompile},
+      {kG, {"--version"}, UncachedReason::kUnknownOption},
+      {kG, {"-E", "a.cc"}, UncachedReason::kPreprocessOnly},
+      {kN, {"-M", "a.cu"}, UncachedReason::kPreprocessOnly},
+      {kG, {"-S", "-c", "a.cc", "-o", "a.s"}, UncachedReason::kOtherOutput},
+      {kN, {"-ptx", "a.cu", "-o", "a.ptx"}, UncachedReason::kOtherOutput},
+      {kG, {"-c", "-o", "a.o"}, UncachedReason::kNoSource},
+      {kG, {"-c", "a.cc", "b.cc", "-o", "a.o"}, UncachedReason::kSeveralInputs},
+      {kG, {"-c", "a.cc", "x.o", "-o", "a.o"}, UncachedReason::kSeveralInputs},
+      {kG, {"-c", "-", "-o", "a.o"}, UncachedReason::kStdin},
+      {kG, {"-c", "a.cc", "-o", "-"}, UncachedReason::kStdin},
+      {kN, {"--keep", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kKeepTemps},
+      {kG, {"-save-temps", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kKeepTemps},
+      {kG, {"-gsplit-dwarf", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kKeepTemps},
+      {kG, {"-fmodules-ts", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kKeepTemps},
+      {kN, {"-Xcompiler", "-save-temps", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kKeepTemps},
+      {kG, {"@args.rsp"}, UncachedReason::kResponseFile},
+      {kN, {"--options-file", "f", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kResponseFile},
+      {kG, {"-fprofile-generate", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kProfiling},
+      {kG, {"--coverage", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kProfiling},
+      {kG, {"-pg", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kProfiling},
+      {kN,
+       {"-Xcompiler", "'-fprofile-arcs'", "-c", "a.cu", "-o", "a.o"},
+       UncachedReason::kProfiling},
+      {kG, {"-frobnicate", "-Zq", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kUnknownOption},
+      {kN, {"--frobnicate", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kUnknownOption},
+      {kG, {"-B/tmp/evil", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kUnknownOption},
+      {kG, {"-c", "a.cc"}, UncachedReason::kNoOutput},
+  };
+  for (const UncachedCase& c : cases) {
+    ParsedCompilerCommand parsed = ParseCompilerCommand(c.family, c.args);
+    EXPECT_EQ(parsed.uncached, c.reason)
+        << c.args[0] << ": got " << UncachedReasonName(parsed.uncached) << " (" << parsed.detail
+        << ")";
+  }
+}
+
+TEST(CompilerCommandTest, UserOnlyDependenciesAreNotedToBeServedAsAll) {
+  ParsedCompilerCommand parsed = Gcc({"-MMD", "-MF", "a.o.d", "-c", "a.cc", "-o", "a.o"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_TRUE(parsed.command.writes_deps);
+  EXPECT_EQ(parsed.command.user_only_deps_arg, 0);
+  parsed = Nvcc(
+      {"-c", "--generate-nonsystem-dependencies-with-compile", "-MF", "a.d", "a.cu", "-o", "a.o"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.user_only_deps_arg, 1);
+}
+
+TEST(CompilerCommandTest, ReasonsHaveNames) {
+  for (int i = 0; i < kUncachedReasonCount; ++i) {
+    EXPECT_NE(UncachedReasonName(static_cast<UncachedReason>(i)), "unknown") << i;
+  }
+}
+
+}  // namespace
+}  // namespace kcache

@@ -1,0 +1,72 @@
+// The object cache kcached serves: baked stores first, client-made puts into the writable
+// store only, never over a baked entry, bounded in size.
+#include "engine/objects/tiered_object_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache::objects {
+namespace {
+
+using testing::TempDir;
+
+ObjectEntryMeta Entry(uint8_t key_byte) {
+  std::array<uint8_t, KernelId::kSize> bytes{};
+  bytes[0] = key_byte;
+  Manifest manifest = {{"@cwd@/a.h", std::string(64, 'a')}};
+  ObjectEntryMeta entry;
+  entry.key = ObjectArtifactKey(KernelId(bytes), manifest);
+  entry.source = "@cwd@/a.cu";
+  entry.manifest = manifest;
+  entry.fields = {{"arg", "-O3"}};
+  return entry;
+}
+
+class TieredObjectCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    {
+      absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(tmp_ / "baked");
+      ASSERT_TRUE(baked.ok());
+      ASSERT_TRUE(NewStoreObjectCache(baked->get())->Put(Entry(1), "baked bytes").ok());
+    }
+    absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(tmp_ / "baked", {.read_only = true});
+    absl::StatusOr<std::unique_ptr<Store>> local = OpenStore(tmp_ / "local");
+    ASSERT_TRUE(baked.ok() && local.ok());
+    baked_ = std::move(*baked);
+    local_ = std::move(*local);
+    cache_ = NewTieredObjectCache(local_.get(), {baked_.get()}, 64);
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<Store> baked_, local_;
+  std::unique_ptr<ObjectCache> cache_;
+};
+
+TEST_F(TieredObjectCacheTest, ServesBakedEntriesAndRefusesToReplaceThem) {
+  EXPECT_EQ(*cache_->Get(Entry(1).key), "baked bytes");
+  absl::Status put = cache_->Put(Entry(1), "client bytes");
+  EXPECT_TRUE(absl::IsAlreadyExists(put)) << put;
+  EXPECT_EQ(*cache_->Get(Entry(1).key), "baked bytes");
+  EXPECT_FALSE(NewStoreObjectCache(local_.get())->Get(Entry(1).key).ok());
+}
+
+TEST_F(TieredObjectCacheTest, ClientPutsGoToTheWritableStoreAndAreListedOnce) {
+  ASSERT_TRUE(cache_->Put(Entry(2), "client bytes").ok());
+  EXPECT_EQ(*NewStoreObjectCache(local_.get())->Get(Entry(2).key), "client bytes");
+  absl::StatusOr<std::vector<ObjectEntryMeta>> listed = cache_->List(Entry(2).key.kernel_id);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].manifest, Entry(2).manifest);
+  EXPECT_EQ((*listed)[0].fields, Entry(2).fields);
+  EXPECT_EQ(cache_->ListAll()->size(), 2u);
+}
+
+TEST_F(TieredObjectCacheTest, RefusesObjectsOverTheBound) {
+  EXPECT_TRUE(absl::IsResourceExhausted(cache_->Put(Entry(3), std::string(65, 'x'))));
+  EXPECT_FALSE(cache_->Get(Entry(3).key).ok());
+}
+
+}  // namespace
+}  // namespace kcache::objects
