@@ -35,9 +35,10 @@ using ResolveManyCallback = std::function<void(size_t index, absl::StatusOr<Fetc
 // that name the address and say what to do.
 class DaemonConnection {
  public:
-  // `connect_now`: start connecting in the background at once, so the first call finds the
-  // connection made; false leaves it to the first call (a client whose answers usually come
-  // by the fast path need not pay for a gRPC connection it may never use).
+  // `connect_now`: make the channel and start connecting in the background at once, so the
+  // first call finds the connection made; false leaves both to the first call (a client
+  // whose answers usually come by the fast path need not pay for gRPC's start-up, threads
+  // and a connection it may never use).
   explicit DaemonConnection(std::string address, bool connect_now = true);
 
   const std::string& address() const { return address_; }
@@ -68,12 +69,13 @@ class DaemonConnection {
                                   const std::function<void(const WarmJobEvent&)>& on_job);
 
  private:
-  std::shared_ptr<v1::KernelCache::Stub> stub();
+  std::shared_ptr<v1::KernelCache::Stub> stub();  // makes the channel if there is none
+  void MakeChannel() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Described(const absl::Status& status) const;
 
   const std::string address_;
   absl::Mutex mu_;
-  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);  // null until first needed
   std::shared_ptr<v1::KernelCache::Stub> stub_ ABSL_GUARDED_BY(mu_);
 };
 

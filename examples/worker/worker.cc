@@ -78,6 +78,15 @@ std::optional<StartDevice> ChooseDevice(const WorkerFlags& flags, int* exit_code
   return t;
 }
 
+struct KernelReport {
+  std::string name;
+  std::string outcome;  // "served", "skipped", "failed"
+  std::string target, kind, rule, served_from, reason;
+  uint64_t bytes = 0;
+  int64_t resolve_micros = 0;
+  int64_t load_micros = -1;  // -1: not loaded
+};
+
 // Why the worker does not want `source` on this device, or "" when it does.
 std::string SkipReason(const KernelSource& source, const StartDevice& target) {
   bool in_range = (source.min_arch == 0 || target.device.arch() >= source.min_arch) &&
@@ -133,9 +142,7 @@ std::vector<KernelReport> GetKernels(const std::vector<KernelSource>& kernels,
   std::vector<size_t> wanted_index;
   for (size_t i = 0; i < kernels.size(); ++i) {
     if (std::string skip = SkipReason(kernels[i], target); !skip.empty()) {
-      reports[i].name = kernels[i].name;
-      reports[i].outcome = "skipped";
-      reports[i].reason = skip;
+      reports[i] = KernelReport{.name = kernels[i].name, .outcome = "skipped", .reason = skip};
       continue;
     }
     if (local != nullptr) {
@@ -158,13 +165,14 @@ std::vector<KernelReport> GetKernels(const std::vector<KernelSource>& kernels,
   return reports;
 }
 
-void PrintText(const WorkerStart& start) {
-  std::printf("device %s (driver %u; %s)\n", start.device.ToString().c_str(),
-              start.device.driver_version, start.device_note.c_str());
-  std::printf("kernels from %s\n", start.mode.c_str());
+void PrintText(const WorkerFlags& flags, const StartDevice& target, const std::string& mode,
+               const std::vector<KernelReport>& reports, int64_t total_micros) {
+  std::printf("device %s (driver %u; %s)\n", target.device.ToString().c_str(),
+              target.device.driver_version, target.note.c_str());
+  std::printf("kernels from %s\n", mode.c_str());
   std::map<std::string, int> by_source;
   int failed = 0, skipped = 0;
-  for (const KernelReport& r : start.reports) {
+  for (const KernelReport& r : reports) {
     if (r.outcome == "served") {
       ++by_source[r.served_from];
       std::printf("  %-28s %-10s %-6s %-15s %-19s %9s%s\n", r.name.c_str(), r.target.c_str(),
@@ -179,15 +187,16 @@ void PrintText(const WorkerStart& start) {
   std::string sources;
   for (const auto& [from, n] : by_source)
     absl::StrAppend(&sources, sources.empty() ? "" : ", ", n, " ", from);
-  std::printf("total %zu kernels in %s (%s; %d skipped, %d failed)\n", start.reports.size(),
-              Ms(start.total_micros).c_str(), sources.empty() ? "none served" : sources.c_str(),
-              skipped, failed);
+  std::printf("total %zu kernels in %s (%s; %d skipped, %d failed)\n", reports.size(),
+              Ms(total_micros).c_str(), sources.empty() ? "none served" : sources.c_str(), skipped,
+              failed);
 }
 
-void PrintJson(const WorkerStart& start) {
+void PrintJson(const StartDevice& target, const std::string& mode,
+               const std::vector<KernelReport>& reports, int64_t total_micros) {
   nlohmann::json kernels = nlohmann::json::array();
   int failed = 0;
-  for (const KernelReport& r : start.reports) {
+  for (const KernelReport& r : reports) {
     if (r.outcome == "failed") ++failed;
     kernels.push_back({{"name", r.name},
                        {"outcome", r.outcome},
@@ -200,36 +209,36 @@ void PrintJson(const WorkerStart& start) {
                        {"resolve_micros", r.resolve_micros},
                        {"load_micros", r.load_micros}});
   }
-  nlohmann::json out = {{"device", start.device.ToString()},
-                        {"driver", start.device.driver_version},
-                        {"gpu", start.gpu.empty() ? nlohmann::json() : nlohmann::json(start.gpu)},
-                        {"mode", start.mode},
+  nlohmann::json out = {{"device", target.device.ToString()},
+                        {"driver", target.device.driver_version},
+                        {"gpu", target.gpu ? nlohmann::json(target.gpu->name) : nlohmann::json()},
+                        {"mode", mode},
                         {"kernels", kernels},
                         {"failed", failed},
-                        {"total_micros", start.total_micros}};
+                        {"total_micros", total_micros}};
   std::printf("%s\n", out.dump(2).c_str());
 }
 
 }  // namespace
 
-WorkerStart StartWorker(const WorkerFlags& flags) {
-  WorkerStart out;
+int RunWorker(const WorkerFlags& flags) {
   Clock::time_point start = Clock::now();
   absl::StatusOr<std::vector<KernelSource>> kernels = client::LoadManifestKernels(flags.manifest);
   if (!kernels.ok()) {
     std::fprintf(stderr, "kcache-example-worker: %s\n",
                  std::string(kernels.status().message()).c_str());
-    out.exit_code = 2;
-    return out;
+    return 2;
   }
-  std::optional<StartDevice> target = ChooseDevice(flags, &out.exit_code);
-  if (!target) return out;
+  int exit_code = 0;
+  std::optional<StartDevice> target = ChooseDevice(flags, &exit_code);
+  if (!target) return exit_code;
 
   std::unique_ptr<client::Client> c;
   std::unique_ptr<client::LocalCompiler> local;
+  std::string mode;
   if (flags.no_cache) {
     local = std::make_unique<client::LocalCompiler>(flags.toolkit);
-    out.mode = "NVRTC in this process (--no-cache)";
+    mode = "NVRTC in this process (--no-cache)";
   } else {
     client::ClientOptions options;
     if (!flags.server.empty()) options.address = flags.server;
@@ -240,32 +249,22 @@ WorkerStart StartWorker(const WorkerFlags& flags) {
     if (!connected.ok()) {
       std::fprintf(stderr, "kcache-example-worker: %s\n",
                    std::string(connected.status().message()).c_str());
-      out.exit_code = 2;
-      return out;
+      return 2;
     }
     c = *std::move(connected);
-    out.mode = absl::StrCat("kcached at ", options.address);
+    mode = absl::StrCat("kcached at ", options.address);
   }
-  out.reports = GetKernels(*kernels, *target, c.get(), local.get());
-  out.total_micros = MicrosSince(start);
-  out.device = target->device;
-  out.device_note = target->note;
-  if (target->gpu) out.gpu = target->gpu->name;
-  for (const KernelReport& r : out.reports) {
-    if (r.outcome == "failed") out.exit_code = 1;
-  }
-  return out;
-}
-
-int RunWorker(const WorkerFlags& flags) {
-  WorkerStart start = StartWorker(flags);
-  if (start.exit_code == 2) return 2;
+  std::vector<KernelReport> reports = GetKernels(*kernels, *target, c.get(), local.get());
+  int64_t total = MicrosSince(start);
   if (flags.json) {
-    PrintJson(start);
+    PrintJson(*target, mode, reports, total);
   } else {
-    PrintText(start);
+    PrintText(flags, *target, mode, reports, total);
   }
-  return start.exit_code;
+  for (const KernelReport& r : reports) {
+    if (r.outcome == "failed") return 1;
+  }
+  return 0;
 }
 
 }  // namespace kcache::example
