@@ -5,11 +5,11 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
-#include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -367,12 +367,12 @@ class DaemonImpl final : public Daemon {
                  options_.fast_max_connections);
   }
 
-  // In the background once serving, at idle priority: the stores' descriptions (each a walk
+  // In the background once serving, at the lowest priority: the stores' descriptions (each a walk
   // of its listing, kept off the start-up), then the start-up warm into the fast path's arena.
   void WarmAfterStart() {
-    // Only on a CPU nothing else wants: the first workers' requests go before it.
-    sched_param idle{};
-    pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+    // The lowest nice (not SCHED_IDLE, which could starve it while it holds the arena's or
+    // RocksDB's locks): the first workers' requests go before it.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
     for (const auto& [label, store] : described_) {
       if (stopping_warm_.load()) return;
       spdlog::info("{} {}", label, DescribeStore(*store));
