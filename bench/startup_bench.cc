@@ -81,12 +81,16 @@ double StartCompiling(const std::vector<client::KernelSource>& sources,
 
 // The example worker's whole start on `device` against `address`, as it reports it: from
 // reading the manifest to the last kernel (ids, device, client, batch; process start-up
-// excluded). A new process each time, as a worker starts. Micros, or -1.
+// excluded). A new process each time, as a worker starts: $KCACHE_EXAMPLE_WORKER, else the
+// build tree's (as kcached is $KCACHED, else the build tree's). Micros, or -1.
 double WorkerStart(const std::string& manifest, const std::string& device,
                    const std::string& address) {
-  std::string command =
-      absl::StrCat(KCACHE_BINARY_DIR, "/examples/worker/kcache-example-worker --json --manifest ",
-                   manifest, " --device ", device, " --driver 13000 --server ", address);
+  const char* binary = std::getenv("KCACHE_EXAMPLE_WORKER");
+  std::string command = absl::StrCat(
+      binary != nullptr && *binary != '\0'
+          ? binary
+          : KCACHE_BINARY_DIR "/examples/worker/kcache-example-worker",
+      " --json --manifest ", manifest, " --device ", device, " --driver 13000 --server ", address);
   FILE* out = popen(command.c_str(), "r");
   if (out == nullptr) return -1;
   std::string json;
