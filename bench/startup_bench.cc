@@ -85,12 +85,11 @@ double StartCompiling(const std::vector<client::KernelSource>& sources,
 // build tree's (as kcached is $KCACHED, else the build tree's). Micros, or -1.
 double WorkerStart(const std::string& manifest, const std::string& device,
                    const std::string& address) {
-  const char* binary = std::getenv("KCACHE_EXAMPLE_WORKER");
-  std::string command = absl::StrCat(
-      binary != nullptr && *binary != '\0'
-          ? binary
-          : KCACHE_BINARY_DIR "/examples/worker/kcache-example-worker",
-      " --json --manifest ", manifest, " --device ", device, " --driver 13000 --server ", address);
+  const char* env = std::getenv("KCACHE_EXAMPLE_WORKER");
+  std::string binary = absl::StrCat(KCACHE_BINARY_DIR, "/examples/worker/kcache-example-worker");
+  if (env != nullptr && *env != '\0') binary = env;
+  std::string command = absl::StrCat(binary, " --json --manifest ", manifest, " --device ", device,
+                                     " --driver 13000 --server ", address);
   FILE* out = popen(command.c_str(), "r");
   if (out == nullptr) return -1;
   std::string json;
