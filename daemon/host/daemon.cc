@@ -7,9 +7,7 @@
 #include <grpcpp/server_builder.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -367,12 +365,11 @@ class DaemonImpl final : public Daemon {
                  options_.fast_max_connections);
   }
 
-  // In the background once serving, at the lowest priority: the stores' descriptions (each a walk
-  // of its listing, kept off the start-up), then the start-up warm into the fast path's arena.
+  // In the background once serving: the stores' descriptions (each a walk of its listing,
+  // kept off the start-up), then the start-up warm into the fast path's arena. At the normal
+  // priority: a lower one could be preempted while it holds the arena's or RocksDB's locks,
+  // and hold up the requests waiting for them.
   void WarmAfterStart() {
-    // The lowest nice (not SCHED_IDLE, which could starve it while it holds the arena's or
-    // RocksDB's locks): the first workers' requests go before it.
-    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
     for (const auto& [label, store] : described_) {
       if (stopping_warm_.load()) return;
       spdlog::info("{} {}", label, DescribeStore(*store));

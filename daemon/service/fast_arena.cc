@@ -111,6 +111,29 @@ absl::StatusOr<FastArena::Placed> FastArena::Place(
   return Placed{id, offset};
 }
 
+bool FastArena::Preload(const std::shared_ptr<const Artifact>& artifact) {
+  std::string key = artifact->meta.key.Encode();
+  absl::StrAppend(&key, "/", artifact->meta.checksum);
+  uint64_t length = SlotLength(artifact->bytes.size());
+  absl::MutexLock lock(&mu_);
+  if (by_key_.contains(key)) return true;
+  uint64_t offset = 0;
+  if (!AllocateLocked(length, &offset)) return false;
+  std::memcpy(base_ + offset, artifact->bytes.data(), artifact->bytes.size());
+  std::memset(base_ + offset + artifact->bytes.size(), 0, length - artifact->bytes.size());
+  Slot slot;
+  slot.id = next_id_++;
+  slot.key = key;
+  slot.offset = offset;
+  slot.length = length;
+  slot.lru = unleased_.insert(unleased_.end(), slot.id);
+  unleased_bytes_ += length;
+  in_use_ += length;
+  by_key_[key] = slot.id;
+  slots_.emplace(slot.id, std::move(slot));
+  return true;
+}
+
 void FastArena::Release(uint64_t id) {
   absl::MutexLock lock(&mu_);
   auto it = slots_.find(id);

@@ -49,6 +49,9 @@ class FastArena {
   // The slot of `artifact` (written now if it has none), with one more lease on it.
   // ResourceExhausted when no slot can be made free for it.
   absl::StatusOr<Placed> Place(const std::shared_ptr<const Artifact>& artifact);
+  // Writes `artifact` into a slot now, unleased (reusable when room is needed), unless it has
+  // one; never evicts for it. False when there is no free room.
+  bool Preload(const std::shared_ptr<const Artifact>& artifact);
   // Gives back one lease taken by Place.
   void Release(uint64_t slot);
 

@@ -402,10 +402,7 @@ class FastPathServerImpl final : public FastPathServer {
   }
 
   void Preload(const std::shared_ptr<const Artifact>& artifact) override {
-    absl::StatusOr<FastArena::Placed> placed = arena_->Place(artifact);
-    if (!placed.ok()) return;
-    arena_->Release(placed->slot);
-    PublishGauges();
+    if (arena_->Preload(artifact)) PublishGauges();
   }
 
   // fast.leases_held and fast.arena_bytes follow the arena (the statistics only add).
