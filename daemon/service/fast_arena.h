@@ -70,6 +70,10 @@ class FastArena {
 
   FastArena(int fd, char* base, uint64_t size);
   bool AllocateLocked(uint64_t length, uint64_t* offset) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Copies `artifact` to `offset` (allocated, `length` long) and records a slot for it, with
+  // no lease and not yet in unleased_: the caller sets one or the other.
+  Slot& WriteSlotLocked(const Artifact& artifact, std::string key, uint64_t offset, uint64_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(uint64_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
