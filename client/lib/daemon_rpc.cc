@@ -268,23 +268,28 @@ absl::Status CheckComplete(bool have_header, const v1::ArtifactHeader& header,
 }  // namespace
 
 DaemonConnection::DaemonConnection(std::string address, bool connect_now)
-    : address_(std::move(address)),
-      channel_(NewChannel(address_)),
-      stub_(std::make_shared<v1::KernelCache::Stub>(channel_)) {
+    : address_(std::move(address)) {
+  if (!connect_now) return;  // made by the first call: gRPC's start-up is milliseconds
   absl::MutexLock lock(&mu_);
-  if (connect_now) channel_->GetState(/*try_to_connect=*/true);  // without waiting
+  MakeChannel();
+  channel_->GetState(/*try_to_connect=*/true);  // without waiting
+}
+
+void DaemonConnection::MakeChannel() {
+  channel_ = NewChannel(address_);
+  stub_ = std::make_shared<v1::KernelCache::Stub>(channel_);
 }
 
 std::shared_ptr<v1::KernelCache::Stub> DaemonConnection::stub() {
   absl::MutexLock lock(&mu_);
+  if (channel_ == nullptr) MakeChannel();
   return stub_;
 }
 
 void DaemonConnection::RenewIfFailed() {
   absl::MutexLock lock(&mu_);
-  if (channel_->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE) return;
-  channel_ = NewChannel(address_);
-  stub_ = std::make_shared<v1::KernelCache::Stub>(channel_);
+  if (channel_ == nullptr || channel_->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE) return;
+  MakeChannel();
 }
 
 void DaemonConnection::Ended(const grpc::ClientContext& context, const absl::Status& finished,

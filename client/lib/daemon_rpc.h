@@ -55,9 +55,10 @@ struct CallEnd {
 // that name the address and say what to do.
 class DaemonConnection {
  public:
-  // `connect_now`: start connecting in the background at once, so the first call finds the
-  // connection made; false leaves it to the first call (a client whose answers usually come
-  // by the fast path need not pay for a gRPC connection it may never use).
+  // `connect_now`: make the channel and start connecting in the background at once, so the
+  // first call finds the connection made; false leaves both to the first call (a client
+  // whose answers usually come by the fast path need not pay for gRPC's start-up, threads
+  // and a connection it may never use).
   explicit DaemonConnection(std::string address, bool connect_now = true);
 
   const std::string& address() const { return address_; }
@@ -90,15 +91,16 @@ class DaemonConnection {
                                   const std::function<void(const WarmJobEvent&)>& on_job);
 
  private:
-  std::shared_ptr<v1::KernelCache::Stub> stub();
+  std::shared_ptr<v1::KernelCache::Stub> stub();  // makes the channel if there is none
   // Fills end->accepted and end->unreachable from a finished call.
   void Ended(const grpc::ClientContext& context, const absl::Status& finished, CallEnd* end);
+  void MakeChannel() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Described(const absl::Status& status) const;
 
   const std::string address_;
   CallWatchdog watchdog_;
   absl::Mutex mu_;
-  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);  // null until first needed
   std::shared_ptr<v1::KernelCache::Stub> stub_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -17,6 +17,7 @@
 #include "daemon/cache/memory_lru.h"
 #include "daemon/cache/seen_kernels.h"
 #include "daemon/cache/shared_tier.h"
+#include "daemon/cache/startup_warm.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
 #include "engine/compile/compiler.h"
@@ -116,6 +117,13 @@ class ArtifactCacheImpl : public ArtifactCache {
   }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
+  StartupWarmResult WarmAfterStart(uint64_t budget_bytes,
+                                   const std::function<void(std::shared_ptr<const Artifact>)>& each,
+                                   const std::function<bool()>& keep_going) override {
+    StartupWarmResult result = WarmFromStores(*tiers_, budget_bytes, each, keep_going);
+    stats_.Add(Statistic::kStartupWarmedBytes, result.bytes);
+    return result;
+  }
   absl::StatusOr<std::vector<ListedKernelInfo>> List() override;
   std::vector<SeenKernel> Seen() const override;
   CacheSnapshot Snapshot() const override;
@@ -343,7 +351,8 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
 Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, Resolution hit,
                                       size_t tier, bool remember, uint64_t epoch) {
   auto artifact = std::make_shared<const Artifact>(std::move(hit.artifact));
-  if (tier > 0 && tiers_->Put(0, *artifact).ok()) stats_.Add(Statistic::kWriteBacks);
+  // The baked store keeps it: an unsynced copy, no disk flush on the request's path.
+  if (tier > 0 && tiers_->PutCopy(0, *artifact).ok()) stats_.Add(Statistic::kWriteBacks);
   if (remember) {
     memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver},
                             MemoryEntry{artifact, hit.rule, hit.reason}, epoch);

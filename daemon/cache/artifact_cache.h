@@ -156,6 +156,12 @@ struct SeenKernel {
   uint64_t requests = 0;
 };
 
+// What the start-up warm read (daemon/cache/startup_warm.h).
+struct StartupWarmResult {
+  uint64_t artifacts = 0;  // read, verified and handed on
+  uint64_t bytes = 0;      // their payload bytes
+};
+
 // Thread-safe. Errors: NotFound with the reason (kernel unknown, below min arch, no toolkit,
 // nothing servable and no compile allowed), InvalidArgument (bad query: none or several of
 // spec/id/name, a spec without source or with min_arch above max_arch, a device SM out of
@@ -199,6 +205,14 @@ class ArtifactCache {
   // Warms into the writable store through the same compiler (and single-flight) as misses.
   virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                            WarmObserver* observer) = 0;
+
+  // The start-up warm over the store tiers (daemon/cache/startup_warm.h, WarmFromStores):
+  // reads the most recently used artifacts up to `budget_bytes`, hands each to `each`, and
+  // counts their bytes (startup.warmed_bytes). Run once, in the background, after the daemon
+  // serves; `keep_going` false stops it (shutdown).
+  virtual StartupWarmResult WarmAfterStart(
+      uint64_t budget_bytes, const std::function<void(std::shared_ptr<const Artifact>)>& each,
+      const std::function<bool()>& keep_going) = 0;
 
   // Every kernel known to any store, with its artifacts and where they live.
   virtual absl::StatusOr<std::vector<ListedKernelInfo>> List() = 0;

@@ -128,6 +128,8 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "--shared-lease-seconds)"},
     {S::kCompileCpuMicros, "compile.cpu_micros",
      "CPU time (user + system) the compile workers reported for their compiles, microseconds"},
+    {S::kStartupWarmedBytes, "startup.warmed_bytes",
+     "payload bytes the start-up warm read from the stores (at most --warm-start-mb)"},
 }};
 
 constexpr bool NumberedInOrder() {

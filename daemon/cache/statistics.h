@@ -90,9 +90,10 @@ enum class Statistic : int {
   kFastArenaBytes = 68,  // a gauge: arena bytes in slots now
   kSharedLeaseRenewals = 69,
   kCompileCpuMicros = 70,
+  kStartupWarmedBytes = 71,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 70;
+inline constexpr int kStatisticCount = 71;
 
 struct StatisticInfo {
   Statistic id;

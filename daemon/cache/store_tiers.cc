@@ -88,6 +88,10 @@ absl::Status TieredStores::Put(size_t tier, const Artifact& artifact) {
   return Call(tier, [&](Store& s) { return s.Put(artifact); });
 }
 
+absl::Status TieredStores::PutCopy(size_t tier, const Artifact& artifact) {
+  return Call(tier, [&](Store& s) { return s.PutCopy(artifact); });
+}
+
 absl::Status TieredStores::PutKernel(size_t tier, const KernelRecord& record) {
   return Call(tier, [&](Store& s) { return s.PutKernel(record); });
 }

@@ -55,6 +55,7 @@ class TieredStores : public StoreTiers {
   absl::StatusOr<Artifact> Get(size_t tier, const ArtifactKey& key) override;
 
   absl::Status Put(size_t tier, const Artifact& artifact);
+  absl::Status PutCopy(size_t tier, const Artifact& artifact);  // Store::PutCopy
   absl::Status PutKernel(size_t tier, const KernelRecord& record);
   absl::StatusOr<std::vector<KernelRecord>> ListKernels(size_t tier);
   absl::StatusOr<std::vector<ArtifactMeta>> ListAllArtifacts(size_t tier);

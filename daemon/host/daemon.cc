@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <thread>
 #include <utility>
 
@@ -129,15 +130,19 @@ class DaemonImpl final : public Daemon {
   absl::Status Init() {
     // The socket first: a live daemon there is the likeliest reason the store is locked too.
     if (absl::Status s = PrepareListenAddress(); !s.ok()) return s;
+    // The toolkits load and the first compile worker starts while the stores open: together
+    // they are most of the start-up, and neither needs the other.
+    std::string toolkit_summary;
+    std::future<absl::Status> compilers = std::async(std::launch::async, [&] {
+      return StartCompilers(options_, &pools_, &service_options_, &toolkit_summary);
+    });
     CacheOptions cache_options;
-    if (absl::Status s = OpenStores(&cache_options); !s.ok()) return s;
+    absl::Status opened = OpenStores(&cache_options);
+    absl::Status started = compilers.get();
+    if (!opened.ok()) return opened;
+    if (!started.ok()) return started;
     StartObjectService(cache_options);
     service_options_.default_warm_jobs = options_.compile.workers;
-    std::string toolkit_summary;
-    if (absl::Status s = StartCompilers(options_, &pools_, &service_options_, &toolkit_summary);
-        !s.ok()) {
-      return s;
-    }
     cache_options.compilers.assign(pools_.begin(), pools_.end());
     cache_options.compile_allowed = !options_.no_toolkit;
     cache_options.compile_limit_backoff = options_.compile_limit_backoff;
@@ -180,6 +185,7 @@ class DaemonImpl final : public Daemon {
         probe_port_ ? absl::StrCat(", probes on ", options_.probe_address, ":", probe_port_) : "",
         toolkit_summary, options_.memory_cache_bytes >> 20, options_.max_calls_in_flight,
         options_.max_queued_bytes >> 20);
+    warm_ = std::thread([this] { WarmAfterStart(); });
     return absl::OkStatus();
   }
 
@@ -192,6 +198,7 @@ class DaemonImpl final : public Daemon {
     absl::Time deadline = absl::Now() + options_.shutdown_grace;
     // New calls now get UNAVAILABLE and probes NOT_SERVING; the calls in flight run on.
     serving_ = false;
+    StopWarm();
     StopFastPath();
     tracker_.StartDraining();
     server_->GetHealthCheckService()->Shutdown();
@@ -241,7 +248,7 @@ class DaemonImpl final : public Daemon {
     writable.on_event = store_events_.Callback();
     absl::StatusOr<std::unique_ptr<Store>> local = OpenStore(options_.store, writable);
     if (!local.ok()) return local.status();
-    spdlog::info("store {}", DescribeStore(**local));
+    described_.emplace_back("store", local->get());
     cache_options->local = *std::move(local);
     for (const std::string& path : options_.baked) {
       StoreOptions read_only;
@@ -253,7 +260,7 @@ class DaemonImpl final : public Daemon {
         return absl::Status(baked.status().code(),
                             absl::StrCat("--baked ", path, ": ", baked.status().message()));
       }
-      spdlog::info("baked store (read-only) {}", DescribeStore(**baked));
+      described_.emplace_back("baked store (read-only)", baked->get());
       cache_options->baked.push_back(*std::move(baked));
     }
     return absl::OkStatus();
@@ -375,6 +382,32 @@ class DaemonImpl final : public Daemon {
                  options_.fast_max_connections);
   }
 
+  // In the background once serving: the stores' descriptions (each a walk of its listing,
+  // kept off the start-up), then the start-up warm into the fast path's arena. At the normal
+  // priority: a lower one could be preempted while it holds the arena's or RocksDB's locks,
+  // and hold up the requests waiting for them.
+  void WarmAfterStart() {
+    for (const auto& [label, store] : described_) {
+      if (stopping_warm_.load()) return;
+      spdlog::info("{} {}", label, DescribeStore(*store));
+    }
+    absl::Time start = absl::Now();
+    std::function<void(std::shared_ptr<const Artifact>)> preload;
+    if (fast_ != nullptr) {
+      preload = [this](std::shared_ptr<const Artifact> artifact) { fast_->Preload(artifact); };
+    }
+    StartupWarmResult warmed = cache_->WarmAfterStart(options_.warm_start_bytes, preload,
+                                                      [this] { return !stopping_warm_.load(); });
+    spdlog::info("start-up warm: read {} artifacts ({} MiB of --warm-start-mb {}) in {} ms",
+                 warmed.artifacts, warmed.bytes >> 20, options_.warm_start_bytes >> 20,
+                 absl::ToInt64Milliseconds(absl::Now() - start));
+  }
+
+  void StopWarm() {
+    stopping_warm_ = true;
+    if (warm_.joinable()) warm_.join();
+  }
+
   void StopFastPath() {
     if (fast_ == nullptr) return;
     fast_->Stop();
@@ -410,6 +443,7 @@ class DaemonImpl final : public Daemon {
   }
 
   bool CloseCache() {
+    StopWarm();
     StopFastPath();
     service_.reset();
     pool_.reset();
@@ -439,6 +473,9 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<grpc::Server> server_;
   ServiceOptions service_options_;  // as the service got them (toolkit, start time) for metrics
   std::atomic<bool> serving_{true};
+  std::vector<std::pair<std::string, Store*>> described_;  // the cache's stores, to describe
+  std::atomic<bool> stopping_warm_{false};
+  std::thread warm_;  // WarmAfterStart; joined before the fast path and the cache go
   std::string socket_path_;
   ino_t socket_inode_ = 0;
   int probe_port_ = 0;

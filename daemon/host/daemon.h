@@ -41,7 +41,10 @@ struct DaemonOptions {
   ProcessPoolOptions compile;               // --compile-workers, --compile-cpu-seconds, ...
   absl::Duration compile_limit_backoff = absl::Minutes(10);  // --compile-limit-backoff-seconds
   uint64_t memory_cache_bytes = uint64_t{256} << 20;         // --memory-cache-mb
-  absl::Duration shutdown_grace = absl::Seconds(30);         // --shutdown-grace-seconds
+  // Payload bytes the start-up warm reads once kcached serves (docs/kcached.md, "Start-up");
+  // 0: none.
+  uint64_t warm_start_bytes = uint64_t{128} << 20;    // --warm-start-mb
+  absl::Duration shutdown_grace = absl::Seconds(30);  // --shutdown-grace-seconds
   size_t max_request_threads = 256;  // threads for blocking work (requests waiting on compiles)
   // --max-calls-in-flight: calls answered at once; more are refused RESOURCE_EXHAUSTED.
   int64_t max_calls_in_flight = 1024;

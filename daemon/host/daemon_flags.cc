@@ -15,6 +15,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   DaemonOptions o;
   std::string socket_mode = "0660";
   uint64_t memory_cache_mb = o.memory_cache_bytes >> 20;
+  uint64_t warm_start_mb = o.warm_start_bytes >> 20;
   uint64_t compile_memory_mb = o.compile.memory_bytes_per_worker >> 20;
   int64_t compile_timeout_seconds = absl::ToInt64Seconds(o.compile.wall_time_per_compile);
   int64_t compile_limit_backoff_seconds = absl::ToInt64Seconds(o.compile_limit_backoff);
@@ -81,6 +82,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   app.add_option("--compile-worker", o.compile.worker_binary,
                  "Path of kcache-compile-worker (default: next to kcached)");
   app.add_option("--memory-cache-mb", memory_cache_mb, "Bound of the in-memory LRU in MiB")
+      ->capture_default_str();
+  app.add_option("--warm-start-mb", warm_start_mb,
+                 "MiB of the stores' most recently used artifacts read into the fast path's "
+                 "arena in the background once serving, so the first workers find them ready "
+                 "(0: none)")
       ->capture_default_str();
   app.add_option("--max-calls-in-flight", o.max_calls_in_flight,
                  "Calls answered at once; more are refused RESOURCE_EXHAUSTED (retry later)")
@@ -162,6 +168,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   if (!mode.ok()) return mode.status();
   o.socket_mode = *mode;
   o.memory_cache_bytes = memory_cache_mb << 20;
+  o.warm_start_bytes = warm_start_mb << 20;
   o.compile.memory_bytes_per_worker = compile_memory_mb << 20;
   o.compile_limit_backoff = absl::Seconds(compile_limit_backoff_seconds);
   o.compile.wall_time_per_compile = compile_timeout_seconds == 0

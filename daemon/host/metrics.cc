@@ -144,6 +144,8 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "Renewals of fleet leases held while their compiles ran.", "", ""},
     {S::kCompileCpuMicros, "kcache_compile_cpu_seconds_total",
      "CPU time the compile workers reported for their compiles.", "", "", 1e6},
+    {S::kStartupWarmedBytes, "kcache_startup_warmed_bytes_total",
+     "Payload bytes the start-up warm read from the stores.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {

@@ -95,20 +95,38 @@ absl::StatusOr<FastArena::Placed> FastArena::Place(
     }
     EvictLocked(unleased_.front());
   }
-  std::memcpy(base_ + offset, artifact->bytes.data(), artifact->bytes.size());
-  std::memset(base_ + offset + artifact->bytes.size(), 0, length - artifact->bytes.size());
+  Slot& slot = WriteSlotLocked(*artifact, std::move(key), offset, length);
+  slot.leases = 1;
+  ++leases_;
+  return Placed{slot.id, offset};
+}
+
+bool FastArena::Preload(const std::shared_ptr<const Artifact>& artifact) {
+  std::string key = artifact->meta.key.Encode();
+  absl::StrAppend(&key, "/", artifact->meta.checksum);
+  uint64_t length = SlotLength(artifact->bytes.size());
+  absl::MutexLock lock(&mu_);
+  if (by_key_.contains(key)) return true;
+  uint64_t offset = 0;
+  if (!AllocateLocked(length, &offset)) return false;
+  Slot& slot = WriteSlotLocked(*artifact, std::move(key), offset, length);
+  slot.lru = unleased_.insert(unleased_.end(), slot.id);
+  unleased_bytes_ += length;
+  return true;
+}
+
+FastArena::Slot& FastArena::WriteSlotLocked(const Artifact& artifact, std::string key,
+                                            uint64_t offset, uint64_t length) {
+  std::memcpy(base_ + offset, artifact.bytes.data(), artifact.bytes.size());
+  std::memset(base_ + offset + artifact.bytes.size(), 0, length - artifact.bytes.size());
   Slot slot;
   slot.id = next_id_++;
   slot.key = key;
   slot.offset = offset;
   slot.length = length;
-  slot.leases = 1;
-  ++leases_;
   in_use_ += length;
-  by_key_[key] = slot.id;
-  uint64_t id = slot.id;
-  slots_.emplace(id, std::move(slot));
-  return Placed{id, offset};
+  by_key_[std::move(key)] = slot.id;
+  return slots_.emplace(slot.id, std::move(slot)).first->second;
 }
 
 void FastArena::Release(uint64_t id) {

@@ -49,6 +49,9 @@ class FastArena {
   // The slot of `artifact` (written now if it has none), with one more lease on it.
   // ResourceExhausted when no slot can be made free for it.
   absl::StatusOr<Placed> Place(const std::shared_ptr<const Artifact>& artifact);
+  // Writes `artifact` into a slot now, unleased (reusable when room is needed), unless it has
+  // one; never evicts for it. False when there is no free room.
+  bool Preload(const std::shared_ptr<const Artifact>& artifact);
   // Gives back one lease taken by Place.
   void Release(uint64_t slot);
 
@@ -67,6 +70,10 @@ class FastArena {
 
   FastArena(int fd, char* base, uint64_t size);
   bool AllocateLocked(uint64_t length, uint64_t* offset) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Copies `artifact` to `offset` (allocated, `length` long) and records a slot for it, with
+  // no lease and not yet in unleased_: the caller sets one or the other.
+  Slot& WriteSlotLocked(const Artifact& artifact, std::string key, uint64_t offset, uint64_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(uint64_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -401,6 +401,10 @@ class FastPathServerImpl final : public FastPathServer {
     }
   }
 
+  void Preload(const std::shared_ptr<const Artifact>& artifact) override {
+    if (arena_->Preload(artifact)) PublishGauges();
+  }
+
   // fast.leases_held and fast.arena_bytes follow the arena (the statistics only add).
   void PublishGauges() {
     absl::MutexLock lock(&gauge_mu_);

@@ -52,6 +52,10 @@ class FastPathServer {
   // `cache` must outlive it.
   virtual ~FastPathServer() = default;
   virtual void Stop() = 0;
+  // Copies `artifact` into the arena now, unleased (kept until its room is needed), so that a
+  // later answer with it finds its slot written and its pages in place. For the start-up
+  // warm: takes no lease and evicts nothing (an arena without free room skips it).
+  virtual void Preload(const std::shared_ptr<const Artifact>& artifact) = 0;
 };
 
 }  // namespace kcache

@@ -89,7 +89,7 @@ absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ListAllArtifacts() {
   return ScanArtifacts("");
 }
 
-absl::Status RocksStore::Put(const Artifact& artifact) {
+absl::Status RocksStore::PutSynced(const Artifact& artifact, bool sync) {
   if (absl::Status s = CheckWritable(); !s.ok()) return s;
   const ArtifactKey& key = artifact.meta.key;
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
@@ -105,7 +105,7 @@ absl::Status RocksStore::Put(const Artifact& artifact) {
   batch.Put(artifacts_, raw_key, value);
   batch.Put(listing(), raw_key, EncodeArtifactMetaValue(meta));
   absl::Status s =
-      Write(batch, batch.GetDataSize(), /*sync=*/true, absl::StrCat("writing ", key.ToString()));
+      Write(batch, batch.GetDataSize(), sync, absl::StrCat("writing ", key.ToString()));
   if (s.ok()) Added(meta.size);
   return s;
 }

@@ -35,7 +35,8 @@ class RocksStore : public Store {
   void RecordUse(const ArtifactKey& key) override;
   absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(const KernelId& id) override;
   absl::StatusOr<std::vector<ArtifactMeta>> ListAllArtifacts() override;
-  absl::Status Put(const Artifact& artifact) override;
+  absl::Status Put(const Artifact& artifact) override { return PutSynced(artifact, true); }
+  absl::Status PutCopy(const Artifact& artifact) override { return PutSynced(artifact, false); }
   absl::Status PutKernel(const KernelRecord& record) override;
   absl::StatusOr<KernelRecord> GetKernel(const KernelId& id) override;
   absl::StatusOr<std::vector<KernelRecord>> ListKernels() override;
@@ -62,6 +63,7 @@ class RocksStore : public Store {
   // Readers may use it without a lock; writers load it under write_mu_.
   rocksdb::ColumnFamilyHandle* listing() const { return listing_.load(std::memory_order_acquire); }
   rocksdb::ColumnFamilyHandle* Handle(Family family) const;
+  absl::Status PutSynced(const Artifact& artifact, bool sync);
   static rocksdb::ReadOptions Reading();
   // For the small values (listing entries, kernel records): RocksDB's block checksums on, so
   // a damaged block is an error, never a silently shorter list.

@@ -129,6 +129,11 @@ class Store {
   // (nothing written; reads go on). May evict least recently used entries (max_bytes).
   virtual absl::Status Put(const Artifact& artifact) = 0;
 
+  // As Put, for a copy of an artifact that another store keeps holding (kcached's write-back
+  // of a baked-store hit): the write is not synced, so a request waits for no disk flush. A
+  // crash may lose it; the next hit writes it again.
+  virtual absl::Status PutCopy(const Artifact& artifact) { return Put(artifact); }
+
   // Kernel records: the spec behind a kernel id, so a miss can be compiled later.
   virtual absl::Status PutKernel(const KernelRecord& record) = 0;
   virtual absl::StatusOr<KernelRecord> GetKernel(const KernelId& id) = 0;
