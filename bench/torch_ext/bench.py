@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "tests" / "torch" / "ext"
 LOAD = f"""
 import torch.utils.cpp_extension as ce
-ce.load(name="kcache_bench_ext", sources=["{EXT}/kcache_ext.cpp", "{EXT}/kcache_ext_kernel.cu"])
+ce.load(name="kcache_bench_ext", sources=["{EXT}/kcache_ext.cpp", "{EXT}/kcache_ext_kernel.cu"],
+        verbose=True)  # ninja then prints the launchers' KCACHE_LOG lines
 """
 
 
