@@ -1,4 +1,4 @@
-// The serving rules of DESIGN.md ("Serving rules"): which target may run on which device, and
+// The serving rules (docs/serving-rules.md): which target may run on which device, and
 // how candidates rank. The full table these functions produce is pinned by
 // tests/unit/compat_test.cc and written out in docs/serving-rules.md.
 #include "core/compat.h"

@@ -1,5 +1,5 @@
-// The serving rules of DESIGN.md as pure functions: which artifact targets can run on which
-// device, and which candidate is best. Shared by `kcache get --store` and the daemon.
+// The serving rules (docs/serving-rules.md) as pure functions: which artifact targets can run on
+// which device, and which candidate is best. Shared by `kcache get --store` and the daemon.
 #ifndef KCACHE_CORE_COMPAT_H_
 #define KCACHE_CORE_COMPAT_H_
 

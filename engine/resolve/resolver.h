@@ -1,4 +1,4 @@
-// Resolving a kernel for a device: the serving rules of DESIGN.md (docs/serving-rules.md)
+// Resolving a kernel for a device: the serving rules (docs/serving-rules.md)
 // applied to what stores hold and what the loaded toolkits can build. DecideResolve is the ONE
 // decision: `kcache get --store` and libkcache's local fallback run it to the end in process
 // (ResolveInProcess), and the daemon's artifact cache runs it over its tiers and adds only the
@@ -112,7 +112,8 @@ struct StoredLookup {
 absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
                                           const Device& device);
 
-// What a caller allows when nothing stored is the best answer (DESIGN.md, steps 3-4).
+// What a caller allows when nothing stored is the best answer (docs/serving-rules.md, "The
+// decision").
 struct ResolvePolicy {
   // False: answer from the stores only; NotFound (kCompileNotAllowed) when nothing there fits.
   bool allow_compile = true;

@@ -1,5 +1,5 @@
-// Pins the serving rules of DESIGN.md: every (artifact target, device SM) pair of CUDA 13 is
-// written out below as an explicit table, so a change to a rule shows up as a changed cell.
+// Pins the serving rules (docs/serving-rules.md): every (artifact target, device SM) pair of CUDA
+// 13 is written out below as an explicit table, so a change to a rule shows up as a changed cell.
 // docs/serving-rules.md carries the same table.
 #include "core/compat.h"
 

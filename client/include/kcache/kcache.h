@@ -111,7 +111,7 @@ struct Device {
 enum class ArtifactKind { kCubin = 1, kPtx = 2, kLtoir = 3 };
 absl::string_view ArtifactKindName(ArtifactKind kind);  // "cubin", "ptx", "ltoir"
 
-// Why the artifact may run on the device (DESIGN.md "Serving rules"); numbers as on the wire.
+// Why the artifact may run on the device (docs/serving-rules.md); numbers as on the wire.
 enum class ServeRule { kExactSass = 1, kCompatibleSass = 2, kPtxJit = 3, kCompiled = 4 };
 absl::string_view ServeRuleName(ServeRule rule);  // "exact_sass", ..., "compiled"
 

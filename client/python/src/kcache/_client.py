@@ -138,7 +138,7 @@ class Client:
 
     # -- one kernel ------------------------------------------------------------------------
     def resolve(self, kernel: KernelRef, device: DeviceLike) -> Kernel:
-        """The kernel for `device` (DESIGN.md, "Serving rules"): from the daemon, which compiles a
+        """The kernel for `device` (docs/serving-rules.md): from the daemon, which compiles a
         miss once for every worker; or, when the daemon is away and local_compile_fallback is
         on, compiled here (a KernelSource only). `kernel` is a KernelSource, ById, ByName, or a
         str (64 lowercase hex digits: an id; anything else: a name). `device` is a Device, "8.9"
