@@ -64,6 +64,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStore(const std::string& path
   auto deadline = std::chrono::steady_clock::now() + kStoreLockWait;
   while (true) {
     StoreOptions options;
+    options.rocksdb_log = false;
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
     if (absl::IsPermissionDenied(store.status()) || absl::IsInvalidArgument(store.status())) {
       options.read_only = true;

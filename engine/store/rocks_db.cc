@@ -1,9 +1,12 @@
 #include "engine/store/rocks_db.h"
 
+#include <fcntl.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/env.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,6 +30,13 @@ rocksdb::CompressionType MetadataCompression() {
   bool zstd = std::find(supported.begin(), supported.end(), rocksdb::kZSTD) != supported.end();
   return zstd ? rocksdb::kZSTD : rocksdb::kNoCompression;
 }
+
+// For opens that must not write RocksDB's LOG (StoreOptions::rocksdb_log).
+class DiscardingLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*args*/) override {}
+};
 
 }  // namespace
 
@@ -84,6 +94,10 @@ rocksdb::DBOptions BaseDbOptions(const StoreOptions& options) {
   db.max_log_file_size = 4 << 20;
   if (options.read_only) db.max_open_files = kReadOnlyMaxOpenFiles;
   if (options.env != nullptr) db.env = options.env;
+  if (options.read_only || !options.rocksdb_log) {
+    static const std::shared_ptr<rocksdb::Logger> discard = std::make_shared<DiscardingLogger>();
+    db.info_log = discard;
+  }
   return db;
 }
 
@@ -146,6 +160,26 @@ bool LooksLikeKcacheStore(const std::string& path) {
     }
   }
   return rocks && ours;
+}
+
+bool LockHeldElsewhere(const std::string& path) {
+  int fd = open((fs::path(path) / "LOCK").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  // An open-file-description query sees every process's lock, this one's included.
+  struct flock probe = {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  if (fcntl(fd, F_OFD_GETLK, &probe) != 0) {
+    close(fd);
+    return false;
+  }
+  if (probe.l_type != F_UNLCK && probe.l_pid == getpid()) {
+    // This process holds it: closing any descriptor of the file would drop RocksDB's lock,
+    // so this one is left open (a process never inspects a store it has open but in tests).
+    return false;
+  }
+  close(fd);
+  return probe.l_type != F_UNLCK;
 }
 
 absl::StatusOr<std::string> MoveAside(const std::string& path) {

@@ -63,6 +63,11 @@ std::optional<uint64_t> FreeBytes(rocksdb::Env* env, const std::string& path);
 // OPTIONS file naming the artifact_meta family): safe to move aside when it will not open.
 bool LooksLikeKcacheStore(const std::string& path);
 
+// True when another process holds the RocksDB LOCK of the database at `path` (a fcntl write
+// lock on <path>/LOCK, as RocksDB takes it): a writer has it open, or is creating it right
+// now. False when nobody does, or when it cannot tell.
+bool LockHeldElsewhere(const std::string& path);
+
 // Moves everything in `path` into <path>/.kcache-damaged-<unix ms>/ (deleting an older such
 // copy first: only the newest is kept) and returns that folder.
 absl::StatusOr<std::string> MoveAside(const std::string& path);

@@ -479,8 +479,8 @@ absl::StatusOr<uint32_t> ReadFormatVersion(const OpenDb& open, const std::string
 
 // Checks that `path` holds a kcache store of a format this build reads, without writing to
 // it, and returns its column families.
-absl::StatusOr<std::vector<std::string>> InspectExisting(const std::string& path,
-                                                         const StoreOptions& options) {
+absl::StatusOr<std::vector<std::string>> InspectOnce(const std::string& path,
+                                                     const StoreOptions& options) {
   std::string not_store = absl::StrCat(path, " is not a kcache store: ");
   std::error_code ec;
   if (!fs::exists(fs::path(path) / "CURRENT", ec)) {
@@ -518,6 +518,29 @@ absl::StatusOr<std::vector<std::string>> InspectExisting(const std::string& path
   return families;
 }
 
+// InspectOnce, except that a store another process holds open for writing is never called
+// damaged or foreign: that process may be creating it this moment (RocksDB first writes a
+// database with only the default family; the families and the format record follow), so the
+// answer is FailedPrecondition, which openers wait on, never a reason to move it aside. A
+// failure seen while nobody holds it is looked at once more: the creator may have finished
+// between the first look's reads and the lock check.
+absl::StatusOr<std::vector<std::string>> InspectExisting(const std::string& path,
+                                                         const StoreOptions& options) {
+  absl::StatusOr<std::vector<std::string>> families = InspectOnce(path, options);
+  for (int look = 0; look < 2; ++look) {
+    if (families.ok() || absl::IsFailedPrecondition(families.status())) return families;
+    if (store_internal::LockHeldElsewhere(path)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the store at ", path,
+          " is held for writing by another process (kcached, kcache warm or a launcher, perhaps "
+          "creating it now) and cannot be read yet (",
+          families.status().message(), "); try again when it is done"));
+    }
+    if (look == 0) families = InspectOnce(path, options);
+  }
+  return families;
+}
+
 absl::StatusOr<std::unique_ptr<OpenDb>> CreateStore(const std::string& path,
                                                     const StoreOptions& options) {
   std::error_code ec;
@@ -543,12 +566,16 @@ absl::StatusOr<std::unique_ptr<OpenDb>> CreateStore(const std::string& path,
   return open;
 }
 
-// Empty: absent, or holding nothing but moved-aside damaged copies.
+// Empty: absent, or holding nothing but moved-aside damaged copies and what RocksDB writes
+// before a database exists (its LOG files and LOCK: another process may be creating the store
+// this moment; creating it here then waits on that process's lock).
 bool IsEmptyStoreDir(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return true;
   for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
-    if (!absl::StartsWith(entry.path().filename().string(), store_internal::kDamagedPrefix)) {
+    std::string name = entry.path().filename().string();
+    if (!absl::StartsWith(name, store_internal::kDamagedPrefix) && name != "LOCK" &&
+        name != "LOG" && !absl::StartsWith(name, "LOG.old.")) {
       return false;
     }
   }

@@ -60,6 +60,11 @@ struct StoreOptions {
   // Receives StoreEvents, from any thread calling the store (and OpenStore); may be empty.
   // Must not call back into the store.
   std::function<void(const StoreEvent&)> on_event;
+  // RocksDB's own LOG file in the store directory, rotated at every writable open. Off for
+  // processes that open a store for one command (the compiler launchers: a build opens it from
+  // many processes at once, which would rotate and delete each other's LOG files). Read-only
+  // opens never write it.
+  bool rocksdb_log = true;
   // The RocksDB Env (file system) to use; nullptr: rocksdb::Env::Default(). Tests pass one that
   // injects faults. Borrowed: must outlive the store.
   rocksdb::Env* env = nullptr;

@@ -228,6 +228,34 @@ TEST_F(CompilerLauncherTest, EightConcurrentLaunchersLeaveIntactObjects) {
   EXPECT_TRUE(report->corrupt.empty());
 }
 
+// Eight different compiles at once on a store that does not exist yet (the first step of a
+// parallel build in a new pod): every launcher waits for the one creating the store, and every
+// object is stored, so a second build hits all eight.
+TEST_F(CompilerLauncherTest, EightLaunchersCreatingTheStoreAtOnceStoreEveryObject) {
+  ASSERT_FALSE(fs::exists(env_.store));
+  auto script = [&](const std::string& build) {
+    std::string text;
+    for (int i = 0; i < 8; ++i) {
+      std::string dir = tmp_ / absl::StrCat(build, "/p", i);
+      fs::create_directories(dir);
+      absl::StrAppend(&text, "(cd ", dir, " && ", Compile(absl::StrCat("-DVARIANT=", i)), ") & ");
+    }
+    return absl::StrCat(text, "wait");
+  };
+  testing::RunResult first = RunIn(tmp_.path(), env_, script("first"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_FALSE(testing::Contains(first.output, "unavailable")) << first.output;
+  EXPECT_FALSE(testing::Contains(first.output, "not stored")) << first.output;
+  testing::RunResult second = RunIn(tmp_.path(), env_, script("second"));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  int hits = 0;
+  for (size_t at = second.output.find("kcache: hit "); at != std::string::npos;
+       at = second.output.find("kcache: hit ", at + 1)) {
+    ++hits;
+  }
+  EXPECT_EQ(hits, 8) << second.output;
+}
+
 TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
   std::string shims = tmp_ / "shims";
   testing::RunResult env = testing::Run(absl::StrCat(

@@ -1,9 +1,12 @@
 // The RocksDB store (engine/store/store.h) against a real RocksDB in a fresh temp dir.
 #include "engine/store/store.h"
 
+#include <fcntl.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/utilities/options_util.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -426,6 +429,96 @@ TEST_F(StoreTest, DirectoryThatIsNotAStoreIsRejectedClearly) {
 
   EXPECT_EQ(OpenStore((fs::path(path_) / "notes.txt").string()).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Another process holding <path>/LOCK as RocksDB takes it (a fcntl write lock), until the
+// object goes away: what a kcached, warm or launcher creating the store looks like from here.
+class LockHeldByChild {
+ public:
+  explicit LockHeldByChild(const std::string& path) {
+    int ready[2], release[2];
+    if (pipe(ready) != 0 || pipe(release) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(ready[0]);
+      close(release[1]);
+      int fd = open((path + "/LOCK").c_str(), O_RDWR | O_CREAT, 0644);
+      struct flock lock = {};
+      lock.l_type = F_WRLCK;
+      lock.l_whence = SEEK_SET;
+      char ok = fd >= 0 && fcntl(fd, F_SETLK, &lock) == 0 ? 'y' : 'n';
+      if (write(ready[1], &ok, 1) != 1) _exit(1);
+      char byte;
+      while (read(release[0], &byte, 1) > 0) {
+      }
+      _exit(0);
+    }
+    close(ready[1]);
+    close(release[0]);
+    release_ = release[1];
+    char ok = 'n';
+    held_ = read(ready[0], &ok, 1) == 1 && ok == 'y';
+    close(ready[0]);
+  }
+  ~LockHeldByChild() {
+    if (release_ >= 0) close(release_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  bool held() const { return held_; }
+
+ private:
+  pid_t pid_ = -1;
+  int release_ = -1;
+  bool held_ = false;
+};
+
+// RocksDB writes a new database with only the default family, then the families, then kcache
+// writes the format record: a second opener in between (two launchers of one ninja build on
+// a new store) must wait, not call the store foreign or damaged, and never move it aside.
+TEST_F(StoreTest, AStoreAnotherProcessIsCreatingIsWaitedOnNeverMovedAside) {
+  StoreOptions replacing;
+  replacing.replace_if_damaged = true;
+  auto families_only = [](const std::string& path, const std::vector<std::string>& names) {
+    rocksdb::DBOptions options;
+    options.create_if_missing = true;
+    options.create_missing_column_families = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const std::string& name : names)
+      families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, path, families, &handles, &db).ok());
+    for (rocksdb::ColumnFamilyHandle* handle : handles) db->DestroyColumnFamilyHandle(handle);
+    delete db;
+  };
+  std::string only_default = (fs::path(dir_) / "only-default").string();
+  families_only(only_default, {rocksdb::kDefaultColumnFamilyName});
+  std::string no_format = (fs::path(dir_) / "no-format").string();
+  families_only(no_format, {rocksdb::kDefaultColumnFamilyName, kArtifactsFamily,
+                            kArtifactMetaFamily, kKernelsFamily, kMetaFamily});
+
+  for (const std::string& path : {only_default, no_format}) {
+    SCOPED_TRACE(path);
+    {
+      LockHeldByChild creating(path);
+      ASSERT_TRUE(creating.held());
+      for (bool read_only : {false, true}) {
+        StoreOptions options = replacing;
+        options.read_only = read_only;
+        absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
+        EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
+        EXPECT_TRUE(absl::StrContains(store.status().message(), "held for writing by another"))
+            << store.status();
+      }
+      for (const fs::directory_entry& entry : fs::directory_iterator(path)) {
+        EXPECT_FALSE(absl::StartsWith(entry.path().filename().string(), ".kcache-damaged"))
+            << "moved aside while another process held it";
+      }
+    }
+    // Nobody holds it: what it is shows (foreign, or a store whose creation was interrupted).
+    StoreOptions plain;
+    EXPECT_NE(OpenStore(path, plain).status().code(), absl::StatusCode::kFailedPrecondition);
+  }
 }
 
 TEST_F(StoreTest, NewerFormatIsRejectedWithAnUpgradeHint) {
