@@ -82,20 +82,25 @@ class RedisServers {
       error_ = joined.output;
       return false;
     }
-    return WaitClusterOk();
+    return WaitClusterOk(/*replicas_per_master=*/1);
   }
 
-  // Waits (up to 60 s) until every live node says cluster_state:ok and agrees on the masters.
-  bool WaitClusterOk() {
+  // Waits (up to 60 s) until every live node says cluster_state:ok and, when
+  // `replicas_per_master` > 0, every node's CLUSTER NODES names that many replicas for each
+  // master that serves slots: `--cluster create` returns before the replica roles have
+  // spread by gossip, and a test that picks a master's replica needs every node to know it.
+  bool WaitClusterOk(int replicas_per_master = 0) {
     for (int i = 0; i < 600; ++i) {
       bool ok = true;
       for (int port : LivePorts()) {
-        ok = ok && Contains(Cli(port, "cluster info"), "cluster_state:ok");
+        ok = ok && Contains(Cli(port, "cluster info"), "cluster_state:ok") &&
+             (replicas_per_master == 0 || EveryMasterHasReplicas(port, replicas_per_master));
       }
       if (ok) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    error_ = "cluster_state never became ok";
+    error_ = replicas_per_master ? "cluster_state never became ok with every replica known"
+                                 : "cluster_state never became ok";
     return false;
   }
 
@@ -169,6 +174,18 @@ class RedisServers {
   const std::string& error() const { return error_; }
 
  private:
+  // Whether the node on `port` sees `count` replicas of every master that serves slots.
+  bool EveryMasterHasReplicas(int port, int count) const {
+    std::vector<RedisNodeInfo> nodes = Nodes(port);
+    for (const RedisNodeInfo& master : nodes) {
+      if (!master.master || master.slots.empty()) continue;
+      int replicas = 0;
+      for (const RedisNodeInfo& node : nodes) replicas += node.master_id == master.id;
+      if (replicas < count) return false;
+    }
+    return true;
+  }
+
   int FreePort() {
     std::mt19937 random(std::random_device{}());
     for (int i = 0; i < 200; ++i) {
