@@ -74,14 +74,13 @@ absl::StatusOr<FetchedKernel> LocalCompiler::Compile(const KernelSource& source,
       record, ::kcache::Device{Sm{device.sm_major, device.sm_minor}, device.driver_version},
       ResolvePolicy{}, compilers);
   if (!resolved.ok()) return resolved.status();
-  bool ptx = resolved->artifact.meta.key.kind == ::kcache::ArtifactKind::kPtx;
-  std::string target = resolved->artifact.meta.key.target.ToString();
+  // The engine's rule and reason, as the daemon would report them (PTX is ptx_jit), and where.
   FetchedKernel kernel = FromCoreArtifact(std::move(resolved->artifact));
   kernel.served_from = ServedFrom::kLocalCompile;
-  kernel.rule = ServeRule::kCompiled;
-  kernel.needs_jit = ptx;
-  kernel.reason = absl::StrCat("compiled in this process with ",
-                               (*compiler)->toolkit().identity().DisplayName(), " for ", target);
+  kernel.rule = static_cast<ServeRule>(resolved->rule);  // same numbering (types.cc)
+  kernel.needs_jit = resolved->needs_jit();
+  kernel.reason = absl::StrCat(resolved->reason, " (compiled in this process with ",
+                               (*compiler)->toolkit().identity().DisplayName(), ")");
   kernel.micros = std::chrono::duration_cast<std::chrono::microseconds>(
                       std::chrono::steady_clock::now() - start)
                       .count();

@@ -309,6 +309,29 @@ TEST(ClientNoDaemonTest, WithoutFallbackUnavailableComesQuickly) {
               static_cast<long long>(ms));
 }
 
+// libkcache's own compile reports what the daemon's would: the engine's rule (SASS compiled
+// for the device; PTX for a device beyond the toolkit is ptx_jit, not "compiled") and its
+// reason, saying where it was compiled.
+TEST(ClientNoDaemonTest, LocalCompileReportsTheEngineRuleAndReason) {
+  ::kcache::testing::TempDir dir;
+  ClientOptions options;
+  options.startup_grace = absl::ZeroDuration();
+  std::unique_ptr<Client> c = Connect("unix://" + (dir / "absent.sock"), options);
+  absl::StatusOr<FetchedKernel> sass = c->Resolve(Saxpy(), kSm89);
+  ASSERT_TRUE(sass.ok()) << sass.status();
+  EXPECT_EQ(sass->served_from, ServedFrom::kLocalCompile);
+  EXPECT_EQ(sass->rule, ServeRule::kCompiled);
+  EXPECT_FALSE(sass->needs_jit);
+  EXPECT_NE(sass->reason.find("compiled in this process with"), std::string::npos) << sass->reason;
+
+  absl::StatusOr<FetchedKernel> ptx = c->Resolve(Saxpy(), Device{15, 0, 99000});
+  ASSERT_TRUE(ptx.ok()) << ptx.status();
+  EXPECT_EQ(ptx->served_from, ServedFrom::kLocalCompile);
+  EXPECT_EQ(ptx->rule, ServeRule::kPtxJit) << ptx->reason;
+  EXPECT_TRUE(ptx->needs_jit);
+  EXPECT_EQ(ptx->target.rfind("compute_", 0), 0u) << ptx->target;
+}
+
 TEST(ClientNoDaemonTest, ConnectRefusesBadOptionsAndNeverWaits) {
   ClientOptions bad;
   bad.deadline = absl::ZeroDuration();
