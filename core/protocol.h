@@ -3,7 +3,22 @@
 #ifndef KCACHE_CORE_PROTOCOL_H_
 #define KCACHE_CORE_PROTOCOL_H_
 
+#include <cstddef>
+
 namespace kcache {
+
+// The largest in-pod fast-path message either side sends or accepts (docs/protocol.md, "The
+// fast path"): a request over it is refused as malformed (the client sends such a one over
+// gRPC instead), an answer over it (a huge compile log) is refused as too large for the path.
+inline constexpr size_t kMaxFastMessageBytes = 1u << 20;
+
+// The most entries kcached takes in one ResolveMany; a client sends a longer list (or a bigger
+// request) in several calls.
+inline constexpr size_t kMaxResolveManyEntries = 1024;
+
+// gRPC's default 4 MiB message limit less room for its framing: the largest unary answer
+// kcached sends and the largest Warm request a client sends at once.
+inline constexpr size_t kMaxUnaryMessageBytes = (4u << 20) - (64u << 10);
 
 // Initial metadata of a Resolve that kcached accepted: sent as soon as the call passed the
 // edge checks and the bounds, before the cache answers. A client whose deadline passes after

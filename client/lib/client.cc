@@ -338,7 +338,7 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
   // serve goes to the daemon over gRPC.
   std::vector<FastPath::Answer> fast = impl.fast.ResolveMany(requests, impl.DeadlineFor(call));
   // The entries to ask the daemon for, in calls of at most kMaxResolveManyEntries entries and
-  // kMaxWarmRequestBytes bytes; sent[k] is the index in `kernels` of a call's entry k.
+  // kMaxUnaryMessageBytes bytes; sent[k] is the index in `kernels` of a call's entry k.
   std::vector<v1::ResolveManyRequest> calls;
   std::vector<std::vector<size_t>> sent;
   size_t call_bytes = 0;
@@ -352,7 +352,7 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
     v1::ResolveRequest& request = requests[k];
     size_t size = request.ByteSizeLong() + 8;  // + the field's tag and length
     if (calls.empty() || calls.back().kernels_size() >= static_cast<int>(kMaxResolveManyEntries) ||
-        call_bytes + size > kMaxWarmRequestBytes) {
+        call_bytes + size > kMaxUnaryMessageBytes) {
       calls.emplace_back();
       sent.emplace_back();
       call_bytes = 0;
@@ -469,7 +469,7 @@ absl::StatusOr<WarmTotals> Client::Warm(const std::vector<KernelSource>& kernels
       v1::KernelSpec spec;
       ToWire(kernels[next], &spec);
       size_t size = spec.ByteSizeLong() + 8;  // + the field's tag and length
-      if (request.kernels_size() > 0 && bytes + size > kMaxWarmRequestBytes) break;
+      if (request.kernels_size() > 0 && bytes + size > kMaxUnaryMessageBytes) break;
       bytes += size;
       *request.add_kernels() = std::move(spec);
     }

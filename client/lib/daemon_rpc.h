@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/lib/call_watchdog.h"
+#include "core/protocol.h"
 #include "kcache/kcache.h"
 #include "kcache/v1/kcache.grpc.pb.h"
 
@@ -20,12 +21,6 @@ namespace kcache::client {
 
 // The largest artifact a Resolve header may announce; a bigger one is a broken stream.
 inline constexpr uint64_t kMaxArtifactBytes = 1ull << 30;
-// The largest Warm request sent at once: under the daemon's 4 MiB receive limit, with room
-// for gRPC's framing. Client::Warm sends a longer list of kernels in batches.
-inline constexpr size_t kMaxWarmRequestBytes = (4u << 20) - (64u << 10);
-// The most entries the daemon takes in one ResolveMany (daemon/service/request_limits.h);
-// Client::ResolveMany sends a longer list (or a bigger request) in several calls.
-inline constexpr size_t kMaxResolveManyEntries = 1024;
 
 // One answer of a ResolveMany: the entry's index in the request, and its kernel (checksum
 // verified) or the daemon's error for it.
@@ -76,7 +71,7 @@ class DaemonConnection {
   // pause while limits.silence (from the first attempt) allows.
   absl::StatusOr<FetchedKernel> Resolve(const v1::ResolveRequest& request, const WaitLimits& limits,
                                         CallEnd* end);
-  // One ResolveMany (at most kMaxResolveManyEntries entries, under kMaxWarmRequestBytes):
+  // One ResolveMany (at most kMaxResolveManyEntries entries, under kMaxUnaryMessageBytes):
   // `on_answer` runs, on this thread, once per entry as its answer completes. `limits` holds
   // for each entry on its own: the call is given up once one entry not yet answered has heard
   // nothing for limits.silence. OK when every entry was answered; otherwise the call's failure

@@ -17,12 +17,11 @@
 #include "absl/time/clock.h"
 #include "client/lib/wire.h"
 #include "core/artifact.h"
+#include "core/protocol.h"
 #include "kcache/v1/fast_path.pb.h"
 
 namespace kcache::client {
 
-// The daemon's bound (daemon/service/fast_path_server.h): larger requests go over gRPC.
-constexpr size_t kMaxFastMessageBytes = 1u << 20;
 constexpr size_t kWindow = 32;
 constexpr int kSocketBufferBytes = 2 * static_cast<int>(kMaxFastMessageBytes);
 constexpr absl::Duration kReconnectPause = absl::Seconds(1);

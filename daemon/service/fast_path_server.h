@@ -22,13 +22,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/protocol.h"
 #include "daemon/cache/artifact_cache.h"
 
 namespace kcache {
 
-// The largest message either side sends or accepts; a request over it is answered
-// INVALID_ARGUMENT, an answer over it (a huge compile log) RESOURCE_EXHAUSTED (use gRPC).
-inline constexpr size_t kMaxFastMessageBytes = 1u << 20;
 // Messages a thread takes from one connection before it serves the next.
 inline constexpr int kFastBatch = 32;
 

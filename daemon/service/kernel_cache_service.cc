@@ -17,13 +17,10 @@
 namespace kcache {
 namespace {
 
-// A unary answer must fit a client's default 4 MiB receive limit.
-constexpr size_t kMaxUnaryResponseBytes = (4u << 20) - (64u << 10);
-
 absl::Status CheckFits(const google::protobuf::Message& response, absl::string_view what,
                        absl::string_view instead) {
   size_t size = response.ByteSizeLong();
-  if (size <= kMaxUnaryResponseBytes) return absl::OkStatus();
+  if (size <= kMaxUnaryMessageBytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(
       absl::StrCat(what, " is ", size, " bytes, over gRPC's 4 MiB message limit; ", instead));
 }

@@ -88,10 +88,10 @@ absl::Status ValidateResolveManyRequest(const v1::ResolveManyRequest& request) {
   if (request.kernels_size() == 0) {
     return Invalid("ResolveManyRequest", "no kernels; send at least one ResolveRequest");
   }
-  if (request.kernels_size() > static_cast<int>(kMaxResolveManyKernels)) {
+  if (request.kernels_size() > static_cast<int>(kMaxResolveManyEntries)) {
     return Invalid("ResolveManyRequest",
                    absl::StrCat(request.kernels_size(), " kernels; the limit is ",
-                                kMaxResolveManyKernels, ": send the rest in another call"));
+                                kMaxResolveManyEntries, ": send the rest in another call"));
   }
   return absl::OkStatus();
 }

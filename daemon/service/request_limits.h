@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "core/kernel_spec.h"
+#include "core/protocol.h"
 #include "kcache/v1/kcache.pb.h"
 
 namespace kcache {
@@ -16,8 +17,6 @@ namespace kcache {
 // The kernel-spec limits are core's (core/kernel_spec.h: kMaxSpecBytes and the rest).
 inline constexpr size_t kMaxWarmTargets = 64;
 inline constexpr size_t kMaxClientBytes = 256;  // ResolveRequest.client (logs only)
-// Entries of one ResolveMany (its bytes are bounded by the 4 MiB receive limit as well).
-inline constexpr size_t kMaxResolveManyKernels = 1024;
 // Entries of one ResolveMany that wait for a compile at once: the others queue behind them,
 // so that a batch holds no more of the daemon's threads than a few single calls do.
 inline constexpr size_t kResolveManyCompilesPerCall = 4;
@@ -36,7 +35,7 @@ absl::Status ValidateDevice(const v1::Device& device, bool present);
 // Exactly one kernel (spec, 32-byte kernel_id or non-empty kernel_name) and a valid device.
 absl::Status ValidateResolveRequest(const v1::ResolveRequest& request);
 
-// At least one entry and at most kMaxResolveManyKernels (each entry is validated on its own,
+// At least one entry and at most kMaxResolveManyEntries (each entry is validated on its own,
 // with ValidateResolveRequest, and answered on its own).
 absl::Status ValidateResolveManyRequest(const v1::ResolveManyRequest& request);
 

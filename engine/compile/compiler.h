@@ -78,7 +78,7 @@ absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
 // The compile log carried by a compile error, or "" if none.
 std::string CompileLogOf(const absl::Status& status);
 
-// (Added by the compiler engineer.) The -frandom-seed value every compile of (id, target) with
+// The -frandom-seed value every compile of (id, target) with
 // toolkit `toolkit_id` passes: "0x" + the first 8 hex digits of SHA-256 over a tagged framing
 // of the kernel id, the PTX form of the target and the toolkit id. The PTX form is used so that
 // an sm_86 compile and a compute_86 compile share a seed and yield the same compute_86 PTX.
