@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct Row {
   absl::StatusCode code = absl::StatusCode::kOk;
   std::optional<MissReason> reason;
 };
+
+// gtest prints a row by its name, not its bytes.
+void PrintTo(const Row& row, std::ostream* os) { *os << '"' << row.name << '"'; }
 
 std::vector<Row> Table() {
   const auto kCubin = ArtifactKind::kCubin;
