@@ -20,18 +20,6 @@ std::string FlightKey(const CompileJob& job) {
   return absl::StrCat(job.id.Bytes(), "/", job.target.ToString());
 }
 
-// What a compile of `job` writes: the cubin (SASS targets), the PTX, and LTO-IR when asked.
-std::vector<ArtifactKey> ExpectedKeys(const CompileJob& job, const std::string& toolkit_id) {
-  Target ptx = job.target.WithKind(TargetKind::kPtx);
-  std::vector<ArtifactKey> keys;
-  if (job.target.kind == TargetKind::kSass) {
-    keys.push_back(ArtifactKey{job.id, ArtifactKind::kCubin, job.target, toolkit_id, 0});
-  }
-  keys.push_back(ArtifactKey{job.id, ArtifactKind::kPtx, ptx, toolkit_id, 0});
-  if (job.want_ltoir) keys.push_back(ArtifactKey{job.id, ArtifactKind::kLtoir, ptx, toolkit_id, 0});
-  return keys;
-}
-
 class FlightCompiler : public Compiler {
  public:
   FlightCompiler(CompileFlights* flights, Compiler* inner) : flights_(flights), inner_(inner) {}
@@ -181,7 +169,7 @@ std::unique_ptr<Compiler> CompileFlights::AsCompiler() {
 std::shared_ptr<const CompiledSet> CompileFlights::FindStored(const CompileJob& job) {
   auto set = std::make_shared<CompiledSet>();
   set->from_store = true;
-  for (const ArtifactKey& key : ExpectedKeys(job, compiler_->toolkit().identity().id)) {
+  for (const ArtifactKey& key : job.ExpectedKeys(compiler_->toolkit().identity().id)) {
     absl::StatusOr<Artifact> found = tiers_->Get(0, key);
     if (!found.ok()) return nullptr;
     set->artifacts.push_back(std::make_shared<const Artifact>(*std::move(found)));
@@ -236,7 +224,7 @@ CompileResult CompileFlights::Run(const CompileJob& job) {
 std::shared_ptr<const CompiledSet> CompileFlights::FetchShared(const CompileJob& job,
                                                                std::string* lease) {
   if (shared_ == nullptr) return nullptr;
-  std::vector<ArtifactKey> keys = ExpectedKeys(job, compiler_->toolkit().identity().id);
+  std::vector<ArtifactKey> keys = job.ExpectedKeys(compiler_->toolkit().identity().id);
   std::optional<std::vector<Artifact>> fetched = shared_->FetchAll(keys);
   if (!fetched) fetched = shared_->AwaitFleet(keys, lease);
   if (!fetched) return nullptr;

@@ -324,4 +324,15 @@ std::string CompileLogOf(const absl::Status& status) {
   return log.has_value() ? std::string(*log) : std::string();
 }
 
+std::vector<ArtifactKey> CompileJob::ExpectedKeys(const std::string& toolkit_id) const {
+  Target ptx = target.WithKind(TargetKind::kPtx);
+  std::vector<ArtifactKey> keys;
+  if (target.kind == TargetKind::kSass) {
+    keys.push_back(ArtifactKey{id, ArtifactKind::kCubin, target, toolkit_id, 0});
+  }
+  keys.push_back(ArtifactKey{id, ArtifactKind::kPtx, ptx, toolkit_id, 0});
+  if (want_ltoir) keys.push_back(ArtifactKey{id, ArtifactKind::kLtoir, ptx, toolkit_id, 0});
+  return keys;
+}
+
 }  // namespace kcache

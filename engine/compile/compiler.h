@@ -37,6 +37,11 @@ struct CompileJob {
   Target target;            // sm_XX[a|f] (gives CUBIN + PTX) or compute_XX[a|f] (PTX only)
   bool want_ltoir = false;  // also produce LTO-IR for compute_XX (a separate NVRTC pass)
   CompileDemand demand;
+
+  // The keys of what this job writes with toolkit `toolkit_id`: the cubin (SASS targets),
+  // the PTX for the same arch, and LTO-IR for it when asked. A store holding all of them has
+  // nothing left for the job to do (warm and the daemon's compile flights look first).
+  std::vector<ArtifactKey> ExpectedKeys(const std::string& toolkit_id) const;
 };
 
 struct CompileOutput {

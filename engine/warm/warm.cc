@@ -23,22 +23,6 @@ int64_t MicrosSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
 }
 
-// The artifacts a job writes: a SASS target gives its cubin and the PTX for the same arch;
-// a PTX target gives the PTX; LTO-IR (for the PTX arch) when the kernel asks for it.
-std::vector<ArtifactKey> ExpectedKeys(const WarmJob& job, const std::string& toolkit_id) {
-  const KernelRecord& record = job.kernel->record;
-  Target ptx = job.target.WithKind(TargetKind::kPtx);
-  std::vector<ArtifactKey> keys;
-  if (job.target.kind == TargetKind::kSass) {
-    keys.push_back(ArtifactKey{record.id, ArtifactKind::kCubin, job.target, toolkit_id, 0});
-  }
-  keys.push_back(ArtifactKey{record.id, ArtifactKind::kPtx, ptx, toolkit_id, 0});
-  if (record.want_ltoir) {
-    keys.push_back(ArtifactKey{record.id, ArtifactKind::kLtoir, ptx, toolkit_id, 0});
-  }
-  return keys;
-}
-
 std::string SkipReason(const WarmJob& job) {
   const ArchRange& range = job.kernel->record.arch;
   int arch = job.target.sm.arch();
@@ -67,8 +51,9 @@ WarmJobResult RunJob(const WarmJob& job, Store& store, Compiler& compiler) {
       metas.ok()) {
     for (const ArtifactMeta& meta : *metas) listed.insert(meta.key);
   }
+  CompileJob compile_job{record.spec, record.id, job.target, record.want_ltoir, {}};
   bool all_stored = true;
-  for (const ArtifactKey& key : ExpectedKeys(job, compiler.toolkit().identity().id)) {
+  for (const ArtifactKey& key : compile_job.ExpectedKeys(compiler.toolkit().identity().id)) {
     absl::StatusOr<Artifact> found = store.Get(key);
     if (found.ok() && !listed.contains(key)) {
       if (absl::Status s = store.Put(*found); !s.ok()) found = s;
@@ -89,7 +74,6 @@ WarmJobResult RunJob(const WarmJob& job, Store& store, Compiler& compiler) {
 
   result.bytes = 0;
   result.kinds.clear();
-  CompileJob compile_job{record.spec, record.id, job.target, record.want_ltoir, {}};
   absl::StatusOr<CompileOutput> output = compiler.Compile(compile_job);
   result.micros = MicrosSince(start);
   if (!output.ok()) {
