@@ -257,9 +257,15 @@ nlohmann::json KernelsJson(const std::vector<KernelReport>& reports) {
   return kernels;
 }
 
+// Where the whole start went, in order (micros): reading the manifest and the kernels'
+// sources, finding the GPUs, making the client, getting (and loading) the kernels.
+struct Phases {
+  int64_t manifest = 0, gpus = 0, client = 0, kernels = 0;
+};
+
 // GPU 0's report at the top level (as a one-GPU worker reports), every GPU's under "gpus".
 void PrintJson(const std::string& mode, const std::vector<GpuReport>& gpus, size_t devices,
-               int64_t total_micros) {
+               int64_t total_micros, const Phases& phases) {
   nlohmann::json per_gpu = nlohmann::json::array();
   int failed = 0;
   for (const GpuReport& g : gpus) {
@@ -282,7 +288,12 @@ void PrintJson(const std::string& mode, const std::vector<GpuReport>& gpus, size
                         {"gpus", per_gpu},
                         {"distinct_devices", devices},
                         {"failed", failed},
-                        {"total_micros", total_micros}};
+                        {"total_micros", total_micros},
+                        {"phase_micros",
+                         {{"manifest", phases.manifest},
+                          {"gpus", phases.gpus},
+                          {"client", phases.client},
+                          {"kernels", phases.kernels}}}};
   std::printf("%s\n", out.dump(2).c_str());
 }
 
@@ -290,7 +301,9 @@ void PrintJson(const std::string& mode, const std::vector<GpuReport>& gpus, size
 
 int RunWorker(const WorkerFlags& flags) {
   Clock::time_point start = Clock::now();
+  Phases phases;
   absl::StatusOr<std::vector<KernelSource>> kernels = client::LoadManifestKernels(flags.manifest);
+  phases.manifest = MicrosSince(start);
   if (!kernels.ok()) {
     std::fprintf(stderr, "kcache-example-worker: %s\n",
                  std::string(kernels.status().message()).c_str());
@@ -299,6 +312,7 @@ int RunWorker(const WorkerFlags& flags) {
   int exit_code = 0;
   std::optional<Node> node = ChooseGpus(flags, &exit_code);
   if (!node) return exit_code;
+  phases.gpus = MicrosSince(start) - phases.manifest;
 
   std::unique_ptr<client::Client> c;
   std::unique_ptr<client::LocalCompiler> local;
@@ -321,11 +335,13 @@ int RunWorker(const WorkerFlags& flags) {
     c = *std::move(connected);
     mode = absl::StrCat("kcached at ", options.address);
   }
+  phases.client = MicrosSince(start) - phases.manifest - phases.gpus;
   client::NodeKernels got = GetKernels(*kernels, *node, c.get(), local.get());
+  phases.kernels = MicrosSince(start) - phases.manifest - phases.gpus - phases.client;
   std::vector<GpuReport> reports = ReportNode(*kernels, *node, got);
   int64_t total = MicrosSince(start);
   if (flags.json) {
-    PrintJson(mode, reports, got.devices.size(), total);
+    PrintJson(mode, reports, got.devices.size(), total, phases);
   } else {
     PrintText(mode, reports, got.devices.size(), total);
   }
