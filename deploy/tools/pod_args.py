@@ -7,7 +7,8 @@ renders, one per line, so a script can start a program with the manifest's own f
 
 --kind/--name pick the workload when the kustomization renders more than one (default: the
 one workload holding a container of that name). --command prints the container's command
-first. Exit 1 when the kustomization does not render or the container is not found; 2 on a
+first. --env prints the container's environment instead, NAME=VALUE a line (entries given
+by value; valueFrom entries are left out). Exit 1 when the kustomization does not render or the container is not found; 2 on a
 usage error or when no kustomize is installed.
 """
 import argparse
@@ -21,6 +22,8 @@ from kcache_deploy.deps import require_deps  # noqa: E402
 def main() -> int:
     p = argparse.ArgumentParser(prog="pod_args.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--command", action="store_true", help="print the container's command first")
+    p.add_argument("--env", action="store_true",
+                   help="print the container's environment (NAME=VALUE) instead of its args")
     p.add_argument("--kind", help="the workload's kind")
     p.add_argument("--name", help="the workload's name")
     p.add_argument("directory", metavar="KUSTOMIZATION_DIR")
@@ -46,8 +49,11 @@ def main() -> int:
         print(f"error: {opts.directory}: {what}", file=sys.stderr)
         return 1
     container = found[0][1]
-    lines = [str(a) for a in (container.get("command") or [] if opts.command else [])]
-    lines += [str(a) for a in container.get("args") or []]
+    if opts.env:
+        lines = [f"{e['name']}={e['value']}" for e in container.get("env") or [] if "value" in e]
+    else:
+        lines = [str(a) for a in (container.get("command") or [] if opts.command else [])]
+        lines += [str(a) for a in container.get("args") or []]
     if any("\n" in line for line in lines):
         print(f"error: an arg of {opts.container} holds a newline; one-per-line output cannot carry it",
               file=sys.stderr)

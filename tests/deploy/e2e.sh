@@ -5,7 +5,9 @@
 #      kernels into <root>/opt/kcache/store, the manifest beside it;
 #   2. the sidecar: kcached with the kcached container's own args (deploy/tools/pod_args.py),
 #      paths moved under a temp root and the probe port made free (0);
-#   3. the worker container's command and args, against the socket, twice;
+#   3. the worker container's command and args, against the socket, twice; then a compile
+#      with the container's environment (its CXX: the image's kcache shim) in two build
+#      directories: the second is served by kcached;
 #   4. a scrape of the probe port's /metrics: the counters moved, nothing was compiled (the
 #      warmed store served every kernel), the second start hit memory;
 #   5. SIGTERM: kcached exits 0 and removes its socket.
@@ -131,6 +133,36 @@ for start in first second; do
     { cat "$root/worker.log" >&2; fail "the worker failed on its $start start"; }
   tail -1 "$root/worker.log"
 done
+
+# 3b. The worker container's own compiles (a torch extension's build) through kcached, with
+# the container's environment: the image's masquerade links (made as deploy/Dockerfile's
+# runtime stage makes them), a compile in one build directory, the same in another.
+mapfile -t worker_env < <("$python" "$repo/deploy/tools/pod_args.py" --env "$repo/deploy/k8s/base" worker)
+launcher_env=(KCACHE_LOG=1)
+for assignment in "${worker_env[@]}"; do
+  case $assignment in
+    KCACHE_STATE_DIR=*) assignment=KCACHE_STATE_DIR=$root/tmp/kcache ;;  # the pod's /tmp
+    *) assignment=$(relocate "$assignment") ;;
+  esac
+  launcher_env+=("$assignment")
+done
+cxx=
+for assignment in "${launcher_env[@]}"; do [[ $assignment == CXX=* ]] && cxx=${assignment#CXX=}; done
+[[ $cxx == "$root/opt/kcache/shims/"* ]] || fail "the worker container's CXX is not an image shim: $cxx"
+"$kcache" env --server "$address" --shims "$root/opt/kcache/shims" >/dev/null ||
+  fail "kcache env could not make the shims"
+printf '#include <vector>\nint ext() { return std::vector<int>(4).size(); }\n' >"$root/ext.cpp"
+for build_dir in build-a build-b; do
+  mkdir -p "$root/$build_dir"
+  (cd "$root/$build_dir" && env "${launcher_env[@]}" "$cxx" -MD -MF ext.o.d -c "$root/ext.cpp" \
+    -o ext.o) >"$root/launcher.log" 2>&1 || { cat "$root/launcher.log" >&2; fail "\$CXX failed"; }
+  outcome=$(grep -o 'kcache: [a-z]*' "$root/launcher.log" | head -1)
+  step "worker's \$CXX in $build_dir: ${outcome:-no launcher log line}"
+  expected="kcache: miss"
+  [[ $build_dir == build-b ]] && expected="kcache: hit"
+  [[ $outcome == "$expected" ]] || { cat "$root/launcher.log" >&2; fail "expected '$expected'"; }
+done
+cmp -s "$root/build-a/ext.o" "$root/build-b/ext.o" || fail "the served object differs from the compiled one"
 
 # 4. The scrape.
 metrics=$(http_get "$port" /metrics) || fail "GET /metrics failed"
