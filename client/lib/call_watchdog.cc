@@ -6,50 +6,77 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 
 namespace kcache::client {
 
+struct CallWatchdog::State {
+  explicit State(pid_t owner) : owner(owner) {}
+
+  void Run();
+  void Moved(absl::Time expiry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);  // a watch's expiry is now this
+
+  const pid_t owner;  // the process it serves
+  absl::Mutex mu;
+  absl::flat_hash_set<Watch*> watches ABSL_GUARDED_BY(mu);
+  absl::Time next_wake ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();
+  bool woken ABSL_GUARDED_BY(mu) = false;
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  std::thread thread;  // started once, right after construction
+};
+
 CallWatchdog::~CallWatchdog() {
-  std::unique_ptr<std::thread> thread;
+  State* state = state_.load();
+  if (state == nullptr || state->owner != getpid()) return;  // none, or a parent's: left behind
   {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-    if (owner_ == getpid()) thread = std::move(thread_);
-    (void)thread_.release();  // a parent's thread, which this forked child does not have
+    absl::MutexLock lock(&state->mu);
+    state->stop = true;
   }
-  if (thread != nullptr) thread->join();
+  state->thread.join();
+  delete state;
+}
+
+CallWatchdog::State* CallWatchdog::Current() {
+  pid_t self = getpid();
+  State* state = state_.load();
+  while (state == nullptr || state->owner != self) {  // the first call here, or in a child
+    auto* mine = new State(self);
+    if (state_.compare_exchange_strong(state, mine)) {
+      mine->thread = std::thread([mine] { mine->Run(); });
+      return mine;
+    }
+    delete mine;  // another thread of this process made it first: `state` is now that one
+  }
+  return state;
 }
 
 std::unique_ptr<CallWatchdog::Watch> CallWatchdog::Start(grpc::ClientContext* context,
                                                          absl::Time silent_at, absl::Time until) {
-  std::unique_ptr<Watch> watch(new Watch(this, context, silent_at, until));
-  absl::MutexLock lock(&mu_);
-  if (owner_ != getpid()) {   // the first call, or the first in a forked child
-    (void)thread_.release();  // the parent's, if any: not in this process
-    watches_.clear();         // the parent's calls: not in this process either
-    next_wake_ = absl::InfiniteFuture();
-    owner_ = getpid();
-    thread_ = std::make_unique<std::thread>([this] { Run(); });
-  }
-  watches_.insert(watch.get());
-  Moved(watch->expiry());
+  State* state = Current();
+  std::unique_ptr<Watch> watch(new Watch(state, context, silent_at, until));
+  absl::MutexLock lock(&state->mu);
+  state->watches.insert(watch.get());
+  state->Moved(watch->expiry());
   return watch;
 }
 
-void CallWatchdog::Moved(absl::Time expiry) {
-  if (expiry >= next_wake_) return;  // the thread wakes before it anyway
-  next_wake_ = expiry;
-  woken_ = true;
+void CallWatchdog::State::Moved(absl::Time expiry) {
+  if (expiry >= next_wake) return;  // the thread wakes before it anyway
+  next_wake = expiry;
+  woken = true;
 }
 
-void CallWatchdog::Run() {
-  absl::MutexLock lock(&mu_);
-  while (!stop_) {
+void CallWatchdog::State::Run() {
+  absl::MutexLock lock(&mu);
+  while (!stop) {
     absl::Time now = absl::Now();
     absl::Time next = absl::InfiniteFuture();
-    for (Watch* watch : watches_) {
+    for (Watch* watch : watches) {
       if (watch->fired_ != WatchFired::kNo) continue;
       absl::Time expiry = watch->expiry();
       if (expiry <= now) {
@@ -59,27 +86,27 @@ void CallWatchdog::Run() {
         next = std::min(next, expiry);
       }
     }
-    next_wake_ = next;
-    woken_ = false;
-    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return woken_ || stop_; };
-    mu_.AwaitWithDeadline(absl::Condition(&wake), next);
+    next_wake = next;
+    woken = false;
+    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return woken || stop; };
+    mu.AwaitWithDeadline(absl::Condition(&wake), next);
   }
 }
 
 CallWatchdog::Watch::~Watch() {
-  absl::MutexLock lock(&dog_->mu_);
-  dog_->watches_.erase(this);
+  absl::MutexLock lock(&state_->mu);
+  state_->watches.erase(this);
 }
 
 void CallWatchdog::Watch::Set(absl::Time silent_at, absl::Time until) {
-  absl::MutexLock lock(&dog_->mu_);
+  absl::MutexLock lock(&state_->mu);
   silent_at_ = silent_at;
   until_ = std::min(until_, until);
-  dog_->Moved(expiry());
+  state_->Moved(expiry());
 }
 
 WatchFired CallWatchdog::Watch::fired() {
-  absl::MutexLock lock(&dog_->mu_);
+  absl::MutexLock lock(&state_->mu);
   return fired_;
 }
 

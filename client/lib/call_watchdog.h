@@ -1,18 +1,17 @@
 // CallWatchdog: cancels daemon calls that heard nothing from kcached for too long, or that
 // ran past their whole limit. One thread serves every call of a connection; it starts with
-// the first watched call (and again in a forked child, which has no thread of its parent's).
+// the first watched call (and again in a forked child, which has no thread of its parent's,
+// with a lock of its own).
 // Internal to libkcache.
 #ifndef KCACHE_CLIENT_LIB_CALL_WATCHDOG_H_
 #define KCACHE_CLIENT_LIB_CALL_WATCHDOG_H_
 
 #include <sys/types.h>
 
+#include <algorithm>
+#include <atomic>
 #include <memory>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace grpc {
@@ -40,18 +39,14 @@ class CallWatchdog {
                                absl::Time until);
 
  private:
-  friend class Watch;
-  void Run();
-  void Moved(absl::Time expiry);  // a watch's expiry is now `expiry`
+  // One process's watchdog: its lock, its watches and its thread. A forked child makes its own
+  // and never touches its parent's (whose lock may have been held, or waited on, by a thread
+  // the child does not have): it is left behind, unused.
+  struct State;
+  // This process's State, made by the first Start here.
+  State* Current();
 
-  absl::Mutex mu_;
-  absl::flat_hash_set<Watch*> watches_ ABSL_GUARDED_BY(mu_);
-  absl::Time next_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  bool woken_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  // Started by the first Start, under mu_, in process `owner_`.
-  std::unique_ptr<std::thread> thread_ ABSL_GUARDED_BY(mu_);
-  pid_t owner_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<State*> state_{nullptr};
 };
 
 class CallWatchdog::Watch {
@@ -65,17 +60,17 @@ class CallWatchdog::Watch {
 
  private:
   friend class CallWatchdog;
-  Watch(CallWatchdog* dog, grpc::ClientContext* context, absl::Time silent_at, absl::Time until)
-      : dog_(dog), context_(context), silent_at_(silent_at), until_(until) {}
-  absl::Time expiry() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(dog_->mu_) {
-    return std::min(silent_at_, until_);
-  }
+  friend struct CallWatchdog::State;
+  Watch(State* state, grpc::ClientContext* context, absl::Time silent_at, absl::Time until)
+      : state_(state), context_(context), silent_at_(silent_at), until_(until) {}
+  absl::Time expiry() const { return std::min(silent_at_, until_); }
 
-  CallWatchdog* const dog_;
+  State* const state_;
   grpc::ClientContext* const context_;
-  absl::Time silent_at_ ABSL_GUARDED_BY(dog_->mu_);
-  absl::Time until_ ABSL_GUARDED_BY(dog_->mu_);
-  WatchFired fired_ ABSL_GUARDED_BY(dog_->mu_) = WatchFired::kNo;
+  // Guarded by state_->mu.
+  absl::Time silent_at_;
+  absl::Time until_;
+  WatchFired fired_ = WatchFired::kNo;
 };
 
 }  // namespace kcache::client
