@@ -79,6 +79,13 @@ std::string FastSocketOf(const ClientOptions& o) {
 
 }  // namespace
 
+// How a call to the daemon ended, besides its status.
+enum class DaemonOutcome {
+  kAsked,    // the daemon was asked: it answered, refused, failed or could not be reached
+  kSkipped,  // the circuit kept the call from the daemon (the status is Unavailable, saying so)
+  kBusy,     // the whole wait's limit passed while the daemon was still working on the call
+};
+
 struct Client::Impl {
   explicit Impl(ClientOptions o)
       : options(std::move(o)),
@@ -107,38 +114,49 @@ struct Client::Impl {
   }
 
   // Calls the daemon with `call` while it is not there yet and the start-up grace lasts;
-  // then records the outcome in the breaker (a busy daemon is not a failing one) and says
-  // whether the daemon was busy (*busy). `call` returns the status of one try.
+  // then records the outcome in the breaker (a busy daemon is not a failing one) and says how
+  // the call ended: kBusy or kAsked. `call` returns the status of one try.
   template <typename Call>
-  absl::Status WithGrace(Call call, CallEnd* end, bool* busy) {
+  absl::Status WithGrace(Call call, CallEnd* end, DaemonOutcome* outcome) {
     absl::Status status;
     do {
       daemon.RenewIfFailed();
       status = call();
     } while (end->unreachable && grace.WaitAgain());
     if (!end->unreachable) grace.Contacted();
-    *busy = end->over_limit;
-    if (*busy || status.ok() || !IsDaemonFailure(status)) {
+    *outcome = end->over_limit ? DaemonOutcome::kBusy : DaemonOutcome::kAsked;
+    if (end->over_limit || status.ok() || !IsDaemonFailure(status)) {
       breaker.RecordSuccess();
     } else {
       breaker.RecordFailure();
     }
+    if (end->over_limit) {
+      // The daemon was still working on it (a compile) when the whole wait's limit passed:
+      // busy, not away. Not a reason to compile here: a herd of local compiles behind one
+      // slow daemon compile is the worst outcome.
+      return absl::DeadlineExceededError(absl::StrCat(
+          status.message(),
+          " (not compiled locally: the daemon is busy, not away; give the client a longer "
+          "wait_limit, or ask with ptx_now for stored PTX at once)"));
+    }
     return status;
   }
 
-  // One Resolve through the breaker. *skipped is set when the breaker kept the call from the
-  // daemon (the answer is then Unavailable and says so); *busy when the whole wait's limit
-  // passed while the daemon was still working on the call.
+  // The answer of a call the circuit keeps from the daemon (DaemonOutcome::kSkipped).
+  absl::Status CircuitOpen() const {
+    return absl::UnavailableError(
+        absl::StrCat("not calling kcached at ", options.address, ": the circuit is open after ",
+                     options.breaker_failures, " consecutive failures; the next try is in ",
+                     absl::FormatDuration(absl::Ceil(breaker.RetryIn(), absl::Milliseconds(1)))));
+  }
+
+  // One Resolve through the breaker; `*outcome` says how it ended besides its status.
   absl::StatusOr<FetchedKernel> CallDaemon(v1::ResolveRequest& request, const CallOptions& call,
-                                           bool* skipped, bool* busy) {
-    *skipped = false;
-    *busy = false;
+                                           DaemonOutcome* outcome) {
+    *outcome = DaemonOutcome::kAsked;
     if (!breaker.Allow()) {
-      *skipped = true;
-      return absl::UnavailableError(
-          absl::StrCat("not calling kcached at ", options.address, ": the circuit is open after ",
-                       options.breaker_failures, " consecutive failures; the next try is in ",
-                       absl::FormatDuration(absl::Ceil(breaker.RetryIn(), absl::Milliseconds(1)))));
+      *outcome = DaemonOutcome::kSkipped;
+      return CircuitOpen();
     }
     Stamp(call, request);
     // The in-pod fast path first; what it does not serve (or serves broken) goes over gRPC.
@@ -155,26 +173,18 @@ struct Client::Impl {
           result = daemon.Resolve(request, LimitsFor(call), &end);
           return result.status();
         },
-        &end, busy);
-    if (*busy) {
-      // The daemon was still working on it (a compile) when the whole wait's limit passed:
-      // busy, not away. Not a reason to compile here: a herd of local compiles behind one
-      // slow daemon compile is the worst outcome.
-      return absl::DeadlineExceededError(absl::StrCat(
-          status.message(),
-          " (not compiled locally: the daemon is busy, not away; give the client a longer "
-          "wait_limit, or ask with ptx_now for stored PTX at once)"));
-    }
+        &end, outcome);
+    if (*outcome == DaemonOutcome::kBusy) return status;
     return result;
   }
 
   // When the daemon did not give a kernel, whether compiling here is the right answer.
-  bool ShouldCompileLocally(const absl::Status& daemon_status, bool skipped, bool busy,
+  bool ShouldCompileLocally(const absl::Status& daemon_status, DaemonOutcome outcome,
                             const KernelSource& source, const Device& device,
                             const CallOptions& call) const {
     if (!options.local_compile_fallback) return false;
-    if (skipped) return true;
-    if (busy) return false;  // a daemon still working on the call is not away (CallDaemon)
+    if (outcome == DaemonOutcome::kSkipped) return true;
+    if (outcome == DaemonOutcome::kBusy) return false;  // busy is not away (WithGrace)
     if (IsDaemonFailure(daemon_status)) return true;
     // A live daemon that has no artifact and cannot compile it (no toolkit there): the
     // kernel is within its declared range, so a local compile can still serve it.
@@ -184,11 +194,11 @@ struct Client::Impl {
 
   // What a kernel by source gets when the daemon did not give it: `daemon_status`, or a
   // compile here when ShouldCompileLocally says so.
-  absl::StatusOr<FetchedKernel> FallBack(const absl::Status& daemon_status, bool skipped, bool busy,
+  absl::StatusOr<FetchedKernel> FallBack(const absl::Status& daemon_status, DaemonOutcome outcome,
                                          const KernelSource& source, const Device& device,
                                          const CallOptions& call,
                                          std::chrono::steady_clock::time_point start) {
-    if (!ShouldCompileLocally(daemon_status, skipped, busy, source, device, call)) {
+    if (!ShouldCompileLocally(daemon_status, outcome, source, device, call)) {
       return daemon_status;
     }
     absl::StatusOr<FetchedKernel> compiled = local.Compile(source, device);
@@ -201,7 +211,8 @@ struct Client::Impl {
                                                              "failed too: ",
                                                              compiled.status().message()));
     }
-    absl::StrAppend(&compiled->reason, " (", skipped ? "circuit open" : "kcached", ": ",
+    absl::StrAppend(&compiled->reason, " (",
+                    outcome == DaemonOutcome::kSkipped ? "circuit open" : "kcached", ": ",
                     daemon_status.message(), ")");
     compiled->micros = MicrosSince(start);
     return compiled;
@@ -237,14 +248,13 @@ absl::StatusOr<FetchedKernel> Client::Resolve(const KernelSource& source, const 
   v1::ResolveRequest request;
   ToWire(source, request.mutable_spec());
   ToWire(device, request.mutable_device());
-  bool skipped = false;
-  bool busy = false;
-  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped, &busy);
+  DaemonOutcome outcome;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &outcome);
   if (served.ok()) {
     served->micros = MicrosSince(start);
     return served;
   }
-  return impl_->FallBack(served.status(), skipped, busy, source, device, call, start);
+  return impl_->FallBack(served.status(), outcome, source, device, call, start);
 }
 
 absl::StatusOr<FetchedKernel> Client::ResolveById(absl::string_view hex_id, const Device& device,
@@ -259,9 +269,8 @@ absl::StatusOr<FetchedKernel> Client::ResolveById(absl::string_view hex_id, cons
   v1::ResolveRequest request;
   request.set_kernel_id(std::string(id->Bytes()));
   ToWire(device, request.mutable_device());
-  bool skipped = false;
-  bool busy = false;
-  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped, &busy);
+  DaemonOutcome outcome;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &outcome);
   if (served.ok()) served->micros = MicrosSince(start);
   return served;
 }
@@ -274,9 +283,8 @@ absl::StatusOr<FetchedKernel> Client::ResolveByName(absl::string_view name, cons
   v1::ResolveRequest request;
   request.set_kernel_name(std::string(name));
   ToWire(device, request.mutable_device());
-  bool skipped = false;
-  bool busy = false;
-  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &skipped, &busy);
+  DaemonOutcome outcome;
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &outcome);
   if (served.ok()) served->micros = MicrosSince(start);
   return served;
 }
@@ -366,12 +374,10 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
   struct Left {
     size_t index;
     absl::Status status;
-    bool skipped;  // the circuit kept the call from the daemon
-    bool busy;     // the daemon was still working on the call at the whole wait's limit
+    DaemonOutcome outcome;
   };
   std::vector<Left> left;
-  bool skipped = false;
-  bool busy = false;
+  DaemonOutcome outcome = DaemonOutcome::kAsked;
   absl::Status stop;  // why the calls stopped: the circuit, a busy daemon, a daemon failure
   for (size_t c = 0; c < calls.size(); ++c) {
     std::vector<bool> answered(sent[c].size(), false);
@@ -387,42 +393,34 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
           answer->micros = MicrosSince(start);
           on_result(i, std::move(answer));
         } else if (kernels[i].by == KernelRef::By::kSource &&
-                   impl.ShouldCompileLocally(answer.status(), false, false, kernels[i].source,
-                                             device, call)) {
-          left.push_back(Left{i, answer.status(), false, false});
+                   impl.ShouldCompileLocally(answer.status(), DaemonOutcome::kAsked,
+                                             kernels[i].source, device, call)) {
+          left.push_back(Left{i, answer.status(), DaemonOutcome::kAsked});
         } else {
           on_result(i, answer.status());
         }
       };
       status = impl.WithGrace(
           [&] { return impl.daemon.ResolveMany(calls[c], impl.LimitsFor(call), on_answer, &end); },
-          &end, &busy);
-      if (busy) {  // as in CallDaemon: busy compiling, not away
-        status = absl::DeadlineExceededError(absl::StrCat(
-            status.message(),
-            " (not compiled locally: the daemon is busy, not away; give the client a longer "
-            "wait_limit)"));
-      }
+          &end, &outcome);
     } else {
-      skipped = true;
-      status = absl::UnavailableError(absl::StrCat(
-          "not calling kcached at ", impl.options.address, ": the circuit is open after ",
-          impl.options.breaker_failures, " consecutive failures"));
+      outcome = DaemonOutcome::kSkipped;
+      status = impl.CircuitOpen();
     }
-    if (IsDaemonFailure(status) || busy) stop = status;
+    if (IsDaemonFailure(status) || outcome == DaemonOutcome::kBusy) stop = status;
     for (size_t k = 0; k < sent[c].size(); ++k) {
       if (answered[k]) continue;
       size_t i = sent[c][k];
       if (kernels[i].by == KernelRef::By::kSource) {
-        left.push_back(Left{i, status, skipped, busy});
+        left.push_back(Left{i, status, outcome});
       } else {
         on_result(i, status);
       }
     }
   }
   for (const Left& l : left) {
-    on_result(l.index, impl.FallBack(l.status, l.skipped, l.busy, kernels[l.index].source, device,
-                                     call, start));
+    on_result(l.index,
+              impl.FallBack(l.status, l.outcome, kernels[l.index].source, device, call, start));
   }
 }
 
