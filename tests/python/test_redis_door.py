@@ -3,38 +3,18 @@ RESP3: the handshake redis-py sends, every command the caches use, binary values
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
+from conftest import free_port
 from kcached_process import Daemon
 
 redis = pytest.importorskip("redis")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def door(kcached: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    directory = tmp_path_factory.mktemp("door")
-    port = free_port()
-    d = Daemon(kcached, directory / "store", directory,
-               ["--no-toolkit", "--redis-listen", f"127.0.0.1:{port}",
-                "--redis-max-value-bytes", "1MiB"])
-    d.start()
-    yield port
-    d.stop()
-
-
 @pytest.mark.parametrize("protocol", [2, 3])
-def test_commands_the_caches_use(door: int, protocol: int) -> None:
-    r = redis.Redis(port=door, protocol=protocol)
+def test_commands_the_caches_use(redis_door: int, protocol: int) -> None:
+    r = redis.Redis(port=redis_door, protocol=protocol)
     assert r.ping()
     value = bytes(range(256)) * 100
     key = f"pt2:fx-graph-v{protocol}::abc\x00\xff:c1"
@@ -52,15 +32,15 @@ def test_commands_the_caches_use(door: int, protocol: int) -> None:
     r.close()
 
 
-def test_resp3_hello_reply(door: int) -> None:
-    r = redis.Redis(port=door, protocol=3)
+def test_resp3_hello_reply(redis_door: int) -> None:
+    r = redis.Redis(port=redis_door, protocol=3)
     hello = r.execute_command("HELLO", 3)
     assert hello[b"proto"] == 3 and hello[b"server"] == b"kcache"
     r.close()
 
 
-def test_refusals_are_errors_and_the_connection_stays(door: int) -> None:
-    r = redis.Redis(port=door, single_connection_client=True)
+def test_refusals_are_errors_and_the_connection_stays(redis_door: int) -> None:
+    r = redis.Redis(port=redis_door, single_connection_client=True)
     with pytest.raises(redis.ResponseError, match="outside the namespaces"):
         r.set("mine:a", b"v")
     with pytest.raises(redis.ResponseError, match="--redis-max-value-bytes"):
@@ -80,9 +60,11 @@ def test_values_survive_a_restart(kcached: str, tmp_path: Path) -> None:
                ["--no-toolkit", "--redis-listen", f"127.0.0.1:{port}"])
     d.start()
     try:
-        redis.Redis(port=port).set("triton:kept", b"\x00bytes")
+        with redis.Redis(port=port) as r:
+            r.set("triton:kept", b"\x00bytes")
         d.stop()
         d.start()
-        assert redis.Redis(port=port).get("triton:kept") == b"\x00bytes"
+        with redis.Redis(port=port) as r:
+            assert r.get("triton:kept") == b"\x00bytes"
     finally:
         d.stop()
