@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -14,7 +13,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,12 +23,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/service/epoll_threads.h"
 
 namespace kcache {
 namespace {
 
 constexpr uint64_t kListenerId = 0;
-constexpr uint64_t kWakeId = 1;
 constexpr size_t kReadBytes = 64 << 10;
 // Bytes read from one connection per turn before the thread serves another.
 constexpr size_t kTurnBytes = 4 << 20;
@@ -135,36 +133,24 @@ class RedisDoorServerImpl final : public RedisDoorServer {
         bound.sin_family == AF_INET) {
       port_ = ntohs(bound.sin_port);
     }
-    epoll_ = epoll_create1(EPOLL_CLOEXEC);
-    wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (epoll_ < 0 || wake_ < 0) return Errno("epoll or eventfd for the Redis door");
-    if (!Arm(listener_, kListenerId, EPOLLIN | EPOLLONESHOT, EPOLL_CTL_ADD) ||
-        !Arm(wake_, kWakeId, EPOLLIN, EPOLL_CTL_ADD)) {  // level-triggered: wakes every thread
+    if (absl::Status s = workers_.Open(); !s.ok()) return s;
+    if (!Arm(listener_, kListenerId, EPOLLIN | EPOLLONESHOT, EPOLL_CTL_ADD)) {
       return Errno("epoll_ctl for the Redis door");
     }
-    for (int i = 0; i < std::max(options_.threads, 1); ++i) {
-      threads_.emplace_back([this] { Loop(); });
-    }
+    workers_.Start(options_.threads, [this] { Loop(); });
     return absl::OkStatus();
   }
 
   void Stop() override {
     if (stopped_.exchange(true)) return;
-    if (wake_ >= 0) {
-      uint64_t one = 1;
-      (void)!write(wake_, &one, sizeof(one));
-    }
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
+    workers_.Stop();
     absl::MutexLock lock(&mu_);
     for (auto& [id, connection] : connections_) close(connection->fd);
     cache_->RecordRedisDoor(RedisDoorCount::kConnections,
                             -static_cast<int64_t>(connections_.size()));
     connections_.clear();
-    for (int fd : {listener_, wake_, epoll_}) {
-      if (fd >= 0) close(fd);
-    }
-    listener_ = wake_ = epoll_ = -1;
+    if (listener_ >= 0) close(listener_);
+    listener_ = -1;
   }
 
   int port() const override { return port_; }
@@ -174,21 +160,21 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = id;
-    return epoll_ctl(epoll_, op, fd, &ev) == 0;
+    return epoll_ctl(workers_.fd(), op, fd, &ev) == 0;
   }
 
   void Loop() {
     std::string buffer(kReadBytes, '\0');
     epoll_event events[16];
     while (!stopped_.load()) {
-      int n = epoll_wait(epoll_, events, 16, 1000);
+      int n = epoll_wait(workers_.fd(), events, 16, 1000);
       if (n < 0 && errno != EINTR) {
         spdlog::error("Redis door: epoll_wait failed: {}", std::strerror(errno));
         return;
       }
       for (int i = 0; i < n && !stopped_.load(); ++i) {
         uint64_t id = events[i].data.u64;
-        if (id == kWakeId) return;
+        if (id == EpollThreads::kWakeId) return;
         if (id == kListenerId) {
           Accept();
           continue;
@@ -251,7 +237,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
   }
 
   void CloseLocked(const Connection& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
+    epoll_ctl(workers_.fd(), EPOLL_CTL_DEL, c.fd, nullptr);
     DrainAndClose(c.fd);
     connections_.erase(c.id);
     cache_->RecordRedisDoor(RedisDoorCount::kConnections, -1);
@@ -340,10 +326,10 @@ class RedisDoorServerImpl final : public RedisDoorServer {
   const RedisDoorOptions options_;
   const RedisCommands commands_;
   resp::ParserLimits limits_;
-  int listener_ = -1, epoll_ = -1, wake_ = -1;
+  EpollThreads workers_;
+  int listener_ = -1;
   int port_ = 0;
   std::atomic<bool> stopped_{false};
-  std::vector<std::thread> threads_;
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 2;  // 0 and 1 are the listener's and the wake's

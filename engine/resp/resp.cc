@@ -53,7 +53,7 @@ absl::StatusOr<std::optional<absl::string_view>> Parser::Line() {
   absl::string_view rest(buffer_.data() + pos_, buffer_.size() - pos_);
   size_t end = rest.find("\r\n");
   if (end == absl::string_view::npos) {
-    if (rest.size() > limits_.max_inline_bytes) {
+    if (rest.size() > limits_.max_inline_bytes + 1) {  // + 1: a CR whose LF has not come
       return Framing(
           absl::StrCat("a line of more than ", limits_.max_inline_bytes, " bytes without CRLF"));
     }
@@ -71,6 +71,10 @@ absl::Status Parser::StartCommand(absl::string_view line, std::optional<Command>
   if (line[0] != '*') {  // an inline command: words separated by spaces
     Command command;
     for (absl::string_view word : absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+      if (word.size() > limits_.max_argument_bytes) {  // as a bulk string: read past, reported
+        command.oversized_bytes = std::max<uint64_t>(command.oversized_bytes, word.size());
+        word = "";
+      }
       command.args.emplace_back(word);
     }
     if (command.args.size() > limits_.max_arguments) {
