@@ -189,6 +189,17 @@ TEST_F(RedisDoorTest, HostileFramesGetAnErrorAndTheConnectionCloses) {
   EXPECT_EQ(reply, "$-1\r\n");
   close(fd);
   EXPECT_EQ(Counter("redis.refused_protocol"), 6u);
+  // A command whose arguments, each within the value bound, together pass the buffer bound.
+  fd = Connect(port_);
+  std::string many = "*10\r\n";
+  for (int i = 0; i < 3; ++i) {
+    many += absl::StrCat("$", 1 << 20, "\r\n", std::string(1 << 20, 'z'), "\r\n");
+  }
+  many += absl::StrCat("$", 1 << 20, "\r\n", std::string(100000, 'z'));  // and no more
+  reply = Exchange(fd, many);
+  close(fd);
+  EXPECT_TRUE(Contains(reply, "-ERR over kcached's --redis-max-buffer-bytes 3145728")) << reply;
+  EXPECT_EQ(Counter("redis.refused_buffer"), 1u);
   EXPECT_EQ(Cli("PING").output, "PONG\n");
 }
 
