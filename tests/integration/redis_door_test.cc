@@ -43,6 +43,18 @@ int IdleConnections() {
   return static_cast<int>(std::min<rlim_t>(10000, files.rlim_cur > 300 ? files.rlim_cur - 300 : 0));
 }
 
+// A statistic of the kcached at `address` (0 when it cannot be read: the test then fails on it).
+uint64_t DaemonCounter(const std::string& address, const std::string& name) {
+  client::ClientOptions options;
+  options.address = address;
+  options.local_compile_fallback = false;
+  options.fast_path = false;
+  absl::StatusOr<std::unique_ptr<client::Client>> c = client::Client::Connect(options);
+  if (!c.ok()) return 0;
+  absl::StatusOr<client::DaemonStats> stats = (*c)->Stat();
+  return stats.ok() ? stats->Counter(name) : 0;
+}
+
 class RedisDoorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -69,16 +81,7 @@ class RedisDoorTest : public ::testing::Test {
     return Shell(command);
   }
 
-  uint64_t Counter(const std::string& name) {
-    client::ClientOptions options;
-    options.address = daemon_.address();
-    options.local_compile_fallback = false;
-    options.fast_path = false;
-    absl::StatusOr<std::unique_ptr<client::Client>> c = client::Client::Connect(options);
-    if (!c.ok()) return 0;
-    absl::StatusOr<client::DaemonStats> stats = (*c)->Stat();
-    return stats.ok() ? stats->Counter(name) : 0;
-  }
+  uint64_t Counter(const std::string& name) { return DaemonCounter(daemon_.address(), name); }
 
   DaemonProcess daemon_;
   int port_ = 0;
@@ -244,6 +247,23 @@ TEST(RedisDoorRestartTest, ValuesOutliveARestartOnAUnixSocket) {
   EXPECT_EQ(daemon.Stop(), 0);
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   EXPECT_EQ(Shell("redis-cli -s " + socket + " GET pt2:kept").output, "value1\n");
+}
+
+TEST(RedisDoorIdleTest, ASilentConnectionIsClosedAndCounted) {
+  DaemonProcess daemon;
+  int port = FreePort();
+  daemon.options().extra_flags = {"--no-toolkit", "--redis-listen",
+                                  absl::StrCat("127.0.0.1:", port), "--redis-idle-seconds", "1"};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  int fd = Connect(port);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(Exchange(fd, "PING\r\n", 7), "+PONG\r\n");
+  // Then silence: kcached closes it (the read ends; the socket's 10 s timeout is far longer).
+  char byte;
+  EXPECT_EQ(recv(fd, &byte, 1, 0), 0);
+  close(fd);
+  EXPECT_EQ(DaemonCounter(daemon.address(), "redis.idle_closed"), 1u);
+  EXPECT_EQ(DaemonCounter(daemon.address(), "redis.connections"), 0u);
 }
 
 TEST(RedisDoorFlagsTest, ABadAddressOrBufferStopsStartUp) {
