@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
+#include "client/cli/torch_compile_env.h"
 #include "engine/objects/launcher.h"
 #include "engine/objects/run_process.h"
 #include "engine/store/store.h"
@@ -125,7 +126,7 @@ absl::Status MakeShims(const std::string& dir) {
 }
 
 struct RoutingFlags {
-  std::string store, server, arch, shims, base_dirs;
+  std::string store, server, arch, shims, base_dirs, redis;
 };
 
 void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
@@ -135,6 +136,10 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
   auto* server = sub->add_option("--server", flags.server,
                                  "kcached address (unix:PATH or host:port) to get and put them");
   store->excludes(server);
+  sub->add_option("--redis", flags.redis,
+                  "with --server: that kcached's Redis door (its --redis-listen, HOST:PORT or "
+                  "unix:/PATH), to route torch.compile's Inductor and Triton caches too")
+      ->needs(server);
   sub->add_option("--arch", flags.arch,
                   "TORCH_CUDA_ARCH_LIST for the command, comma-separated, e.g. 7.5,8.6,8.9,9.0");
   sub->add_option("--shims", flags.shims,
@@ -169,6 +174,12 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
     env.emplace_back("TORCH_CUDA_ARCH_LIST", absl::StrReplaceAll(flags.arch, {{",", ";"}}));
   }
   if (!flags.base_dirs.empty()) env.emplace_back("KCACHE_BASEDIR", flags.base_dirs);
+  if (!flags.redis.empty()) {
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> compile =
+        TorchCompileEnvironment(flags.redis);
+    if (!compile.ok()) return compile.status();
+    env.insert(env.end(), compile->begin(), compile->end());
+  }
   return env;
 }
 

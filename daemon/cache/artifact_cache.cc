@@ -115,6 +115,14 @@ class ArtifactCacheImpl : public ArtifactCache {
                                           Statistic::kFastArenaBytes};
     stats_.Add(kFast[static_cast<int>(count)], static_cast<uint64_t>(delta));  // wraps: gauges
   }
+  void RecordRedisDoor(RedisDoorCount count, int64_t delta) override {
+    // In the enum's order, from redis.hits on (daemon/cache/statistics.h).
+    static_assert(static_cast<int>(Statistic::kRedisConnections) -
+                      static_cast<int>(Statistic::kRedisHits) ==
+                  static_cast<int>(RedisDoorCount::kConnections));
+    int number = static_cast<int>(Statistic::kRedisHits) + static_cast<int>(count);
+    stats_.Add(static_cast<Statistic>(number), static_cast<uint64_t>(delta));  // wraps: gauge
+  }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
   StartupWarmResult WarmAfterStart(uint64_t budget_bytes,

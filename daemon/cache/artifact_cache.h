@@ -202,6 +202,26 @@ class ArtifactCache {
   };
   virtual void RecordFastPath(FastPathCount count, int64_t delta) = 0;
 
+  // The Redis door's counts (redis.* in daemon/cache/statistics.h); kConnections is a gauge
+  // that moves by `delta`, which may be negative.
+  enum class RedisDoorCount {
+    kHit,
+    kMiss,
+    kBytesIn,
+    kBytesOut,
+    kSet,
+    kRefusedValueTooBig,
+    kRefusedNamespace,
+    kRefusedCommand,
+    kRefusedProtocol,
+    kRefusedConnections,
+    kRefusedBuffer,
+    kIdleClosed,
+    kStoreError,
+    kConnections,
+  };
+  virtual void RecordRedisDoor(RedisDoorCount count, int64_t delta) = 0;
+
   // Warms into the writable store through the same compiler (and single-flight) as misses.
   virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                            WarmObserver* observer) = 0;

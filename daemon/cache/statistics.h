@@ -91,9 +91,23 @@ enum class Statistic : int {
   kSharedLeaseRenewals = 69,
   kCompileCpuMicros = 70,
   kStartupWarmedBytes = 71,
+  kRedisHits = 72,
+  kRedisMisses = 73,
+  kRedisBytesIn = 74,
+  kRedisBytesOut = 75,
+  kRedisSets = 76,
+  kRedisRefusedValueTooBig = 77,
+  kRedisRefusedNamespace = 78,
+  kRedisRefusedCommand = 79,
+  kRedisRefusedProtocol = 80,
+  kRedisRefusedConnections = 81,
+  kRedisRefusedBuffer = 82,
+  kRedisIdleClosed = 83,
+  kRedisStoreErrors = 84,
+  kRedisConnections = 85,  // a gauge: Redis-door connections open now
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 71;
+inline constexpr int kStatisticCount = 85;
 
 struct StatisticInfo {
   Statistic id;

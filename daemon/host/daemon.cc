@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/version.h"
@@ -178,6 +179,7 @@ class DaemonImpl final : public Daemon {
     if (absl::Status s = StartMainServer(); !s.ok()) return s;
     if (absl::Status s = StartProbeServer(); !s.ok()) return s;
     StartFastPath();
+    if (absl::Status s = StartRedisDoor(); !s.ok()) return s;
     spdlog::info(
         "kcached serving on {} (socket mode {:04o}){}; {}; memory cache {} MiB; at most {} "
         "calls in flight and {} MiB queued for clients",
@@ -200,6 +202,7 @@ class DaemonImpl final : public Daemon {
     serving_ = false;
     StopWarm();
     StopFastPath();
+    StopRedisDoor();
     tracker_.StartDraining();
     server_->GetHealthCheckService()->Shutdown();
     if (probe_server_) probe_server_->GetHealthCheckService()->Shutdown();
@@ -382,6 +385,47 @@ class DaemonImpl final : public Daemon {
                  options_.fast_max_connections);
   }
 
+  // The Redis-protocol door (--redis-listen), over the object service's cache. An address
+  // that will not bind is an error: the operator asked for the door.
+  absl::Status StartRedisDoor() {
+    if (options_.redis.listen.empty()) return absl::OkStatus();
+    RedisDoorOptions door = options_.redis;
+    door.socket_mode = options_.socket_mode;
+    door.commands.version = kVersion;
+    std::string path = UnixSocketPath(door.listen);
+    if (!path.empty()) {
+      door.listen = absl::StrCat("unix:", path);
+      bool removed_stale = false;
+      if (absl::Status s = PrepareSocketPath(path, &removed_stale); !s.ok()) return s;
+    }
+    absl::StatusOr<std::unique_ptr<RedisDoorServer>> server =
+        RedisDoorServer::Start(object_cache_.get(), cache_.get(), door);
+    if (!server.ok()) return server.status();
+    redis_door_ = *std::move(server);
+    redis_path_ = path;
+    redis_inode_ = path.empty() ? 0 : InodeOf(path);
+    spdlog::info(
+        "Redis door on {}{}: namespaces {}, values up to {} bytes, {} connections, idle {} s",
+        door.listen, redis_door_->port() ? absl::StrCat(" (port ", redis_door_->port(), ")") : "",
+        absl::StrJoin(door.commands.namespaces, ","), door.commands.max_value_bytes,
+        door.max_connections, absl::ToInt64Seconds(door.idle_timeout));
+    if (path.empty() && !absl::StartsWith(door.listen, "127.") &&
+        !absl::StartsWith(door.listen, "localhost:")) {
+      spdlog::warn(
+          "the Redis door on {} has no authentication: anyone who reaches it can read "
+          "and write its namespaces",
+          door.listen);
+    }
+    return absl::OkStatus();
+  }
+
+  void StopRedisDoor() {
+    if (redis_door_ == nullptr) return;
+    redis_door_->Stop();
+    redis_door_.reset();
+    if (!redis_path_.empty()) RemoveSocketFile(redis_path_, redis_inode_);
+  }
+
   // In the background once serving: the stores' descriptions (each a walk of its listing,
   // kept off the start-up), then the start-up warm into the fast path's arena. At the normal
   // priority: a lower one could be preempted while it holds the arena's or RocksDB's locks,
@@ -445,6 +489,7 @@ class DaemonImpl final : public Daemon {
   bool CloseCache() {
     StopWarm();
     StopFastPath();
+    StopRedisDoor();
     service_.reset();
     pool_.reset();
     cache_.reset();  // closes the stores (their writes are synced as they happen)
@@ -465,7 +510,10 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<KernelCacheService> service_;
   std::unique_ptr<objects::ObjectCache> object_cache_;  // over the cache's stores
   std::unique_ptr<ObjectCacheService> object_service_;
-  std::unique_ptr<FastPathServer> fast_;  // stopped before the cache closes
+  std::unique_ptr<FastPathServer> fast_;         // stopped before the cache closes
+  std::unique_ptr<RedisDoorServer> redis_door_;  // likewise
+  std::string redis_path_;                       // its unix socket, "" for TCP
+  ino_t redis_inode_ = 0;
   std::string fast_path_;
   ino_t fast_inode_ = 0;
   std::unique_ptr<grpc::Server> probe_server_;

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/service/redis_door_server.h"
 #include "engine/workers/process_pool.h"
 
 namespace kcache {
@@ -69,6 +70,9 @@ struct DaemonOptions {
   // --max-object-bytes: the largest compiler output (object, dependency file and logs) a
   // launcher may put (docs/torch-extensions.md); larger ones are refused, counted.
   uint64_t max_object_bytes = uint64_t{256} << 20;
+  // --redis-listen and the other --redis-* flags: the Redis-protocol door for torch.compile
+  // and Triton (docs/torch-compile.md); off while `redis.listen` is empty.
+  RedisDoorOptions redis;
 };
 
 class Daemon {

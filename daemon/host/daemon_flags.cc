@@ -8,6 +8,7 @@
 #include "core/version.h"
 #include "daemon/host/listen_socket.h"
 #include "daemon/host/log_format.h"
+#include "daemon/host/redis_door_flags.h"
 
 namespace kcache {
 
@@ -154,6 +155,8 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "Fast-path connections open at once; more are refused (they use gRPC)")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
+  RedisDoorFlags redis_flags;
+  AddRedisDoorFlags(app, o.redis, redis_flags);
 
   try {
     app.parse(argc, argv);
@@ -164,6 +167,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
     return absl::InvalidArgumentError(absl::StrCat(e.what(), "\nRun with --help for usage."));
   }
   if (fast_socket_option->count() > 0) o.fast_socket = fast_socket;
+  if (absl::Status s = FinishRedisDoorFlags(redis_flags, o.redis); !s.ok()) return s;
   absl::StatusOr<mode_t> mode = ParseSocketMode(socket_mode);
   if (!mode.ok()) return mode.status();
   o.socket_mode = *mode;

@@ -23,6 +23,12 @@ constexpr char kRulesHelp[] = "Resolves served, by the serving rule that chose t
 constexpr char kMisses[] = "kcache_resolve_misses_total";
 constexpr char kMissesHelp[] = "Resolves answered with no artifact, by reason.";
 
+constexpr char kRedisBytes[] = "kcache_redis_bytes_total";
+constexpr char kRedisBytesHelp[] = "Value bytes through the Redis door, by direction.";
+constexpr char kRedisRefused[] = "kcache_redis_refused_total";
+constexpr char kRedisRefusedHelp[] =
+    "Redis-door commands or connections refused, by reason (docs/torch-compile.md).";
+
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kResolveRequests, "kcache_resolve_requests_total", "Resolve calls received.", "", ""},
     {S::kHitMemory, kHits, kHitsHelp, "tier", "memory"},
@@ -146,6 +152,23 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "CPU time the compile workers reported for their compiles.", "", "", 1e6},
     {S::kStartupWarmedBytes, "kcache_startup_warmed_bytes_total",
      "Payload bytes the start-up warm read from the stores.", "", ""},
+    {S::kRedisHits, "kcache_redis_hits_total", "Redis-door keys found (GET, MGET).", "", ""},
+    {S::kRedisMisses, "kcache_redis_misses_total", "Redis-door keys not found (GET, MGET).", "",
+     ""},
+    {S::kRedisBytesIn, kRedisBytes, kRedisBytesHelp, "direction", "in"},
+    {S::kRedisBytesOut, kRedisBytes, kRedisBytesHelp, "direction", "out"},
+    {S::kRedisSets, "kcache_redis_sets_total", "Values stored through the Redis door.", "", ""},
+    {S::kRedisRefusedValueTooBig, kRedisRefused, kRedisRefusedHelp, "reason", "value_too_big"},
+    {S::kRedisRefusedNamespace, kRedisRefused, kRedisRefusedHelp, "reason", "namespace"},
+    {S::kRedisRefusedCommand, kRedisRefused, kRedisRefusedHelp, "reason", "command"},
+    {S::kRedisRefusedProtocol, kRedisRefused, kRedisRefusedHelp, "reason", "protocol"},
+    {S::kRedisRefusedConnections, kRedisRefused, kRedisRefusedHelp, "reason", "connections"},
+    {S::kRedisRefusedBuffer, kRedisRefused, kRedisRefusedHelp, "reason", "buffer"},
+    {S::kRedisIdleClosed, "kcache_redis_idle_closed_total",
+     "Redis-door connections closed for idleness (--redis-idle-seconds).", "", ""},
+    {S::kRedisStoreErrors, "kcache_redis_store_errors_total",
+     "Redis-door store reads or writes that failed.", "", ""},
+    {S::kRedisConnections, "kcache_redis_connections", "Redis-door connections open now.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -12,7 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -21,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/service/convert.h"
+#include "daemon/service/epoll_threads.h"
 #include "daemon/service/fast_arena.h"
 #include "daemon/service/request_limits.h"
 #include "kcache/v1/fast_path.pb.h"
@@ -31,7 +30,6 @@ namespace {
 using FastCount = ArtifactCache::FastPathCount;
 
 constexpr uint64_t kListenerId = 0;
-constexpr uint64_t kWakeId = 1;
 constexpr int kSocketBufferBytes = 2 * static_cast<int>(kMaxFastMessageBytes);
 
 struct Lease {
@@ -88,10 +86,7 @@ class FastPathServerImpl final : public FastPathServer {
   ~FastPathServerImpl() override { Stop(); }
 
   absl::Status Listen() {
-    epoll_ = epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_ < 0) return Errno("epoll_create1");
-    wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_ < 0) return Errno("eventfd");
+    if (absl::Status s = workers_.Open(); !s.ok()) return s;
     listener_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (listener_ < 0) return Errno("socket(AF_UNIX, SOCK_SEQPACKET)");
     sockaddr_un addr{};
@@ -114,24 +109,14 @@ class FastPathServerImpl final : public FastPathServer {
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLONESHOT;
     ev.data.u64 = kListenerId;
-    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, listener_, &ev) != 0) return Errno("epoll_ctl");
-    ev.events = EPOLLIN;  // level-triggered: wakes every thread at Stop
-    ev.data.u64 = kWakeId;
-    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev) != 0) return Errno("epoll_ctl");
-    for (int i = 0; i < std::max(options_.threads, 1); ++i) {
-      threads_.emplace_back([this] { Loop(); });
-    }
+    if (epoll_ctl(workers_.fd(), EPOLL_CTL_ADD, listener_, &ev) != 0) return Errno("epoll_ctl");
+    workers_.Start(options_.threads, [this] { Loop(); });
     return absl::OkStatus();
   }
 
   void Stop() override {
     if (stopped_.exchange(true)) return;
-    if (wake_ >= 0) {
-      uint64_t one = 1;
-      (void)!write(wake_, &one, sizeof(one));
-    }
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
+    workers_.Stop();
     std::vector<std::shared_ptr<Connection>> left;
     {
       absl::MutexLock lock(&mu_);
@@ -139,10 +124,8 @@ class FastPathServerImpl final : public FastPathServer {
       connections_.clear();
     }
     for (auto& connection : left) CloseConnection(*connection, /*erase=*/false);
-    for (int fd : {listener_, wake_, epoll_}) {
-      if (fd >= 0) close(fd);
-    }
-    listener_ = wake_ = epoll_ = -1;
+    if (listener_ >= 0) close(listener_);
+    listener_ = -1;
   }
 
  private:
@@ -150,7 +133,7 @@ class FastPathServerImpl final : public FastPathServer {
     std::string buffer(kMaxFastMessageBytes + 1, '\0');
     epoll_event events[16];
     while (!stopped_.load()) {
-      int n = epoll_wait(epoll_, events, 16, -1);
+      int n = epoll_wait(workers_.fd(), events, 16, -1);
       if (n < 0) {
         if (errno == EINTR) continue;
         spdlog::error("fast path: epoll_wait failed: {}", std::strerror(errno));
@@ -158,7 +141,7 @@ class FastPathServerImpl final : public FastPathServer {
       }
       for (int i = 0; i < n && !stopped_.load(); ++i) {
         uint64_t id = events[i].data.u64;
-        if (id == kWakeId) return;
+        if (id == EpollThreads::kWakeId) return;
         if (id == kListenerId) {
           Accept();
           continue;
@@ -211,12 +194,12 @@ class FastPathServerImpl final : public FastPathServer {
       epoll_event ev{};
       ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
       ev.data.u64 = connection->id;
-      if (epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev) != 0) CloseConnection(*connection, true);
+      if (epoll_ctl(workers_.fd(), EPOLL_CTL_ADD, fd, &ev) != 0) CloseConnection(*connection, true);
     }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLONESHOT;
     ev.data.u64 = kListenerId;
-    epoll_ctl(epoll_, EPOLL_CTL_MOD, listener_, &ev);
+    epoll_ctl(workers_.fd(), EPOLL_CTL_MOD, listener_, &ev);
   }
 
   // One turn on a connection: flush what waits, read and answer up to kFastBatch messages,
@@ -253,7 +236,7 @@ class FastPathServerImpl final : public FastPathServer {
     epoll_event ev{};
     ev.events = (c.outbox.empty() ? EPOLLIN : EPOLLOUT) | EPOLLRDHUP | EPOLLONESHOT;
     ev.data.u64 = c.id;
-    if (epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev) != 0) CloseConnection(c, true);
+    if (epoll_ctl(workers_.fd(), EPOLL_CTL_MOD, c.fd, &ev) != 0) CloseConnection(c, true);
   }
 
   void Handle(Connection& c, absl::string_view packet) {
@@ -387,7 +370,7 @@ class FastPathServerImpl final : public FastPathServer {
 
   void CloseConnection(Connection& c, bool erase) {
     if (c.fd < 0) return;
-    epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
+    epoll_ctl(workers_.fd(), EPOLL_CTL_DEL, c.fd, nullptr);
     close(c.fd);
     c.fd = -1;
     for (auto& [lease, held] : c.leases) arena_->Release(held.slot);
@@ -421,10 +404,8 @@ class FastPathServerImpl final : public FastPathServer {
   ArtifactCache* const cache_;
   const FastPathOptions options_;
   const std::unique_ptr<FastArena> arena_;
-  int epoll_ = -1;
-  int wake_ = -1;
+  EpollThreads workers_;
   int listener_ = -1;
-  std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};
   absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 2;  // 0 and 1 name the listener and the wake fd

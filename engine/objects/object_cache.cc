@@ -70,6 +70,8 @@ class StoreObjectCache final : public ObjectCache {
     return store_->Put(ArtifactFromEntry(entry, bundle));
   }
 
+  absl::Status Delete(const ArtifactKey& key) override { return store_->Delete(key); }
+
   absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override {
     absl::StatusOr<std::vector<ArtifactMeta>> metas = store_->ListAllArtifacts();
     if (!metas.ok()) return metas.status();

@@ -55,6 +55,10 @@ class ObjectCache {
   virtual absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) = 0;
   // Every entry (metadata only): `kcache explain` looks for the same source among them.
   virtual absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() = 0;
+  // Deletes one entry (OK when absent). Unimplemented where the cache cannot delete.
+  virtual absl::Status Delete(const ArtifactKey& key) {
+    return absl::UnimplementedError("this object cache cannot delete entries");
+  }
 };
 
 // Over a store; `store` is borrowed and must outlive the cache.

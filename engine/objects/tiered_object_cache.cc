@@ -45,6 +45,9 @@ class TieredObjectCache final : public ObjectCache {
     return caches_.back()->Put(entry, bundle);
   }
 
+  // The writable store's entry only: a baked store's stays (it is read-only).
+  absl::Status Delete(const ArtifactKey& key) override { return caches_.back()->Delete(key); }
+
  private:
   // Entries of every store, each key once (the first store's, a baked one before the local).
   template <typename ListFn>

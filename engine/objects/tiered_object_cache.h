@@ -16,7 +16,8 @@ namespace kcache::objects {
 
 // Thread-safe (the stores are). `local` and `baked` are borrowed and must outlive the cache.
 // Put refuses a bundle over `max_object_bytes` (ResourceExhausted) and one whose key a baked
-// store holds (AlreadyExists). A store that fails is skipped: a miss, not an error.
+// store holds (AlreadyExists). A store that fails is skipped: a miss, not an error. Delete
+// deletes from the writable store only.
 std::unique_ptr<ObjectCache> NewTieredObjectCache(Store* local, std::vector<Store*> baked,
                                                   uint64_t max_object_bytes);
 

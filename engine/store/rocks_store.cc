@@ -110,6 +110,32 @@ absl::Status RocksStore::PutSynced(const Artifact& artifact, bool sync) {
   return s;
 }
 
+absl::Status RocksStore::Delete(const ArtifactKey& key) {
+  if (absl::Status s = CheckWritable(); !s.ok()) return s;
+  std::string raw_key = key.Encode();
+  absl::MutexLock lock(&write_mu_);
+  rocksdb::PinnableSlice listed;
+  std::optional<uint64_t> size;
+  if (db()->Get(Reading(), listing(), raw_key, &listed).ok()) {
+    absl::StatusOr<ArtifactMeta> meta = DecodeArtifactMetaValue(View(listed));
+    if (meta.ok()) size = meta->size;
+  }
+  rocksdb::WriteBatch batch;
+  batch.Delete(artifacts_, raw_key);
+  batch.Delete(listing(), raw_key);
+  absl::Status s =
+      Write(batch, batch.GetDataSize(), /*sync=*/true, absl::StrCat("deleting ", key.ToString()));
+  if (s.ok() && tally_) {
+    // An entry whose size is unknown (a bad listing) is recounted at the next write.
+    if (size) {
+      *tally_ -= std::min(*size, *tally_);
+    } else {
+      tally_.reset();
+    }
+  }
+  return s;
+}
+
 absl::Status RocksStore::PutKernel(const KernelRecord& record) {
   if (absl::Status s = CheckWritable(); !s.ok()) return s;
   rocksdb::WriteBatch batch;

@@ -37,6 +37,7 @@ class RocksStore : public Store {
   absl::StatusOr<std::vector<ArtifactMeta>> ListAllArtifacts() override;
   absl::Status Put(const Artifact& artifact) override { return PutSynced(artifact, true); }
   absl::Status PutCopy(const Artifact& artifact) override { return PutSynced(artifact, false); }
+  absl::Status Delete(const ArtifactKey& key) override;
   absl::Status PutKernel(const KernelRecord& record) override;
   absl::StatusOr<KernelRecord> GetKernel(const KernelId& id) override;
   absl::StatusOr<std::vector<KernelRecord>> ListKernels() override;

@@ -139,6 +139,13 @@ class Store {
   // crash may lose it; the next hit writes it again.
   virtual absl::Status PutCopy(const Artifact& artifact) { return Put(artifact); }
 
+  // Deletes the artifact under `key` and its listing entry (the Redis door's DEL). OK when
+  // it is absent. FailedPrecondition in a read-only store; Unimplemented where the store
+  // cannot delete. Durable when it returns.
+  virtual absl::Status Delete(const ArtifactKey& key) {
+    return absl::UnimplementedError("this store cannot delete entries");
+  }
+
   // Kernel records: the spec behind a kernel id, so a miss can be compiled later.
   virtual absl::Status PutKernel(const KernelRecord& record) = 0;
   virtual absl::StatusOr<KernelRecord> GetKernel(const KernelId& id) = 0;

@@ -275,6 +275,37 @@ TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
   EXPECT_NE(testing::Run(absl::StrCat(testing::KcacheCli(), " env --arch 8.9")).exit_code, 0);
 }
 
+TEST_F(CompilerLauncherTest, EnvWithRedisRoutesInductorAndTritonToTheDoor) {
+  std::string shims = tmp_ / "shims";
+  std::string route = absl::StrCat(testing::KcacheCli(), " env --server unix:///k.sock --shims ",
+                                   shims, " --redis ");
+  testing::RunResult tcp = testing::Run(route + "127.0.0.1:6390");
+  ASSERT_EQ(tcp.exit_code, 0) << tcp.output;
+  for (const char* line :
+       {"KCACHE_SERVER=unix:///k.sock", "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE=1",
+        "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE=1", "TORCHINDUCTOR_REDIS_HOST=127.0.0.1",
+        "TORCHINDUCTOR_REDIS_PORT=6390",
+        "TRITON_CACHE_MANAGER=triton.runtime.cache:RemoteCacheManager",
+        "TRITON_REMOTE_CACHE_BACKEND=kcache.triton:Backend", "KCACHE_REDIS_ADDR=127.0.0.1:6390"}) {
+    EXPECT_TRUE(testing::Contains(tcp.output, absl::StrCat(line, "\n"))) << line << tcp.output;
+  }
+  testing::RunResult unix_socket = testing::Run(route + "unix:/run/kcache/redis.sock");
+  EXPECT_TRUE(testing::Contains(unix_socket.output,
+                                "TORCHINDUCTOR_REDIS_URL=unix:///run/kcache/redis.sock\n"))
+      << unix_socket.output;
+  EXPECT_FALSE(testing::Contains(unix_socket.output, "TORCHINDUCTOR_REDIS_HOST"));
+  for (const char* bad : {"nowhere", "host:0", "unix:relative", ":6390"}) {
+    testing::RunResult refused = testing::Run(route + bad);
+    EXPECT_NE(refused.exit_code, 0) << bad;
+    EXPECT_TRUE(testing::Contains(refused.output, "--redis-listen address")) << refused.output;
+  }
+  // --redis routes through a daemon: it needs --server.
+  EXPECT_NE(testing::Run(absl::StrCat(testing::KcacheCli(), " env --store ", env_.store,
+                                      " --redis 127.0.0.1:6390"))
+                .exit_code,
+            0);
+}
+
 TEST_F(CompilerLauncherTest, ExplainNamesTheChangedHeader) {
   ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
   tmp_.Write("src/include/config.h", "#define ANSWER 43\n");

@@ -121,3 +121,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if (session.config.getoption("--exit-125-when-all-skipped") and exitstatus == 0
             and _outcomes and all(o == "skipped" for o in _outcomes)):
         session.exitstatus = 125
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_door(kcached: str, session_dir: Path) -> Iterator[int]:
+    """A kcached with its Redis door on a free loopback port (values up to 1 MiB): the port."""
+    directory = session_dir / "redis-door"
+    directory.mkdir()
+    port = free_port()
+    d = Daemon(kcached, directory / "store", directory,
+               ["--no-toolkit", "--redis-listen", f"127.0.0.1:{port}",
+                "--redis-max-value-bytes", "1MiB"])
+    d.start()
+    yield port
+    d.stop()

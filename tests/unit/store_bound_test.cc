@@ -103,6 +103,28 @@ TEST_F(StoreBoundTest, KernelRecordsCountAndGoOnlyWhenNoArtifactNeedsThem) {
   EXPECT_TRUE(store->Get(artifact.meta.key).ok());
 }
 
+TEST_F(StoreBoundTest, DeletedArtifactsGiveTheirBytesBackToTheBound) {
+  StoreOptions options;
+  options.max_bytes = 100000;
+  {
+    auto store = Open(options);
+    for (uint8_t n = 1; n <= 5; ++n) ASSERT_TRUE(store->Put(UsedAt(n, 20000)).ok());
+    ASSERT_TRUE(store->Delete(UsedAt(1, 0).meta.key).ok());
+    ASSERT_TRUE(store->Delete(UsedAt(2, 0).meta.key).ok());
+    EXPECT_TRUE(store->Delete(UsedAt(2, 0).meta.key).ok()) << "absent: nothing to do";
+    EXPECT_TRUE(absl::IsNotFound(store->Get(UsedAt(1, 0).meta.key).status()));
+    EXPECT_EQ(store->ListArtifacts(UsedAt(2, 0).meta.key.kernel_id)->size(), 0u);
+    for (uint8_t n = 6; n <= 7; ++n) ASSERT_TRUE(store->Put(UsedAt(n, 20000)).ok());
+    EXPECT_EQ(store->Stats()->evictions, 0u) << "back at the bound, not past it";
+    EXPECT_EQ(store->Stats()->artifacts, 5u);
+  }
+  StoreOptions baked;
+  baked.read_only = true;
+  auto store = Open(baked);
+  EXPECT_TRUE(absl::IsFailedPrecondition(store->Delete(UsedAt(3, 0).meta.key)));
+  EXPECT_TRUE(store->Get(UsedAt(3, 0).meta.key).ok());
+}
+
 TEST_F(StoreBoundTest, ReadOnlyStoreIsNeverEvicted) {
   {
     auto store = Open({});

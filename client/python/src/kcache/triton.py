@@ -1,0 +1,166 @@
+"""Triton's compiled kernels cached by kcached, through its Redis door (docs/torch-compile.md).
+
+    TRITON_CACHE_MANAGER=triton.runtime.cache:RemoteCacheManager
+    TRITON_REMOTE_CACHE_BACKEND=kcache.triton:Backend
+    KCACHE_REDIS_ADDR=127.0.0.1:6390          # kcached --redis-listen (or unix:/path)
+
+(`kcache env --server ... --redis ADDR` prints these lines.) Each file of a kernel's group is
+the value of `triton:<cache key>:<file name>`; a group's files come back in one MGET. The door
+failing only costs a compile: a get answers nothing and a put is dropped, with one warning per
+process. Pure Python: needs neither redis-py nor libkcache.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import warnings
+from typing import Dict, List, Optional, Union
+
+try:  # Triton checks that the backend derives from a class of this name.
+    from triton.runtime.cache import RemoteCacheBackend
+except ImportError:  # pragma: no cover - the backend is usable (and tested) without Triton
+    class RemoteCacheBackend:  # type: ignore[no-redef]
+        def __init__(self, key: str) -> None:
+            pass
+
+ADDRESS_ENV = "KCACHE_REDIS_ADDR"
+NAMESPACE = "triton"
+_TIMEOUT_SECONDS = 10.0
+
+Reply = Union[None, int, bytes, str, List["Reply"]]
+
+
+class DoorError(Exception):
+    """The door answered -ERR (a refusal), or the connection failed."""
+
+
+class _Connection:
+    """One RESP2 connection to the door: commands out, replies in."""
+
+    def __init__(self, address: str) -> None:
+        if address.startswith("unix:"):
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            target: Union[str, tuple] = address[len("unix:"):]
+        else:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                raise DoorError(f"{ADDRESS_ENV}={address}: give HOST:PORT or unix:/PATH")
+            self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            target = (host, int(port))
+        self._sock.settimeout(_TIMEOUT_SECONDS)
+        try:
+            self._sock.connect(target)
+        except OSError as e:
+            self._sock.close()
+            raise DoorError(f"cannot reach kcached's Redis door at {address}: {e}") from e
+        self._in = self._sock.makefile("rb")
+
+    def call(self, *args: Union[str, bytes]) -> Reply:
+        frame = [b"*%d\r\n" % len(args)]
+        for arg in args:
+            data = arg.encode() if isinstance(arg, str) else arg
+            frame.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        try:
+            self._sock.sendall(b"".join(frame))
+            return self._reply()
+        except OSError as e:
+            raise DoorError(f"kcached's Redis door: {e}") from e
+
+    def _reply(self) -> Reply:
+        line = self._in.readline()
+        if not line.endswith(b"\r\n"):
+            raise DoorError("kcached's Redis door closed the connection")
+        kind, body = line[:1], line[1:-2]
+        if kind == b"+":
+            return body.decode()
+        if kind == b"-":
+            raise DoorError(body.decode(errors="replace"))
+        if kind == b":":
+            return int(body)
+        if kind == b"$":
+            size = int(body)
+            if size < 0:
+                return None
+            data = self._in.read(size + 2)
+            if len(data) != size + 2:
+                raise DoorError("kcached's Redis door closed the connection mid-reply")
+            return data[:-2]
+        if kind == b"*":
+            count = int(body)
+            return None if count < 0 else [self._reply() for _ in range(count)]
+        raise DoorError(f"unexpected reply from kcached's Redis door: {line[:40]!r}")
+
+    def close(self) -> None:
+        self._in.close()
+        self._sock.close()
+
+
+class _Door:
+    """A connection per thread, made again after a failure."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._local = threading.local()
+        self._warned = False
+
+    def call(self, *args: Union[str, bytes]) -> Reply:
+        connection: Optional[_Connection] = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = _Connection(self.address)
+        try:
+            return connection.call(*args)
+        except DoorError as e:
+            if "kcached's Redis door" in str(e):  # the connection, not a refusal: drop it
+                connection.close()
+                self._local.connection = None
+            raise
+
+    def warn_once(self, what: str, error: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"kcache.triton: {what} failed, Triton compiles instead: {error}",
+                          RuntimeWarning, stacklevel=3)
+
+
+_doors: Dict[str, _Door] = {}
+_doors_lock = threading.Lock()
+
+
+def _door(address: str) -> _Door:
+    with _doors_lock:
+        if address not in _doors:
+            _doors[address] = _Door(address)
+        return _doors[address]
+
+
+class Backend(RemoteCacheBackend):
+    """Triton's RemoteCacheBackend over kcached's Redis door ($KCACHE_REDIS_ADDR)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        address = os.environ.get(ADDRESS_ENV, "")
+        if not address:
+            raise RuntimeError(f"kcache.triton.Backend needs {ADDRESS_ENV} (kcached's "
+                               "--redis-listen address); `kcache env --redis` sets it")
+        self._door = _door(address)
+        self._prefix = f"{NAMESPACE}:{key}:"
+
+    def get(self, filenames: List[str]) -> Dict[str, bytes]:
+        if not filenames:
+            return {}
+        try:
+            values = self._door.call("MGET", *[self._prefix + name for name in filenames])
+        except DoorError as e:
+            self._door.warn_once("a lookup", e)
+            return {}
+        assert isinstance(values, list)
+        return {name: value for name, value in zip(filenames, values)
+                if isinstance(value, bytes)}
+
+    def put(self, filename: str, data: bytes) -> None:
+        try:
+            self._door.call("SET", self._prefix + filename, data)
+        except DoorError as e:
+            self._door.warn_once("a store", e)

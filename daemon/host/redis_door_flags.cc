@@ -1,0 +1,48 @@
+// kcached's --redis-* flags.
+#include "daemon/host/redis_door_flags.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace kcache {
+
+void AddRedisDoorFlags(CLI::App& app, RedisDoorOptions& options, RedisDoorFlags& flags) {
+  app.add_option("--redis-listen", options.listen,
+                 "Serve the Redis-protocol door for torch.compile and Triton caches on "
+                 "IPV4:PORT or unix:PATH (docs/torch-compile.md); unset: off");
+  app.add_option("--redis-namespaces", flags.namespaces,
+                 "Comma-separated key prefixes the door serves (a key is NAMESPACE:...)")
+      ->capture_default_str();
+  app.add_option("--redis-max-value-bytes", options.commands.max_value_bytes,
+                 "Largest value a SET may store through the door (e.g. 32MiB); larger: refused")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--redis-max-buffer-bytes", options.max_buffer_bytes,
+                 "Unanswered input plus unsent replies one door connection may hold")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--redis-max-connections", options.max_connections,
+                 "Door connections open at once; more are refused")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--redis-idle-seconds", flags.idle_seconds,
+                 "A door connection silent this long is closed")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+}
+
+absl::Status FinishRedisDoorFlags(const RedisDoorFlags& flags, RedisDoorOptions& options) {
+  options.idle_timeout = absl::Seconds(flags.idle_seconds);
+  options.commands.namespaces.clear();
+  for (absl::string_view space : absl::StrSplit(flags.namespaces, ',')) {
+    if (space.empty() || space.find_first_of(": \t") != absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--redis-namespaces ", flags.namespaces,
+                       ": give comma-separated names without ':' or spaces, e.g. pt2,triton"));
+    }
+    options.commands.namespaces.emplace_back(space);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kcache

@@ -1,0 +1,297 @@
+// The Redis door's commands: checked, answered from the object cache, counted.
+#include "daemon/service/redis_commands.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/objects/named_object.h"
+
+namespace kcache {
+
+using Count = RedisDoorCount;
+
+struct RedisCommands::Call {
+  const std::vector<std::string>& args;
+  RedisSession& session;
+  std::string& out;
+
+  void Error(absl::string_view text) const { resp::AppendError(out, text); }
+  void Ok() const { resp::AppendSimple(out, "OK"); }
+  void Null() const { resp::AppendNull(out, session.protocol); }
+};
+
+namespace {
+
+std::string Upper(absl::string_view text) { return absl::AsciiStrToUpper(text); }
+
+std::string Printable(absl::string_view text) {
+  std::string out(text.substr(0, 64));
+  for (char& c : out) {
+    if (!absl::ascii_isprint(static_cast<unsigned char>(c))) c = '?';
+  }
+  return out;
+}
+
+}  // namespace
+
+RedisCommands::RedisCommands(objects::ObjectCache* cache, RedisCommandOptions options,
+                             std::function<void(RedisDoorCount, int64_t)> count)
+    : cache_(cache), options_(std::move(options)), count_(std::move(count)) {}
+
+void RedisCommands::Execute(const resp::Command& command, RedisSession& session,
+                            std::string* reply) const {
+  struct CommandSpec {
+    absl::string_view name;
+    size_t min_args, max_args;  // counting the name; kAny: any number
+    void (RedisCommands::*handler)(Call&) const;
+  };
+  static constexpr size_t kAny = SIZE_MAX;
+  static const CommandSpec kCommands[] = {
+      {"GET", 2, 2, &RedisCommands::Get},          {"SET", 3, kAny, &RedisCommands::Set},
+      {"MGET", 2, kAny, &RedisCommands::MultiGet}, {"EXISTS", 2, kAny, &RedisCommands::Exists},
+      {"DEL", 2, kAny, &RedisCommands::Delete},    {"HELLO", 1, kAny, &RedisCommands::Hello},
+      {"CLIENT", 2, kAny, &RedisCommands::Client}, {"INFO", 1, kAny, &RedisCommands::Info},
+  };
+  Call call{command.args, session, *reply};
+  const std::string name = Upper(command.args.front());
+  if (command.oversized_bytes > 0) {
+    count_(Count::kRefusedValueTooBig, 1);
+    return call.Error(absl::StrCat("ERR an argument of ", command.oversized_bytes,
+                                   " bytes is over kcached's --redis-max-value-bytes ",
+                                   options_.max_value_bytes, ": not stored"));
+  }
+  const size_t argc = command.args.size();
+  auto arity = [&] {
+    count_(Count::kRefusedCommand, 1);
+    call.Error(absl::StrCat("ERR wrong number of arguments for '", absl::AsciiStrToLower(name),
+                            "' command"));
+  };
+  for (const CommandSpec& spec : kCommands) {
+    if (name != spec.name) continue;
+    if (argc < spec.min_args || argc > spec.max_args) return arity();
+    return (this->*spec.handler)(call);
+  }
+  if (name == "PING" && argc <= 2) {
+    return argc == 2 ? resp::AppendBulk(*reply, command.args[1])
+                     : resp::AppendSimple(*reply, "PONG");
+  }
+  if (name == "ECHO" && argc == 2) return resp::AppendBulk(*reply, command.args[1]);
+  if (name == "SELECT" && argc == 2) {
+    if (command.args[1] == "0") return call.Ok();
+    count_(Count::kRefusedCommand, 1);
+    return call.Error("ERR DB index is out of range: kcache's Redis door has database 0 only");
+  }
+  if (name == "COMMAND") return resp::AppendArrayHeader(*reply, 0);
+  if (name == "QUIT") {
+    session.quit = true;
+    return call.Ok();
+  }
+  if (name == "PING" || name == "ECHO" || name == "SELECT") return arity();
+  count_(Count::kRefusedCommand, 1);
+  call.Error(absl::StrCat("ERR unknown command '", Printable(command.args.front()),
+                          "': kcache's Redis door serves GET, SET, MGET, EXISTS, DEL, PING, "
+                          "HELLO, CLIENT, SELECT 0, INFO, COMMAND, QUIT (docs/torch-compile.md)"));
+}
+
+std::string RedisCommands::CheckNamespace(const std::string& key) const {
+  size_t colon = key.find(':');
+  absl::string_view space = absl::string_view(key).substr(0, colon);
+  if (colon != std::string::npos &&
+      std::find(options_.namespaces.begin(), options_.namespaces.end(), space) !=
+          options_.namespaces.end()) {
+    return "";
+  }
+  count_(Count::kRefusedNamespace, 1);
+  return absl::StrCat("ERR key '", Printable(key), "' is outside the namespaces kcache serves (",
+                      absl::StrJoin(options_.namespaces, ", "),
+                      "): a key must start with one and ':' (kcached --redis-namespaces)");
+}
+
+void RedisCommands::Get(Call& call) const {
+  if (std::string refused = CheckNamespace(call.args[1]); !refused.empty()) {
+    return call.Error(refused);
+  }
+  absl::StatusOr<std::string> value = objects::GetNamedObject(*cache_, call.args[1]);
+  if (!value.ok()) {
+    count_(Count::kMiss, 1);
+    return call.Null();
+  }
+  count_(Count::kHit, 1);
+  count_(Count::kBytesOut, static_cast<int64_t>(value->size()));
+  resp::AppendBulk(call.out, *value);
+}
+
+void RedisCommands::MultiGet(Call& call) const {
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    if (std::string refused = CheckNamespace(call.args[i]); !refused.empty()) {
+      return call.Error(refused);
+    }
+  }
+  const size_t start = call.out.size();
+  resp::AppendArrayHeader(call.out, call.args.size() - 1);
+  int64_t hits = 0, misses = 0, bytes = 0;
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    absl::StatusOr<std::string> value = objects::GetNamedObject(*cache_, call.args[i]);
+    if (!value.ok()) {
+      ++misses;
+      call.Null();
+      continue;
+    }
+    ++hits;
+    bytes += static_cast<int64_t>(value->size());
+    resp::AppendBulk(call.out, *value);
+    if (call.out.size() - start > options_.max_reply_bytes) {
+      call.out.resize(start);
+      count_(Count::kRefusedValueTooBig, 1);
+      return call.Error(absl::StrCat("ERR the MGET reply is over ", options_.max_reply_bytes,
+                                     " bytes (kcached --redis-max-buffer-bytes): ask for fewer "
+                                     "keys at once"));
+    }
+  }
+  count_(Count::kHit, hits);
+  count_(Count::kMiss, misses);
+  count_(Count::kBytesOut, bytes);
+}
+
+void RedisCommands::Set(Call& call) const {
+  const std::vector<std::string>& args = call.args;
+  bool only_new = false, only_existing = false;
+  for (size_t i = 3; i < args.size(); ++i) {
+    std::string option = Upper(args[i]);
+    int64_t number = 0;
+    if (option == "NX") {
+      only_new = true;
+    } else if (option == "XX") {
+      only_existing = true;
+    } else if (option == "KEEPTTL") {
+      // Accepted: values have no time to live here.
+    } else if ((option == "EX" || option == "PX" || option == "EXAT" || option == "PXAT") &&
+               i + 1 < args.size() && absl::SimpleAtoi(args[i + 1], &number) && number > 0) {
+      ++i;  // accepted and ignored: the store's LRU bound decides how long a value stays
+    } else {
+      count_(Count::kRefusedCommand, 1);
+      return call.Error(absl::StrCat("ERR syntax error at SET option '", Printable(args[i]),
+                                     "': kcache's Redis door takes NX, XX, KEEPTTL and "
+                                     "EX/PX/EXAT/PXAT with a positive number"));
+    }
+  }
+  if (only_new && only_existing) {
+    count_(Count::kRefusedCommand, 1);
+    return call.Error("ERR syntax error: SET takes NX or XX, not both");
+  }
+  if (std::string refused = CheckNamespace(args[1]); !refused.empty()) return call.Error(refused);
+  if (only_new || only_existing) {
+    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> listed =
+        cache_->List(objects::NamedObjectKey(args[1]).kernel_id);
+    bool exists = listed.ok() && !listed->empty();
+    if (exists == only_new) return call.Null();  // not set
+  }
+  absl::Status put = objects::PutNamedObject(*cache_, args[1], args[2]);
+  if (!put.ok()) {
+    count_(absl::IsResourceExhausted(put) ? Count::kRefusedValueTooBig : Count::kStoreError, 1);
+    return call.Error(absl::StrCat("ERR kcache did not store the value: ", put.message()));
+  }
+  count_(Count::kSet, 1);
+  count_(Count::kBytesIn, static_cast<int64_t>(args[2].size()));
+  call.Ok();
+}
+
+void RedisCommands::Exists(Call& call) const {
+  int64_t found = 0;
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    if (std::string refused = CheckNamespace(call.args[i]); !refused.empty()) {
+      return call.Error(refused);
+    }
+    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> listed =
+        cache_->List(objects::NamedObjectKey(call.args[i]).kernel_id);
+    if (listed.ok() && !listed->empty()) ++found;
+  }
+  resp::AppendInteger(call.out, found);
+}
+
+void RedisCommands::Delete(Call& call) const {
+  int64_t deleted = 0;
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    if (std::string refused = CheckNamespace(call.args[i]); !refused.empty()) {
+      return call.Error(refused);
+    }
+  }
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    ArtifactKey key = objects::NamedObjectKey(call.args[i]);
+    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> listed = cache_->List(key.kernel_id);
+    if (!listed.ok() || listed->empty()) continue;
+    absl::Status deleted_one = objects::DeleteNamedObject(*cache_, call.args[i]);
+    if (!deleted_one.ok()) {
+      count_(Count::kStoreError, 1);
+      return call.Error(absl::StrCat("ERR kcache did not delete: ", deleted_one.message()));
+    }
+    ++deleted;
+  }
+  resp::AppendInteger(call.out, deleted);
+}
+
+void RedisCommands::Hello(Call& call) const {
+  const std::vector<std::string>& args = call.args;
+  int protocol = call.session.protocol;
+  if (args.size() >= 2 && (!absl::SimpleAtoi(args[1], &protocol) || protocol < 2 || protocol > 3)) {
+    count_(Count::kRefusedCommand, 1);
+    return call.Error("NOPROTO unsupported protocol version: kcache's Redis door speaks 2 and 3");
+  }
+  for (size_t i = 2; i < args.size(); ++i) {
+    std::string option = Upper(args[i]);
+    if (option == "SETNAME" && i + 1 < args.size()) {
+      ++i;
+      continue;
+    }
+    count_(Count::kRefusedCommand, 1);
+    return call.Error(
+        option == "AUTH" ? "ERR kcache's Redis door has no users or passwords: connect "
+                           "without AUTH (who may connect is the listen address's choice)"
+                         : absl::StrCat("ERR syntax error in HELLO at '", Printable(args[i]), "'"));
+  }
+  call.session.protocol = protocol;
+  std::string& out = call.out;
+  resp::AppendMapHeader(out, 7, protocol);
+  resp::AppendBulk(out, "server");
+  resp::AppendBulk(out, "kcache");
+  resp::AppendBulk(out, "version");
+  resp::AppendBulk(out, options_.version);
+  resp::AppendBulk(out, "proto");
+  resp::AppendInteger(out, protocol);
+  resp::AppendBulk(out, "id");
+  resp::AppendInteger(out, call.session.id);
+  resp::AppendBulk(out, "mode");
+  resp::AppendBulk(out, "standalone");
+  resp::AppendBulk(out, "role");
+  resp::AppendBulk(out, "master");
+  resp::AppendBulk(out, "modules");
+  resp::AppendArrayHeader(out, 0);
+}
+
+void RedisCommands::Client(Call& call) const {
+  std::string sub = Upper(call.args[1]);
+  if ((sub == "SETINFO" && call.args.size() == 4) || (sub == "SETNAME" && call.args.size() == 3)) {
+    return call.Ok();  // accepted; kcache keeps no client names
+  }
+  if (sub == "GETNAME" && call.args.size() == 2) return call.Null();
+  if (sub == "ID" && call.args.size() == 2) return resp::AppendInteger(call.out, call.session.id);
+  count_(Count::kRefusedCommand, 1);
+  call.Error(absl::StrCat("ERR CLIENT ", Printable(call.args[1]),
+                          " is not served by kcache's Redis door (SETINFO, SETNAME, GETNAME, ID "
+                          "are)"));
+}
+
+void RedisCommands::Info(Call& call) const {
+  std::string text = absl::StrCat(
+      "# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\nkcache_version:",
+      options_.version,
+      "\r\n# kcache\r\nkcache_redis_door:1\r\nnamespaces:", absl::StrJoin(options_.namespaces, ","),
+      "\r\nmax_value_bytes:", options_.max_value_bytes, "\r\n");
+  resp::AppendBulk(call.out, text);
+}
+
+}  // namespace kcache

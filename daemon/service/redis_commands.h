@@ -1,0 +1,76 @@
+// RedisCommands: what kcached's Redis door answers (docs/torch-compile.md). The commands
+// Inductor's and Triton's remote caches send (GET, SET, MGET, EXISTS, DEL), the handshake
+// redis-py and redis-cli send (PING, HELLO 2/3, CLIENT SETINFO/SETNAME, SELECT 0, INFO,
+// COMMAND, QUIT), and a clear -ERR for anything else. Values are named objects
+// (engine/objects/named_object.h) in the object cache: the writable store, its checksums and
+// LRU bound; a baked store's entry is served but never replaced. Not a Redis: no expiry (SET's
+// EX/PX/EXAT/PXAT/KEEPTTL are accepted and ignored), one database, no other data types.
+#ifndef KCACHE_DAEMON_SERVICE_REDIS_COMMANDS_H_
+#define KCACHE_DAEMON_SERVICE_REDIS_COMMANDS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "daemon/cache/artifact_cache.h"
+#include "engine/objects/object_cache.h"
+#include "engine/resp/resp.h"
+
+namespace kcache {
+
+struct RedisCommandOptions {
+  // --redis-namespaces: a key is served only when its text before the first ':' is one of
+  // these ("pt2:..." is Inductor's, "triton:..." the kcache Triton backend's).
+  std::vector<std::string> namespaces = {"pt2", "triton"};
+  // --redis-max-value-bytes: a SET of a larger value is refused (the connection stays open).
+  uint64_t max_value_bytes = uint64_t{32} << 20;
+  // A reply (MGET's) larger than this is refused instead of built: the connection's buffer
+  // bound (--redis-max-buffer-bytes).
+  uint64_t max_reply_bytes = uint64_t{64} << 20;
+  std::string version;  // kcached's, for HELLO and INFO
+};
+
+// One connection's state.
+struct RedisSession {
+  int64_t id = 0;     // CLIENT ID
+  int protocol = 2;   // 2 or 3, set by HELLO
+  bool quit = false;  // QUIT was answered: close once the reply is sent
+};
+
+using RedisDoorCount = ArtifactCache::RedisDoorCount;
+
+// Thread-safe (the object cache is; the session is the caller's). `cache` is borrowed and
+// must outlive this.
+class RedisCommands {
+ public:
+  RedisCommands(objects::ObjectCache* cache, RedisCommandOptions options,
+                std::function<void(RedisDoorCount, int64_t)> count);
+
+  // Appends the reply to `command` to *reply. Never throws; every refusal is a -ERR reply
+  // naming what was wrong, counted.
+  void Execute(const resp::Command& command, RedisSession& session, std::string* reply) const;
+
+  const RedisCommandOptions& options() const { return options_; }
+
+ private:
+  struct Call;  // one command being answered (redis_commands.cc)
+  void Get(Call& call) const;
+  void Set(Call& call) const;
+  void MultiGet(Call& call) const;
+  void Exists(Call& call) const;
+  void Delete(Call& call) const;
+  void Hello(Call& call) const;
+  void Client(Call& call) const;
+  void Info(Call& call) const;
+  // An error when `key` is outside the namespaces (counted), "" otherwise.
+  std::string CheckNamespace(const std::string& key) const;
+
+  objects::ObjectCache* const cache_;
+  const RedisCommandOptions options_;
+  const std::function<void(RedisDoorCount, int64_t)> count_;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_SERVICE_REDIS_COMMANDS_H_

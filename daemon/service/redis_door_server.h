@@ -1,0 +1,59 @@
+// RedisDoorServer: kcached's Redis-protocol door (docs/torch-compile.md), off unless
+// --redis-listen names a TCP address ("127.0.0.1:6390") or a unix socket ("unix:/path"). It
+// frames RESP (engine/resp/resp.h) and answers with RedisCommands over the object cache.
+//
+// Threads: `threads` threads share one epoll set; a connection is served by one thread at a
+// time (EPOLLONESHOT), so idle connections cost a descriptor and a little memory, never a
+// thread. Bounds (each a flag, each refusal counted in redis.* statistics): at most
+// max_connections open (more are answered -ERR and closed); per connection at most
+// max_buffer_bytes of input not yet answered plus replies not yet sent (a client that does not
+// read its replies is not read from; one whose command does not fit is answered -ERR and
+// closed); a connection silent for idle_timeout is closed. A stream that cannot be framed is
+// answered -ERR naming what was wrong, then closed.
+#ifndef KCACHE_DAEMON_SERVICE_REDIS_DOOR_SERVER_H_
+#define KCACHE_DAEMON_SERVICE_REDIS_DOOR_SERVER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "daemon/cache/artifact_cache.h"
+#include "daemon/service/redis_commands.h"
+#include "engine/objects/object_cache.h"
+
+namespace kcache {
+
+struct RedisDoorOptions {
+  // --redis-listen: "HOST:PORT" (an IPv4 address or localhost; port 0 picks one) or
+  // "unix:PATH" (a stale socket file must be gone already).
+  std::string listen;
+  mode_t socket_mode = 0660;                         // a unix socket's (--socket-mode)
+  int max_connections = 1024;                        // --redis-max-connections
+  uint64_t max_buffer_bytes = uint64_t{64} << 20;    // --redis-max-buffer-bytes
+  absl::Duration idle_timeout = absl::Seconds(300);  // --redis-idle-seconds
+  int threads = 2;
+  RedisCommandOptions commands;  // --redis-namespaces, --redis-max-value-bytes
+};
+
+class RedisDoorServer {
+ public:
+  // Binds, listens and starts the threads. InvalidArgument for an address it cannot parse;
+  // FailedPrecondition when it cannot bind. `objects` and `cache` (which counts) are borrowed
+  // and must outlive the server.
+  static absl::StatusOr<std::unique_ptr<RedisDoorServer>> Start(objects::ObjectCache* objects,
+                                                                ArtifactCache* cache,
+                                                                RedisDoorOptions options);
+  virtual ~RedisDoorServer() = default;
+  // Closes the listener and every connection, joins the threads. Idempotent.
+  virtual void Stop() = 0;
+  // The TCP port bound (the one picked for port 0); 0 for a unix socket.
+  virtual int port() const = 0;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_SERVICE_REDIS_DOOR_SERVER_H_

@@ -1,0 +1,105 @@
+"""torch.compile on the CPU (Inductor's C++ backend) with its FX-graph cache served by kcached's
+Redis door, end to end.
+
+Two fresh Python processes, each with empty local caches (TORCHINDUCTOR_CACHE_DIR, a new pod's),
+compile the same small function through `kcache run --server ... --redis ...` (nothing else
+configures Inductor): the first misses and stores its graph in kcached, the second gets an
+FX-graph cache hit from it (torch's own counters). Each process's wall time is printed, not
+asserted. Exits 125 (skipped) when torch or redis-py is not importable.
+
+Usage: inductor_remote_cache_test.py KCACHE KCACHED
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COMPILE = """
+import json, torch
+from torch._dynamo.utils import counters
+def f(x, y):
+    return (torch.sin(x) + y).relu() * 2
+x, y = torch.randn(64), torch.randn(64)
+torch.testing.assert_close(torch.compile(f)(x, y), f(x, y))
+print("COUNTERS " + json.dumps(dict(counters["inductor"])))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_kcached(kcached: str, tmp: Path, port: int) -> subprocess.Popen:
+    log = open(tmp / "kcached.log", "wb")
+    process = subprocess.Popen([kcached, "--store", str(tmp / "store"), "--listen",
+                                f"unix://{tmp}/kcache.sock", "--no-toolkit", "--redis-listen",
+                                f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(300):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16) == b"+PONG\r\n":
+                    return process
+        except OSError:
+            pass
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    process.kill()
+    sys.exit("kcached did not serve its Redis door:\n" + (tmp / "kcached.log").read_text())
+
+
+def compile_in_a_new_pod(kcache: str, tmp: Path, pod: str, port: int) -> tuple[dict, float]:
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / pod / "inductor"),
+               TRITON_CACHE_DIR=str(tmp / pod / "triton"), KCACHE_STATE_DIR=str(tmp / "state"))
+    start = time.monotonic()
+    result = subprocess.run([kcache, "run", "--server", f"unix://{tmp}/kcache.sock", "--redis",
+                             f"127.0.0.1:{port}", "--", sys.executable, "-c", COMPILE],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            timeout=600)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("COUNTERS ")]
+    if result.returncode != 0 or not lines:
+        sys.exit(f"torch.compile in {pod} failed (exit {result.returncode}):\n{result.stdout}")
+    return json.loads(lines[-1][len("COUNTERS "):]), time.monotonic() - start
+
+
+def main() -> int:
+    try:
+        import redis  # noqa: F401  (Inductor's remote cache client)
+        import torch  # noqa: F401
+    except ImportError as e:
+        print(f"skipped: {e}")
+        return 125
+    kcache, kcached = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="kcache-inductor-") as tmp_name:
+        tmp = Path(tmp_name)
+        port = free_port()
+        daemon = start_kcached(kcached, tmp, port)
+        try:
+            first, first_seconds = compile_in_a_new_pod(kcache, tmp, "pod1", port)
+            second, second_seconds = compile_in_a_new_pod(kcache, tmp, "pod2", port)
+        finally:
+            daemon.terminate()
+            daemon.wait(30)
+        print(f"first pod: {first}, {first_seconds:.1f} s\n"
+              f"second pod: {second}, {second_seconds:.1f} s "
+              f"({second_seconds / first_seconds:.2f} of the first)")
+        if first.get("fxgraph_cache_miss", 0) < 1 or first.get("fxgraph_cache_hit", 0) != 0:
+            sys.exit("the first pod should miss Inductor's FX-graph cache")
+        if second.get("fxgraph_cache_hit", 0) < 1 or second.get("fxgraph_cache_miss", 0) != 0:
+            sys.exit("the second pod should hit the FX-graph cache kcached served")
+        print("OK: the second pod's graph came from kcached's Redis door")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+// The Redis door's commands over a real store: replies byte for byte, in RESP2 and RESP3,
+// namespaces, bounds, and what each one counts.
+#include "daemon/service/redis_commands.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/objects/named_object.h"
+#include "engine/objects/tiered_object_cache.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using testing::TempDir;
+
+class RedisCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(tmp_ / "store");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    objects_ = objects::NewTieredObjectCache(store_.get(), {}, 1000);
+    RedisCommandOptions options;
+    options.max_value_bytes = 100;
+    options.max_reply_bytes = 300;
+    options.version = "9.9.9";
+    commands_ = std::make_unique<RedisCommands>(
+        objects_.get(), options, [this](RedisDoorCount count, int64_t n) { counts_[count] += n; });
+  }
+
+  std::string Run(std::vector<std::string> args, uint64_t oversized = 0) {
+    std::string reply;
+    commands_->Execute(resp::Command{std::move(args), oversized}, session_, &reply);
+    return reply;
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<objects::ObjectCache> objects_;
+  std::unique_ptr<RedisCommands> commands_;
+  RedisSession session_;
+  std::map<RedisDoorCount, int64_t> counts_;
+};
+
+TEST_F(RedisCommandsTest, SetGetMultiGetExistsDelete) {
+  std::string binary("\0\r\n\xff", 4);
+  EXPECT_EQ(Run({"GET", "pt2:a"}), "$-1\r\n");
+  EXPECT_EQ(Run({"SET", "pt2:a", binary}), "+OK\r\n");
+  EXPECT_EQ(Run({"get", "pt2:a"}), "$4\r\n" + binary + "\r\n");
+  EXPECT_EQ(Run({"SET", std::string("triton:\0k", 9), "v", "EX", "60"}), "+OK\r\n");
+  EXPECT_EQ(Run({"MGET", "pt2:a", "pt2:none", std::string("triton:\0k", 9)}),
+            "*3\r\n$4\r\n" + binary + "\r\n$-1\r\n$1\r\nv\r\n");
+  EXPECT_EQ(Run({"EXISTS", "pt2:a", "pt2:none", "pt2:a"}), ":2\r\n");
+  EXPECT_EQ(Run({"DEL", "pt2:a", "pt2:none"}), ":1\r\n");
+  EXPECT_EQ(Run({"GET", "pt2:a"}), "$-1\r\n");
+  EXPECT_EQ(Run({"EXISTS", "pt2:a"}), ":0\r\n");
+  EXPECT_EQ(counts_[RedisDoorCount::kHit], 3);
+  EXPECT_EQ(counts_[RedisDoorCount::kMiss], 3);
+  EXPECT_EQ(counts_[RedisDoorCount::kSet], 2);
+  EXPECT_EQ(counts_[RedisDoorCount::kBytesIn], 5);
+  EXPECT_EQ(counts_[RedisDoorCount::kBytesOut], 9);
+}
+
+TEST_F(RedisCommandsTest, SetHonoursNxAndXxAndRefusesBadOptions) {
+  EXPECT_EQ(Run({"SET", "pt2:a", "1", "XX"}), "$-1\r\n");
+  EXPECT_EQ(Run({"SET", "pt2:a", "1", "NX", "PX", "5"}), "+OK\r\n");
+  EXPECT_EQ(Run({"SET", "pt2:a", "2", "NX"}), "$-1\r\n");
+  EXPECT_EQ(Run({"SET", "pt2:a", "3", "XX", "KEEPTTL"}), "+OK\r\n");
+  EXPECT_EQ(Run({"GET", "pt2:a"}), "$1\r\n3\r\n");
+  EXPECT_EQ(Run({"SET", "pt2:a", "4", "NX", "XX"}).substr(0, 17), "-ERR syntax error");
+  EXPECT_EQ(Run({"SET", "pt2:a", "4", "EX"}).substr(0, 17), "-ERR syntax error");
+  EXPECT_EQ(Run({"SET", "pt2:a", "4", "EX", "-1"}).substr(0, 17), "-ERR syntax error");
+  EXPECT_EQ(Run({"SET", "pt2:a", "4", "GET"}).substr(0, 17), "-ERR syntax error");
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedCommand], 4);
+  EXPECT_EQ(Run({"GET", "pt2:a"}), "$1\r\n3\r\n");
+}
+
+TEST_F(RedisCommandsTest, RefusesKeysOutsideTheNamespaces) {
+  for (std::string key : {"other:a", "pt2", "pt2x:a", ":a", "triton"}) {
+    std::string reply = Run({"SET", key, "v"});
+    EXPECT_EQ(reply.substr(0, 12), "-ERR key '" + key.substr(0, 2)) << reply;
+    EXPECT_NE(reply.find("--redis-namespaces"), std::string::npos) << reply;
+  }
+  EXPECT_EQ(Run({"MGET", "pt2:a", "no:b"}).substr(0, 4), "-ERR");
+  EXPECT_EQ(Run({"GET", "nope"}).substr(0, 4), "-ERR");
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedNamespace], 7);
+}
+
+TEST_F(RedisCommandsTest, RefusesValuesOverTheBoundAndRepliesOverTheBuffer) {
+  std::string reply = Run({"SET", "pt2:big", ""}, /*oversized=*/101);
+  EXPECT_NE(reply.find("101 bytes is over kcached's --redis-max-value-bytes 100"),
+            std::string::npos)
+      << reply;
+  EXPECT_EQ(Run({"EXISTS", "pt2:big"}), ":0\r\n");
+  for (const char* key : {"pt2:1", "pt2:2", "pt2:3", "pt2:4"}) {
+    ASSERT_EQ(Run({"SET", key, std::string(90, 'v')}), "+OK\r\n");
+  }
+  EXPECT_EQ(Run({"MGET", "pt2:1", "pt2:2"}).substr(0, 4), "*2\r\n");
+  reply = Run({"MGET", "pt2:1", "pt2:2", "pt2:3", "pt2:4"});
+  EXPECT_NE(reply.find("-ERR the MGET reply is over 300 bytes"), std::string::npos) << reply;
+  EXPECT_EQ(reply.find('*'), std::string::npos) << "no partial array before the error";
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedValueTooBig], 2);
+}
+
+TEST_F(RedisCommandsTest, HandshakeInBothProtocols) {
+  session_.id = 42;
+  EXPECT_EQ(Run({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(Run({"PING", "hi"}), "$2\r\nhi\r\n");
+  EXPECT_EQ(Run({"CLIENT", "SETINFO", "LIB-NAME", "redis-py"}), "+OK\r\n");
+  EXPECT_EQ(Run({"CLIENT", "SETNAME", "worker"}), "+OK\r\n");
+  EXPECT_EQ(Run({"CLIENT", "ID"}), ":42\r\n");
+  EXPECT_EQ(Run({"SELECT", "0"}), "+OK\r\n");
+  EXPECT_NE(Run({"SELECT", "1"}).find("database 0 only"), std::string::npos);
+  EXPECT_EQ(Run({"COMMAND", "DOCS"}), "*0\r\n");
+  EXPECT_NE(Run({"INFO"}).find("kcache_version:9.9.9"), std::string::npos);
+  const std::string fields =
+      "$6\r\nserver\r\n$6\r\nkcache\r\n$7\r\nversion\r\n$5\r\n9.9.9\r\n$5\r\nproto\r\n:3\r\n"
+      "$2\r\nid\r\n:42\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"
+      "$7\r\nmodules\r\n*0\r\n";
+  EXPECT_EQ(Run({"HELLO", "3", "SETNAME", "w"}), "%7\r\n" + fields);
+  EXPECT_EQ(session_.protocol, 3);
+  EXPECT_EQ(Run({"GET", "pt2:none"}), "_\r\n");
+  std::string resp2 = Run({"HELLO", "2"});
+  EXPECT_EQ(resp2.substr(0, 5), "*14\r\n");
+  EXPECT_EQ(session_.protocol, 2);
+  EXPECT_EQ(Run({"HELLO", "4"}).substr(0, 8), "-NOPROTO");
+  EXPECT_NE(Run({"HELLO", "3", "AUTH", "u", "p"}).find("no users"), std::string::npos);
+  EXPECT_EQ(session_.protocol, 2);
+  EXPECT_EQ(Run({"QUIT"}), "+OK\r\n");
+  EXPECT_TRUE(session_.quit);
+}
+
+TEST_F(RedisCommandsTest, RefusesUnknownCommandsAndWrongArity) {
+  EXPECT_EQ(Run({"GET"}), "-ERR wrong number of arguments for 'get' command\r\n");
+  EXPECT_EQ(Run({"GET", "pt2:a", "pt2:b"}), "-ERR wrong number of arguments for 'get' command\r\n");
+  EXPECT_EQ(Run({"SET", "pt2:a"}), "-ERR wrong number of arguments for 'set' command\r\n");
+  EXPECT_EQ(Run({"PING", "a", "b"}), "-ERR wrong number of arguments for 'ping' command\r\n");
+  std::string reply = Run({"FLUSHALL"});
+  EXPECT_EQ(reply.substr(0, 32), "-ERR unknown command 'FLUSHALL':");
+  EXPECT_NE(Run({"CLIENT", "KILL", "x"}).find("not served"), std::string::npos);
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedCommand], 6);
+}
+
+TEST(NamedObjectTest, KeysDifferByEveryByteOfTheNameAndFromLauncherKeys) {
+  EXPECT_NE(objects::NamedObjectKey("pt2:a").Encode(), objects::NamedObjectKey("pt2:b").Encode());
+  EXPECT_NE(objects::NamedObjectKey(std::string("pt2:\0", 5)).Encode(),
+            objects::NamedObjectKey("pt2:").Encode());
+  EXPECT_EQ(objects::NamedObjectKey("pt2:a").Encode(), objects::NamedObjectKey("pt2:a").Encode());
+}
+
+}  // namespace
+}  // namespace kcache
