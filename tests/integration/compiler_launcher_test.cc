@@ -9,6 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "engine/objects/object_cache.h"
 #include "engine/store/store.h"
+#include "tests/testutil/daemon_process.h"
 #include "tests/testutil/launcher.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -205,6 +206,41 @@ TEST_F(CompilerLauncherTest, UnusableStoreStillBuildsCorrectly) {
   ASSERT_EQ(Build("b2", Compile(), &dead), Outcome::kMiss) << last_output_;
   EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
   EXPECT_FALSE(ReadAll(tmp_ / "b2/answer.o").empty());
+}
+
+TEST_F(CompilerLauncherTest, HitWhileAnotherProcessHoldsTheStoreForWriting) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
+  // Held for writing (kcache warm, or a launcher storing its miss): a lookup opens the store
+  // read-only, so it neither waits for the holder nor misses.
+  absl::StatusOr<std::unique_ptr<Store>> holder = OpenStore(env_.store);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  EXPECT_EQ(Build("b2", Compile()), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+}
+
+TEST_F(CompilerLauncherTest, ObjectOverTheStoresSizeBoundIsNotStoredAndTheBuildSucceeds) {
+  LauncherEnv bounded = env_;
+  bounded.extra = "KCACHE_MAX_OBJECT_BYTES=100";
+  ASSERT_EQ(Build("b1", Compile(), &bounded), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "over --max-object-bytes 100")) << last_output_;
+  ASSERT_EQ(Build("b2", Compile()), Outcome::kMiss) << last_output_;  // nothing was stored
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+  EXPECT_EQ(Build("b3", Compile()), Outcome::kHit) << last_output_;  // the default bound stores
+}
+
+TEST_F(CompilerLauncherTest, ObjectOverKcachedsSizeBoundIsRefusedAndTheBuildSucceeds) {
+  testing::DaemonOptions options;
+  options.extra_flags = {"--no-toolkit", "--max-object-bytes", "100"};
+  testing::DaemonProcess daemon(options);
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  LauncherEnv remote = env_;
+  remote.store.clear();
+  remote.server = daemon.address();
+  ASSERT_EQ(Build("b1", Compile(), &remote), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "--max-object-bytes 100")) << last_output_;
+  EXPECT_FALSE(ReadAll(tmp_ / "b1/answer.o").empty());
+  EXPECT_EQ(Build("b2", Compile(), &remote), Outcome::kMiss) << last_output_ << daemon.Log();
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
 }
 
 TEST_F(CompilerLauncherTest, EightConcurrentLaunchersLeaveIntactObjects) {
