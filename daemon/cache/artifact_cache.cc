@@ -115,6 +115,12 @@ class ArtifactCacheImpl : public ArtifactCache {
                                           Statistic::kFastArenaBytes};
     stats_.Add(kFast[static_cast<int>(count)], static_cast<uint64_t>(delta));  // wraps: gauges
   }
+  void RecordObjects(ObjectCount count) override {
+    static constexpr Statistic kObjects[] = {Statistic::kObjectLookups, Statistic::kObjectsServed,
+                                             Statistic::kObjectsStored,
+                                             Statistic::kObjectPutsRefused};
+    stats_.Add(kObjects[static_cast<int>(count)]);
+  }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
   StartupWarmResult WarmAfterStart(uint64_t budget_bytes,

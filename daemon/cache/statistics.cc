@@ -130,6 +130,12 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "CPU time (user + system) the compile workers reported for their compiles, microseconds"},
     {S::kStartupWarmedBytes, "startup.warmed_bytes",
      "payload bytes the start-up warm read from the stores (at most --warm-start-mb)"},
+    {S::kObjectLookups, "objects.lookups",
+     "compiler launchers' lookups of a compile's entries (ListObjects by key)"},
+    {S::kObjectsServed, "objects.served", "compiler outputs served to launchers: their hits"},
+    {S::kObjectsStored, "objects.stored", "compiler outputs launchers stored: their misses"},
+    {S::kObjectPutsRefused, "objects.puts_refused",
+     "launchers' puts refused: over --max-object-bytes, malformed, or a key a baked store holds"},
 }};
 
 constexpr bool NumberedInOrder() {

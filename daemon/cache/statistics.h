@@ -91,9 +91,13 @@ enum class Statistic : int {
   kSharedLeaseRenewals = 69,
   kCompileCpuMicros = 70,
   kStartupWarmedBytes = 71,
+  kObjectLookups = 72,
+  kObjectsServed = 73,
+  kObjectsStored = 74,
+  kObjectPutsRefused = 75,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 71;
+inline constexpr int kStatisticCount = 75;
 
 struct StatisticInfo {
   Statistic id;

@@ -146,6 +146,14 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
      "CPU time the compile workers reported for their compiles.", "", "", 1e6},
     {S::kStartupWarmedBytes, "kcache_startup_warmed_bytes_total",
      "Payload bytes the start-up warm read from the stores.", "", ""},
+    {S::kObjectLookups, "kcache_object_lookups_total",
+     "Compiler launchers' lookups of a compile's entries.", "", ""},
+    {S::kObjectsServed, "kcache_objects_total",
+     "Compiler outputs served to or stored by launchers.", "outcome", "served"},
+    {S::kObjectsStored, "kcache_objects_total",
+     "Compiler outputs served to or stored by launchers.", "outcome", "stored"},
+    {S::kObjectPutsRefused, "kcache_objects_total",
+     "Compiler outputs served to or stored by launchers.", "outcome", "refused"},
 }};
 
 constexpr bool MappedInOrder() {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_replace.h"
 #include "engine/objects/object_cache.h"
@@ -17,6 +19,7 @@ namespace kcache {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 using testing::LauncherEnv;
 using testing::Outcome;
 using testing::OutcomeOf;
@@ -39,6 +42,29 @@ class CompilerLauncherTest : public testing::LauncherTest {
   std::string Compile(const std::string& extra = "") const {
     return absl::StrCat("$KCACHE c++ -MD -MF answer.o.d -I", tmp_ / "src/include",
                         " -DOFFSET=1 -O2 -fPIC ", extra, " -c ", src_, " -o answer.o");
+  }
+
+  static testing::DaemonOptions KcachedOptions(std::vector<std::string> flags) {
+    testing::DaemonOptions options;
+    options.extra_flags = {"--no-toolkit"};
+    options.extra_flags.insert(options.extra_flags.end(), flags.begin(), flags.end());
+    return options;
+  }
+
+  // The launchers' environment through `daemon` instead of the store directory.
+  LauncherEnv Through(testing::DaemonProcess& daemon) const {
+    LauncherEnv remote = env_;
+    remote.store.clear();
+    remote.server = daemon.address();
+    return remote;
+  }
+
+  // The daemon's counters by name (`kcache stat --json --server`).
+  static json Counters(testing::DaemonProcess& daemon) {
+    testing::RunResult stat = testing::Run(
+        absl::StrCat(testing::KcacheCli(), " stat --json --server ", daemon.address()));
+    EXPECT_EQ(stat.exit_code, 0) << stat.output;
+    return stat.exit_code == 0 ? json::parse(stat.output)["counters"] : json::object();
   }
 
   std::string src_;
@@ -229,18 +255,31 @@ TEST_F(CompilerLauncherTest, ObjectOverTheStoresSizeBoundIsNotStoredAndTheBuildS
 }
 
 TEST_F(CompilerLauncherTest, ObjectOverKcachedsSizeBoundIsRefusedAndTheBuildSucceeds) {
-  testing::DaemonOptions options;
-  options.extra_flags = {"--no-toolkit", "--max-object-bytes", "100"};
-  testing::DaemonProcess daemon(options);
+  testing::DaemonProcess daemon(KcachedOptions({"--max-object-bytes", "100"}));
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
-  LauncherEnv remote = env_;
-  remote.store.clear();
-  remote.server = daemon.address();
+  LauncherEnv remote = Through(daemon);
   ASSERT_EQ(Build("b1", Compile(), &remote), Outcome::kMiss) << last_output_;
   EXPECT_TRUE(testing::Contains(last_output_, "--max-object-bytes 100")) << last_output_;
   EXPECT_FALSE(ReadAll(tmp_ / "b1/answer.o").empty());
   EXPECT_EQ(Build("b2", Compile(), &remote), Outcome::kMiss) << last_output_ << daemon.Log();
   EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+  json counters = Counters(daemon);
+  EXPECT_EQ(counters["objects.lookups"], 2) << counters;
+  EXPECT_EQ(counters["objects.puts_refused"], 2) << counters;
+  EXPECT_EQ(counters["objects.stored"], 0) << counters;
+}
+
+TEST_F(CompilerLauncherTest, KcachedCountsLookupsObjectsServedAndStored) {
+  testing::DaemonProcess daemon(KcachedOptions({}));
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  LauncherEnv remote = Through(daemon);
+  ASSERT_EQ(Build("b1", Compile(), &remote), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", Compile(), &remote), Outcome::kHit) << last_output_ << daemon.Log();
+  json counters = Counters(daemon);
+  EXPECT_EQ(counters["objects.lookups"], 2) << counters;
+  EXPECT_EQ(counters["objects.stored"], 1) << counters;
+  EXPECT_EQ(counters["objects.served"], 1) << counters;
+  EXPECT_EQ(counters["objects.puts_refused"], 0) << counters;
 }
 
 TEST_F(CompilerLauncherTest, EightConcurrentLaunchersLeaveIntactObjects) {
