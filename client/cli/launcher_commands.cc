@@ -66,6 +66,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStore(const std::string& path
   while (true) {
     StoreOptions options;
     options.rocksdb_log = false;
+    options.open_files_lazily = true;
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
     if (absl::IsPermissionDenied(store.status()) || absl::IsInvalidArgument(store.status())) {
       options.read_only = true;
@@ -77,6 +78,17 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStore(const std::string& path
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + getpid() % 20));
   }
+}
+
+// Opens the store directory for a lookup: read-only (no lock to wait for, nothing written);
+// as for a write when it does not open so (absent, or changing under a writer).
+absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStoreToRead(const std::string& path) {
+  StoreOptions options;
+  options.rocksdb_log = false;
+  options.open_files_lazily = true;
+  options.read_only = true;
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
+  return store.ok() ? std::move(store) : OpenLauncherStore(path);
 }
 
 objects::LauncherOptions LauncherOptionsFromEnv() {
@@ -102,6 +114,14 @@ objects::LauncherOptions LauncherOptionsFromEnv() {
     if (!store.ok()) return store.status();
     return objects::NewOwningStoreObjectCache(std::move(*store));
   };
+  if (server.empty() && !store_dir.empty()) {
+    options.open_cache_to_read =
+        [store_dir]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
+      absl::StatusOr<std::unique_ptr<Store>> store = OpenLauncherStoreToRead(store_dir);
+      if (!store.ok()) return store.status();
+      return objects::NewOwningStoreObjectCache(std::move(*store));
+    };
+  }
   return options;
 }
 

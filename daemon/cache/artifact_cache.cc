@@ -123,6 +123,12 @@ class ArtifactCacheImpl : public ArtifactCache {
     int number = static_cast<int>(Statistic::kRedisHits) + static_cast<int>(count);
     stats_.Add(static_cast<Statistic>(number), static_cast<uint64_t>(delta));  // wraps: gauge
   }
+  void RecordObjects(ObjectCount count) override {
+    static constexpr Statistic kObjects[] = {Statistic::kObjectLookups, Statistic::kObjectsServed,
+                                             Statistic::kObjectsStored,
+                                             Statistic::kObjectPutsRefused};
+    stats_.Add(kObjects[static_cast<int>(count)]);
+  }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
   StartupWarmResult WarmAfterStart(uint64_t budget_bytes,

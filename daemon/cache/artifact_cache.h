@@ -222,6 +222,11 @@ class ArtifactCache {
   };
   virtual void RecordRedisDoor(RedisDoorCount count, int64_t delta) = 0;
 
+  // The compiler launchers' object service (daemon/service/object_cache_service.h) over the
+  // same stores: a lookup, an object served or stored, a put refused (objects.*).
+  enum class ObjectCount { kLookup, kServed, kStored, kPutRefused };
+  virtual void RecordObjects(ObjectCount count) = 0;
+
   // Warms into the writable store through the same compiler (and single-flight) as misses.
   virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                            WarmObserver* observer) = 0;

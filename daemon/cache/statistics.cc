@@ -153,6 +153,12 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
     {S::kRedisStoreErrors, "redis.store_errors",
      "Redis-door store reads or writes that failed (answered as errors)"},
     {S::kRedisConnections, "redis.connections", "Redis-door connections open now (a gauge)"},
+    {S::kObjectLookups, "objects.lookups",
+     "compiler launchers' lookups of a compile's entries (ListObjects by key)"},
+    {S::kObjectsServed, "objects.served", "compiler outputs served to launchers: their hits"},
+    {S::kObjectsStored, "objects.stored", "compiler outputs launchers stored: their misses"},
+    {S::kObjectPutsRefused, "objects.puts_refused",
+     "launchers' puts refused: over --max-object-bytes, malformed, or a key a baked store holds"},
 }};
 
 constexpr bool NumberedInOrder() {

@@ -105,9 +105,13 @@ enum class Statistic : int {
   kRedisIdleClosed = 83,
   kRedisStoreErrors = 84,
   kRedisConnections = 85,  // a gauge: Redis-door connections open now
+  kObjectLookups = 86,
+  kObjectsServed = 87,
+  kObjectsStored = 88,
+  kObjectPutsRefused = 89,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 85;
+inline constexpr int kStatisticCount = 89;
 
 struct StatisticInfo {
   Statistic id;

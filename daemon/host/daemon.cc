@@ -142,7 +142,7 @@ class DaemonImpl final : public Daemon {
     absl::Status started = compilers.get();
     if (!opened.ok()) return opened;
     if (!started.ok()) return started;
-    StartObjectService(cache_options);
+    OpenObjectCache(cache_options);
     service_options_.default_warm_jobs = options_.compile.workers;
     cache_options.compilers.assign(pools_.begin(), pools_.end());
     cache_options.compile_allowed = !options_.no_toolkit;
@@ -170,6 +170,8 @@ class DaemonImpl final : public Daemon {
         NewArtifactCache(std::move(cache_options));
     if (!cache.ok()) return cache.status();
     cache_ = *std::move(cache);
+    object_service_ = std::make_unique<ObjectCacheService>(object_cache_.get(),
+                                                           options_.max_object_bytes, cache_.get());
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
     service_ = std::make_unique<KernelCacheService>(cache_.get(), pool_.get(), &tracker_, &ticker_,
                                                     service_options_);
@@ -269,16 +271,14 @@ class DaemonImpl final : public Daemon {
     return absl::OkStatus();
   }
 
-  // The compiler launchers' object service over the same stores (baked first; client-made
-  // objects into the writable store only). The stores are the cache's: this service is
-  // registered on the server, which shuts down before the cache closes.
-  void StartObjectService(const CacheOptions& cache_options) {
+  // The compiler launchers' object cache over the same stores (baked first; client-made
+  // objects into the writable store only). The stores are the cache's: the object service
+  // over it is registered on the server, which shuts down before the cache closes.
+  void OpenObjectCache(const CacheOptions& cache_options) {
     std::vector<Store*> baked;
     for (const auto& store : cache_options.baked) baked.push_back(store.get());
     object_cache_ = objects::NewTieredObjectCache(cache_options.local.get(), std::move(baked),
                                                   options_.max_object_bytes);
-    object_service_ =
-        std::make_unique<ObjectCacheService>(object_cache_.get(), options_.max_object_bytes);
   }
 
   absl::Status PrepareListenAddress() {

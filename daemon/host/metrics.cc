@@ -169,6 +169,14 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kRedisStoreErrors, "kcache_redis_store_errors_total",
      "Redis-door store reads or writes that failed.", "", ""},
     {S::kRedisConnections, "kcache_redis_connections", "Redis-door connections open now.", "", ""},
+    {S::kObjectLookups, "kcache_object_lookups_total",
+     "Compiler launchers' lookups of a compile's entries.", "", ""},
+    {S::kObjectsServed, "kcache_objects_total",
+     "Compiler outputs served to or stored by launchers.", "outcome", "served"},
+    {S::kObjectsStored, "kcache_objects_total",
+     "Compiler outputs served to or stored by launchers.", "outcome", "stored"},
+    {S::kObjectPutsRefused, "kcache_objects_total",
+     "Compiler outputs served to or stored by launchers.", "outcome", "refused"},
 }};
 
 constexpr bool MappedInOrder() {

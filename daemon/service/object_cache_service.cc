@@ -24,6 +24,7 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
   } else {
     absl::StatusOr<KernelId> key1 = KernelId::FromBytes(request->key1());
     if (!key1.ok()) return Invalid("ListObjects: key1 is not 32 bytes");
+    counts_->RecordObjects(ArtifactCache::ObjectCount::kLookup);
     entries = cache_->List(*key1);
   }
   if (!entries.ok()) return ToGrpcStatus(entries.status());
@@ -43,7 +44,7 @@ grpc::Status ObjectCacheService::GetObject(grpc::ServerContext*,
   if (!entry.ok()) return ToGrpcStatus(entry.status());
   absl::StatusOr<std::string> bytes = cache_->Get(entry->key);
   if (!bytes.ok()) return ToGrpcStatus(bytes.status());
-  counts_.gets.fetch_add(1, std::memory_order_relaxed);
+  counts_->RecordObjects(ArtifactCache::ObjectCount::kServed);
   size_t offset = 0;
   do {
     v1::ObjectChunk chunk;
@@ -61,7 +62,7 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
                                            v1::PutObjectResponse*) {
   v1::PutObjectRequest message;
   if (!reader->Read(&message) || !message.has_entry()) {
-    counts_.puts_refused.fetch_add(1, std::memory_order_relaxed);
+    counts_->RecordObjects(ArtifactCache::ObjectCount::kPutRefused);
     return Invalid("PutObject: the first message must carry the entry");
   }
   absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(message.entry());
@@ -74,22 +75,22 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
                      max_object_bytes_));
   }
   if (!entry.ok()) {
-    counts_.puts_refused.fetch_add(1, std::memory_order_relaxed);
+    counts_->RecordObjects(ArtifactCache::ObjectCount::kPutRefused);
     return ToGrpcStatus(entry.status());
   }
   std::string bundle = message.data();
   while (bundle.size() <= entry->size && reader->Read(&message)) bundle += message.data();
   if (bundle.size() != entry->size) {
-    counts_.puts_refused.fetch_add(1, std::memory_order_relaxed);
+    counts_->RecordObjects(ArtifactCache::ObjectCount::kPutRefused);
     return Invalid(absl::StrCat("PutObject: the entry announced ", entry->size, " bytes, ",
                                 bundle.size() > entry->size ? "more" : "fewer", " came"));
   }
   absl::Status put = cache_->Put(*entry, bundle);
   if (!put.ok()) {
-    counts_.puts_refused.fetch_add(1, std::memory_order_relaxed);
+    counts_->RecordObjects(ArtifactCache::ObjectCount::kPutRefused);
     return ToGrpcStatus(put);
   }
-  counts_.puts.fetch_add(1, std::memory_order_relaxed);
+  counts_->RecordObjects(ArtifactCache::ObjectCount::kStored);
   return grpc::Status::OK;
 }
 

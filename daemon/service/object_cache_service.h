@@ -6,29 +6,23 @@
 #ifndef KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_
 #define KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_
 
-#include <atomic>
 #include <cstdint>
 
+#include "daemon/cache/artifact_cache.h"
 #include "engine/objects/object_cache.h"
 #include "kcache/v1/objects.grpc.pb.h"
 
 namespace kcache {
-
-// Counters for /metrics.
-struct ObjectServiceCounts {
-  std::atomic<uint64_t> gets{0};          // bundles served
-  std::atomic<uint64_t> puts{0};          // bundles stored
-  std::atomic<uint64_t> puts_refused{0};  // over the size bound, malformed, or a baked key
-};
 
 // Thread-safe. `cache` is borrowed and must outlive the service and its calls (the daemon
 // shuts the gRPC server down before destroying the stores).
 class ObjectCacheService final : public v1::ObjectCache::Service {
  public:
   // `max_object_bytes`: a PutObject stream announcing or sending more is refused
-  // (RESOURCE_EXHAUSTED) before it is buffered (--max-object-bytes).
-  ObjectCacheService(objects::ObjectCache* cache, uint64_t max_object_bytes)
-      : cache_(cache), max_object_bytes_(max_object_bytes) {}
+  // (RESOURCE_EXHAUSTED) before it is buffered (--max-object-bytes). Lookups, objects served
+  // and stored and puts refused are counted in `counts` (objects.* statistics; borrowed).
+  ObjectCacheService(objects::ObjectCache* cache, uint64_t max_object_bytes, ArtifactCache* counts)
+      : cache_(cache), max_object_bytes_(max_object_bytes), counts_(counts) {}
 
   grpc::Status ListObjects(grpc::ServerContext* context, const v1::ListObjectsRequest* request,
                            v1::ListObjectsResponse* response) override;
@@ -38,12 +32,10 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
                          grpc::ServerReader<v1::PutObjectRequest>* reader,
                          v1::PutObjectResponse* response) override;
 
-  const ObjectServiceCounts& counts() const { return counts_; }
-
  private:
   objects::ObjectCache* cache_;
   const uint64_t max_object_bytes_;
-  ObjectServiceCounts counts_;
+  ArtifactCache* counts_;
 };
 
 }  // namespace kcache

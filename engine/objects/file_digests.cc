@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -27,9 +28,15 @@ std::string StatKey(const struct stat& st) {
                       st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec);
 }
 
+absl::Time Changed(const struct stat& st) {
+  return std::max(absl::TimeFromTimespec(st.st_mtim), absl::TimeFromTimespec(st.st_ctim));
+}
+
+// memmem, not std::string::find: find stops at every '_' (headers are full of them) and
+// was a fifth of the time a launcher spent digesting torch's headers.
 bool HasTimeMacro(const std::string& text) {
-  for (const char* macro : {"__DATE__", "__TIME__", "__TIMESTAMP__"}) {
-    if (text.find(macro) != std::string::npos) return true;
+  for (absl::string_view macro : {"__DATE__", "__TIME__", "__TIMESTAMP__"}) {
+    if (memmem(text.data(), text.size(), macro.data(), macro.size()) != nullptr) return true;
   }
   return false;
 }
@@ -43,7 +50,10 @@ std::string Sha256Hex(const std::string& data) {
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
-FileDigests::FileDigests(std::string table_path) : table_path_(std::move(table_path)) { Load(); }
+FileDigests::FileDigests(std::string table_path, absl::Duration settle)
+    : table_path_(std::move(table_path)), settle_(settle) {
+  Load();
+}
 
 void FileDigests::Load() {
   if (table_path_.empty()) return;
@@ -54,7 +64,7 @@ void FileDigests::Load() {
   while (std::getline(in, line)) {
     std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits('\t', 3));
     if (parts.size() != 4 || parts[0].size() != 64) continue;
-    entries_[parts[3]] = Entry{parts[2], FileDigest{parts[0], parts[1] == "1"}};
+    entries_[parts[3]] = Entry{parts[2], FileDigest{parts[0], parts[1] == "1", absl::Time()}};
   }
 }
 
@@ -82,6 +92,15 @@ void FileDigests::Save() {
 }
 
 absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path) {
+  struct stat st {};
+  auto it = entries_.find(path);
+  if (it != entries_.end() && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      it->second.stat_key == StatKey(st)) {
+    FileDigest digest = it->second.digest;
+    digest.changed = Changed(st);
+    return digest;
+  }
+  absl::Time read_at = absl::Now();  // before the read: an edit after it changes the stat
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -89,13 +108,9 @@ absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path) {
     return err == ENOENT ? absl::NotFoundError(message) : absl::FailedPreconditionError(message);
   }
   std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { close(*f); });
-  struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
   }
-  std::string stat_key = StatKey(st);
-  auto it = entries_.find(path);
-  if (it != entries_.end() && it->second.stat_key == stat_key) return it->second.digest;
   std::string content(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;
   while (done < content.size()) {
@@ -105,9 +120,11 @@ absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path) {
     }
     done += static_cast<size_t>(n);
   }
-  FileDigest digest{Sha256Hex(content), HasTimeMacro(content)};
-  entries_[path] = Entry{stat_key, digest};
-  dirty_ = true;
+  FileDigest digest{Sha256Hex(content), HasTimeMacro(content), Changed(st)};
+  if (digest.changed + settle_ <= read_at) {
+    entries_[path] = Entry{StatKey(st), digest};
+    dirty_ = true;
+  }
   return digest;
 }
 

@@ -1,5 +1,6 @@
 #include "engine/objects/launcher.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,6 +54,13 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& bytes) 
   return absl::OkStatus();
 }
 
+// The real-time clock file times are taken from (coarse: a jiffy behind the fine one).
+absl::Time CoarseNow() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return absl::TimeFromTimespec(now);
+}
+
 // The first entry whose manifest matches, fetched and decoded; nullopt on a miss (a corrupt
 // or unreadable entry is a miss).
 std::optional<ObjectBundle> Lookup(const LauncherOptions& options, ObjectCache& cache,
@@ -102,7 +110,7 @@ int Replay(const Prepared& prepared, const ObjectBundle& bundle) {
 
 // Stores a successful compile's outputs. Failures only mean the next build compiles again.
 void Store(const LauncherOptions& options, const Prepared& prepared, const std::string& dep_path,
-           const ProcessResult& result, FileDigests& digests) {
+           const ProcessResult& result, absl::Time compiled_from, FileDigests& digests) {
   const BaseDirs& dirs = prepared.dirs;
   absl::StatusOr<std::string> object = ReadFile(prepared.command.output);
   absl::StatusOr<std::string> dep_text = ReadFile(dep_path);
@@ -112,7 +120,7 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const std::
   }
   DepFile deps = ParseDepFile(*dep_text);
   UncachedReason reason = UncachedReason::kNone;
-  absl::StatusOr<Manifest> manifest = MakeManifest(deps, dirs, digests, &reason);
+  absl::StatusOr<Manifest> manifest = MakeManifest(deps, dirs, digests, &reason, compiled_from);
   if (!manifest.ok()) {
     Log(options, absl::StrCat("not stored (", UncachedReasonName(reason),
                               "): ", manifest.status().message()));
@@ -157,6 +165,7 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
     dep_path = absl::StrCat(prepared.command.output, ".kcache-", getpid(), ".d");
     argv.insert(argv.end(), {"-MD", "-MF", dep_path});
   }
+  absl::Time compiled_from = CoarseNow();
   absl::StatusOr<ProcessResult> result = RunCaptured(argv);
   if (!result.ok()) {
     std::fprintf(stderr, "kcache: %s\n", std::string(result.status().message()).c_str());
@@ -165,7 +174,7 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
   std::fwrite(result->stdout_text.data(), 1, result->stdout_text.size(), stdout);
   std::fwrite(result->stderr_text.data(), 1, result->stderr_text.size(), stderr);
   std::fflush(stdout);
-  if (result->exit_code == 0) Store(options, prepared, dep_path, *result, digests);
+  if (result->exit_code == 0) Store(options, prepared, dep_path, *result, compiled_from, digests);
   if (own_deps) {
     std::error_code ec;
     fs::remove(dep_path, ec);
@@ -198,7 +207,8 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
         absl::StrCat("uncached (", UncachedReasonName(reason), "): ", prepared.status().message()));
     return ExecReplacing(argv);
   }
-  absl::StatusOr<std::unique_ptr<ObjectCache>> cache = options.open_cache();
+  absl::StatusOr<std::unique_ptr<ObjectCache>> cache =
+      options.open_cache_to_read ? options.open_cache_to_read() : options.open_cache();
   if (cache.ok()) {
     std::optional<ObjectBundle> hit = Lookup(options, **cache, *prepared, digests);
     cache->reset();  // a store directory is not held while compiling

@@ -25,6 +25,10 @@ struct LauncherOptions {
   // Opens the cache; called at most twice per command (before the lookup and after a miss's
   // compile), so a store directory is held only while it is read or written.
   std::function<absl::StatusOr<std::unique_ptr<ObjectCache>>()> open_cache;
+  // Opens the cache for the lookup only, when that is cheaper than open_cache (a store
+  // directory read-only: nothing written, no lock, so parallel hits do not wait for each
+  // other). Unset: open_cache.
+  std::function<absl::StatusOr<std::unique_ptr<ObjectCache>>()> open_cache_to_read;
   // Base directories besides the working directory (KCACHE_BASEDIR).
   std::vector<std::string> base_dirs;
   // The file digest memo ("" keeps none); KCACHE_STATE_DIR/file-digests by default.

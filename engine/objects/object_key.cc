@@ -39,6 +39,13 @@ std::string Resolve(const std::string& path, const BaseDirs& dirs) {
   return absl::StrCat(dirs.cwd, "/", restored);
 }
 
+// Whether a file whose later of mtime and ctime is `changed` may have changed after the
+// compiler started at `compiled_from`.
+bool ChangedDuringCompile(absl::Time changed, absl::Time compiled_from) {
+  bool whole_seconds = absl::ToUnixNanos(changed) % 1000000000 == 0;
+  return changed >= compiled_from - (whole_seconds ? absl::Seconds(1) : absl::ZeroDuration());
+}
+
 }  // namespace
 
 std::string BaseDirs::Normalize(const std::string& text) const {
@@ -183,7 +190,8 @@ std::string WriteDepFile(const DepFile& deps) {
 }
 
 absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
-                                      FileDigests& digests, UncachedReason* reason) {
+                                      FileDigests& digests, UncachedReason* reason,
+                                      absl::Time compiled_from) {
   Manifest manifest;
   for (const std::string& dep : deps.deps) {
     std::string normalized = dirs.Normalize(dep);
@@ -195,6 +203,10 @@ absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
     if (digest->has_time_macro) {
       *reason = UncachedReason::kTimeMacros;
       return absl::FailedPreconditionError(absl::StrCat(dep, " names a time macro"));
+    }
+    if (ChangedDuringCompile(digest->changed, compiled_from)) {
+      *reason = UncachedReason::kInputChanged;
+      return absl::FailedPreconditionError(absl::StrCat(dep, " changed while it compiled"));
     }
     manifest.emplace_back(std::move(normalized), digest->sha256);
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/compiler_command.h"
 #include "core/kernel_spec.h"
 #include "engine/objects/compiler_tools.h"
@@ -66,9 +67,14 @@ DepFile ParseDepFile(const std::string& text);
 std::string WriteDepFile(const DepFile& deps);
 
 // The manifest of the headers in `deps` (the source and relative paths resolved against
-// dirs.cwd). FailedPrecondition when one cannot be read or names a time macro (*reason).
+// dirs.cwd). FailedPrecondition when one cannot be read or names a time macro (*reason), or
+// (kInputChanged) changed at or after `compiled_from`, when the compiler may have read
+// another content than the one recorded (a second earlier where the file system keeps
+// whole seconds). `compiled_from`: the coarse real-time clock (the one file times come from)
+// read before the compiler started.
 absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
-                                      FileDigests& digests, UncachedReason* reason);
+                                      FileDigests& digests, UncachedReason* reason,
+                                      absl::Time compiled_from = absl::InfiniteFuture());
 
 // Whether every header of `manifest` has its digest here. On false, *first_difference names
 // the first that does not ("header <path> changed" / "... is missing").

@@ -94,6 +94,10 @@ rocksdb::DBOptions BaseDbOptions(const StoreOptions& options) {
   db.max_log_file_size = 4 << 20;
   if (options.read_only) db.max_open_files = kReadOnlyMaxOpenFiles;
   if (options.env != nullptr) db.env = options.env;
+  if (options.open_files_lazily) {
+    db.max_file_opening_threads = 1;
+    db.skip_stats_update_on_db_open = true;
+  }
   if (options.read_only || !options.rocksdb_log) {
     static const std::shared_ptr<rocksdb::Logger> discard = std::make_shared<DiscardingLogger>();
     db.info_log = discard;

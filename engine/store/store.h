@@ -65,6 +65,11 @@ struct StoreOptions {
   // many processes at once, which would rotate and delete each other's LOG files). Read-only
   // opens never write it.
   bool rocksdb_log = true;
+  // Open the store's table files from the opening thread, as reads need them, instead of
+  // from 16 threads started at open (and skip loading their statistics): for processes that
+  // open a store for one command (the launchers), where starting threads costs more than the
+  // reads they would share.
+  bool open_files_lazily = false;
   // The RocksDB Env (file system) to use; nullptr: rocksdb::Env::Default(). Tests pass one that
   // injects faults. Borrowed: must outlive the store.
   rocksdb::Env* env = nullptr;

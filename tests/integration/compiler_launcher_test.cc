@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_replace.h"
 #include "engine/objects/object_cache.h"
 #include "engine/store/store.h"
+#include "tests/testutil/daemon_process.h"
 #include "tests/testutil/launcher.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -16,6 +19,7 @@ namespace kcache {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 using testing::LauncherEnv;
 using testing::Outcome;
 using testing::OutcomeOf;
@@ -38,6 +42,29 @@ class CompilerLauncherTest : public testing::LauncherTest {
   std::string Compile(const std::string& extra = "") const {
     return absl::StrCat("$KCACHE c++ -MD -MF answer.o.d -I", tmp_ / "src/include",
                         " -DOFFSET=1 -O2 -fPIC ", extra, " -c ", src_, " -o answer.o");
+  }
+
+  static testing::DaemonOptions KcachedOptions(std::vector<std::string> flags) {
+    testing::DaemonOptions options;
+    options.extra_flags = {"--no-toolkit"};
+    options.extra_flags.insert(options.extra_flags.end(), flags.begin(), flags.end());
+    return options;
+  }
+
+  // The launchers' environment through `daemon` instead of the store directory.
+  LauncherEnv Through(testing::DaemonProcess& daemon) const {
+    LauncherEnv remote = env_;
+    remote.store.clear();
+    remote.server = daemon.address();
+    return remote;
+  }
+
+  // The daemon's counters by name (`kcache stat --json --server`).
+  static json Counters(testing::DaemonProcess& daemon) {
+    testing::RunResult stat = testing::Run(
+        absl::StrCat(testing::KcacheCli(), " stat --json --server ", daemon.address()));
+    EXPECT_EQ(stat.exit_code, 0) << stat.output;
+    return stat.exit_code == 0 ? json::parse(stat.output)["counters"] : json::object();
   }
 
   std::string src_;
@@ -205,6 +232,54 @@ TEST_F(CompilerLauncherTest, UnusableStoreStillBuildsCorrectly) {
   ASSERT_EQ(Build("b2", Compile(), &dead), Outcome::kMiss) << last_output_;
   EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
   EXPECT_FALSE(ReadAll(tmp_ / "b2/answer.o").empty());
+}
+
+TEST_F(CompilerLauncherTest, HitWhileAnotherProcessHoldsTheStoreForWriting) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
+  // Held for writing (kcache warm, or a launcher storing its miss): a lookup opens the store
+  // read-only, so it neither waits for the holder nor misses.
+  absl::StatusOr<std::unique_ptr<Store>> holder = OpenStore(env_.store);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  EXPECT_EQ(Build("b2", Compile()), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+}
+
+TEST_F(CompilerLauncherTest, ObjectOverTheStoresSizeBoundIsNotStoredAndTheBuildSucceeds) {
+  LauncherEnv bounded = env_;
+  bounded.extra = "KCACHE_MAX_OBJECT_BYTES=100";
+  ASSERT_EQ(Build("b1", Compile(), &bounded), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "over --max-object-bytes 100")) << last_output_;
+  ASSERT_EQ(Build("b2", Compile()), Outcome::kMiss) << last_output_;  // nothing was stored
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+  EXPECT_EQ(Build("b3", Compile()), Outcome::kHit) << last_output_;  // the default bound stores
+}
+
+TEST_F(CompilerLauncherTest, ObjectOverKcachedsSizeBoundIsRefusedAndTheBuildSucceeds) {
+  testing::DaemonProcess daemon(KcachedOptions({"--max-object-bytes", "100"}));
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  LauncherEnv remote = Through(daemon);
+  ASSERT_EQ(Build("b1", Compile(), &remote), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "--max-object-bytes 100")) << last_output_;
+  EXPECT_FALSE(ReadAll(tmp_ / "b1/answer.o").empty());
+  EXPECT_EQ(Build("b2", Compile(), &remote), Outcome::kMiss) << last_output_ << daemon.Log();
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+  json counters = Counters(daemon);
+  EXPECT_EQ(counters["objects.lookups"], 2) << counters;
+  EXPECT_EQ(counters["objects.puts_refused"], 2) << counters;
+  EXPECT_EQ(counters["objects.stored"], 0) << counters;
+}
+
+TEST_F(CompilerLauncherTest, KcachedCountsLookupsObjectsServedAndStored) {
+  testing::DaemonProcess daemon(KcachedOptions({}));
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  LauncherEnv remote = Through(daemon);
+  ASSERT_EQ(Build("b1", Compile(), &remote), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", Compile(), &remote), Outcome::kHit) << last_output_ << daemon.Log();
+  json counters = Counters(daemon);
+  EXPECT_EQ(counters["objects.lookups"], 2) << counters;
+  EXPECT_EQ(counters["objects.stored"], 1) << counters;
+  EXPECT_EQ(counters["objects.served"], 1) << counters;
+  EXPECT_EQ(counters["objects.puts_refused"], 0) << counters;
 }
 
 TEST_F(CompilerLauncherTest, EightConcurrentLaunchersLeaveIntactObjects) {

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
 #include "engine/objects/object_cache.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -11,6 +15,13 @@ namespace kcache::objects {
 namespace {
 
 using testing::TempDir;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 TEST(BaseDirsTest, NormalizeAndRestoreAtPathBoundaries) {
   BaseDirs dirs{"/tmp/build", {"/src/tree", "/src"}};
@@ -57,14 +68,22 @@ TEST(ManifestTest, MatchesUntilAHeaderChangesOrGoes) {
   EXPECT_NE(difference.find("missing"), std::string::npos) << difference;
 }
 
-TEST(ManifestTest, TimeMacrosAreNotCached) {
+// Why MakeManifest refuses a dependency file naming one header holding `text` (kNone when it
+// does not), for a compile started at `compiled_from`.
+UncachedReason ManifestRefusal(const std::string& text,
+                               absl::Time compiled_from = absl::InfiniteFuture()) {
   TempDir tmp;
-  tmp.Write("t.h", "const char* built = __DATE__;\n");
+  tmp.Write("t.h", text);
   BaseDirs dirs{tmp.path(), {}};
   FileDigests digests("");
   UncachedReason reason = UncachedReason::kNone;
-  EXPECT_FALSE(MakeManifest(DepFile{{"x.o"}, {"t.h"}}, dirs, digests, &reason).ok());
-  EXPECT_EQ(reason, UncachedReason::kTimeMacros);
+  absl::StatusOr<Manifest> manifest =
+      MakeManifest(DepFile{{"x.o"}, {"t.h"}}, dirs, digests, &reason, compiled_from);
+  return manifest.ok() ? UncachedReason::kNone : reason;
+}
+
+TEST(ManifestTest, TimeMacrosAreNotCached) {
+  EXPECT_EQ(ManifestRefusal("const char* built = __DATE__;\n"), UncachedReason::kTimeMacros);
 }
 
 TEST(FileDigestsTest, MemoSurvivesAProcessAndSeesEdits) {
@@ -72,7 +91,7 @@ TEST(FileDigestsTest, MemoSurvivesAProcessAndSeesEdits) {
   std::string file = tmp.Write("h.h", "one\n");
   std::string first;
   {
-    FileDigests digests(tmp / "memo");
+    FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
     first = digests.Digest(file)->sha256;
     digests.Save();
   }
@@ -81,6 +100,31 @@ TEST(FileDigestsTest, MemoSurvivesAProcessAndSeesEdits) {
   tmp.Write("h.h", "two\n");
   EXPECT_NE(again.Digest(file)->sha256, first);
   EXPECT_EQ(again.Digest(file)->sha256, Sha256Hex("two\n"));
+}
+
+// ccache's "file too new": a file that changed less than `settle` before it was read could
+// change again within the file system's timestamp granularity and keep its stat.
+TEST(FileDigestsTest, FileChangedWithinTheSettleTimeIsNotMemoized) {
+  TempDir tmp;
+  std::string file = tmp.Write("fresh.h", "one\n");
+  {
+    FileDigests digests(tmp / "memo", /*settle=*/absl::Hours(1));
+    ASSERT_TRUE(digests.Digest(file).ok());
+    digests.Save();
+  }
+  EXPECT_FALSE(absl::StrContains(ReadAll(tmp / "memo"), file));
+  {
+    FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
+    ASSERT_TRUE(digests.Digest(file).ok());
+    digests.Save();
+  }
+  EXPECT_TRUE(absl::StrContains(ReadAll(tmp / "memo"), file));
+}
+
+TEST(ManifestTest, HeaderChangedAfterTheCompileStartedIsNotStored) {
+  EXPECT_EQ(ManifestRefusal("int t;\n", absl::Now() - absl::Hours(1)),
+            UncachedReason::kInputChanged);
+  EXPECT_EQ(ManifestRefusal("int t;\n", absl::Now() + absl::Seconds(2)), UncachedReason::kNone);
 }
 
 TEST(BundleTest, RoundTripsAndRefusesDamage) {
