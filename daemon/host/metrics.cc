@@ -28,6 +28,8 @@ constexpr char kRedisBytesHelp[] = "Value bytes through the Redis door, by direc
 constexpr char kRedisRefused[] = "kcache_redis_refused_total";
 constexpr char kRedisRefusedHelp[] =
     "Redis-door commands or connections refused, by reason (docs/torch-compile.md).";
+constexpr char kObjects[] = "kcache_objects_total";
+constexpr char kObjectsHelp[] = "Compiler outputs served to or stored by launchers.";
 
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kResolveRequests, "kcache_resolve_requests_total", "Resolve calls received.", "", ""},
@@ -171,12 +173,9 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kRedisConnections, "kcache_redis_connections", "Redis-door connections open now.", "", ""},
     {S::kObjectLookups, "kcache_object_lookups_total",
      "Compiler launchers' lookups of a compile's entries.", "", ""},
-    {S::kObjectsServed, "kcache_objects_total",
-     "Compiler outputs served to or stored by launchers.", "outcome", "served"},
-    {S::kObjectsStored, "kcache_objects_total",
-     "Compiler outputs served to or stored by launchers.", "outcome", "stored"},
-    {S::kObjectPutsRefused, "kcache_objects_total",
-     "Compiler outputs served to or stored by launchers.", "outcome", "refused"},
+    {S::kObjectsServed, kObjects, kObjectsHelp, "outcome", "served"},
+    {S::kObjectsStored, kObjects, kObjectsHelp, "outcome", "stored"},
+    {S::kObjectPutsRefused, kObjects, kObjectsHelp, "outcome", "refused"},
 }};
 
 constexpr bool MappedInOrder() {
