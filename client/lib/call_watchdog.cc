@@ -6,37 +6,43 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 
 namespace kcache::client {
 
+// Its lock and wake-up are the C library's (std::mutex, std::condition_variable), not absl's:
+// absl::Mutex keeps process-wide state (each thread's wait identity, from a shared free list)
+// that a fork can copy in mid-update by a thread the child does not have, so a child's
+// watchdog thread could never wake.
 struct CallWatchdog::State {
   explicit State(pid_t owner) : owner(owner) {}
 
   void Run();
-  void Moved(absl::Time expiry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);  // a watch's expiry is now this
+  void Moved(absl::Time expiry);  // a watch's expiry is now this; mu held
 
   const pid_t owner;  // the process it serves
-  absl::Mutex mu;
-  absl::flat_hash_set<Watch*> watches ABSL_GUARDED_BY(mu);
-  absl::Time next_wake ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();
-  bool woken ABSL_GUARDED_BY(mu) = false;
-  bool stop ABSL_GUARDED_BY(mu) = false;
-  std::thread thread;  // started once, right after construction
+  std::mutex mu;
+  std::condition_variable wake;
+  absl::flat_hash_set<Watch*> watches;            // guarded by mu
+  absl::Time next_wake = absl::InfiniteFuture();  // guarded by mu
+  bool woken = false;                             // guarded by mu
+  bool stop = false;                              // guarded by mu
+  std::thread thread;                             // started once, right after construction
 };
 
 CallWatchdog::~CallWatchdog() {
   State* state = state_.load();
   if (state == nullptr || state->owner != getpid()) return;  // none, or a parent's: left behind
   {
-    absl::MutexLock lock(&state->mu);
+    std::lock_guard<std::mutex> lock(state->mu);
     state->stop = true;
   }
+  state->wake.notify_all();
   state->thread.join();
   delete state;
 }
@@ -59,7 +65,7 @@ std::unique_ptr<CallWatchdog::Watch> CallWatchdog::Start(grpc::ClientContext* co
                                                          absl::Time silent_at, absl::Time until) {
   State* state = Current();
   std::unique_ptr<Watch> watch(new Watch(state, context, silent_at, until));
-  absl::MutexLock lock(&state->mu);
+  std::lock_guard<std::mutex> lock(state->mu);
   state->watches.insert(watch.get());
   state->Moved(watch->expiry());
   return watch;
@@ -69,10 +75,11 @@ void CallWatchdog::State::Moved(absl::Time expiry) {
   if (expiry >= next_wake) return;  // the thread wakes before it anyway
   next_wake = expiry;
   woken = true;
+  wake.notify_one();
 }
 
 void CallWatchdog::State::Run() {
-  absl::MutexLock lock(&mu);
+  std::unique_lock<std::mutex> lock(mu);
   while (!stop) {
     absl::Time now = absl::Now();
     absl::Time next = absl::InfiniteFuture();
@@ -88,25 +95,29 @@ void CallWatchdog::State::Run() {
     }
     next_wake = next;
     woken = false;
-    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return woken || stop; };
-    mu.AwaitWithDeadline(absl::Condition(&wake), next);
+    auto awake = [this] { return woken || stop; };
+    if (next == absl::InfiniteFuture()) {
+      wake.wait(lock, awake);
+    } else {
+      wake.wait_until(lock, absl::ToChronoTime(next), awake);
+    }
   }
 }
 
 CallWatchdog::Watch::~Watch() {
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   state_->watches.erase(this);
 }
 
 void CallWatchdog::Watch::Set(absl::Time silent_at, absl::Time until) {
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   silent_at_ = silent_at;
   until_ = std::min(until_, until);
   state_->Moved(expiry());
 }
 
 WatchFired CallWatchdog::Watch::fired() {
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   return fired_;
 }
 
