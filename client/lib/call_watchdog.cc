@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/time/clock.h"
+#include "client/lib/clock.h"
 
 namespace kcache::client {
 
@@ -81,7 +81,7 @@ void CallWatchdog::State::Moved(absl::Time expiry) {
 void CallWatchdog::State::Run() {
   std::unique_lock<std::mutex> lock(mu);
   while (!stop) {
-    absl::Time now = absl::Now();
+    absl::Time now = Now();
     absl::Time next = absl::InfiniteFuture();
     for (Watch* watch : watches) {
       if (watch->fired_ != WatchFired::kNo) continue;

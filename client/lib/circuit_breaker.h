@@ -9,8 +9,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/lib/clock.h"
 #include "kcache/kcache.h"
 
 namespace kcache::client {
@@ -21,7 +21,7 @@ class CircuitBreaker {
   // failures_to_open <= 0: never opens. `now` is the clock (tests pass their own).
   CircuitBreaker(
       int failures_to_open, absl::Duration cooldown,
-      std::function<absl::Time()> now = [] { return absl::Now(); });
+      std::function<absl::Time()> now = [] { return Now(); });
 
   // Whether this call may go to the daemon. Closed: yes. Open: no until the cool-down has
   // passed; then yes for exactly one caller (the probe; the state becomes half-open) and no

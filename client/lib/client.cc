@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/lib/circuit_breaker.h"
+#include "client/lib/clock.h"
 #include "client/lib/convert.h"
 #include "client/lib/daemon_rpc.h"
 #include "client/lib/fast_path.h"
@@ -100,7 +101,7 @@ struct Client::Impl {
   absl::Duration SilenceFor(const CallOptions& call) const {
     return call.deadline > absl::ZeroDuration() ? call.deadline : options.deadline;
   }
-  absl::Time DeadlineFor(const CallOptions& call) const { return absl::Now() + SilenceFor(call); }
+  absl::Time DeadlineFor(const CallOptions& call) const { return Now() + SilenceFor(call); }
   WaitLimits LimitsFor(const CallOptions& call) const {
     return WaitLimits{SilenceFor(call), options.wait_limit};
   }
@@ -451,8 +452,7 @@ absl::StatusOr<WarmTotals> Client::Warm(const std::vector<KernelSource>& kernels
                                         const std::vector<std::string>& targets, int jobs,
                                         absl::Duration deadline,
                                         const std::function<void(const WarmJobEvent&)>& on_job) {
-  absl::Time until =
-      deadline > absl::ZeroDuration() ? absl::Now() + deadline : absl::InfiniteFuture();
+  absl::Time until = deadline > absl::ZeroDuration() ? Now() + deadline : absl::InfiniteFuture();
   // The kernels go in batches whose request fits the daemon's 4 MiB receive limit (a spec is
   // at most kMaxSpecBytes, so one always fits); the events count jobs across all batches.
   WarmTotals totals;

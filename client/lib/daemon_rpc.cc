@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/lib/clock.h"
 #include "client/lib/wire.h"
 #include "core/artifact.h"
 #include "core/protocol.h"
@@ -68,7 +69,7 @@ bool WaitIfBusy(const absl::Status& status, const grpc::ClientContext& context,
                                        static_cast<unsigned>(absl::GetCurrentTimeNanos()));
   absl::Duration wait = absl::Milliseconds(std::min(millis, 5000)) *
                         (1 + std::uniform_real_distribution<double>(0, 1)(random));
-  if (absl::Now() + wait >= deadline) return false;
+  if (Now() + wait >= deadline) return false;
   absl::SleepFor(wait);
   return true;
 }
@@ -88,7 +89,7 @@ absl::Time UntilOf(const WaitLimits& limits, absl::Time start) {
 // which bounds the whole call when the caller set no limit of its own.
 void Heard(CallWatchdog::Watch& watch, const WaitLimits& limits, absl::Time start,
            const v1::ResolveProgress* progress) {
-  absl::Time now = absl::Now();
+  absl::Time now = Now();
   absl::Time until = absl::InfiniteFuture();
   if (progress != nullptr && limits.whole <= absl::ZeroDuration() &&
       progress->compile_limit_seconds() > 0) {
@@ -185,7 +186,7 @@ class ManyAnswers {
     if (index >= answered_.size() || answered_[index]) {
       return BrokenStream(absl::StrCat("an answer for entry ", index, ", which is not awaited"));
     }
-    heard_[index] = absl::Now();
+    heard_[index] = Now();
     if (part.has_progress()) {
       if (open_) return BrokenStream("progress inside an answer");
       return absl::OkStatus();
@@ -314,12 +315,12 @@ absl::Status DaemonConnection::Described(const absl::Status& status) const {
 
 absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest& request,
                                                         const WaitLimits& limits, CallEnd* end) {
-  absl::Time start = absl::Now();
+  absl::Time start = Now();
   while (true) {
     *end = CallEnd();
     grpc::ClientContext context;
     std::unique_ptr<CallWatchdog::Watch> watch =
-        watchdog_.Start(&context, absl::Now() + limits.silence, UntilOf(limits, start));
+        watchdog_.Start(&context, Now() + limits.silence, UntilOf(limits, start));
     std::shared_ptr<v1::KernelCache::Stub> s = stub();
     std::unique_ptr<grpc::ClientReader<v1::ResolveResponse>> reader = s->Resolve(&context, request);
     v1::ArtifactHeader header;
@@ -346,16 +347,16 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
 absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request,
                                            const WaitLimits& limits,
                                            const ResolveManyCallback& on_answer, CallEnd* end) {
-  absl::Time start = absl::Now();
+  absl::Time start = Now();
   while (true) {
     *end = CallEnd();
     grpc::ClientContext context;
     std::unique_ptr<CallWatchdog::Watch> watch =
-        watchdog_.Start(&context, absl::Now() + limits.silence, UntilOf(limits, start));
+        watchdog_.Start(&context, Now() + limits.silence, UntilOf(limits, start));
     std::shared_ptr<v1::KernelCache::Stub> s = stub();
     std::unique_ptr<grpc::ClientReader<v1::ResolveManyResponse>> reader =
         s->ResolveMany(&context, request);
-    ManyAnswers answers(static_cast<size_t>(request.kernels_size()), on_answer, absl::Now());
+    ManyAnswers answers(static_cast<size_t>(request.kernels_size()), on_answer, Now());
     bool any = false;
     absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveManyResponse& part) {
       any = true;

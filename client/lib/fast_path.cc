@@ -14,7 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "client/lib/clock.h"
 #include "client/lib/wire.h"
 #include "core/artifact.h"
 #include "core/protocol.h"
@@ -68,7 +68,7 @@ struct LeaseHandle {
 
 bool WaitFor(int fd, short events, absl::Time deadline) {
   while (true) {
-    absl::Duration left = deadline - absl::Now();
+    absl::Duration left = deadline - Now();
     if (left <= absl::ZeroDuration()) return false;
     pollfd p{fd, events, 0};
     int timeout = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000));
@@ -158,8 +158,8 @@ std::shared_ptr<FastPath::Connection> FastPath::Connected(absl::Time deadline) {
     return connection_;
   }
   connection_.reset();
-  if (socket_path_.empty() || absl::Now() < retry_after_) return nullptr;
-  retry_after_ = absl::Now() + kReconnectPause;  // until this attempt succeeds
+  if (socket_path_.empty() || Now() < retry_after_) return nullptr;
+  retry_after_ = Now() + kReconnectPause;  // until this attempt succeeds
   auto c = std::make_shared<Connection>();
   c->pid = getpid();
   c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -173,7 +173,7 @@ std::shared_ptr<FastPath::Connection> FastPath::Connected(absl::Time deadline) {
   char buffer[4096];
   int arena = -1;
   ssize_t got = ReceivePacket(c->fd, buffer, sizeof(buffer),
-                              std::min(deadline, absl::Now() + absl::Seconds(1)), &arena);
+                              std::min(deadline, Now() + absl::Seconds(1)), &arena);
   v1::FastHello hello;
   bool ok = got > 0 && hello.ParseFromArray(buffer, static_cast<int>(got)) && hello.code() == 0 &&
             arena >= 0 && hello.arena_bytes() > 0;
@@ -260,8 +260,7 @@ std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const
   // Allocated once and never cleared: a fresh or zero-filled 1 MiB costs a page fault per
   // 4 KiB, while an answer writes only its own few hundred bytes.
   if (buffer_ == nullptr) buffer_.reset(new char[kMaxFastMessageBytes + 1]);
-  for (size_t start = 0; start < count && !c->dead.load() && absl::Now() < deadline;
-       start += kWindow) {
+  for (size_t start = 0; start < count && !c->dead.load() && Now() < deadline; start += kWindow) {
     size_t end = std::min(count, start + kWindow);
     absl::flat_hash_map<uint64_t, size_t> waiting;  // tag -> index
     for (size_t i = start; i < end; ++i) {
@@ -280,7 +279,7 @@ std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const
       if (got < 0) {
         // A deadline leaves the connection usable (late answers are recognized by their tags
         // and their leases given back); anything else ends it.
-        if (absl::Now() < deadline) c->dead = true;
+        if (Now() < deadline) c->dead = true;
         break;
       }
       v1::FastResponse response;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/time/clock.h"
+#include "client/lib/clock.h"
 
 namespace kcache::client {
 
@@ -18,7 +19,7 @@ bool StartupGrace::WaitAgain() {
   {
     absl::MutexLock lock(&mu_);
     if (over_) return false;
-    absl::Time now = absl::Now();
+    absl::Time now = Now();
     if (!until_) until_ = now + grace_;
     if (now >= *until_) {
       over_ = true;

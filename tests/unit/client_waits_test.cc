@@ -6,10 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "client/lib/call_watchdog.h"
+#include "client/lib/clock.h"
 #include "client/lib/startup_grace.h"
 #include "kcache/kcache.h"
 
@@ -100,21 +103,36 @@ TEST(CallWatchdogTest, ACallThatHearsInTimeIsLeftAlone) {
   EXPECT_EQ(watch->fired(), WatchFired::kNo);
 }
 
-// The parent's thread is not in a forked child: the child's calls get a thread of their own.
+// The parent's thread is not in a forked child: the child's calls get a thread of their own,
+// and it wakes however busy the parent's thread was at the fork (each round forks just as a new
+// watch, due sooner than the last, wakes it).
 TEST(CallWatchdogTest, AForkedChildGetsAThreadOfItsOwn) {
+#if defined(__SANITIZE_ADDRESS__)
+  // GCC 12's AddressSanitizer runtime takes no lock around fork(): a child forked while another
+  // thread (the watchdog's, gRPC's) was inside its allocator inherits that allocator lock held,
+  // and its new thread waits on it forever. glibc's malloc does not do this.
+  GTEST_SKIP() << "a forked child's allocator is not usable under ASan; runs in the plain build";
+#endif
   CallWatchdog dog;
-  grpc::ClientContext context;
-  auto watch = dog.Start(&context, absl::Now() + absl::Seconds(60), absl::InfiniteFuture());
-  pid_t child = fork();
-  if (child == 0) {
-    grpc::ClientContext mine;
-    auto silent = dog.Start(&mine, absl::Now() + absl::Milliseconds(50), absl::InfiniteFuture());
-    _exit(AwaitFired(*silent) == WatchFired::kSilent ? 0 : 1);
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<CallWatchdog::Watch>> watches;
+  for (int round = 0; round < 20; ++round) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    watches.push_back(dog.Start(contexts.back().get(),
+                                Now() + absl::Seconds(60) - absl::Milliseconds(round),
+                                absl::InfiniteFuture()));
+    pid_t child = fork();
+    if (child == 0) {
+      grpc::ClientContext mine;
+      auto silent = dog.Start(&mine, Now() + absl::Milliseconds(20), absl::InfiniteFuture());
+      _exit(AwaitFired(*silent) == WatchFired::kSilent ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "round " << round << ": " << status;
   }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_EQ(watch->fired(), WatchFired::kNo);
+  for (auto& watch : watches) EXPECT_EQ(watch->fired(), WatchFired::kNo);
 }
 
 }  // namespace
