@@ -147,6 +147,7 @@ absl::Status MakeShims(const std::string& dir) {
 
 struct RoutingFlags {
   std::string store, server, arch, shims, base_dirs, redis;
+  bool no_triton = false;
 };
 
 void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
@@ -160,6 +161,11 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
                   "with --server: that kcached's Redis door (its --redis-listen, HOST:PORT or "
                   "unix:/PATH), to route torch.compile's Inductor and Triton caches too")
       ->needs(server);
+  sub->add_flag("--no-triton", flags.no_triton,
+                "with --redis: route Inductor's caches only and leave Triton's its local "
+                "directory (for a worker whose Python lacks the kcache package, which Triton "
+                "would fail to import)")
+      ->needs("--redis");
   sub->add_option("--arch", flags.arch,
                   "TORCH_CUDA_ARCH_LIST for the command, comma-separated, e.g. 7.5,8.6,8.9,9.0");
   sub->add_option("--shims", flags.shims,
@@ -196,7 +202,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
   if (!flags.base_dirs.empty()) env.emplace_back("KCACHE_BASEDIR", flags.base_dirs);
   if (!flags.redis.empty()) {
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> compile =
-        TorchCompileEnvironment(flags.redis);
+        TorchCompileEnvironment(flags.redis, !flags.no_triton);
     if (!compile.ok()) return compile.status();
     env.insert(env.end(), compile->begin(), compile->end());
   }

@@ -9,7 +9,7 @@
 namespace kcache::cli {
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> TorchCompileEnvironment(
-    absl::string_view address) {
+    absl::string_view address, bool triton) {
   std::vector<std::pair<std::string, std::string>> env = {
       {"TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE", "1"},
       {"TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE", "1"},
@@ -27,6 +27,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> TorchCompileEnv
     return absl::InvalidArgumentError(absl::StrCat(
         "--redis ", address, ": give kcached's --redis-listen address, HOST:PORT or unix:/PATH"));
   }
+  if (!triton) return env;
   env.emplace_back("TRITON_CACHE_MANAGER", "triton.runtime.cache:RemoteCacheManager");
   env.emplace_back("TRITON_REMOTE_CACHE_BACKEND", "kcache.triton:Backend");
   env.emplace_back("KCACHE_REDIS_ADDR", std::string(address));

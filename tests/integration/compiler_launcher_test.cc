@@ -374,6 +374,20 @@ TEST_F(CompilerLauncherTest, EnvWithRedisRoutesInductorAndTritonToTheDoor) {
     EXPECT_NE(refused.exit_code, 0) << bad;
     EXPECT_TRUE(testing::Contains(refused.output, "--redis-listen address")) << refused.output;
   }
+  // --no-triton: Inductor's lines only, for a worker without the kcache package.
+  testing::RunResult inductor_only = testing::Run(route + "127.0.0.1:6390 --no-triton");
+  ASSERT_EQ(inductor_only.exit_code, 0) << inductor_only.output;
+  EXPECT_TRUE(testing::Contains(inductor_only.output, "TORCHINDUCTOR_REDIS_PORT=6390\n"))
+      << inductor_only.output;
+  for (const char* absent :
+       {"TRITON_CACHE_MANAGER", "TRITON_REMOTE_CACHE_BACKEND", "KCACHE_REDIS_ADDR"}) {
+    EXPECT_FALSE(testing::Contains(inductor_only.output, absent)) << inductor_only.output;
+  }
+  EXPECT_NE(
+      testing::Run(absl::StrCat(testing::KcacheCli(), " env --server unix:///k.sock --no-triton"))
+          .exit_code,
+      0)
+      << "--no-triton without --redis";
   // --redis routes through a daemon: it needs --server.
   EXPECT_NE(testing::Run(absl::StrCat(testing::KcacheCli(), " env --store ", env_.store,
                                       " --redis 127.0.0.1:6390"))
