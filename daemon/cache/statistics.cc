@@ -159,6 +159,10 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
     {S::kObjectsStored, "objects.stored", "compiler outputs launchers stored: their misses"},
     {S::kObjectPutsRefused, "objects.puts_refused",
      "launchers' puts refused: over --max-object-bytes, malformed, or a key a baked store holds"},
+    {S::kRedisRefusedDriverTooOld, "redis.refused_driver_too_old",
+     "Redis-door cubins not served: built by a toolkit newer than the connection's KCACHE.DRIVER"},
+    {S::kRedisRefusedToolkitUnknown, "redis.refused_toolkit_unknown",
+     "Redis-door cubins not served to a KCACHE.DRIVER connection: their toolkit is unreadable"},
 }};
 
 constexpr bool NumberedInOrder() {
