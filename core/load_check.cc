@@ -2,6 +2,7 @@
 #include "core/load_check.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/cubin.h"
 
 namespace kcache {
 namespace {
@@ -50,6 +51,17 @@ std::optional<ServeRule> ArtifactRunsOn(ArtifactKind kind, const Target& target,
 
 bool DriverLoads(uint32_t driver, uint32_t min_driver) {
   return driver == 0 || min_driver <= driver;
+}
+
+absl::Status CheckCubinForDriver(absl::string_view bytes, uint32_t driver) {
+  if (driver == 0 || !IsCudaElf(bytes)) return absl::OkStatus();
+  absl::StatusOr<CubinToolkitVersion> toolkit = CubinToolkit(bytes);
+  if (!toolkit.ok()) return toolkit.status();
+  uint32_t min_driver = MinDriverFor(ArtifactKind::kCubin, toolkit->major, toolkit->minor);
+  if (DriverLoads(driver, min_driver)) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("a cubin built by CUDA ", toolkit->major, ".", toolkit->minor, " needs driver ",
+                   DriverText(min_driver), " or newer; the driver is ", DriverText(driver)));
 }
 
 absl::Status CheckArtifactForGpu(const LoadingArtifact& artifact, const LoadingGpu& gpu) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/artifact.h"
 #include "core/compat.h"
 #include "core/target.h"
@@ -24,6 +25,15 @@ std::optional<ServeRule> ArtifactRunsOn(ArtifactKind kind, const Target& target,
 // Whether a driver (cuDriverGetVersion, e.g. 13000; 0 = unknown, assumed new enough) loads an
 // artifact that needs `min_driver` (ArtifactMeta::min_driver; 0 = any driver).
 bool DriverLoads(uint32_t driver, uint32_t min_driver);
+
+// Whether a driver loads `bytes`, a value a client stored (the Redis door's,
+// docs/torch-compile.md), where the bytes say: OK when they are not a CUDA ELF file (IsCudaElf in
+// core/cubin.h: nothing to check), when `driver` is 0 (unknown: not checked), or when the cubin's
+// toolkit (CubinToolkit) is one the driver loads (MinDriverFor, DriverLoads). FailedPrecondition
+// naming both when the driver is older, e.g. "a cubin built by CUDA 13.0 needs driver 13.0 or
+// newer; the driver is 12.9"; InvalidArgument, naming why, for a cubin whose toolkit cannot be read
+// (then nobody can say that it loads).
+absl::Status CheckCubinForDriver(absl::string_view bytes, uint32_t driver);
 
 // The GPU about to load an artifact.
 struct LoadingGpu {

@@ -116,11 +116,15 @@ class ArtifactCacheImpl : public ArtifactCache {
     stats_.Add(kFast[static_cast<int>(count)], static_cast<uint64_t>(delta));  // wraps: gauges
   }
   void RecordRedisDoor(RedisDoorCount count, int64_t delta) override {
-    // In the enum's order, from redis.hits on (daemon/cache/statistics.h).
+    // In the enum's order: redis.hits to redis.connections, then the driver refusals.
     static_assert(static_cast<int>(Statistic::kRedisConnections) -
                       static_cast<int>(Statistic::kRedisHits) ==
                   static_cast<int>(RedisDoorCount::kConnections));
-    int number = static_cast<int>(Statistic::kRedisHits) + static_cast<int>(count);
+    int number = static_cast<int>(count) <= static_cast<int>(RedisDoorCount::kConnections)
+                     ? static_cast<int>(Statistic::kRedisHits) + static_cast<int>(count)
+                     : static_cast<int>(Statistic::kRedisRefusedDriverTooOld) +
+                           static_cast<int>(count) -
+                           static_cast<int>(RedisDoorCount::kRefusedDriverTooOld);
     stats_.Add(static_cast<Statistic>(number), static_cast<uint64_t>(delta));  // wraps: gauge
   }
   void RecordObjects(ObjectCount count) override {

@@ -219,6 +219,8 @@ class ArtifactCache {
     kIdleClosed,
     kStoreError,
     kConnections,
+    kRefusedDriverTooOld,    // a cubin the connection's driver cannot load, answered as a miss
+    kRefusedToolkitUnknown,  // a cubin whose toolkit cannot be read, answered as a miss
   };
   virtual void RecordRedisDoor(RedisDoorCount count, int64_t delta) = 0;
 

@@ -131,7 +131,8 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
     {S::kStartupWarmedBytes, "startup.warmed_bytes",
      "payload bytes the start-up warm read from the stores (at most --warm-start-mb)"},
     {S::kRedisHits, "redis.hits", "Redis-door keys found (GET, MGET; EXISTS not counted)"},
-    {S::kRedisMisses, "redis.misses", "Redis-door keys asked for and not found (GET, MGET)"},
+    {S::kRedisMisses, "redis.misses",
+     "Redis-door keys not found or not served to the driver (GET, MGET)"},
     {S::kRedisBytesIn, "redis.bytes_in", "value bytes stored through the Redis door (SET)"},
     {S::kRedisBytesOut, "redis.bytes_out", "value bytes served through the Redis door"},
     {S::kRedisSets, "redis.sets", "values stored through the Redis door"},
@@ -159,6 +160,10 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
     {S::kObjectsStored, "objects.stored", "compiler outputs launchers stored: their misses"},
     {S::kObjectPutsRefused, "objects.puts_refused",
      "launchers' puts refused: over --max-object-bytes, malformed, or a key a baked store holds"},
+    {S::kRedisRefusedDriverTooOld, "redis.refused_driver_too_old",
+     "Redis-door cubins not served: built by a toolkit newer than the connection's KCACHE.DRIVER"},
+    {S::kRedisRefusedToolkitUnknown, "redis.refused_toolkit_unknown",
+     "Redis-door cubins not served to a KCACHE.DRIVER connection: their toolkit is unreadable"},
 }};
 
 constexpr bool NumberedInOrder() {

@@ -109,9 +109,11 @@ enum class Statistic : int {
   kObjectsServed = 87,
   kObjectsStored = 88,
   kObjectPutsRefused = 89,
+  kRedisRefusedDriverTooOld = 90,
+  kRedisRefusedToolkitUnknown = 91,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 89;
+inline constexpr int kStatisticCount = 91;
 
 struct StatisticInfo {
   Statistic id;

@@ -176,6 +176,8 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kObjectsServed, kObjects, kObjectsHelp, "outcome", "served"},
     {S::kObjectsStored, kObjects, kObjectsHelp, "outcome", "stored"},
     {S::kObjectPutsRefused, kObjects, kObjectsHelp, "outcome", "refused"},
+    {S::kRedisRefusedDriverTooOld, kRedisRefused, kRedisRefusedHelp, "reason", "driver_too_old"},
+    {S::kRedisRefusedToolkitUnknown, kRedisRefused, kRedisRefusedHelp, "reason", "toolkit_unknown"},
 }};
 
 constexpr bool MappedInOrder() {

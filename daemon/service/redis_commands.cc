@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/load_check.h"
 #include "engine/objects/named_object.h"
 
 namespace kcache {
@@ -51,10 +52,15 @@ void RedisCommands::Execute(const resp::Command& command, RedisSession& session,
   };
   static constexpr size_t kAny = SIZE_MAX;
   static const CommandSpec kCommands[] = {
-      {"GET", 2, 2, &RedisCommands::Get},          {"SET", 3, kAny, &RedisCommands::Set},
-      {"MGET", 2, kAny, &RedisCommands::MultiGet}, {"EXISTS", 2, kAny, &RedisCommands::Exists},
-      {"DEL", 2, kAny, &RedisCommands::Delete},    {"HELLO", 1, kAny, &RedisCommands::Hello},
-      {"CLIENT", 2, kAny, &RedisCommands::Client}, {"INFO", 1, kAny, &RedisCommands::Info},
+      {"GET", 2, 2, &RedisCommands::Get},
+      {"SET", 3, kAny, &RedisCommands::Set},
+      {"MGET", 2, kAny, &RedisCommands::MultiGet},
+      {"EXISTS", 2, kAny, &RedisCommands::Exists},
+      {"DEL", 2, kAny, &RedisCommands::Delete},
+      {"HELLO", 1, kAny, &RedisCommands::Hello},
+      {"CLIENT", 2, kAny, &RedisCommands::Client},
+      {"INFO", 1, kAny, &RedisCommands::Info},
+      {"KCACHE.DRIVER", 1, kAny, &RedisCommands::Driver},
   };
   Call call{command.args, session, *reply};
   const std::string name = Upper(command.args.front());
@@ -94,7 +100,8 @@ void RedisCommands::Execute(const resp::Command& command, RedisSession& session,
   count_(Count::kRefusedCommand, 1);
   call.Error(absl::StrCat("ERR unknown command '", Printable(command.args.front()),
                           "': kcache's Redis door serves GET, SET, MGET, EXISTS, DEL, PING, "
-                          "HELLO, CLIENT, SELECT 0, INFO, COMMAND, QUIT (docs/torch-compile.md)"));
+                          "HELLO, CLIENT, SELECT 0, INFO, COMMAND, QUIT, KCACHE.DRIVER "
+                          "(docs/torch-compile.md)"));
 }
 
 std::string RedisCommands::CheckNamespace(const std::string& key) const {
@@ -116,7 +123,7 @@ void RedisCommands::Get(Call& call) const {
     return call.Error(refused);
   }
   absl::StatusOr<std::string> value = objects::GetNamedObject(*cache_, call.args[1]);
-  if (!value.ok()) {
+  if (!value.ok() || !LoadsOnDriver(call.session, *value)) {
     count_(Count::kMiss, 1);
     return call.Null();
   }
@@ -136,7 +143,7 @@ void RedisCommands::MultiGet(Call& call) const {
   int64_t hits = 0, misses = 0, bytes = 0;
   for (size_t i = 1; i < call.args.size(); ++i) {
     absl::StatusOr<std::string> value = objects::GetNamedObject(*cache_, call.args[i]);
-    if (!value.ok()) {
+    if (!value.ok() || !LoadsOnDriver(call.session, *value)) {
       ++misses;
       call.Null();
       continue;
@@ -292,6 +299,36 @@ void RedisCommands::Info(Call& call) const {
       "\r\n# kcache\r\nkcache_redis_door:1\r\nnamespaces:", absl::StrJoin(options_.namespaces, ","),
       "\r\nmax_value_bytes:", options_.max_value_bytes, "\r\n");
   resp::AppendBulk(call.out, text);
+}
+
+bool RedisCommands::LoadsOnDriver(const RedisSession& session, absl::string_view value) const {
+  absl::Status loads = CheckCubinForDriver(value, session.driver);
+  if (loads.ok()) return true;
+  count_(absl::IsFailedPrecondition(loads) ? Count::kRefusedDriverTooOld
+                                           : Count::kRefusedToolkitUnknown,
+         1);
+  return false;
+}
+
+void RedisCommands::Driver(Call& call) const {
+  constexpr uint32_t kMinDriver = 1000, kMaxDriver = 99990;  // CUDA 1.0 .. 99.99
+  constexpr absl::string_view kWhatToSend =
+      "send the CUDA driver version as cuDriverGetVersion reports it, e.g. KCACHE.DRIVER 12090 "
+      "for 12.9 (docs/torch-compile.md)";
+  uint32_t driver = 0;
+  if (call.args.size() != 2) {
+    count_(Count::kRefusedCommand, 1);
+    return call.Error(absl::StrCat("ERR KCACHE.DRIVER takes one argument, not ",
+                                   call.args.size() - 1, ": ", kWhatToSend));
+  }
+  if (!absl::SimpleAtoi(call.args[1], &driver) || driver < kMinDriver || driver > kMaxDriver) {
+    count_(Count::kRefusedCommand, 1);
+    return call.Error(absl::StrCat("ERR KCACHE.DRIVER '", Printable(call.args[1]),
+                                   "' is not a driver version from ", kMinDriver, " to ",
+                                   kMaxDriver, ": ", kWhatToSend));
+  }
+  call.session.driver = driver;
+  call.Ok();
 }
 
 }  // namespace kcache

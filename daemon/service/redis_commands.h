@@ -1,9 +1,9 @@
 // RedisCommands: what kcached's Redis door answers (docs/torch-compile.md). The commands
 // Inductor's and Triton's remote caches send (GET, SET, MGET, EXISTS, DEL), the handshake
 // redis-py and redis-cli send (PING, HELLO 2/3, CLIENT SETINFO/SETNAME, SELECT 0, INFO,
-// COMMAND, QUIT), and a clear -ERR for anything else. Values are named objects
-// (engine/objects/named_object.h) in the object cache: the writable store, its checksums and
-// LRU bound; a baked store's entry is served but never replaced. Not a Redis: no expiry (SET's
+// COMMAND, QUIT), kcache's KCACHE.DRIVER, and a clear -ERR for anything else. Values are named
+// objects (engine/objects/named_object.h) in the object cache: the writable store, its checksums
+// and LRU bound; a baked store's entry is served but never replaced. Not a Redis: no expiry (SET's
 // EX/PX/EXAT/PXAT/KEEPTTL are accepted and ignored), one database, no other data types.
 #ifndef KCACHE_DAEMON_SERVICE_REDIS_COMMANDS_H_
 #define KCACHE_DAEMON_SERVICE_REDIS_COMMANDS_H_
@@ -36,6 +36,10 @@ struct RedisSession {
   int64_t id = 0;     // CLIENT ID
   int protocol = 2;   // 2 or 3, set by HELLO
   bool quit = false;  // QUIT was answered: close once the reply is sent
+  // KCACHE.DRIVER: the client's CUDA driver (cuDriverGetVersion, e.g. 12090). GET and MGET then
+  // answer a cubin it cannot load, or whose toolkit cannot be read, as a miss. 0 = not told:
+  // values are served unchecked.
+  uint32_t driver = 0;
 };
 
 using RedisDoorCount = ArtifactCache::RedisDoorCount;
@@ -63,6 +67,10 @@ class RedisCommands {
   void Hello(Call& call) const;
   void Client(Call& call) const;
   void Info(Call& call) const;
+  void Driver(Call& call) const;
+  // Whether `value` may leave on `session`: false (counted) for a cubin its driver cannot load
+  // or whose toolkit cannot be read (core/load_check.h CheckCubinForDriver).
+  bool LoadsOnDriver(const RedisSession& session, absl::string_view value) const;
   // An error when `key` is outside the namespaces (counted), "" otherwise.
   std::string CheckNamespace(const std::string& key) const;
 

@@ -1,6 +1,6 @@
 // Fuzzes the cubin ELF reader (core/cubin.h): any bytes give an SM of 10..255 or
-// InvalidArgument with a reason, and entry point names or InvalidArgument, never a read past the
-// input.
+// InvalidArgument with a reason, entry point names or InvalidArgument, and a toolkit (major 1 or
+// more, minor 0..9) or InvalidArgument, never a read past the input.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,6 +33,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     FUZZ_CHECK(entries.status().code() == absl::StatusCode::kInvalidArgument,
                entries.status().ToString());
+  }
+  absl::StatusOr<kcache::CubinToolkitVersion> toolkit = kcache::CubinToolkit(elf);
+  if (toolkit.ok()) {
+    FUZZ_CHECK(kcache::IsCudaElf(elf), "a toolkit read from bytes that are not a CUDA ELF file");
+    FUZZ_CHECK(toolkit->major >= 1 && toolkit->minor >= 0 && toolkit->minor <= 9,
+               absl::StrCat("toolkit ", toolkit->major, ".", toolkit->minor));
+  } else {
+    FUZZ_CHECK(toolkit.status().code() == absl::StatusCode::kInvalidArgument,
+               toolkit.status().ToString());
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,7 +20,9 @@
 #include "kcache/kcache.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/http.h"
+#include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
+#include "tests/testutil/toolkit.h"
 
 namespace kcache {
 namespace {
@@ -235,6 +238,77 @@ TEST_F(RedisDoorTest, ManyIdleConnectionsAreBoundedAndCostNoThreads) {
   }
   EXPECT_EQ(pong, "PONG\n");
   EXPECT_GE(Counter("redis.refused_connections"), 1u);
+}
+
+// One command in RESP, as a client library sends it.
+std::string Resp(const std::vector<std::string>& args) {
+  std::string out = absl::StrCat("*", args.size(), "\r\n");
+  for (const std::string& arg : args) absl::StrAppend(&out, "$", arg.size(), "\r\n", arg, "\r\n");
+  return out;
+}
+
+std::string Bulk(const std::string& value) {
+  return absl::StrCat("$", value.size(), "\r\n", value, "\r\n");
+}
+
+// saxpy for sm_90, as the toolkit at `root` compiles it ("" = the CUDA toolkit's NVRTC 13).
+std::string RealCubin(const std::string& root) {
+  absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit =
+      root.empty() ? ::kcache::testing::SharedToolkit() : Toolkit::Load(root);
+  EXPECT_TRUE(toolkit.ok()) << root << ": " << toolkit.status();
+  if (!toolkit.ok()) return "";
+  absl::StatusOr<std::string> cubin =
+      ::kcache::testing::CompileCubin(*toolkit, "saxpy", ::kcache::testing::kSaxpySource, "sm_90");
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
+  return cubin.value_or("");
+}
+
+TEST_F(RedisDoorTest, ACubinNewerThanTheToldDriverIsAMissAndCounted) {
+  const std::string root129 = ::kcache::testing::Nvrtc129Root();
+  ASSERT_FALSE(root129.empty()) << "no NVRTC 12.9 wheel in .venv: run scripts/install-deps.sh";
+  const std::string cubin13 = RealCubin(""), cubin129 = RealCubin(root129);
+  ASSERT_FALSE(cubin13.empty());
+  ASSERT_FALSE(cubin129.empty());
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"triton:g:k13.cubin", cubin13}, {"triton:g:k129.cubin", cubin129}, {"pt2:entry", "{}"}};
+  for (const auto& [key, value] : values) {
+    std::string file = daemon_.dir() + "/value";
+    std::ofstream(file, std::ios::binary) << value;
+    ASSERT_EQ(Cli("-x SET " + key, file).output, "OK\n") << key;
+  }
+  // What a connection that told `driver` (0: told nothing) gets for GET of each key, then MGET.
+  auto served = [&](uint32_t driver, std::vector<bool> expected) {
+    int fd = Connect(port_);
+    if (driver != 0) {
+      EXPECT_EQ(Exchange(fd, Resp({"KCACHE.DRIVER", std::to_string(driver)}), 5), "+OK\r\n");
+    }
+    std::string mget = absl::StrCat("*", values.size(), "\r\n");
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::string reply = expected[i] ? Bulk(values[i].second) : "$-1\r\n";
+      EXPECT_EQ(Exchange(fd, Resp({"GET", values[i].first}), reply.size()), reply)
+          << "driver " << driver << ", " << values[i].first;
+      mget += reply;
+    }
+    EXPECT_EQ(Exchange(fd, Resp({"MGET", values[0].first, values[1].first, values[2].first}),
+                       mget.size()),
+              mget)
+        << "driver " << driver;
+    close(fd);
+  };
+  served(0, {true, true, true});      // not told: the door cannot check, serves all
+  served(13000, {true, true, true});  // a 13.0 driver loads 13.0 and 12.9 cubins
+  EXPECT_EQ(Counter("redis.refused_driver_too_old"), 0u);
+  served(12090, {false, true, true});                      // a 12.9 driver does not load 13.0's
+  EXPECT_EQ(Counter("redis.refused_driver_too_old"), 2u);  // its GET and its MGET
+  EXPECT_EQ(Counter("redis.refused_toolkit_unknown"), 0u);
+  EXPECT_EQ(Counter("redis.misses"), 2u);
+  EXPECT_EQ(Cli("EXISTS triton:g:k13.cubin").output, "1\n") << "kept for drivers that load it";
+  for (const char* bad :
+       {"KCACHE.DRIVER", "KCACHE.DRIVER 12.9", "KCACHE.DRIVER 0", "KCACHE.DRIVER 13000 12090"}) {
+    RunResult reply = Cli(bad);
+    EXPECT_TRUE(Contains(reply.output, "ERR KCACHE.DRIVER")) << bad << ": " << reply.output;
+    EXPECT_TRUE(Contains(reply.output, "cuDriverGetVersion")) << bad << ": " << reply.output;
+  }
 }
 
 TEST(RedisDoorRestartTest, ValuesOutliveARestartOnAUnixSocket) {

@@ -6,7 +6,6 @@
 // which toolkit made each.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -14,11 +13,11 @@
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/toolkit.h"
 
 namespace kcache {
 namespace {
 
-namespace fs = std::filesystem;
 using ::kcache::testing::Contains;
 using ::kcache::testing::DaemonOptions;
 using ::kcache::testing::DaemonProcess;
@@ -26,21 +25,10 @@ using ::kcache::testing::KcacheCli;
 using ::kcache::testing::RunResult;
 using ::kcache::testing::TempDir;
 
-// The 12.9 wheel's root in the project's venv ("" when absent).
-std::string Nvrtc129Root() {
-  std::error_code ec;
-  for (const auto& lib :
-       fs::directory_iterator(fs::path(KCACHE_SOURCE_DIR) / ".venv" / "lib", ec)) {
-    fs::path root = lib.path() / "site-packages" / "nvidia" / "cuda_nvrtc";
-    if (fs::exists(root / "lib" / "libnvrtc.so.12", ec)) return root.string();
-  }
-  return "";
-}
-
 class TwoToolkitsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    nvrtc129_ = Nvrtc129Root();
+    nvrtc129_ = ::kcache::testing::Nvrtc129Root();
     ASSERT_FALSE(nvrtc129_.empty())
         << "no NVRTC 12.9 in " << KCACHE_SOURCE_DIR << "/.venv: run scripts/install-deps.sh "
         << "(requirements/test.txt pins nvidia-cuda-nvrtc-cu12)";

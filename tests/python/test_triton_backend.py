@@ -1,9 +1,15 @@
 """kcache.triton.Backend, Triton's remote cache over kcached's Redis door: a group of files put
 by one process's RemoteCacheManager comes back whole to a fresh one (an empty local Triton
-cache), in one MGET; a door that is away or refuses costs a compile, never an error."""
+cache), in one MGET; a door that is away or refuses costs a compile, never an error; a cubin the
+told driver cannot load is not served; connections are closed at exit."""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import site
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +21,96 @@ from kcache import triton as kcache_triton
 @pytest.fixture
 def door_env(redis_door: int, monkeypatch: pytest.MonkeyPatch) -> int:
     monkeypatch.setenv("KCACHE_REDIS_ADDR", f"127.0.0.1:{redis_door}")
+    monkeypatch.delenv("KCACHE_DRIVER_VERSION", raising=False)
     return redis_door
+
+
+SAXPY = b"""extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}"""
+
+
+def nvrtc_cubin(major: int) -> bytes:
+    """saxpy for sm_90 compiled by the venv's NVRTC wheel of CUDA `major` (12: 12.9, 13: 13.x;
+    requirements/test.txt pins both)."""
+    found = [path for directory in site.getsitepackages()
+             for path in Path(directory).glob(f"nvidia/*/lib/libnvrtc.so.{major}")]
+    assert found, f"no libnvrtc.so.{major} wheel in {sys.prefix}: run scripts/install-deps.sh"
+    nvrtc = ctypes.CDLL(str(found[0]))
+    program = ctypes.c_void_p()
+    assert nvrtc.nvrtcCreateProgram(ctypes.byref(program), SAXPY, b"saxpy.cu", 0, None, None) == 0
+    options = (ctypes.c_char_p * 1)(b"-arch=sm_90")
+    assert nvrtc.nvrtcCompileProgram(program, 1, options) == 0
+    size = ctypes.c_size_t()
+    assert nvrtc.nvrtcGetCUBINSize(program, ctypes.byref(size)) == 0
+    cubin = ctypes.create_string_buffer(size.value)
+    assert nvrtc.nvrtcGetCUBIN(program, cubin) == 0
+    nvrtc.nvrtcDestroyProgram(ctypes.byref(program))
+    return cubin.raw
+
+
+def put_group(key: str, cubin: bytes) -> dict:
+    files = {"saxpy.cubin": cubin, "saxpy.json": b'{"name": "saxpy"}'}
+    for name, data in files.items():
+        kcache_triton.Backend(key).put(name, data)
+    return files
+
+
+def test_a_cubin_newer_than_the_told_driver_is_not_served(door_env: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    cuda13 = put_group("drv-13", nvrtc_cubin(13))
+    cuda129 = put_group("drv-129", nvrtc_cubin(12))
+    monkeypatch.setenv("KCACHE_DRIVER_VERSION", "12090")
+    assert kcache_triton.Backend("drv-13").get(list(cuda13)) == {"saxpy.json": cuda13["saxpy.json"]}
+    assert kcache_triton.Backend("drv-129").get(list(cuda129)) == cuda129
+    monkeypatch.setenv("KCACHE_DRIVER_VERSION", "13000")
+    assert kcache_triton.Backend("drv-13").get(list(cuda13)) == cuda13
+    assert kcache_triton.Backend("drv-129").get(list(cuda129)) == cuda129
+    monkeypatch.setenv("KCACHE_DRIVER_VERSION", "0")  # tells nothing: served unchecked
+    assert kcache_triton.Backend("drv-13").get(list(cuda13)) == cuda13
+
+
+def test_triton_compiles_a_group_whose_cubin_the_driver_cannot_load(
+        door_env: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = pytest.importorskip("triton.runtime.cache")
+    monkeypatch.setenv("TRITON_REMOTE_CACHE_BACKEND", "kcache.triton:Backend")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "pod1"))
+    first = cache.RemoteCacheManager("drv-triton")
+    paths = {name: first.put(data, name) for name, data in
+             [("k.cubin", nvrtc_cubin(13)), ("k.json", b"{}")]}
+    first.put_group("k.json", paths)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "pod2"))
+    monkeypatch.setenv("KCACHE_DRIVER_VERSION", "12090")
+    assert cache.RemoteCacheManager("drv-triton").get_group("k.json") is None
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "pod3"))
+    monkeypatch.setenv("KCACHE_DRIVER_VERSION", "13000")
+    assert set(cache.RemoteCacheManager("drv-triton").get_group("k.json")) == {"k.cubin", "k.json"}
+
+
+def test_a_bad_driver_override_is_warned_and_tells_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KCACHE_DRIVER_VERSION", "12.9")
+    with pytest.warns(RuntimeWarning, match="not a number like 12090"):
+        assert kcache_triton.driver_version() is None
+    monkeypatch.setenv("KCACHE_DRIVER_VERSION", "12090")
+    assert kcache_triton.driver_version() == 12090
+
+
+def test_connections_are_closed_when_their_thread_ends_and_at_exit(door_env: int) -> None:
+    script = """
+import threading
+from kcache import triton
+def get():
+    triton.Backend("closed").get(["a"])
+worker = threading.Thread(target=get)
+worker.start()
+worker.join()
+get()
+"""
+    done = subprocess.run([sys.executable, "-W", "always::ResourceWarning", "-c", script],
+                          env=os.environ, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "unclosed" not in done.stderr and "ResourceWarning" not in done.stderr, done.stderr
 
 
 def test_get_and_put_of_a_group_in_one_call(door_env: int,

@@ -143,6 +143,46 @@ TEST_F(RedisCommandsTest, RefusesUnknownCommandsAndWrongArity) {
   EXPECT_EQ(counts_[RedisDoorCount::kRefusedCommand], 6);
 }
 
+TEST_F(RedisCommandsTest, DriverTakesOneVersionAndNamesWhatToSendOtherwise) {
+  EXPECT_EQ(Run({"KCACHE.DRIVER", "12090"}), "+OK\r\n");
+  EXPECT_EQ(session_.driver, 12090u);
+  EXPECT_EQ(Run({"kcache.driver", "13000"}), "+OK\r\n");
+  EXPECT_EQ(session_.driver, 13000u);
+  for (const char* bad : {"", "0", "999", "100000", "-13000", "13.0", "13000x", "abc"}) {
+    std::string reply = Run({"KCACHE.DRIVER", bad});
+    EXPECT_EQ(reply.rfind("-ERR KCACHE.DRIVER '", 0), 0u) << bad << ": " << reply;
+    EXPECT_NE(reply.find("cuDriverGetVersion"), std::string::npos) << reply;
+  }
+  EXPECT_NE(Run({"KCACHE.DRIVER"}).find("takes one argument, not 0"), std::string::npos);
+  EXPECT_NE(Run({"KCACHE.DRIVER", "1", "2"}).find("takes one argument, not 2"), std::string::npos);
+  EXPECT_EQ(session_.driver, 13000u) << "a refused KCACHE.DRIVER keeps the version told";
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedCommand], 10);
+}
+
+TEST_F(RedisCommandsTest, ACubinWithoutAToolkitIsAMissOnceTheDriverIsTold) {
+  // A CUDA ELF header and nothing else: a cubin that names no toolkit (real cubins:
+  // tests/integration/redis_door_test.cc).
+  std::string header(64, '\0');
+  header.replace(0, 4,
+                 "\x7f"
+                 "ELF");
+  header[4] = 2;     // ELFCLASS64
+  header[5] = 1;     // little-endian
+  header[18] = 190;  // EM_CUDA
+  ASSERT_EQ(Run({"SET", "triton:k:k.cubin", header}), "+OK\r\n");
+  ASSERT_EQ(Run({"SET", "triton:k:k.json", "{}"}), "+OK\r\n");
+  const std::string served = "*2\r\n$64\r\n" + header + "\r\n$2\r\n{}\r\n";
+  EXPECT_EQ(Run({"MGET", "triton:k:k.cubin", "triton:k:k.json"}), served) << "not told: served";
+  EXPECT_EQ(Run({"KCACHE.DRIVER", "13000"}), "+OK\r\n");
+  EXPECT_EQ(Run({"GET", "triton:k:k.cubin"}), "$-1\r\n");
+  EXPECT_EQ(Run({"MGET", "triton:k:k.cubin", "triton:k:k.json"}), "*2\r\n$-1\r\n$2\r\n{}\r\n");
+  EXPECT_EQ(Run({"EXISTS", "triton:k:k.cubin"}), ":1\r\n") << "stored all along";
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedToolkitUnknown], 2);
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedDriverTooOld], 0);
+  EXPECT_EQ(counts_[RedisDoorCount::kMiss], 2);
+  EXPECT_EQ(counts_[RedisDoorCount::kHit], 3);
+}
+
 TEST(NamedObjectTest, KeysDifferByEveryByteOfTheNameAndFromLauncherKeys) {
   EXPECT_NE(objects::NamedObjectKey("pt2:a").Encode(), objects::NamedObjectKey("pt2:b").Encode());
   EXPECT_NE(objects::NamedObjectKey(std::string("pt2:\0", 5)).Encode(),

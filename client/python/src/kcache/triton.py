@@ -8,15 +8,21 @@
 the value of `triton:<cache key>:<file name>`; a group's files come back in one MGET. The door
 failing only costs a compile: a get answers nothing and a put is dropped, with one warning per
 process. Pure Python: needs neither redis-py nor libkcache.
+
+Each connection tells the door this process's CUDA driver (`KCACHE.DRIVER`, from libcuda's
+cuDriverGetVersion, or $KCACHE_DRIVER_VERSION when set), so that a cubin built by a newer
+toolkit than the driver loads comes back as a miss: Triton then compiles it here.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import socket
 import threading
 import warnings
-from typing import Dict, List, Optional, Union
+import weakref
+from typing import BinaryIO, Dict, List, Optional, Tuple, Union
 
 try:  # Triton checks that the backend derives from a class of this name.
     from triton.runtime.cache import RemoteCacheBackend
@@ -26,6 +32,7 @@ except ImportError:  # pragma: no cover - the backend is usable (and tested) wit
             pass
 
 ADDRESS_ENV = "KCACHE_REDIS_ADDR"
+DRIVER_ENV = "KCACHE_DRIVER_VERSION"
 NAMESPACE = "triton"
 _TIMEOUT_SECONDS = 10.0
 
@@ -56,6 +63,8 @@ class _Connection:
             self._sock.close()
             raise DoorError(f"cannot reach kcached's Redis door at {address}: {e}") from e
         self._in = self._sock.makefile("rb")
+        # Closes the socket when the connection is dropped (its thread ended) or at exit.
+        self._closer = weakref.finalize(self, _close_all, self._in, self._sock)
 
     def call(self, *args: Union[str, bytes]) -> Reply:
         frame = [b"*%d\r\n" % len(args)]
@@ -93,22 +102,65 @@ class _Connection:
         raise DoorError(f"unexpected reply from kcached's Redis door: {line[:40]!r}")
 
     def close(self) -> None:
-        self._in.close()
-        self._sock.close()
+        self._closer()
+
+
+def _close_all(reader: BinaryIO, sock: socket.socket) -> None:
+    reader.close()
+    sock.close()
+
+
+_libcuda_driver: Optional[int] = None
+_libcuda_read = False
+
+
+def driver_version() -> Optional[int]:
+    """The CUDA driver version to tell the door (e.g. 12090): $KCACHE_DRIVER_VERSION when set
+    (0 tells nothing), else cuDriverGetVersion from libcuda.so.1; None when neither gives one."""
+    global _libcuda_driver, _libcuda_read
+    told = os.environ.get(DRIVER_ENV, "").strip()
+    if told:
+        if not told.isdigit():
+            warnings.warn(f"kcache.triton: {DRIVER_ENV}={told!r} is not a number like 12090: "
+                          "the driver is not told", RuntimeWarning, stacklevel=2)
+            return None
+        return int(told) or None
+    if not _libcuda_read:
+        _libcuda_read = True
+        try:
+            version = ctypes.c_int(0)
+            if ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(version)) == 0:
+                _libcuda_driver = version.value or None
+        except (OSError, AttributeError):
+            pass  # no driver here: nothing to tell
+    return _libcuda_driver
 
 
 class _Door:
-    """A connection per thread, made again after a failure."""
+    """A connection per thread, made again after a failure; each tells `driver` first."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, driver: Optional[int]) -> None:
         self.address = address
+        self.driver = driver
         self._local = threading.local()
         self._warned = False
+
+    def _connect(self) -> _Connection:
+        connection = _Connection(self.address)
+        if self.driver is not None:
+            try:
+                connection.call("KCACHE.DRIVER", str(self.driver))
+            except DoorError as e:
+                if "kcached's Redis door" in str(e):
+                    connection.close()
+                    raise
+                # A kcached without KCACHE.DRIVER (older): served unchecked, as before.
+        return connection
 
     def call(self, *args: Union[str, bytes]) -> Reply:
         connection: Optional[_Connection] = getattr(self._local, "connection", None)
         if connection is None:
-            connection = self._local.connection = _Connection(self.address)
+            connection = self._local.connection = self._connect()
         try:
             return connection.call(*args)
         except DoorError as e:
@@ -124,15 +176,15 @@ class _Door:
                           RuntimeWarning, stacklevel=3)
 
 
-_doors: Dict[str, _Door] = {}
+_doors: Dict[Tuple[str, Optional[int]], _Door] = {}
 _doors_lock = threading.Lock()
 
 
-def _door(address: str) -> _Door:
+def _door(address: str, driver: Optional[int]) -> _Door:
     with _doors_lock:
-        if address not in _doors:
-            _doors[address] = _Door(address)
-        return _doors[address]
+        if (address, driver) not in _doors:
+            _doors[(address, driver)] = _Door(address, driver)
+        return _doors[(address, driver)]
 
 
 class Backend(RemoteCacheBackend):
@@ -144,7 +196,7 @@ class Backend(RemoteCacheBackend):
         if not address:
             raise RuntimeError(f"kcache.triton.Backend needs {ADDRESS_ENV} (kcached's "
                                "--redis-listen address); `kcache env --redis` sets it")
-        self._door = _door(address)
+        self._door = _door(address, driver_version())
         self._prefix = f"{NAMESPACE}:{key}:"
 
     def get(self, filenames: List[str]) -> Dict[str, bytes]:
