@@ -2,9 +2,11 @@
 // with one compile worker whose compiles the fault-injecting worker makes slow
 // (KCACHE_TEST_SLEEP_MS): a client's progress callback sees its kernel queued behind another
 // compile, then compiling, before it is served; a compile of a kernel compiled before for
-// another target says how long that took. (`kcache get --progress`: client_progress_test.)
+// another target says how long that took; the C ABI's progress callback sees the same.
+// (`kcache get --progress`: client_progress_test.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "kcache/kcache.h"
+#include "kcache/kcache_c.h"
 #include "tests/testutil/client_kernels.h"
 #include "tests/testutil/daemon_process.h"
 
@@ -160,6 +163,33 @@ TEST_F(CompileProgressTest, ACompileOfAKernelCompiledBeforeForAnotherTargetSaysH
   int compiling = FirstIn(seen, Stage::kCompiling);
   ASSERT_GE(compiling, 0) << Describe(seen);
   EXPECT_GT(seen[compiling].expected, absl::ZeroDuration()) << Describe(seen);
+}
+
+// What a C ABI progress callback saw: the stages, in order.
+void RecordStage(void* context, const kcache_progress* progress) {
+  static_cast<std::vector<int>*>(context)->push_back(progress->stage);
+}
+
+TEST_F(CompileProgressTest, TheCAbiProgressCallbackSeesItsKernelCompiling) {
+  kcache_options options;
+  kcache_options_init(&options);
+  std::string address = daemon_.address();
+  options.address = address.c_str();
+  kcache_client* c = nullptr;
+  ASSERT_EQ(kcache_connect(&options, &c), KCACHE_OK) << kcache_last_error();
+  std::vector<int> stages;
+  kcache_set_progress_callback(c, &RecordStage, &stages);
+  KernelSource slow = Slow("c_abi", 1500);
+  kcache_source source = {};
+  source.name = slow.name.c_str();
+  source.source = slow.source.c_str();
+  kcache_device device = {8, 9, 13000};
+  kcache_kernel* kernel = nullptr;
+  EXPECT_EQ(kcache_resolve(c, &source, &device, &kernel), KCACHE_OK) << kcache_last_error();
+  kcache_kernel_free(kernel);
+  kcache_client_free(c);
+  EXPECT_NE(std::find(stages.begin(), stages.end(), KCACHE_STAGE_COMPILING), stages.end())
+      << stages.size() << " progress calls, none compiling";
 }
 
 }  // namespace

@@ -203,8 +203,8 @@ struct CallOptions {
   bool ptx_now = false;
   // Called with each progress the daemon sends while it compiles for this call (about every
   // 0.5 s per waiting kernel). It runs on the thread reading the daemon's answers — the
-  // calling thread, inside Resolve or ResolveMany — so it must be quick and must not call
-  // this Client. Empty: none.
+  // calling thread, inside Resolve or ResolveMany; for ResolveForGpus, one thread per device
+  // at once — so it must be quick and must not call this Client. Empty: none.
   std::function<void(const CompileProgress&)> on_progress;
 };
 
