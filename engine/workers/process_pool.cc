@@ -212,6 +212,7 @@ class ProcessPool final : public ProcessPoolCompiler {
     waiting_.push_back(w);
     Reorder();
   }
+  // The caller Reorders, once it has also moved the client's counts (a waiter that got a slot).
   void RemoveWaiter(const Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), w));
   }
