@@ -1,6 +1,8 @@
 // kcache get / ls / stat --server and export-manifest: a running kcached answers.
 #include "client/cli/server_commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,11 +11,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/fatbin.h"
+#include "client/cli/get_progress.h"
 #include "client/cli/node_devices.h"
 #include "client/cli/output.h"
 #include "client/cli/server_connect.h"
@@ -235,6 +239,11 @@ int RunGetOnServer(const ServerGetFlags& flags) {
   }
   auto start = std::chrono::steady_clock::now();
   GetReport report;
+  std::optional<GetProgress> progress;  // one device: lines on stderr while kcached compiles
+  if (!node && (flags.progress || isatty(STDERR_FILENO) != 0)) {
+    progress.emplace(stderr, flags.kernels, devices->front().ToString());
+    call.on_progress = [&progress](const client::CompileProgress& p) { progress->Print(p); };
+  }
   if (!node) {
     // One call for all of them: each is reported as it arrives, stored ones first.
     (*c)->ResolveMany(

@@ -24,6 +24,7 @@ struct ServerGetFlags {
   double timeout_s = 60;
   bool fatbin = false;       // with a device list: DIR/NAME.fatbin of each distinct SM's cubin
   std::string toolkit_root;  // whose fatbinary builds it; "" = the default toolkit
+  bool progress = false;     // print the daemon's compile progress even when stderr is no terminal
 };
 
 struct ServerWarmFlags {

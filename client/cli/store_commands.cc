@@ -40,6 +40,7 @@ struct GetFlags {
   bool ptx_now = false;
   bool json = false;
   bool fatbin = false;  // with --server and a --device list: one fatbin per kernel
+  bool progress = false;
 };
 
 json MetaJson(const ArtifactMeta& m) {
@@ -377,6 +378,10 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
   get_cmd->add_flag("--fatbin", get->fatbin,
                     "With --server and a --device list: also write DIR/NAME.fatbin, one fatbin "
                     "holding each distinct SM's cubin (built with the toolkit's fatbinary)");
+  get_cmd->add_flag("--progress", get->progress,
+                    "With --server and one device: print where kcached is with each compile it "
+                    "runs for the call (queued, compiling) to stderr, at most once a second; "
+                    "the default when stderr is a terminal");
   get_cmd->callback([get, exit_code] {
     *exit_code = Dispatch(
         get->store, get->server, [&] { return RunGet(*get); },
@@ -391,7 +396,8 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
                            get->json,
                            get->timeout_s,
                            get->fatbin,
-                           get->toolkits.empty() ? "" : get->toolkits.front()};
+                           get->toolkits.empty() ? "" : get->toolkits.front(),
+                           get->progress};
           return RunGetOnServer(f);
         });
   });

@@ -160,7 +160,7 @@ int kcache_connect(const kcache_options* options, kcache_client** out) {
   opts.startup_grace = absl::Milliseconds(o.startup_grace_ms);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(opts);
   if (!client.ok()) return Fail(client.status());
-  *out = new kcache_client{*std::move(client)};
+  *out = new kcache_client{*std::move(client), {}};
   last_error.clear();
   return KCACHE_OK;
 }
@@ -173,7 +173,7 @@ int kcache_resolve(kcache_client* client, const kcache_source* source, const kca
     return FailWith(KCACHE_INVALID_ARGUMENT, "client, source, device and out must not be NULL");
   }
   *out = nullptr;
-  return Finish(client->client->Resolve(ToSource(source), ToDevice(device)), out);
+  return Finish(client->client->Resolve(ToSource(source), ToDevice(device), client->call), out);
 }
 
 int kcache_resolve_many(kcache_client* client, const kcache_kernel_ref* kernels, size_t count,
@@ -189,7 +189,8 @@ int kcache_resolve_many(kcache_client* client, const kcache_kernel_ref* kernels,
     return Fail(s);
   }
   client->client->ResolveMany(
-      refs, ToDevice(device), [&](size_t index, absl::StatusOr<FetchedKernel> result) {
+      refs, ToDevice(device),
+      [&](size_t index, absl::StatusOr<FetchedKernel> result) {
         if (result.ok()) {
           callback(context, index, KCACHE_OK, "", NewKernel(*std::move(result)));
         } else {
@@ -197,7 +198,8 @@ int kcache_resolve_many(kcache_client* client, const kcache_kernel_ref* kernels,
           callback(context, index, static_cast<int>(result.status().code()), message.c_str(),
                    nullptr);
         }
-      });
+      },
+      client->call);
   last_error.clear();
   return KCACHE_OK;
 }
@@ -208,7 +210,7 @@ int kcache_resolve_by_name(kcache_client* client, const char* name, const kcache
     return FailWith(KCACHE_INVALID_ARGUMENT, "client, name, device and out must not be NULL");
   }
   *out = nullptr;
-  return Finish(client->client->ResolveByName(name, ToDevice(device)), out);
+  return Finish(client->client->ResolveByName(name, ToDevice(device), client->call), out);
 }
 
 int kcache_resolve_by_id(kcache_client* client, const char* hex_id, const kcache_device* device,
@@ -217,7 +219,7 @@ int kcache_resolve_by_id(kcache_client* client, const char* hex_id, const kcache
     return FailWith(KCACHE_INVALID_ARGUMENT, "client, hex_id, device and out must not be NULL");
   }
   *out = nullptr;
-  return Finish(client->client->ResolveById(hex_id, ToDevice(device)), out);
+  return Finish(client->client->ResolveById(hex_id, ToDevice(device), client->call), out);
 }
 
 void kcache_kernel_free(kcache_kernel* kernel) { delete kernel; }

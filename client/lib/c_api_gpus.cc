@@ -108,7 +108,8 @@ int kcache_resolve_for_gpus(kcache_client* client, const kcache_kernel_ref* kern
   }
   std::vector<GpuInfo> infos;
   for (size_t g = 0; g < num_gpus; ++g) infos.push_back(FromC(gpus[g]));
-  kcache::client::NodeKernels node = kcache::client::ResolveForGpus(*client->client, refs, infos);
+  kcache::client::NodeKernels node =
+      kcache::client::ResolveForGpus(*client->client, refs, infos, client->call);
   // Each distinct device is reported under the first GPU that has it.
   std::vector<size_t> first_gpu(node.devices.size(), 0);
   for (size_t g = num_gpus; g-- > 0;) first_gpu[node.device_of_gpu[g]] = g;

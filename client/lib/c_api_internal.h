@@ -12,6 +12,7 @@
 
 struct kcache_client {
   std::unique_ptr<kcache::client::Client> client;
+  kcache::client::CallOptions call;  // of every resolve (kcache_set_progress_callback)
 };
 
 struct kcache_kernel {

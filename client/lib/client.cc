@@ -105,6 +105,15 @@ struct Client::Impl {
   WaitLimits LimitsFor(const CallOptions& call) const {
     return WaitLimits{SilenceFor(call), options.wait_limit};
   }
+  // CallOptions::on_progress for a call whose entry k is the caller's kernel `sent[k]`
+  // (none: a single kernel, index 0).
+  static ProgressCallback ProgressFor(const CallOptions& call,
+                                      const std::vector<size_t>* sent = nullptr) {
+    if (!call.on_progress) return {};
+    return [&call, sent](size_t k, const v1::ResolveProgress& progress) {
+      call.on_progress(FromWire(progress, sent != nullptr ? (*sent)[k] : k));
+    };
+  }
 
   // The request as this client sends it.
   void Stamp(const CallOptions& call, v1::ResolveRequest& request) const {
@@ -171,7 +180,7 @@ struct Client::Impl {
     absl::StatusOr<FetchedKernel> result;
     absl::Status status = WithGrace(
         [&] {
-          result = daemon.Resolve(request, LimitsFor(call), &end);
+          result = daemon.Resolve(request, LimitsFor(call), &end, ProgressFor(call));
           return result.status();
         },
         &end, outcome);
@@ -402,7 +411,10 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
         }
       };
       status = impl.WithGrace(
-          [&] { return impl.daemon.ResolveMany(calls[c], impl.LimitsFor(call), on_answer, &end); },
+          [&] {
+            return impl.daemon.ResolveMany(calls[c], impl.LimitsFor(call), on_answer, &end,
+                                           Impl::ProgressFor(call, &sent[c]));
+          },
           &end, &outcome);
     } else {
       outcome = DaemonOutcome::kSkipped;

@@ -178,8 +178,12 @@ absl::Status ReadAll(grpc::ClientReader<Part>& reader, grpc::ClientContext& cont
 // then its chunks, one entry at a time.
 class ManyAnswers {
  public:
-  ManyAnswers(size_t entries, const ResolveManyCallback& on_answer, absl::Time start)
-      : answered_(entries, false), heard_(entries, start), on_answer_(on_answer) {}
+  ManyAnswers(size_t entries, const ResolveManyCallback& on_answer,
+              const ProgressCallback& on_progress, absl::Time start)
+      : answered_(entries, false),
+        heard_(entries, start),
+        on_answer_(on_answer),
+        on_progress_(on_progress) {}
 
   absl::Status Take(const v1::ResolveManyResponse& part) {
     uint32_t index = part.index();
@@ -189,6 +193,7 @@ class ManyAnswers {
     heard_[index] = Now();
     if (part.has_progress()) {
       if (open_) return BrokenStream("progress inside an answer");
+      if (on_progress_) on_progress_(index, part.progress());
       return absl::OkStatus();
     }
     if (open_ && index != open_index_) {
@@ -244,6 +249,7 @@ class ManyAnswers {
   std::vector<bool> answered_;
   std::vector<absl::Time> heard_;  // per entry: when the daemon last sent something for it
   const ResolveManyCallback& on_answer_;
+  const ProgressCallback& on_progress_;
   bool open_ = false;
   uint32_t open_index_ = 0;
   v1::ArtifactHeader header_;
@@ -314,7 +320,8 @@ absl::Status DaemonConnection::Described(const absl::Status& status) const {
 }
 
 absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest& request,
-                                                        const WaitLimits& limits, CallEnd* end) {
+                                                        const WaitLimits& limits, CallEnd* end,
+                                                        const ProgressCallback& on_progress) {
   absl::Time start = Now();
   while (true) {
     *end = CallEnd();
@@ -329,7 +336,9 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
     absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveResponse& part) {
       Heard(*watch, limits, start, part.has_progress() ? &part.progress() : nullptr);
       if (part.has_progress()) {
-        return have_header ? BrokenStream("progress inside the answer") : absl::OkStatus();
+        if (have_header) return BrokenStream("progress inside the answer");
+        if (on_progress) on_progress(0, part.progress());
+        return absl::OkStatus();
       }
       return TakePart(part, &have_header, &kernel, &header);
     });
@@ -346,7 +355,8 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
 
 absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request,
                                            const WaitLimits& limits,
-                                           const ResolveManyCallback& on_answer, CallEnd* end) {
+                                           const ResolveManyCallback& on_answer, CallEnd* end,
+                                           const ProgressCallback& on_progress) {
   absl::Time start = Now();
   while (true) {
     *end = CallEnd();
@@ -356,7 +366,7 @@ absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request
     std::shared_ptr<v1::KernelCache::Stub> s = stub();
     std::unique_ptr<grpc::ClientReader<v1::ResolveManyResponse>> reader =
         s->ResolveMany(&context, request);
-    ManyAnswers answers(static_cast<size_t>(request.kernels_size()), on_answer, Now());
+    ManyAnswers answers(static_cast<size_t>(request.kernels_size()), on_answer, on_progress, Now());
     bool any = false;
     absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveManyResponse& part) {
       any = true;

@@ -25,6 +25,8 @@ inline constexpr uint64_t kMaxArtifactBytes = 1ull << 30;
 // One answer of a ResolveMany: the entry's index in the request, and its kernel (checksum
 // verified) or the daemon's error for it.
 using ResolveManyCallback = std::function<void(size_t index, absl::StatusOr<FetchedKernel>)>;
+// A progress message for the entry `index` of the call (0 for a Resolve), on the reading thread.
+using ProgressCallback = std::function<void(size_t index, const v1::ResolveProgress&)>;
 
 // How long a Resolve or ResolveMany waits (docs/client.md, "Deadlines"): at most `silence`
 // without a message from the daemon for the kernel (its answer, or a ResolveProgress while it
@@ -70,15 +72,17 @@ class DaemonConnection {
   // bounds (RESOURCE_EXHAUSTED with a retry-after, "kcached is busy") is retried after that
   // pause while limits.silence (from the first attempt) allows.
   absl::StatusOr<FetchedKernel> Resolve(const v1::ResolveRequest& request, const WaitLimits& limits,
-                                        CallEnd* end);
+                                        CallEnd* end, const ProgressCallback& on_progress = {});
   // One ResolveMany (at most kMaxResolveManyEntries entries, under kMaxUnaryMessageBytes):
   // `on_answer` runs, on this thread, once per entry as its answer completes. `limits` holds
   // for each entry on its own: the call is given up once one entry not yet answered has heard
   // nothing for limits.silence. OK when every entry was answered; otherwise the call's failure
   // (the entries not answered got nothing), DataLoss for a broken stream. A busy refusal
-  // before any answer is retried as Resolve's.
+  // before any answer is retried as Resolve's. `on_progress` (both calls) runs on this
+  // thread for each progress message.
   absl::Status ResolveMany(const v1::ResolveManyRequest& request, const WaitLimits& limits,
-                           const ResolveManyCallback& on_answer, CallEnd* end);
+                           const ResolveManyCallback& on_answer, CallEnd* end,
+                           const ProgressCallback& on_progress = {});
   absl::StatusOr<DaemonStats> Stat(absl::Time deadline);
   absl::StatusOr<std::vector<ListedKernel>> List(absl::Time deadline);
   absl::StatusOr<ExportedManifest> ExportManifest(absl::Time deadline);

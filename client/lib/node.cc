@@ -61,12 +61,20 @@ std::vector<absl::StatusOr<FetchedKernel>> ResolveForDevice(Client& client,
     index.push_back(k);
   }
   if (asked.empty()) return results;
+  CallOptions asking = call;  // progress names the kernel by its place in `kernels`
+  if (call.on_progress) {
+    asking.on_progress = [&](const CompileProgress& progress) {
+      CompileProgress mapped = progress;
+      mapped.index = index[progress.index];
+      call.on_progress(mapped);
+    };
+  }
   client.ResolveMany(
       asked, device,
       [&](size_t i, absl::StatusOr<FetchedKernel> result) {
         results[index[i]] = std::move(result);
       },
-      call);
+      asking);
   return results;
 }
 

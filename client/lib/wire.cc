@@ -71,6 +71,29 @@ ServeRule FromWire(v1::ServeRule rule) {
   }
 }
 
+CompileProgress FromWire(const v1::ResolveProgress& progress, size_t index) {
+  CompileProgress out;
+  out.index = index;
+  switch (progress.stage()) {
+    case v1::COMPILE_STAGE_QUEUED:
+      out.stage = CompileProgress::Stage::kQueued;
+      break;
+    case v1::COMPILE_STAGE_COMPILING:
+      out.stage = CompileProgress::Stage::kCompiling;
+      break;
+    case v1::COMPILE_STAGE_SHARED:
+      out.stage = CompileProgress::Stage::kShared;
+      break;
+    default:  // a stage this client does not know: unknown
+      break;
+  }
+  out.queued_behind = progress.queued_behind();
+  out.elapsed = absl::Milliseconds(progress.elapsed_ms());
+  out.compiling_for = absl::Milliseconds(progress.compile_elapsed_ms());
+  out.expected = absl::Milliseconds(progress.expected_ms());
+  return out;
+}
+
 FetchedKernel FromWireHeader(const v1::ArtifactHeader& header) {
   FetchedKernel k;
   k.kind = FromWire(header.kind());

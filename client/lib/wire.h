@@ -23,6 +23,8 @@ FetchedKernel FromWireHeader(const v1::ArtifactHeader& header);
 ArtifactKind FromWire(v1::ArtifactKind kind);
 ServedFrom FromWire(v1::Tier tier);
 ServeRule FromWire(v1::ServeRule rule);
+// The progress of the call's entry `index`.
+CompileProgress FromWire(const v1::ResolveProgress& progress, size_t index);
 
 // gRPC and absl share the canonical code numbers; the daemon's message is kept.
 absl::Status FromGrpc(const grpc::Status& status);

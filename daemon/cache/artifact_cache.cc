@@ -163,8 +163,8 @@ class ArtifactCacheImpl : public ArtifactCache {
   absl::StatusOr<Served> ResolveMiss(const KernelId& id, const ResolveQuery& query);
   Served ServeStored(const KernelId& id, const Device& device, Resolution hit, size_t tier,
                      bool remember, uint64_t epoch);
-  absl::StatusOr<Served> CompileMiss(ResolveDecision decision, const Device& device,
-                                     uint64_t epoch);
+  absl::StatusOr<Served> CompileMiss(ResolveDecision decision, const Device& device, uint64_t epoch,
+                                     CompileWatch* watch);
   void QueueBackground(CompileJob job, size_t toolkit);
   // Whether a compile of `id` may run: always with sandboxed workers; else only for a kernel
   // whose record a baked store holds (its source came with the image, not from a client).
@@ -363,7 +363,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
   }
   decision->compile->demand = CompileDemand{query.client, query.still_wanted};
   if (query.waits_for_compile) query.waits_for_compile();
-  return CompileMiss(*std::move(decision), device, epoch);
+  return CompileMiss(*std::move(decision), device, epoch, query.compile_watch);
 }
 
 Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, Resolution hit,
@@ -379,9 +379,10 @@ Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, 
 }
 
 absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
-                                                      const Device& device, uint64_t epoch) {
+                                                      const Device& device, uint64_t epoch,
+                                                      CompileWatch* watch) {
   const CompileJob& job = *decision.compile;
-  CompileResult result = flights_[decision.toolkit]->CompileOnce(job);
+  CompileResult result = flights_[decision.toolkit]->CompileOnce(job, nullptr, watch);
   if (!result.ok()) {
     bool compile_error = absl::IsAborted(result.status());
     if (decision.stored && !compile_error) {  // limits, a crashed worker: the PTX still runs

@@ -25,6 +25,7 @@
 namespace kcache {
 
 class Compiler;
+class CompileWatch;
 class SharedTier;
 class Store;
 
@@ -97,6 +98,10 @@ struct ResolveQuery {
   // or by another daemon of the fleet): the gRPC call then tells its client (ResolveProgress).
   // Null: nobody is told.
   std::function<void()> waits_for_compile;
+  // When the answer waits for a compile: pointed at where that compile is (queued, compiling,
+  // in the shared tier), for the progress the call sends its client. Borrowed: must outlive
+  // Resolve. Null: nobody reads it.
+  CompileWatch* compile_watch = nullptr;
 };
 
 // ResolveQuery::defer_compile's answer, and its test.

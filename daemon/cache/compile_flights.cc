@@ -57,6 +57,9 @@ constexpr absl::Duration kRetryGrace = absl::Seconds(2);
 
 class CompileFlights::Interest {
  public:
+  // Where the flight is; shared by its callers and set by whoever runs it.
+  const std::shared_ptr<CompileStatus>& status() const { return status_; }
+
   size_t Add(const CompileDemand& demand) {
     absl::MutexLock lock(&mu_);
     size_t ticket = next_ticket_++;
@@ -88,6 +91,7 @@ class CompileFlights::Interest {
   absl::Time last_wanted_ ABSL_GUARDED_BY(mu_) = absl::Now();
   size_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::pair<size_t, std::function<bool()>>> wanted_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<CompileStatus> status_ = std::make_shared<CompileStatus>();
 };
 
 std::shared_ptr<CompileFlights::Interest> CompileFlights::Register(const std::string& key,
@@ -106,13 +110,16 @@ void CompileFlights::Unregister(const std::string& key, size_t ticket) {
   if (found != interests_.end() && found->second->Remove(ticket)) interests_.erase(found);
 }
 
-CompileResult CompileFlights::CompileOnce(const CompileJob& job, bool* waited) {
+CompileResult CompileFlights::CompileOnce(const CompileJob& job, bool* waited,
+                                          CompileWatch* watch) {
   const std::string key = FlightKey(job);
   if (std::optional<absl::Status> stopped = RecentLimitStop(key)) return *stopped;
   size_t ticket = 0;
   std::shared_ptr<Interest> interest = Register(key, job.demand, &ticket);
   CompileJob flight_job = job;
   flight_job.demand.wanted = [interest] { return interest->Wanted(); };
+  flight_job.demand.status = interest->status();
+  if (watch != nullptr) watch->Follow(interest->status());
   CompileResult result;
   // A flight dropped while this caller still waited (it joined as the others gave up) is run
   // again for it: a caller that wants the answer never gets "nobody waits".
@@ -177,9 +184,21 @@ std::shared_ptr<const CompiledSet> CompileFlights::FindStored(const CompileJob& 
   return set;
 }
 
+absl::Duration CompileFlights::ExpectedCompileTime(const KernelId& id) {
+  uint64_t longest = 0;
+  for (size_t tier = 0; tier < tiers_->size(); ++tier) {
+    absl::StatusOr<std::vector<ArtifactMeta>> metas = tiers_->ListArtifacts(tier, id);
+    if (!metas.ok()) continue;
+    for (const ArtifactMeta& meta : *metas) longest = std::max(longest, meta.compile_micros);
+  }
+  return absl::Microseconds(longest);
+}
+
 CompileResult CompileFlights::Run(const CompileJob& job) {
   if (std::shared_ptr<const CompiledSet> stored = FindStored(job)) return stored;
+  job.demand.status->Expect(ExpectedCompileTime(job.id));
   std::string lease;  // the fleet's lease on this compile, when this daemon holds it
+  if (shared_ != nullptr) job.demand.status->Shared();
   if (std::shared_ptr<const CompiledSet> fetched = FetchShared(job, &lease)) return fetched;
 
   Clock::time_point start = Clock::now();

@@ -60,7 +60,13 @@ class CompileFlights {
   // A flight stopped by a limit (DeadlineExceeded, ResourceExhausted) is remembered for
   // `limit_backoff`: callers for the same (kernel, target) in that time get its error at once,
   // saying so, instead of holding a worker for as long again.
-  CompileResult CompileOnce(const CompileJob& job, bool* waited = nullptr);
+  //
+  // `watch` (when given) is pointed at the flight's CompileStatus before this caller waits:
+  // every caller of one flight reads the same status (queued, compiling, in the shared tier),
+  // with the time a compile of the same kernel took before (ExpectedCompileTime) when one was
+  // recorded.
+  CompileResult CompileOnce(const CompileJob& job, bool* waited = nullptr,
+                            CompileWatch* watch = nullptr);
 
   // A Compiler whose compiles go through CompileOnce, for engine/warm's Warm(): a warm and a
   // miss for the same artifact compile once. Borrows this.
@@ -76,6 +82,9 @@ class CompileFlights {
 
   CompileResult Run(const CompileJob& job);
   std::shared_ptr<const CompiledSet> FindStored(const CompileJob& job);
+  // The longest compile_micros the store tiers record for any artifact of `id` (another
+  // target, or another toolkit): what a compile of it is expected to take. 0: none recorded.
+  absl::Duration ExpectedCompileTime(const KernelId& id);
   // What `job` would write, from the shared tier: there already, or compiled by another
   // daemon holding the fleet's lease while this one waited. Null: compile here (holding the
   // lease when `*lease` is set).

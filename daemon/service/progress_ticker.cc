@@ -61,11 +61,25 @@ void ProgressTicker::Run() {
   }
 }
 
-v1::ResolveProgress ProgressSource::Make(absl::Time accepted) const {
+namespace {
+
+uint32_t Millis(absl::Duration d) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(absl::ToInt64Milliseconds(d), 0, UINT32_MAX));
+}
+
+}  // namespace
+
+v1::ResolveProgress ProgressSource::Make(absl::Time accepted, const CompileWatch* watch) const {
   constexpr int64_t kMax = UINT32_MAX;
   v1::ResolveProgress progress;
-  progress.set_elapsed_ms(static_cast<uint32_t>(
-      std::clamp<int64_t>(absl::ToInt64Milliseconds(absl::Now() - accepted), 0, kMax)));
+  progress.set_elapsed_ms(Millis(absl::Now() - accepted));
+  if (watch != nullptr) {
+    CompileStatus::View where = watch->Read();
+    progress.set_stage(static_cast<v1::CompileStage>(where.stage));
+    progress.set_queued_behind(where.stage == CompileStage::kQueued ? where.queued_behind : 0);
+    progress.set_compile_elapsed_ms(Millis(where.compiling_for));
+    progress.set_expected_ms(Millis(where.expected));
+  }
   if (compile_limit > absl::ZeroDuration() && compile_limit != absl::InfiniteDuration()) {
     progress.set_compile_limit_seconds(static_cast<uint32_t>(std::clamp<int64_t>(
         absl::ToInt64Seconds(absl::Ceil(compile_limit, absl::Seconds(1))), 1, kMax)));

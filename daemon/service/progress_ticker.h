@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "engine/compile/compile_status.h"
 #include "kcache/v1/kcache.pb.h"
 
 namespace kcache {
@@ -52,8 +53,9 @@ class ProgressTicker {
 struct ProgressSource {
   ProgressTicker* ticker = nullptr;
   absl::Duration compile_limit = absl::ZeroDuration();  // 0 or infinite = none
-  // The progress of a call kcached accepted at `accepted`.
-  v1::ResolveProgress Make(absl::Time accepted) const;
+  // The progress of a call kcached accepted at `accepted`, waiting for the compile `watch`
+  // follows (null or not yet pointed at one: the stage is unknown).
+  v1::ResolveProgress Make(absl::Time accepted, const CompileWatch* watch) const;
 };
 
 }  // namespace kcache

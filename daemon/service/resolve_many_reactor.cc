@@ -61,6 +61,7 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
     StartSendInitialMetadata();
     accepted_ = absl::Now();
     total_ = static_cast<size_t>(request.kernels_size());
+    compile_watches_ = std::make_unique<CompileWatch[]>(total_);
     std::vector<std::pair<uint32_t, ResolveQuery>> queries;
     for (int i = 0; i < request.kernels_size(); ++i) {
       const v1::ResolveRequest& entry = request.kernels(i);
@@ -74,6 +75,7 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
       query.still_wanted = [gave_up = gave_up_] { return !gave_up->load(); };
       if (entry.want_progress() && progress_.ticker != nullptr) {
         wants_progress_.insert(static_cast<uint32_t>(i));
+        query.compile_watch = &compile_watches_[i];
       }
       queries.emplace_back(static_cast<uint32_t>(i), std::move(query));
     }
@@ -239,7 +241,7 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
       progress_due_.pop_back();
       if (!waiting_.contains(index)) continue;
       current_.set_index(index);
-      *current_.mutable_progress() = progress_.Make(accepted_);
+      *current_.mutable_progress() = progress_.Make(accepted_, &compile_watches_[index]);
       return true;
     }
     return false;
@@ -280,7 +282,9 @@ class ResolveManyReactor final : public grpc::ServerWriteReactor<v1::ResolveMany
   absl::flat_hash_set<uint32_t> wants_progress_;  // entries that asked; set before it too
   // Set when the call is cancelled or its client went away (ResolveQuery::still_wanted).
   const std::shared_ptr<std::atomic<bool>> gave_up_ = std::make_shared<std::atomic<bool>>(false);
-  size_t total_ = 0;       // entries; set before any background work starts
+  size_t total_ = 0;  // entries; set before any background work starts
+  // Per entry: where the compile it waits for is. Set before any background work starts.
+  std::unique_ptr<CompileWatch[]> compile_watches_;
   uint64_t reserved_ = 0;  // of the tracker's queued-bytes bound
 
   absl::Mutex mu_;

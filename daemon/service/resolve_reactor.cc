@@ -127,6 +127,7 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     query.still_wanted = [gave_up = gave_up_] { return !gave_up->load(); };
     if (request.want_progress() && progress_.ticker != nullptr) {
       query.waits_for_compile = [this] { StartProgress(); };
+      query.compile_watch = &compile_watch_;
     }
     pool->Submit([this, query = std::move(query)] {
       Serve(cache_->Resolve(query), query);
@@ -193,7 +194,7 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       if (writing_) return true;  // the last one is still going out
       writing_ = true;
     }
-    progress_message_ = ProgressMessage(progress_.Make(accepted_));
+    progress_message_ = ProgressMessage(progress_.Make(accepted_, &compile_watch_));
     StartWrite(&progress_message_);
     return true;
   }
@@ -273,7 +274,8 @@ class ResolveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   ArtifactCache* const cache_;
   grpc::CallbackServerContext* const context_;
   const ProgressSource progress_;
-  absl::Time accepted_;  // set before the background task starts
+  absl::Time accepted_;         // set before the background task starts
+  CompileWatch compile_watch_;  // where the compile the answer waits for is
   // Set when the call is cancelled or its client went away: read by the compile queue
   // (ResolveQuery::still_wanted), which may outlive this reactor.
   const std::shared_ptr<std::atomic<bool>> gave_up_ = std::make_shared<std::atomic<bool>>(false);

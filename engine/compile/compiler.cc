@@ -268,6 +268,7 @@ class NvrtcCompiler final : public Compiler {
         !s.ok()) {
       return s;
     }
+    if (job.demand.status != nullptr) job.demand.status->Compiling();  // nothing to wait for
     const Target ptx_target = job.target.WithKind(TargetKind::kPtx);
     CompileOutput output;
     absl::StatusOr<PassOutput> pass = RunPass(*toolkit_, job, job.target, /*dlto=*/false);

@@ -14,6 +14,7 @@
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
+#include "engine/compile/compile_status.h"
 
 namespace kcache {
 
@@ -29,6 +30,9 @@ struct CompileDemand {
   // Called from the queue's thread, with the queue's lock held: cheap, takes no other lock
   // that a Compile caller may hold.
   std::function<bool()> wanted;
+  // Where the job is, for those who wait for it: a worker pool's queue sets queued (with its
+  // place) and compiling; null: nobody reads it. Shared by every caller of one compile.
+  std::shared_ptr<CompileStatus> status;
 };
 
 struct CompileJob {

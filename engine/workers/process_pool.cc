@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/compile/toolkit.h"
+#include "engine/workers/turn_order.h"
 #include "engine/workers/worker_process.h"
 #include "engine/workers/worker_protocol.h"
 #include "spdlog/spdlog.h"
@@ -143,6 +144,7 @@ class ProcessPool final : public ProcessPoolCompiler {
   struct Waiter {
     std::string client;
     uint64_t arrival = 0;
+    CompileStatus* status = nullptr;  // the job's (CompileDemand::status), or null
   };
 
   // The slot `w` would take now, or -1. A free regular slot, preferring one whose worker is
@@ -177,40 +179,42 @@ class ProcessPool final : public ProcessPoolCompiler {
     return found == last_served_.end() ? 0 : found->second;
   }
 
-  // The waiter a free slot goes to (docs/compile-workers.md, "Queueing"). Of the clients below
-  // their share (all slots but one while another client waits): the one with the fewest
-  // compiles running, then the one served longest ago (a client not served lately first),
-  // then the earliest to arrive. When every waiter is at its share, the earliest: a slot is
-  // never left idle.
+  // The waiter a free slot goes to (docs/compile-workers.md, "Queueing"): the first in turn
+  // order, which Reorder keeps.
   const Waiter* Next() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const int share = std::max(1, workers_ - 1);
-    auto before = [this](const Waiter* a, const Waiter* b) {
-      int running_a = RunningFor(a->client), running_b = RunningFor(b->client);
-      if (running_a != running_b) return running_a < running_b;
-      uint64_t served_a = LastServed(a->client), served_b = LastServed(b->client);
-      if (served_a != served_b) return served_a < served_b;
-      return a->arrival < b->arrival;
-    };
-    const Waiter* next = nullptr;
-    const Waiter* earliest = nullptr;
-    for (const Waiter* w : waiting_) {
-      if (earliest == nullptr || w->arrival < earliest->arrival) earliest = w;
-      bool others_wait = static_cast<int>(waiting_.size()) > waiting_by_client_.at(w->client);
-      if (others_wait && RunningFor(w->client) >= share) continue;
-      if (next == nullptr || before(w, next)) next = w;
-    }
-    return next != nullptr ? next : earliest;
+    return order_.empty() ? nullptr : order_.front();
   }
 
-  // waiting_ and its count per client (Next() asks, for every waiter, whether another client
-  // waits: a count, not a scan of the queue, since every waiter's turn is asked on each wake).
+  // Puts the waiters in turn order (TurnOrder) and tells each where it is: behind the
+  // compiles running and those ahead of it. Called whenever the queue or a client's running
+  // count changes.
+  void Reorder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<WaitingTurn> turns;
+    turns.reserve(waiting_.size());
+    for (const Waiter* w : waiting_) turns.push_back({&w->client, w->arrival});
+    std::vector<size_t> order = TurnOrder(
+        turns,
+        [this](const std::string& client) {
+          return ClientTurns{RunningFor(client), LastServed(client)};
+        },
+        std::max(1, workers_ - 1), starts_);
+    uint32_t running = 0;
+    for (const Slot& slot : slots_) running += slot.busy ? 1 : 0;
+    order_.clear();
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Waiter* w = waiting_[order[i]];
+      order_.push_back(w);
+      if (w->status != nullptr) w->status->Queued(running + static_cast<uint32_t>(i));
+    }
+  }
+
   void AddWaiter(const Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     waiting_.push_back(w);
-    ++waiting_by_client_[w->client];
+    Reorder();
   }
+  // The caller Reorders, once it has also moved the client's counts (a waiter that got a slot).
   void RemoveWaiter(const Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), w));
-    if (--waiting_by_client_[w->client] == 0) waiting_by_client_.erase(w->client);
   }
 
   struct Turn {
@@ -224,7 +228,7 @@ class ProcessPool final : public ProcessPoolCompiler {
   // Waits for this job's turn at a free slot (preferring one that holds a worker) and marks it
   // busy. Nullopt when, while it waited, nobody wanted the job any more (job.demand.wanted).
   std::optional<size_t> Acquire(const CompileJob& job) {
-    Waiter me{job.demand.client, 0};
+    Waiter me{job.demand.client, 0, job.demand.status.get()};
     Turn turn{this, &me};
     absl::MutexLock lock(&mu_);
     me.arrival = ++arrivals_;
@@ -232,6 +236,7 @@ class ProcessPool final : public ProcessPoolCompiler {
     while (!mu_.AwaitWithTimeout(absl::Condition(&IsTurn, &turn), kWantedCheckEvery)) {
       if (job.demand.wanted && !job.demand.wanted()) {
         RemoveWaiter(&me);
+        Reorder();
         ++stats_.dropped;
         return std::nullopt;
       }
@@ -246,6 +251,8 @@ class ProcessPool final : public ProcessPoolCompiler {
     if (last_served_.size() >= kMaxClientsRemembered) last_served_.clear();  // forget, not grow
     last_served_[me.client] = ++starts_;
     ++stats_.compiles;
+    Reorder();
+    if (me.status != nullptr) me.status->Compiling();
     return chosen;
   }
 
@@ -272,6 +279,7 @@ class ProcessPool final : public ProcessPoolCompiler {
     slots_[slot].worker = std::move(worker);
     slots_[slot].busy = false;
     if (--running_[slots_[slot].client] == 0) running_.erase(slots_[slot].client);
+    Reorder();
   }
 
   void Count(WorkerFate fate, uint64_t cpu_micros) {
@@ -301,7 +309,7 @@ class ProcessPool final : public ProcessPoolCompiler {
   mutable absl::Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<const Waiter*> waiting_ ABSL_GUARDED_BY(mu_);  // in no order
-  absl::flat_hash_map<std::string, int> waiting_by_client_ ABSL_GUARDED_BY(mu_);
+  std::vector<const Waiter*> order_ ABSL_GUARDED_BY(mu_);    // waiting_ in turn order (Reorder)
   absl::flat_hash_map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // compiles per client
   absl::flat_hash_map<std::string, uint64_t> last_served_ ABSL_GUARDED_BY(mu_);  // by starts_
   uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;

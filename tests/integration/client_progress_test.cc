@@ -2,9 +2,10 @@
 // real kcached whose compiles are made slow by the fault-injecting compile worker
 // (KCACHE_TEST_SLEEP_MS): a default client is served a 5 s compile (C++ and the C ABI), every
 // kernel of a batch with one slow compile is served, a daemon stopped in the middle of a
-// compile is given up on after the deadline and the kernel compiled here, an old-style request
-// still gets its answer without progress messages, and a worker that asks before kcached
-// listens is served by kcached (the start-up grace).
+// compile is given up on after the deadline and the kernel compiled here, `kcache get` waits
+// for a compile and prints where it is, an old-style request still gets its answer without
+// progress messages, and a worker that asks before kcached listens is served by kcached (the
+// start-up grace).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -131,7 +132,10 @@ TEST_F(ClientProgressTest, EveryKernelOfABatchWithOneSlowCompileIsServed) {
 
 // `kcache get --server` with a 1 s deadline (--timeout) waits for a 3 s compile for the
 // device: the kernel was warmed for another arch, so the daemon knows it by name.
-TEST_F(ClientProgressTest, KcacheGetWaitsForACompileLongerThanItsTimeout) {
+// `kcache get --timeout 1` waits for a 3 s compile, and with --progress says where it is
+// (compiling, and about how long the warm's compile of the same kernel for 7.5 took); without
+// it, and stderr not a terminal, it says nothing of it.
+TEST_F(ClientProgressTest, KcacheGetWaitsForACompileLongerThanItsTimeoutAndPrintsItsProgress) {
   StartDaemon();
   ::kcache::testing::TempDir dir;
   dir.Write("slow.cu", Saxpy("cli", 3000).source);
@@ -142,13 +146,20 @@ TEST_F(ClientProgressTest, KcacheGetWaitsForACompileLongerThanItsTimeout) {
       ::kcache::testing::KcacheCli() + " warm --arch 7.5" + server + " " + manifest);
   ASSERT_EQ(warm.exit_code, 0) << warm.output << daemon_.Log();
   auto start = Clock::now();
-  ::kcache::testing::RunResult get =
-      ::kcache::testing::Run(::kcache::testing::KcacheCli() +
-                             " get --json --timeout 1 --device 8.9 --kernel slow" + server);
+  ::kcache::testing::RunResult get = ::kcache::testing::Run(
+      ::kcache::testing::KcacheCli() +
+      " get --json --progress --timeout 1 --device 8.9 --kernel slow" + server);
   double seconds = SecondsSince(start);
   ASSERT_EQ(get.exit_code, 0) << get.output << daemon_.Log();
   EXPECT_NE(get.output.find("\"daemon:compile\""), std::string::npos) << get.output;
-  std::printf("kcache get --timeout 1, a 3000 ms compile: served in %.2f s\n", seconds);
+  EXPECT_NE(get.output.find("kcached: slow for 8.9: compiling ("), std::string::npos) << get.output;
+  EXPECT_NE(get.output.find(" of about "), std::string::npos) << get.output;
+  std::printf("kcache get --timeout 1, a 3000 ms compile: served in %.2f s\n%s", seconds,
+              get.output.substr(0, get.output.find('{')).c_str());
+  ::kcache::testing::RunResult quiet = ::kcache::testing::Run(
+      ::kcache::testing::KcacheCli() + " get --json --device 8.6 --kernel slow" + server);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("kcached: "), std::string::npos) << quiet.output;
 }
 
 // The daemon accepted the call and sent progress, then stopped (SIGSTOP) in the middle of

@@ -1,7 +1,7 @@
 """Default Python clients wait for kernels kcached is compiling (docs/client.md, "Deadlines"):
 the daemon keeps each call alive with progress messages, so a 2 s deadline bounds silence, not
 the compile. Compiles are made slow by the fault-injecting compile worker
-(KCACHE_TEST_SLEEP_MS)."""
+(KCACHE_TEST_SLEEP_MS). A client's on_progress hears where its compile is."""
 
 from __future__ import annotations
 
@@ -93,3 +93,11 @@ def _quietly(client: kcache.Client, source: kcache.KernelSource) -> None:
         client.resolve(source, DEVICE)
     except kcache.Error:
         pass
+
+
+def test_on_progress_sees_the_kernel_compiling(slow_daemon: Daemon) -> None:
+    seen: List[kcache.Progress] = []
+    client = kcache.Client(slow_daemon.address, on_progress=seen.append)
+    k = client.resolve(variant("progress", 1500), DEVICE)
+    assert k.served_from == "daemon:compile"
+    assert any(p.stage == "compiling" and p.index == 0 for p in seen), seen

@@ -14,10 +14,13 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/manifest.h"
+#include "engine/compile/compile_status.h"
 #include "engine/compile/toolkit.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/kernels.h"
@@ -530,6 +533,55 @@ TEST_F(ProcessPoolTest, ReserveWorkerServesAnotherClientWhileEveryWorkerRunsABom
   EXPECT_EQ(pool->stats().reserve_compiles, 1u);
   bomber.join();
   EXPECT_LE(pool->worker_pids().size(), 1u);  // the reserve's worker went with its compile
+}
+
+// Waits (up to 20 s) until `status` reads `stage`; what it reads then.
+CompileStatus::View AwaitStage(const CompileStatus& status, CompileStage stage) {
+  CompileStatus::View view = status.Read();
+  for (int i = 0; i < 20000 && view.stage != stage; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    view = status.Read();
+  }
+  return view;
+}
+
+// With one worker busy, waiting jobs read where they are in the queue, in turn order (a
+// client's second job behind another client's first), and compiling once they run.
+TEST_F(ProcessPoolTest, QueuedJobsReadTheirPlaceInTurnOrderThenCompiling) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kFaultyWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  CompileJob slow = Job(Faulty("KCACHE_TEST_SLEEP_MS:4000"), "sm_89");
+  slow.demand.client = "slow";
+  slow.demand.status = std::make_shared<CompileStatus>();
+  std::thread running([&] { EXPECT_TRUE(pool->Compile(slow).ok()); });
+  ASSERT_EQ(AwaitStage(*slow.demand.status, CompileStage::kCompiling).stage,
+            CompileStage::kCompiling);
+  // a1 and a2 from client a, then b1 from client b: b1's turn comes before a2's.
+  std::vector<CompileJob> jobs;
+  for (const auto& [client, target] :
+       {std::pair<std::string, std::string>{"a", "sm_86"}, {"a", "sm_80"}, {"b", "sm_75"}}) {
+    jobs.push_back(Job(Saxpy(), target));
+    jobs.back().demand.client = client;
+    jobs.back().demand.status = std::make_shared<CompileStatus>();
+  }
+  std::vector<std::thread> waiting;
+  for (CompileJob& job : jobs) {
+    waiting.emplace_back([&pool, &job] { EXPECT_TRUE(pool->Compile(job).ok()); });
+    ASSERT_EQ(AwaitStage(*job.demand.status, CompileStage::kQueued).stage, CompileStage::kQueued);
+  }
+  std::vector<uint32_t> behind;
+  for (const CompileJob& job : jobs) behind.push_back(job.demand.status->Read().queued_behind);
+  bool still_running = jobs[0].demand.status->Read().stage == CompileStage::kQueued;
+  running.join();
+  for (std::thread& t : waiting) t.join();
+  ASSERT_TRUE(still_running) << "the slow compile ended before the queue was read";
+  EXPECT_EQ(behind, (std::vector<uint32_t>{1, 3, 2}))  // the running one, then a1, b1, a2
+      << behind[0] << " " << behind[1] << " " << behind[2];
+  for (const CompileJob& job : jobs) {
+    CompileStatus::View view = job.demand.status->Read();
+    EXPECT_EQ(view.stage, CompileStage::kCompiling);  // it ran (and stays so once done)
+    EXPECT_GT(view.compiling_for, absl::ZeroDuration());
+  }
 }
 
 }  // namespace

@@ -175,6 +175,25 @@ struct KernelRef {
 };
 
 // Per-call settings; the defaults are the client's.
+// Where the daemon is with a kernel it compiles for a call (CallOptions::on_progress;
+// docs/client.md, "Progress").
+struct CompileProgress {
+  enum class Stage {
+    kUnknown = 0,    // not said (yet), or a daemon too old to say
+    kQueued = 1,     // waiting for a free compile worker
+    kCompiling = 2,  // being compiled
+    kShared = 3,     // looked for in the shared tier, or compiled by another daemon of the fleet
+  };
+  size_t index = 0;  // the kernel's index in the ResolveMany batch (0 for a single Resolve)
+  Stage stage = Stage::kUnknown;
+  uint32_t queued_behind = 0;  // kQueued: compiles running, plus those ahead of it queued
+  absl::Duration elapsed = absl::ZeroDuration();        // since the daemon accepted the call
+  absl::Duration compiling_for = absl::ZeroDuration();  // kCompiling: since it started
+  // How long a compile of the same kernel took there before (another target or toolkit);
+  // 0: not known.
+  absl::Duration expected = absl::ZeroDuration();
+};
+
 struct CallOptions {
   absl::Duration deadline = absl::ZeroDuration();  // 0 = ClientOptions::deadline (its meaning)
   bool allow_daemon_compile = true;                // false: the daemon answers NOT_FOUND on a miss
@@ -182,6 +201,11 @@ struct CallOptions {
   // PTX now (the driver JITs it) while the daemon compiles the SASS in the background for the
   // next caller. False (default): wait for the SASS, so this worker never pays a JIT.
   bool ptx_now = false;
+  // Called with each progress the daemon sends while it compiles for this call (about every
+  // 0.5 s per waiting kernel). It runs on the thread reading the daemon's answers — the
+  // calling thread, inside Resolve or ResolveMany; for ResolveForGpus, one thread per device
+  // at once — so it must be quick and must not call this Client. Empty: none.
+  std::function<void(const CompileProgress&)> on_progress;
 };
 
 // The daemon's statistics (kcache stat --server).

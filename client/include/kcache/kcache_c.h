@@ -210,6 +210,31 @@ int kcache_resolve_for_gpus(kcache_client* client, const kcache_kernel_ref* kern
                             const kcache_gpu* gpus, size_t num_gpus, size_t* device_of_gpu,
                             kcache_resolve_for_gpus_callback callback, void* context);
 
+/* Where the daemon is with a kernel it compiles for a resolve (docs/client.md, "Progress"). */
+#define KCACHE_STAGE_UNKNOWN 0   /* not said (yet), or a daemon too old to say */
+#define KCACHE_STAGE_QUEUED 1    /* waiting for a free compile worker */
+#define KCACHE_STAGE_COMPILING 2 /* being compiled */
+#define KCACHE_STAGE_SHARED 3 /* in the shared tier, or compiled by another daemon of the fleet */
+typedef struct kcache_progress {
+  size_t index;           /* the kernel's index in the list of a batch; 0 for one kernel */
+  int32_t stage;          /* KCACHE_STAGE_* */
+  uint32_t queued_behind; /* KCACHE_STAGE_QUEUED: compiles running, plus those ahead of it */
+  int64_t elapsed_ms;     /* since the daemon accepted the call */
+  int64_t compiling_ms;   /* KCACHE_STAGE_COMPILING: since the compile started */
+  int64_t expected_ms;    /* how long a compile of the same kernel took before; 0: not known */
+} kcache_progress;
+
+/* `progress` lives for the call only. */
+typedef void (*kcache_progress_callback)(void* context, const kcache_progress* progress);
+
+/* Every later resolve through `client` calls `callback` with each progress the daemon sends
+ * while it compiles (about every 0.5 s per waiting kernel), on the thread reading the daemon's
+ * answers: the resolving thread (kcache_resolve_for_gpus: one thread per device, at once).
+ * It must be quick and must not call the client. NULL: none. Set it before the client is
+ * shared between threads. */
+void kcache_set_progress_callback(kcache_client* client, kcache_progress_callback callback,
+                                  void* context);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

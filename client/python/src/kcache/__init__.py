@@ -21,6 +21,7 @@ from ._gpus import (Gpu, NodeKernels, check_runs_on, detect_gpus, entry_points, 
                     resolve_for_gpus)
 from ._kernel import Kernel
 from ._manifest import load_manifest
+from ._progress import Progress
 from ._types import ById, ByName, Device, DeviceLike, KernelRef, KernelSource
 from .errors import (CompileError, DataLoss, DeadlineExceeded, Error, FailedPrecondition,
                      InvalidArgument, NotFound, Unavailable)
@@ -28,7 +29,7 @@ from .errors import (CompileError, DataLoss, DeadlineExceeded, Error, FailedPrec
 __all__ = [
     "ById", "ByName", "Client", "CompileError", "DataLoss", "DeadlineExceeded", "Device",
     "DeviceLike", "Error", "FailedPrecondition", "InvalidArgument", "Kernel", "KernelRef",
-    "KernelSource", "NotFound", "Result", "Unavailable", "detect_devices", "library_version",
+    "KernelSource", "NotFound", "Progress", "Result", "Unavailable", "detect_devices", "library_version",
     "library_path", "load_manifest", "Gpu", "NodeKernels", "check_runs_on", "detect_gpus",
     "entry_points", "load", "pretend_gpus", "resolve_for_gpus",
 ]

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from . import _native
 from ._kernel import Kernel
+from ._progress import Progress, progress_callback
 from ._types import ById, ByName, Device, DeviceLike, KernelRef, KernelSource, as_device, as_ref
 from .errors import Error, error_for, raise_for
 
@@ -84,6 +85,10 @@ class Client:
     startup_grace: seconds the first calls wait for a kcached that is not there yet (its
       socket missing or refusing) before compiling here; 0 = do not wait (None =
       $KCACHE_STARTUP_GRACE, else 5).
+    on_progress: called with a Progress each time the daemon says where a compile it runs for
+      a call is (about every 0.5 s per waiting kernel), on the thread making the call, inside
+      it: keep it short and do not call this Client from it. An exception it raises is
+      printed and ignored.
 
     Never waits for the daemon here: it connects on first use. Raises InvalidArgument for bad
     options.
@@ -94,8 +99,10 @@ class Client:
                  breaker_failures: int = 3, breaker_cooldown: float = 10.0,
                  client_name: Optional[str] = None, fast_path: bool = True,
                  wait_limit: Optional[float] = None,
-                 startup_grace: Optional[float] = None) -> None:
+                 startup_grace: Optional[float] = None,
+                 on_progress: Optional[Callable[[Progress], None]] = None) -> None:
         self._handle: Optional[int] = None
+        self._on_progress: Any = None  # the C callback, alive as long as the handle
         lib = _native.lib()
         options = _native.Options()
         lib.kcache_options_init(ctypes.byref(options))
@@ -113,6 +120,13 @@ class Client:
         handle = ctypes.c_void_p()
         raise_for(lib.kcache_connect(ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle.value
+        if on_progress is not None:
+            if not _native.has("kcache_set_progress_callback"):
+                self.close()
+                raise ValueError(f"on_progress: {_native.library_path()} is too old to report "
+                                 "progress; use the libkcache.so of this package")
+            self._on_progress = progress_callback(on_progress)
+            lib.kcache_set_progress_callback(self._handle, self._on_progress, None)
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:

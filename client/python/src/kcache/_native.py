@@ -82,6 +82,17 @@ RESOLVE_MANY_CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_int, c_char
 RESOLVE_FOR_GPUS_CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_size_t, c_int, c_char_p,
                                              c_void_p)
 
+
+class ProgressStruct(ctypes.Structure):
+    """kcache_progress: where the daemon is with a kernel it compiles."""
+
+    _fields_ = [("index", c_size_t), ("stage", c_int32), ("queued_behind", ctypes.c_uint32),
+                ("elapsed_ms", c_int64), ("compiling_ms", c_int64), ("expected_ms", c_int64)]
+
+
+# void (*)(void* context, const kcache_progress* progress)
+PROGRESS_CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, ctypes.POINTER(ProgressStruct))
+
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
 
@@ -137,6 +148,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     fn("kcache_resolve_for_gpus", c_int, c_void_p, ctypes.POINTER(KernelRef), c_size_t,
        ctypes.POINTER(GpuStruct), c_size_t, ctypes.POINTER(c_size_t), RESOLVE_FOR_GPUS_CALLBACK,
        c_void_p)
+    fn("kcache_set_progress_callback", None, c_void_p, PROGRESS_CALLBACK, c_void_p)
 
 
 def lib() -> ctypes.CDLL:
