@@ -178,10 +178,12 @@ class DaemonImpl final : public Daemon {
 
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-    if (absl::Status s = StartMainServer(); !s.ok()) return s;
-    if (absl::Status s = StartProbeServer(); !s.ok()) return s;
+    // The other doors open first: a client (or a readiness check) that the main socket answers
+    // finds the fast path and the Redis door listening too.
     StartFastPath();
     if (absl::Status s = StartRedisDoor(); !s.ok()) return s;
+    if (absl::Status s = StartMainServer(); !s.ok()) return s;
+    if (absl::Status s = StartProbeServer(); !s.ok()) return s;
     spdlog::info(
         "kcached serving on {} (socket mode {:04o}){}; {}; memory cache {} MiB; at most {} "
         "calls in flight and {} MiB queued for clients",
