@@ -182,7 +182,7 @@ class ProcessPool final : public ProcessPoolCompiler {
   // The waiter a free slot goes to (docs/compile-workers.md, "Queueing"): the first in turn
   // order, which Reorder keeps.
   const Waiter* Next() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return order_.empty() ? nullptr : order_.front();
+    return waiting_.empty() ? nullptr : waiting_.front();
   }
 
   // Puts the waiters in turn order (TurnOrder) and tells each where it is: behind the
@@ -200,12 +200,14 @@ class ProcessPool final : public ProcessPoolCompiler {
         std::max(1, workers_ - 1), starts_);
     uint32_t running = 0;
     for (const Slot& slot : slots_) running += slot.busy ? 1 : 0;
-    order_.clear();
+    std::vector<const Waiter*> ordered;
+    ordered.reserve(order.size());
     for (size_t i = 0; i < order.size(); ++i) {
       const Waiter* w = waiting_[order[i]];
-      order_.push_back(w);
+      ordered.push_back(w);
       if (w->status != nullptr) w->status->Queued(running + static_cast<uint32_t>(i));
     }
+    waiting_ = std::move(ordered);
   }
 
   void AddWaiter(const Waiter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -308,8 +310,8 @@ class ProcessPool final : public ProcessPoolCompiler {
   std::string sandbox_;
   mutable absl::Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
-  std::vector<const Waiter*> waiting_ ABSL_GUARDED_BY(mu_);  // in no order
-  std::vector<const Waiter*> order_ ABSL_GUARDED_BY(mu_);    // waiting_ in turn order (Reorder)
+  // In turn order, as Reorder left it (a waiter just added or removed: until the next Reorder).
+  std::vector<const Waiter*> waiting_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // compiles per client
   absl::flat_hash_map<std::string, uint64_t> last_served_ ABSL_GUARDED_BY(mu_);  // by starts_
   uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;
