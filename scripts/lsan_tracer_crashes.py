@@ -2,15 +2,17 @@
 """Which failed tests of the last ctest run in BUILD failed only because LeakSanitizer crashed.
 
 LeakSanitizer's own stop-the-world tracer sometimes dies at a process's exit ("Tracer caught
-signal 11", then "LeakSanitizer has encountered a fatal error"), after the test itself has
-passed and before any leak is looked for: a known fault of the sanitizer runtime
-(github.com/google/sanitizers issue 1353), not of the program. scripts/sanitize.sh runs such a
-test once more.
+signal 11", then "LeakSanitizer has encountered a fatal error"), after the program's work is done
+and before any leak is looked for: a known fault of the sanitizer runtime
+(github.com/google/sanitizers issue 1353), not of the program. It has been seen in processes that
+ran NVRTC in-process. When the test's own process crashes so, the test had passed; when a
+program the test runs (the kcache CLI) crashes so, that program exits 1 and the test fails its
+exit-code check, with the signature in the test's output. scripts/sanitize.sh runs such a test
+once more, and the second run must pass.
 
 Prints the ctest numbers of those tests, comma-separated (for `ctest -I 0,0,0,N,...`), and exits
 0 when every failure of the run is one; exits 1 (printing nothing) when any failure is anything
-else (a test that failed, a sanitizer report, a timeout, half the signature): those are not
-retried.
+else (no signature, half of it, a sanitizer report): those are not retried.
 
     scripts/lsan_tracer_crashes.py BUILD
 """
@@ -19,9 +21,9 @@ import sys
 from pathlib import Path
 
 SIGNATURE = ("Tracer caught signal 11", "LeakSanitizer has encountered a fatal error")
-# Any of these in the output: the run found something real, or did not get to pass.
-REAL = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: ",
-        "[  FAILED  ]")
+# Any of these in the output: a sanitizer found something real.
+REAL = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "ERROR: ThreadSanitizer",
+        "WARNING: ThreadSanitizer", "runtime error:", "SUMMARY: ")
 
 
 def outputs(log: str) -> dict[str, str]:
@@ -44,8 +46,7 @@ def main() -> int:
     for entry in failed:
         number, _, name = entry.partition(":")
         output = by_name.get(name, "")
-        if (not all(s in output for s in SIGNATURE) or any(s in output for s in REAL) or
-                "[  PASSED  ]" not in output):
+        if not all(s in output for s in SIGNATURE) or any(s in output for s in REAL):
             return 1
         numbers.append(number)
     print(",".join(numbers))

@@ -41,11 +41,11 @@ run_suite() {
   labels=$(IFS='|'; echo "^(hostile_)?($*)\$")
   echo "sanitize: $preset: running $# test binaries"
   ctest --test-dir "$build" -L "$labels" -j "$(nproc)" --output-on-failure && return 0
-  # Failures that are only LeakSanitizer's tracer crashing after the test passed run once more;
-  # anything else fails the suite as it is (scripts/lsan_tracer_crashes.py).
+  # Failures that are only LeakSanitizer's tracer crashing at a process's exit run once more and
+  # must pass; anything else fails the suite as it is (scripts/lsan_tracer_crashes.py).
   local crashed
   crashed=$(python3 "$root/scripts/lsan_tracer_crashes.py" "$build") || return 1
-  echo "sanitize: $preset: LeakSanitizer's tracer crashed at exit after tests $crashed passed; once more"
+  echo "sanitize: $preset: LeakSanitizer's tracer crashed at a process's exit in tests $crashed; once more"
   ctest --test-dir "$build" -I "0,0,0,$crashed" --output-on-failure
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """scripts/lsan_tracer_crashes.py: it picks out exactly the failures that are LeakSanitizer's
-tracer crashing after a passed test, and no others. Run by ctest (scripts.lsan-tracer-crashes)."""
+tracer crashing at a process's exit (the test's own, or a program's it ran), and no others. Run by ctest (scripts.lsan-tracer-crashes)."""
 import subprocess
 import sys
 import tempfile
@@ -39,7 +39,11 @@ def main() -> int:
         ("a leak report", {"A.B": (4, PASSED + "ERROR: LeakSanitizer: detected memory leaks\n"
                                    + TRACER)}, (1, "")),
         ("half the signature", {"A.B": (4, PASSED + "Tracer caught signal 11\n")}, (1, "")),
-        ("the test had not passed", {"A.B": (4, "[ RUN      ] T.A\n" + TRACER)}, (1, "")),
+        ("a program the test ran crashed so",
+         {"A.B": (4, "[ RUN      ] T.A\n" + TRACER + "x.cc:9: Failure\nExpected equality\n"
+                  "  exit_code\n    Which is: 1\n[  FAILED  ] T.A\n")}, (0, "4")),
+        ("a failure with no signature", {"A.B": (4, "[ RUN      ] T.A\n[  FAILED  ] T.A\n")},
+         (1, "")),
         ("a UBSan report", {"A.B": (4, "x.cc:1: runtime error: overflow\n" + PASSED + TRACER)},
          (1, "")),
         ("nothing failed", {}, (1, "")),
