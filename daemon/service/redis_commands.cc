@@ -284,12 +284,15 @@ void RedisCommands::Client(Call& call) const {
   if ((sub == "SETINFO" && call.args.size() == 4) || (sub == "SETNAME" && call.args.size() == 3)) {
     return call.Ok();  // accepted; kcache keeps no client names
   }
+  // redis-py 6.3 and later ask for maintenance notifications on connecting (RESP3): a door that
+  // never moves a slot or fails over has none to send, so the request is granted as a no-op.
+  if (sub == "MAINT_NOTIFICATIONS" && call.args.size() >= 3) return call.Ok();
   if (sub == "GETNAME" && call.args.size() == 2) return call.Null();
   if (sub == "ID" && call.args.size() == 2) return resp::AppendInteger(call.out, call.session.id);
   count_(Count::kRefusedCommand, 1);
   call.Error(absl::StrCat("ERR CLIENT ", Printable(call.args[1]),
-                          " is not served by kcache's Redis door (SETINFO, SETNAME, GETNAME, ID "
-                          "are)"));
+                          " is not served by kcache's Redis door (SETINFO, SETNAME, GETNAME, ID, "
+                          "MAINT_NOTIFICATIONS are)"));
 }
 
 void RedisCommands::Info(Call& call) const {

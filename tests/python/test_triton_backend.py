@@ -62,7 +62,8 @@ def test_a_cubin_newer_than_the_told_driver_is_not_served(door_env: int,
     cuda13 = put_group("drv-13", nvrtc_cubin(13))
     cuda129 = put_group("drv-129", nvrtc_cubin(12))
     monkeypatch.setenv("KCACHE_DRIVER_VERSION", "12090")
-    assert kcache_triton.Backend("drv-13").get(list(cuda13)) == {"saxpy.json": cuda13["saxpy.json"]}
+    assert kcache_triton.Backend("drv-13").get(list(cuda13)) == {}  # the group without its cubin
+    assert kcache_triton.Backend("drv-13").get(["saxpy.json"]) == {"saxpy.json": cuda13["saxpy.json"]}
     assert kcache_triton.Backend("drv-129").get(list(cuda129)) == cuda129
     monkeypatch.setenv("KCACHE_DRIVER_VERSION", "13000")
     assert kcache_triton.Backend("drv-13").get(list(cuda13)) == cuda13
@@ -113,6 +114,16 @@ get()
     assert "unclosed" not in done.stderr and "ResourceWarning" not in done.stderr, done.stderr
 
 
+def test_a_group_missing_a_file_comes_back_empty(door_env: int) -> None:
+    """Triton 3.6's get_group hands on whatever get() returns: a group without its cubin (evicted,
+    or never put) must come back as nothing, so that Triton compiles instead of failing."""
+    files = put_group("partial", b"\x7fELF not a real cubin")
+    with redis.Redis(port=door_env) as r:
+        r.delete("triton:partial:saxpy.cubin")
+    assert kcache_triton.Backend("partial").get(list(files)) == {}
+    assert kcache_triton.Backend("partial").get(["saxpy.json"]) == {"saxpy.json": files["saxpy.json"]}
+
+
 def test_get_and_put_of_a_group_in_one_call(door_env: int,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     backend = kcache_triton.Backend("key-group")
@@ -125,8 +136,9 @@ def test_get_and_put_of_a_group_in_one_call(door_env: int,
     call = kcache_triton._Door.call
     monkeypatch.setattr(kcache_triton._Door, "call",
                         lambda door, *args: commands.append(args[0]) or call(door, *args))
-    assert kcache_triton.Backend("key-group").get([*files, "absent.bin"]) == files
-    assert commands == ["MGET"]
+    assert kcache_triton.Backend("key-group").get(list(files)) == files
+    assert kcache_triton.Backend("key-group").get([*files, "absent.bin"]) == {}
+    assert commands == ["MGET", "MGET"]
     with redis.Redis(port=door_env) as r:
         assert r.get("triton:key-group:kernel.json") == b'{"name": "k"}'
     assert kcache_triton.Backend("other-key").get(["kernel.json"]) == {}

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from door_daemon import free_port, start_kcached
 
 COMPILE = """
 import json, torch
@@ -30,32 +31,6 @@ x, y = torch.randn(64), torch.randn(64)
 torch.testing.assert_close(torch.compile(f)(x, y), f(x, y))
 print("COUNTERS " + json.dumps(dict(counters["inductor"])))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_kcached(kcached: str, tmp: Path, port: int) -> subprocess.Popen:
-    log = open(tmp / "kcached.log", "wb")
-    process = subprocess.Popen([kcached, "--store", str(tmp / "store"), "--listen",
-                                f"unix://{tmp}/kcache.sock", "--no-toolkit", "--redis-listen",
-                                f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(300):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(b"PING\r\n")
-                if s.recv(16) == b"+PONG\r\n":
-                    return process
-        except OSError:
-            pass
-        if process.poll() is not None:
-            break
-        time.sleep(0.1)
-    process.kill()
-    sys.exit("kcached did not serve its Redis door:\n" + (tmp / "kcached.log").read_text())
 
 
 def compile_in_a_new_pod(kcache: str, tmp: Path, pod: str, port: int) -> tuple[dict, float]:

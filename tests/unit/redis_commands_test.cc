@@ -110,7 +110,10 @@ TEST_F(RedisCommandsTest, HandshakeInBothProtocols) {
   EXPECT_EQ(Run({"PING", "hi"}), "$2\r\nhi\r\n");
   EXPECT_EQ(Run({"CLIENT", "SETINFO", "LIB-NAME", "redis-py"}), "+OK\r\n");
   EXPECT_EQ(Run({"CLIENT", "SETNAME", "worker"}), "+OK\r\n");
+  EXPECT_EQ(Run({"CLIENT", "MAINT_NOTIFICATIONS", "ON", "moving-endpoint-type", "internal-ip"}),
+            "+OK\r\n");  // redis-py 8's handshake
   EXPECT_EQ(Run({"CLIENT", "ID"}), ":42\r\n");
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedCommand], 0);  // a client's handshake is all served
   EXPECT_EQ(Run({"SELECT", "0"}), "+OK\r\n");
   EXPECT_NE(Run({"SELECT", "1"}).find("database 0 only"), std::string::npos);
   EXPECT_EQ(Run({"COMMAND", "DOCS"}), "*0\r\n");

@@ -200,6 +200,10 @@ class Backend(RemoteCacheBackend):
         self._prefix = f"{NAMESPACE}:{key}:"
 
     def get(self, filenames: List[str]) -> Dict[str, bytes]:
+        """Every file asked for, or none: Triton asks for one file or for a kernel's whole group,
+        and Triton 3.6's RemoteCacheManager.get_group hands on a partial group as found (later
+        releases treat it as a miss), so a group missing its cubin (evicted, or refused for this
+        driver) comes back empty and Triton compiles the kernel."""
         if not filenames:
             return {}
         try:
@@ -208,8 +212,9 @@ class Backend(RemoteCacheBackend):
             self._door.warn_once("a lookup", e)
             return {}
         assert isinstance(values, list)
-        return {name: value for name, value in zip(filenames, values)
-                if isinstance(value, bytes)}
+        if not all(isinstance(value, bytes) for value in values):
+            return {}
+        return dict(zip(filenames, values))
 
     def put(self, filename: str, data: bytes) -> None:
         try:

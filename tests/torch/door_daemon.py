@@ -1,0 +1,38 @@
+"""A kcached with its Redis door on a loopback port, for the torch.compile test and
+bench/torch_compile: started over a store in a temporary folder, serving once PING is answered."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_kcached(kcached: str, tmp: Path, port: int) -> subprocess.Popen:
+    """kcached over tmp/store, its main socket at unix://tmp/kcache.sock and its door at
+    127.0.0.1:port, logging to tmp/kcached.log. Exits the process when the door never answers."""
+    log = open(tmp / "kcached.log", "wb")
+    process = subprocess.Popen([kcached, "--store", str(tmp / "store"), "--listen",
+                                f"unix://{tmp}/kcache.sock", "--no-toolkit", "--redis-listen",
+                                f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(300):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16) == b"+PONG\r\n":
+                    return process
+        except OSError:
+            pass
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    process.kill()
+    sys.exit("kcached did not serve its Redis door:\n" + (tmp / "kcached.log").read_text())
