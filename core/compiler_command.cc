@@ -332,6 +332,7 @@ bool ParseNvccOption(Parse& p, const std::vector<std::string>& args, size_t& i) 
     if (i + 1 >= args.size()) return false;
     value = args[++i];
   }
+  if (spec->name == "arch" && value == "native") p.Fail(U::kNativeTarget, arg);  // this GPU's SM
   p.Apply(spec->role, spec->reason, arg, value, absl::StrCat("-", spec->name, "\x01", value));
   return true;
 }
@@ -409,7 +410,7 @@ absl::string_view UncachedReasonName(UncachedReason reason) {
       "none",           "not_a_compile", "preprocess_only", "other_output",  "no_source",
       "several_inputs", "stdin",         "keep_temps",      "response_file", "profiling",
       "unknown_option", "no_output",     "user_only_deps",  "time_macros",   "unreadable_input",
-      "input_changed",
+      "input_changed",  "native_target",
   };
   size_t index = static_cast<size_t>(reason);
   return index < kUncachedReasonCount ? kNames[index] : "unknown";
@@ -458,6 +459,12 @@ bool IsUncacheableHostOption(absl::string_view option, UncachedReason* reason) {
       {"-Xassembler", U::kUnknownOption},
       {"-Xlinker", U::kUnknownOption},
   };
+  for (absl::string_view tuning : {"-march=", "-mcpu=", "-mtune="}) {
+    if (absl::StartsWith(option, tuning) && option.substr(tuning.size()) == "native") {
+      *reason = U::kNativeTarget;  // the code is this CPU's: a hit elsewhere could not run
+      return true;
+    }
+  }
   for (const Rule& rule : kRules) {
     // "-p" alone is profiling; "-pthread"/"-pipe"/"-pedantic" are not.
     bool exact_only = rule.prefix == "-p" || rule.prefix == "-pg";

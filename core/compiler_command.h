@@ -40,8 +40,10 @@ enum class UncachedReason : uint8_t {
   kTimeMacros = 13,       // __DATE__/__TIME__/__TIMESTAMP__ in the source or a header
   kUnreadableInput = 14,  // the source, a header or a tool could not be read
   kInputChanged = 15,     // the source or a header changed while it compiled: not stored
+  kNativeTarget = 16,     // -march/-mcpu/-mtune=native, nvcc -arch=native: this machine's CPU
+                          // or GPU decides the output, and the key cannot see which
 };
-inline constexpr int kUncachedReasonCount = 16;
+inline constexpr int kUncachedReasonCount = 17;
 absl::string_view UncachedReasonName(UncachedReason reason);  // "unknown_option", ...
 
 // One cacheable compile, as parsed. Paths are as written (relative to the command's cwd).

@@ -122,6 +122,17 @@ TEST(CompilerCommandTest, EachUncachedReason) {
       {kN, {"--frobnicate", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kUnknownOption},
       {kG, {"-B/tmp/evil", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kUnknownOption},
       {kG, {"-c", "a.cc"}, UncachedReason::kNoOutput},
+      // What this machine's CPU or GPU decides: a hit on another machine could not run there.
+      {kG, {"-march=native", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kNativeTarget},
+      {kG, {"-mcpu=native", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kNativeTarget},
+      {kG, {"-mtune=native", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kNativeTarget},
+      {kN,
+       {"-Xcompiler", "-O3,-march=native", "-c", "a.cu", "-o", "a.o"},
+       UncachedReason::kNativeTarget},
+      {kN, {"-arch=native", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kNativeTarget},
+      {kN,
+       {"--gpu-architecture", "native", "-c", "a.cu", "-o", "a.o"},
+       UncachedReason::kNativeTarget},
   };
   for (const UncachedCase& c : cases) {
     ParsedCompilerCommand parsed = ParseCompilerCommand(c.family, c.args);
@@ -129,6 +140,13 @@ TEST(CompilerCommandTest, EachUncachedReason) {
         << c.args[0] << ": got " << UncachedReasonName(parsed.uncached) << " (" << parsed.detail
         << ")";
   }
+}
+
+TEST(CompilerCommandTest, NamedTargetsAreCacheable) {
+  EXPECT_EQ(Gcc({"-march=x86-64-v3", "-mtune=generic", "-c", "a.cc", "-o", "a.o"}).uncached,
+            UncachedReason::kNone);
+  EXPECT_EQ(Nvcc({"-arch=sm_89", "-c", "a.cu", "-o", "a.o"}).uncached, UncachedReason::kNone);
+  EXPECT_EQ(Nvcc({"-arch=all-major", "-c", "a.cu", "-o", "a.o"}).uncached, UncachedReason::kNone);
 }
 
 TEST(CompilerCommandTest, UserOnlyDependenciesAreNotedToBeServedAsAll) {
