@@ -50,6 +50,9 @@ absl::StatusOr<std::vector<std::string>> EntryPointsOf(ArtifactKind kind, absl::
       return CubinEntryNames(bytes);
     case ArtifactKind::kPtx:
       return PtxEntryNames(bytes);
+    case ArtifactKind::kObject:
+      return absl::InvalidArgumentError(
+          "a compiler launcher's object is not a kernel: no entry points");
     case ArtifactKind::kLtoir:
       break;
   }

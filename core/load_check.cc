@@ -38,6 +38,7 @@ std::string WhereItRuns(const Target& target) {
 std::optional<ServeRule> ArtifactRunsOn(ArtifactKind kind, const Target& target, Sm sm) {
   switch (kind) {
     case ArtifactKind::kLtoir:
+    case ArtifactKind::kObject:
       return std::nullopt;
     case ArtifactKind::kCubin:
       if (target.kind != TargetKind::kSass) return std::nullopt;

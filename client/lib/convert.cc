@@ -26,6 +26,7 @@ ArtifactKind FromCoreKind(::kcache::ArtifactKind kind) {
     case ::kcache::ArtifactKind::kLtoir:
       return ArtifactKind::kLtoir;
     case ::kcache::ArtifactKind::kCubin:
+    case ::kcache::ArtifactKind::kObject:  // never a kernel's artifact
       break;
   }
   return ArtifactKind::kCubin;

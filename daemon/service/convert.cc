@@ -106,6 +106,8 @@ v1::ArtifactKind KindToProto(ArtifactKind kind) {
       return v1::ARTIFACT_KIND_PTX;
     case ArtifactKind::kLtoir:
       return v1::ARTIFACT_KIND_LTOIR;
+    case ArtifactKind::kObject:  // the launchers' objects travel on their own service
+      break;
   }
   return v1::ARTIFACT_KIND_UNSPECIFIED;
 }

@@ -43,7 +43,10 @@ client::Device OtherSm(const client::Device& gpu) {
 }
 
 client::KernelSource Saxpy() {
-  return client::KernelSource{.name = "saxpy", .source = ::kcache::testing::kSaxpySource};
+  client::KernelSource saxpy;
+  saxpy.name = "saxpy";
+  saxpy.source = ::kcache::testing::kSaxpySource;
+  return saxpy;
 }
 
 TEST(LoadCheckOnGpu, ACubinForAnotherSmIsRefusedAtLoadNamingKernelTargetAndGpu) {

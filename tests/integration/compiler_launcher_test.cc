@@ -296,7 +296,9 @@ TEST_F(CompilerLauncherTest, EightConcurrentLaunchersLeaveIntactObjects) {
     EXPECT_TRUE(
         testing::SameFile(tmp_ / absl::StrCat("p", i, "/answer.o"), tmp_ / "check/answer.o"));
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(env_.store, {.read_only = true});
+  StoreOptions read_only;
+  read_only.read_only = true;
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(env_.store, read_only);
   ASSERT_TRUE(store.ok()) << store.status();
   absl::StatusOr<StoreVerifyReport> report = (*store)->Verify();
   ASSERT_TRUE(report.ok());

@@ -31,7 +31,9 @@ class TieredObjectCacheTest : public ::testing::Test {
       ASSERT_TRUE(baked.ok());
       ASSERT_TRUE(NewStoreObjectCache(baked->get())->Put(Entry(1), "baked bytes").ok());
     }
-    absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(tmp_ / "baked", {.read_only = true});
+    StoreOptions read_only;
+    read_only.read_only = true;
+    absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(tmp_ / "baked", read_only);
     absl::StatusOr<std::unique_ptr<Store>> local = OpenStore(tmp_ / "local");
     ASSERT_TRUE(baked.ok() && local.ok());
     baked_ = std::move(*baked);
