@@ -9,7 +9,8 @@
 #   python         tests/python test_gpu.py, test_gpus.py, test_triton_backend.py (pytest)
 #   worker         the example worker through a kcached over a store warmed for this GPU: its
 #                  first start after the daemon started, then three more (--json lines)
-#   torch-compile  bench/torch_compile/bench.py --device cuda (needs redis-py on PYTHONPATH)
+#   torch-compile  bench/torch_compile/bench.py --device cuda (needs redis-py on PYTHONPATH;
+#                  $KCACHE_BENCH_RUNS pods per warm row, default 2)
 # The machine needs the CUDA toolkit at /usr/local/cuda, a driver, and python3 with pytest,
 # cuda.core, CuPy, torch, transformers and Triton. Run as root: the bundle's libraries that the
 # machine lacks are registered with ldconfig, because compile workers start with an empty
@@ -65,8 +66,11 @@ run_gtest() {
 }
 
 run_python() {
+  # The one test that needs the project venv's NVRTC 12.9 wheel (a CUDA 12 cubin) is left out.
   (cd "$root/tests/python" &&
-   python3 -m pytest -q test_gpu.py test_gpus.py test_triton_backend.py) >"$logs/python.log" 2>&1
+   python3 -m pytest -q test_gpu.py test_gpus.py test_triton_backend.py \
+     --deselect test_triton_backend.py::test_a_cubin_newer_than_the_told_driver_is_not_served) \
+    >"$logs/python.log" 2>&1
   local r=$?
   echo "  $(tail -1 "$logs/python.log")"
   return $r
@@ -94,7 +98,8 @@ run_worker() {
 }
 
 run_torch_compile() {
-  python3 "$root/bench/torch_compile/bench.py" --device cuda --runs 2 --kcache "$KCACHE_CLI" \
+  python3 "$root/bench/torch_compile/bench.py" --device cuda --runs "${KCACHE_BENCH_RUNS:-2}" \
+    --kcache "$KCACHE_CLI" \
     --kcached "$KCACHED" >"$logs/torch-compile.log" 2>&1
   local r=$?
   sed 's/^/  /' "$logs/torch-compile.log" | tail -12
