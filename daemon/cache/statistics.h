@@ -111,9 +111,14 @@ enum class Statistic : int {
   kObjectPutsRefused = 89,
   kRedisRefusedDriverTooOld = 90,
   kRedisRefusedToolkitUnknown = 91,
+  kObjectFleetHits = 92,
+  kObjectFleetMisses = 93,
+  kObjectFleetPuts = 94,
+  kObjectFleetRefused = 95,
+  kObjectFleetErrors = 96,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 91;
+inline constexpr int kStatisticCount = 96;
 
 struct StatisticInfo {
   Statistic id;
