@@ -34,9 +34,12 @@ class ClientObjectSharingTest : public testing::ClientObjectTest {
     key_file_ = tmp_.Write("shared.key", kKey + "\n");
   }
 
-  DaemonProcess& StartOnCluster(bool share) {
-    std::vector<std::string> flags = {"--shared", cluster_.Url(), "--shared-key-file", key_file_};
+  // A generous lookup budget: a loaded test machine must not turn a lookup into an error.
+  DaemonProcess& StartOnCluster(bool share, std::vector<std::string> more = {}) {
+    std::vector<std::string> flags = {"--shared", cluster_.Url(),       "--shared-key-file",
+                                      key_file_,  "--shared-budget-ms", "10000"};
     if (share) flags.push_back("--share-client-objects");
+    flags.insert(flags.end(), more.begin(), more.end());
     return StartDaemon(flags);
   }
 
@@ -140,6 +143,21 @@ TEST_F(ClientObjectSharingTest, DamagedMovedOrForeignFramesAreMissesNeverServed)
   EXPECT_EQ(Counter(b, "objects.fleet_refused"), 3) << b.Log();
   EXPECT_EQ(Counter(b, "objects.fleet_hits"), 0);
   EXPECT_EQ(Door(b, "GET pt2:one"), "value-of-one");  // the intact one still is
+}
+
+TEST_F(ClientObjectSharingTest, ValuesOverMaxObjectBytesAreRefusedAndHugeOnesNeverRead) {
+  DaemonProcess& a = StartOnCluster(true);
+  DaemonProcess& b = StartOnCluster(true, {"--max-object-bytes", "2000"});
+  std::string file = tmp_.Write("big", std::string(5000, 'v'));
+  EXPECT_EQ(Door(a, absl::StrCat("-x SET pt2:big < ", file)), "OK");
+  EXPECT_EQ(Door(b, "GET pt2:big"), "");  // a valid frame, its value over b's bound
+
+  // Far over the bound (and its metadata's): answered by its size, never sent.
+  PutFrame("pt2:huge", std::string((17 << 20) + 4096, 'x'));
+  EXPECT_EQ(Door(b, "GET pt2:huge"), "");
+  EXPECT_EQ(Counter(b, "objects.fleet_refused"), 2) << b.Log();
+  EXPECT_EQ(Counter(b, "objects.fleet_hits"), 0);
+  EXPECT_EQ(Counter(b, "objects.fleet_errors"), 0);
 }
 
 }  // namespace
