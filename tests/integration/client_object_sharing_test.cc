@@ -160,5 +160,25 @@ TEST_F(ClientObjectSharingTest, ValuesOverMaxObjectBytesAreRefusedAndHugeOnesNev
   EXPECT_EQ(Counter(b, "objects.fleet_errors"), 0);
 }
 
+TEST_F(ClientObjectSharingTest, SharingWithoutASharedTierOrWithABadKeyIsRefusedAtStart) {
+  DaemonProcess alone;
+  alone.options().extra_flags = {"--no-toolkit", "--share-client-objects"};
+  ASSERT_TRUE(alone.Spawn().ok());
+  EXPECT_NE(alone.Wait(), 0);
+  EXPECT_TRUE(testing::Contains(alone.Log(), "--share-client-objects needs --shared"))
+      << alone.Log();
+
+  DaemonProcess bad_key;
+  bad_key.options().extra_flags = {"--no-toolkit",
+                                   "--shared",
+                                   cluster_.Url(),
+                                   "--shared-key-file",
+                                   tmp_.Write("short.key", "too short"),
+                                   "--share-client-objects"};
+  ASSERT_TRUE(bad_key.Spawn().ok());
+  EXPECT_NE(bad_key.Wait(), 0);
+  EXPECT_TRUE(testing::Contains(bad_key.Log(), "short.key")) << bad_key.Log();
+}
+
 }  // namespace
 }  // namespace kcache
