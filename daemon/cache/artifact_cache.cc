@@ -129,11 +129,11 @@ class ArtifactCacheImpl : public ArtifactCache {
   }
   void RecordObjects(ObjectCount count) override {
     static constexpr Statistic kObjects[] = {
-        Statistic::kObjectLookups,    Statistic::kObjectsServed,
-        Statistic::kObjectsStored,    Statistic::kObjectPutsRefused,
-        Statistic::kObjectFleetHits,  Statistic::kObjectFleetMisses,
-        Statistic::kObjectFleetPuts,  Statistic::kObjectFleetRefused,
-        Statistic::kObjectFleetErrors};
+        Statistic::kObjectLookups,     Statistic::kObjectsServed,
+        Statistic::kObjectsStored,     Statistic::kObjectPutsRefused,
+        Statistic::kObjectFleetHits,   Statistic::kObjectFleetMisses,
+        Statistic::kObjectFleetPuts,   Statistic::kObjectFleetRefused,
+        Statistic::kObjectFleetErrors, Statistic::kObjectFleetWritesDropped};
     stats_.Add(kObjects[static_cast<int>(count)]);
   }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,

@@ -241,7 +241,8 @@ class ArtifactCache {
     kFleetMiss,
     kFleetPut,
     kFleetRefused,
-    kFleetError
+    kFleetError,
+    kFleetWriteDropped
   };
   virtual void RecordObjects(ObjectCount count) = 0;
 

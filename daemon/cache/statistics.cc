@@ -173,6 +173,8 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "fleet-tier objects not served: a frame that does not verify, or over its bound"},
     {S::kObjectFleetErrors, "objects.fleet_errors",
      "fleet-tier object calls that failed (the tier is then skipped for 5 s)"},
+    {S::kObjectFleetWritesDropped, "objects.fleet_writes_dropped",
+     "client-made objects not written to the fleet tier: 64 writes or --max-object-bytes waited"},
 }};
 
 constexpr bool NumberedInOrder() {

@@ -116,9 +116,10 @@ enum class Statistic : int {
   kObjectFleetPuts = 94,
   kObjectFleetRefused = 95,
   kObjectFleetErrors = 96,
+  kObjectFleetWritesDropped = 97,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 96;
+inline constexpr int kStatisticCount = 97;
 
 struct StatisticInfo {
   Statistic id;

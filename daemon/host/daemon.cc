@@ -502,7 +502,8 @@ class DaemonImpl final : public Daemon {
     StopRedisDoor();
     service_.reset();
     pool_.reset();
-    cache_.reset();  // closes the stores (their writes are synced as they happen)
+    object_cache_.reset();  // its fleet writer counts into cache_: stopped first
+    cache_.reset();         // closes the stores (their writes are synced as they happen)
     pools_.clear();
     return true;
   }

@@ -186,6 +186,7 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kObjectFleetPuts, kObjectFleet, kObjectFleetHelp, "outcome", "put"},
     {S::kObjectFleetRefused, kObjectFleet, kObjectFleetHelp, "outcome", "refused"},
     {S::kObjectFleetErrors, kObjectFleet, kObjectFleetHelp, "outcome", "error"},
+    {S::kObjectFleetWritesDropped, kObjectFleet, kObjectFleetHelp, "outcome", "write_dropped"},
 }};
 
 constexpr bool MappedInOrder() {

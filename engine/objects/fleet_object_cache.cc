@@ -2,11 +2,15 @@
 #include "engine/objects/fleet_object_cache.h"
 
 #include <atomic>
+#include <deque>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace kcache::objects {
 namespace {
@@ -106,20 +110,23 @@ class FleetObjectCache final : public ObjectCache {
   absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override {
     absl::Status put = pod_->Put(entry, bundle);
     if (!put.ok()) return put;
-    Artifact listing = ArtifactFromEntry(entry, "");
-    std::string listing_frame =
-        SealSharedEntryAt(options_.keys, listing, ListingFieldRedisKey(entry.key));
-    std::string redis_key = FleetObjectRedisKey(entry.key);
-    std::string frame =
-        SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, bundle), redis_key);
-    // The entry before its listing: a listing never names an entry not yet written.
-    if (Call({"SET", redis_key, frame}, options_.write_deadline).ok() &&
-        Call({"HSET", FleetListingRedisKey(entry.key.kernel_id), entry.key.toolkit, listing_frame},
-             options_.write_deadline)
-            .ok()) {
-      Count(FleetObjectCount::kPut);
+    absl::MutexLock lock(&mu_);
+    if (queue_.size() >= kMaxFleetWritesQueued ||
+        queued_bytes_ + bundle.size() > options_.max_object_bytes) {
+      Count(FleetObjectCount::kWriteDropped);
+      return absl::OkStatus();
     }
+    queued_bytes_ += bundle.size();
+    queue_.push_back({entry, bundle});
     return absl::OkStatus();
+  }
+
+  ~FleetObjectCache() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    writer_.join();
   }
 
   absl::Status Delete(const ArtifactKey& key) override { return pod_->Delete(key); }
@@ -146,6 +153,39 @@ class FleetObjectCache final : public ObjectCache {
     return reply;
   }
 
+  // The writer thread's: seals and writes each queued entry, the entry before its listing (a
+  // listing never names an entry not yet written).
+  void RunWriter() {
+    for (;;) {
+      Write write;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](FleetObjectCache* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+              return self->stopping_ || !self->queue_.empty();
+            },
+            this));
+        if (stopping_) return;
+        write = std::move(queue_.front());
+        queue_.pop_front();
+        queued_bytes_ -= write.bundle.size();
+      }
+      const ObjectEntryMeta& entry = write.entry;
+      std::string redis_key = FleetObjectRedisKey(entry.key);
+      std::string frame =
+          SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, write.bundle), redis_key);
+      std::string listing_frame = SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, ""),
+                                                    ListingFieldRedisKey(entry.key));
+      if (Call({"SET", redis_key, frame}, options_.write_deadline).ok() &&
+          Call(
+              {"HSET", FleetListingRedisKey(entry.key.kernel_id), entry.key.toolkit, listing_frame},
+              options_.write_deadline)
+              .ok()) {
+        Count(FleetObjectCount::kPut);
+      }
+    }
+  }
+
   void Count(FleetObjectCount what) {
     if (count_) count_(what);
   }
@@ -155,6 +195,16 @@ class FleetObjectCache final : public ObjectCache {
   const FleetObjectOptions options_;
   const std::function<void(FleetObjectCount)> count_;
   std::atomic<int64_t> off_until_ns_{0};
+
+  struct Write {
+    ObjectEntryMeta entry;
+    std::string bundle;
+  };
+  absl::Mutex mu_;
+  std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // bundle bytes in queue_
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread writer_{[this] { RunWriter(); }};  // last: starts once the rest is built
 };
 
 }  // namespace

@@ -19,16 +19,20 @@
 // Lookup: Get asks `pod` first; on its miss, the tier (one call of at most `budget`); an entry
 // that verifies is copied into the writable store (through `pod`) and served. List asks the
 // tier only when `pod` lists nothing under key1. Put: `pod` first (its refusals stand: over
-// max_object_bytes, a key a baked store holds); then the entry and its listing go to the
-// tier (each write at most `write_deadline`). ListAll and Delete: `pod` only.
+// max_object_bytes, a key a baked store holds); then the entry is queued, and the cache's own
+// writer thread writes it and its listing to the tier (each write at most `write_deadline`):
+// a put never waits for Redis. At most kMaxFleetWritesQueued entries and max_object_bytes of
+// bundles wait; past that a write is dropped (counted). Destroying the cache stops the
+// writer; writes still queued are dropped. ListAll and Delete: `pod` only.
 //
 // Counted (FleetObjectCount): a Get served from the tier (hit); a Get or List the tier did not
-// hold (miss); an entry written (put); a frame that does not verify, a bundle over
-// max_object_bytes, a frame or listing over the bounds below (refused: never served, and
-// read without buffering more than the bound); a failed call (error). After an error the tier
-// is skipped (a miss, uncounted) for `off_after_error`. Nothing here fails a request.
+// hold (miss); an entry written (put); a write dropped, the queue full (write dropped); a frame
+// that does not verify, a bundle over max_object_bytes, a frame or listing over the bounds below
+// (refused: never served, and read without buffering more than the bound); a failed call (error).
+// After an error the tier is skipped (a miss, uncounted) for `off_after_error`. Nothing here fails
+// a request.
 //
-// Thread-safe when `pod` is; `redis` is owned.
+// Thread-safe when `pod` is; `redis` is owned (RedisCluster is thread-safe).
 #ifndef KCACHE_ENGINE_OBJECTS_FLEET_OBJECT_CACHE_H_
 #define KCACHE_ENGINE_OBJECTS_FLEET_OBJECT_CACHE_H_
 
@@ -49,6 +53,8 @@ inline constexpr int kMaxFleetListing = 64;
 inline constexpr uint64_t kMaxFleetListingBytes = uint64_t{32} << 20;
 // What an entry's frame may hold besides its bundle (the metadata: manifest, key fields).
 inline constexpr uint64_t kMaxFleetMetaBytes = uint64_t{16} << 20;
+// Entries waiting for the writer thread (with at most max_object_bytes of bundles in all).
+inline constexpr size_t kMaxFleetWritesQueued = 64;
 
 struct FleetObjectOptions {
   SharedKeys keys;  // --shared-key-file (and its second): seal and open
@@ -58,13 +64,13 @@ struct FleetObjectOptions {
   absl::Duration off_after_error = absl::Seconds(5);
 };
 
-enum class FleetObjectCount { kHit, kMiss, kPut, kRefused, kError };
+enum class FleetObjectCount { kHit, kMiss, kPut, kRefused, kError, kWriteDropped };
 
 // The Redis keys above (for tests and tools).
 std::string FleetObjectRedisKey(const ArtifactKey& key);
 std::string FleetListingRedisKey(const KernelId& key1);
 
-// `count` is called from the calling thread; may be empty.
+// `count` is called from the calling thread or the writer thread; may be empty.
 std::unique_ptr<ObjectCache> NewFleetObjectCache(std::unique_ptr<ObjectCache> pod,
                                                  std::unique_ptr<RedisCluster> redis,
                                                  FleetObjectOptions options,

@@ -78,7 +78,7 @@ TEST_F(ClientObjectSharingTest, BothOptedInServeEachOthersLauncherObjectsAndDoor
   DaemonProcess& b = StartOnCluster(true);
   ASSERT_EQ(BuildThrough(a, "b1"), Outcome::kMiss) << last_output_;
   EXPECT_EQ(Door(a, "SET pt2:graph fx-graph-bytes"), "OK");
-  EXPECT_EQ(Counter(a, "objects.fleet_puts"), 2);
+  ASSERT_EQ(WaitCounter(a, "objects.fleet_puts", 2), 2);
 
   ASSERT_EQ(BuildThrough(b, "b2"), Outcome::kHit) << last_output_ << b.Log();
   EXPECT_EQ(Door(b, "GET pt2:graph"), "fx-graph-bytes");
@@ -102,7 +102,15 @@ TEST_F(ClientObjectSharingTest, APodNotOptedInNeitherWritesNorReads) {
 
   // What the opted-in pod put, the other never reads.
   EXPECT_EQ(Door(open, "SET pt2:other from-open"), "OK");
-  EXPECT_NE(ObjectKeys().find("kcache:obj:v1:"), std::string::npos);
+  ASSERT_EQ(WaitCounter(open, "objects.fleet_puts", 2), 2);  // the build's object and the value
+  // open's object and value, each an entry and a listing; nothing of shut's (its pt2:graph).
+  std::string keys = ObjectKeys();
+  size_t count = 0;
+  for (size_t at = keys.find("kcache:obj:v1:"); at != std::string::npos;
+       at = keys.find("kcache:obj:v1:", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 4u) << keys;
   ASSERT_EQ(BuildThrough(shut, "b3"), Outcome::kHit) << last_output_;  // its own store
   EXPECT_EQ(Door(shut, "GET pt2:other"), "");
   EXPECT_EQ(Counter(shut, "objects.fleet_misses"), 0);
@@ -114,6 +122,7 @@ TEST_F(ClientObjectSharingTest, DamagedMovedOrForeignFramesAreMissesNeverServed)
   DaemonProcess& b = StartOnCluster(true);
   EXPECT_EQ(Door(a, "SET pt2:one value-of-one"), "OK");
   EXPECT_EQ(Door(a, "SET pt2:two value-of-two"), "OK");
+  ASSERT_EQ(WaitCounter(a, "objects.fleet_puts", 2), 2);
   std::string one = Frame("pt2:one");
   ASSERT_FALSE(one.empty());
 
@@ -150,6 +159,7 @@ TEST_F(ClientObjectSharingTest, ValuesOverMaxObjectBytesAreRefusedAndHugeOnesNev
   DaemonProcess& b = StartOnCluster(true, {"--max-object-bytes", "2000"});
   std::string file = tmp_.Write("big", std::string(5000, 'v'));
   EXPECT_EQ(Door(a, absl::StrCat("-x SET pt2:big < ", file)), "OK");
+  ASSERT_EQ(WaitCounter(a, "objects.fleet_puts", 1), 1);
   EXPECT_EQ(Door(b, "GET pt2:big"), "");  // a valid frame, its value over b's bound
 
   // Far over the bound (and its metadata's): answered by its size, never sent.

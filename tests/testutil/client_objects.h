@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -66,6 +68,16 @@ class ClientObjectTest : public LauncherTest {
     if (stat.exit_code != 0) return -1;
     nlohmann::json counters = nlohmann::json::parse(stat.output)["counters"];
     return counters.contains(name) ? counters[name].get<int64_t>() : -1;
+  }
+
+  // Waits (up to 30 s) until `daemon` counts `value` in `name`; the last value read.
+  static int64_t WaitCounter(DaemonProcess& daemon, const std::string& name, int64_t value) {
+    int64_t now = Counter(daemon, name);
+    for (int tries = 0; now != value && tries < 300; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      now = Counter(daemon, name);
+    }
+    return now;
   }
 
   std::string src_;
