@@ -154,6 +154,28 @@ TEST_F(ClientObjectSharingTest, DamagedMovedOrForeignFramesAreMissesNeverServed)
   EXPECT_EQ(Door(b, "GET pt2:one"), "value-of-one");  // the intact one still is
 }
 
+TEST_F(ClientObjectSharingTest, ADamagedListingOfALauncherObjectIsAMissNeverServed) {
+  DaemonProcess& a = StartOnCluster(true);
+  DaemonProcess& b = StartOnCluster(true);
+  ASSERT_EQ(BuildThrough(a, "b1"), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(WaitCounter(a, "objects.fleet_puts", 1), 1);
+  std::string keys = ObjectKeys();
+  size_t end = keys.find(":list");
+  ASSERT_NE(end, std::string::npos) << keys;
+  size_t begin = keys.rfind("kcache:obj:v1:", end);
+  std::string listing = keys.substr(begin, end + 5 - begin);
+  std::unique_ptr<RedisCluster> tier = Tier();
+  absl::StatusOr<RedisReply> fields = tier->Command({"HGETALL", listing});
+  ASSERT_TRUE(fields.ok() && fields->elements.size() == 2) << listing;
+  std::string frame = fields->elements[1].str;
+  frame[frame.size() / 2] ^= 1;
+  ASSERT_TRUE(tier->Command({"HSET", listing, fields->elements[0].str, frame}).ok());
+
+  ASSERT_EQ(BuildThrough(b, "b2"), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Counter(b, "objects.fleet_refused"), 1) << b.Log();
+  EXPECT_EQ(Counter(b, "objects.fleet_hits"), 0);
+}
+
 TEST_F(ClientObjectSharingTest, ValuesOverMaxObjectBytesAreRefusedAndHugeOnesNeverRead) {
   DaemonProcess& a = StartOnCluster(true);
   DaemonProcess& b = StartOnCluster(true, {"--max-object-bytes", "2000"});
