@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/doctor.h"
+#include "client/cli/export_command.h"
 #include "client/cli/launcher_commands.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
@@ -49,6 +50,7 @@ int RunCli(int argc, char** argv) {
   RegisterServerCommands(app, &exit_code);
   RegisterDoctorCommand(app, &exit_code);
   RegisterLauncherCommands(app, &exit_code);
+  RegisterExportCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

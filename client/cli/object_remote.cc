@@ -40,6 +40,18 @@ class RemoteObjectCache final : public objects::ObjectCache {
     return Call(request);
   }
 
+  absl::StatusOr<objects::ObjectPage> ListClientMade(const std::string& after) override {
+    v1::ListObjectsRequest request;
+    request.set_all(true);
+    request.set_client_made(true);
+    request.set_page_after(after);
+    objects::ObjectPage page;
+    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries = Call(request, &page.next_after);
+    if (!entries.ok()) return entries.status();
+    page.entries = *std::move(entries);
+    return page;
+  }
+
   absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kTransferDeadline);
@@ -92,13 +104,15 @@ class RemoteObjectCache final : public objects::ObjectCache {
   }
 
  private:
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> Call(
-      const v1::ListObjectsRequest& request) {
+  // `next_page`, when given, receives the response's next_page_after.
+  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> Call(const v1::ListObjectsRequest& request,
+                                                             std::string* next_page = nullptr) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kListDeadline);
     v1::ListObjectsResponse response;
     grpc::Status status = stub_->ListObjects(&context, request, &response);
     if (!status.ok()) return FromGrpc(status, address_);
+    if (next_page != nullptr) *next_page = response.next_page_after();
     std::vector<objects::ObjectEntryMeta> entries;
     for (const v1::ObjectEntry& wire : response.entries()) {
       absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(wire);

@@ -128,9 +128,12 @@ class ArtifactCacheImpl : public ArtifactCache {
     stats_.Add(static_cast<Statistic>(number), static_cast<uint64_t>(delta));  // wraps: gauge
   }
   void RecordObjects(ObjectCount count) override {
-    static constexpr Statistic kObjects[] = {Statistic::kObjectLookups, Statistic::kObjectsServed,
-                                             Statistic::kObjectsStored,
-                                             Statistic::kObjectPutsRefused};
+    static constexpr Statistic kObjects[] = {
+        Statistic::kObjectLookups,     Statistic::kObjectsServed,
+        Statistic::kObjectsStored,     Statistic::kObjectPutsRefused,
+        Statistic::kObjectFleetHits,   Statistic::kObjectFleetMisses,
+        Statistic::kObjectFleetPuts,   Statistic::kObjectFleetRefused,
+        Statistic::kObjectFleetErrors, Statistic::kObjectFleetWritesDropped};
     stats_.Add(kObjects[static_cast<int>(count)]);
   }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,

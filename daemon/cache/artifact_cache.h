@@ -230,8 +230,20 @@ class ArtifactCache {
   virtual void RecordRedisDoor(RedisDoorCount count, int64_t delta) = 0;
 
   // The compiler launchers' object service (daemon/service/object_cache_service.h) over the
-  // same stores: a lookup, an object served or stored, a put refused (objects.*).
-  enum class ObjectCount { kLookup, kServed, kStored, kPutRefused };
+  // same stores: a lookup, an object served or stored, a put refused; and the fleet tier's
+  // hits, misses, puts, refusals and errors (objects.*; engine/objects/fleet_object_cache.h).
+  enum class ObjectCount {
+    kLookup,
+    kServed,
+    kStored,
+    kPutRefused,
+    kFleetHit,
+    kFleetMiss,
+    kFleetPut,
+    kFleetRefused,
+    kFleetError,
+    kFleetWriteDropped
+  };
   virtual void RecordObjects(ObjectCount count) = 0;
 
   // Warms into the writable store through the same compiler (and single-flight) as misses.

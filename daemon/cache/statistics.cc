@@ -164,6 +164,17 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "Redis-door cubins not served: built by a toolkit newer than the connection's KCACHE.DRIVER"},
     {S::kRedisRefusedToolkitUnknown, "redis.refused_toolkit_unknown",
      "Redis-door cubins not served to a KCACHE.DRIVER connection: their toolkit is unreadable"},
+    {S::kObjectFleetHits, "objects.fleet_hits",
+     "client-made objects served from the fleet tier (--share-client-objects)"},
+    {S::kObjectFleetMisses, "objects.fleet_misses",
+     "client-made object lookups the fleet tier did not hold"},
+    {S::kObjectFleetPuts, "objects.fleet_puts", "client-made objects written to the fleet tier"},
+    {S::kObjectFleetRefused, "objects.fleet_refused",
+     "fleet-tier objects not served: a frame that does not verify, or over its bound"},
+    {S::kObjectFleetErrors, "objects.fleet_errors",
+     "fleet-tier object calls that failed (the tier is then skipped for 5 s)"},
+    {S::kObjectFleetWritesDropped, "objects.fleet_writes_dropped",
+     "client-made objects not written to the fleet tier: 64 writes or --max-object-bytes waited"},
 }};
 
 constexpr bool NumberedInOrder() {

@@ -111,9 +111,15 @@ enum class Statistic : int {
   kObjectPutsRefused = 89,
   kRedisRefusedDriverTooOld = 90,
   kRedisRefusedToolkitUnknown = 91,
+  kObjectFleetHits = 92,
+  kObjectFleetMisses = 93,
+  kObjectFleetPuts = 94,
+  kObjectFleetRefused = 95,
+  kObjectFleetErrors = 96,
+  kObjectFleetWritesDropped = 97,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 91;
+inline constexpr int kStatisticCount = 97;
 
 struct StatisticInfo {
   Statistic id;

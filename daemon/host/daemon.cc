@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "core/version.h"
 #include "daemon/cache/artifact_cache.h"
+#include "daemon/host/client_object_sharing.h"
 #include "daemon/host/listen_socket.h"
 #include "daemon/host/metrics.h"
 #include "daemon/host/probe_listener.h"
@@ -142,7 +143,7 @@ class DaemonImpl final : public Daemon {
     absl::Status started = compilers.get();
     if (!opened.ok()) return opened;
     if (!started.ok()) return started;
-    OpenObjectCache(cache_options);
+    if (absl::Status s = OpenObjectCache(cache_options); !s.ok()) return s;
     service_options_.default_warm_jobs = options_.compile.workers;
     cache_options.compilers.assign(pools_.begin(), pools_.end());
     cache_options.compile_allowed = !options_.no_toolkit;
@@ -274,13 +275,20 @@ class DaemonImpl final : public Daemon {
   }
 
   // The compiler launchers' object cache over the same stores (baked first; client-made
-  // objects into the writable store only). The stores are the cache's: the object service
-  // over it is registered on the server, which shuts down before the cache closes.
-  void OpenObjectCache(const CacheOptions& cache_options) {
+  // objects into the writable store, and the fleet tier with --share-client-objects). The
+  // stores are the cache's: the object service over it is registered on the server, which
+  // shuts down before the cache closes.
+  absl::Status OpenObjectCache(const CacheOptions& cache_options) {
     std::vector<Store*> baked;
     for (const auto& store : cache_options.baked) baked.push_back(store.get());
-    object_cache_ = objects::NewTieredObjectCache(cache_options.local.get(), std::move(baked),
-                                                  options_.max_object_bytes);
+    absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = ShareClientObjects(
+        options_,
+        objects::NewTieredObjectCache(cache_options.local.get(), std::move(baked),
+                                      options_.max_object_bytes),
+        &cache_);
+    if (!cache.ok()) return cache.status();
+    object_cache_ = *std::move(cache);
+    return absl::OkStatus();
   }
 
   absl::Status PrepareListenAddress() {
@@ -494,7 +502,8 @@ class DaemonImpl final : public Daemon {
     StopRedisDoor();
     service_.reset();
     pool_.reset();
-    cache_.reset();  // closes the stores (their writes are synced as they happen)
+    object_cache_.reset();  // its fleet writer counts into cache_: stopped first
+    cache_.reset();         // closes the stores (their writes are synced as they happen)
     pools_.clear();
     return true;
   }

@@ -70,6 +70,9 @@ struct DaemonOptions {
   // --max-object-bytes: the largest compiler output (object, dependency file and logs) a
   // launcher may put (docs/torch-extensions.md); larger ones are refused, counted.
   uint64_t max_object_bytes = uint64_t{256} << 20;
+  // --share-client-objects: client-made objects (the launchers', the Redis door's) also go to
+  // and come from the shared tier (engine/objects/fleet_object_cache.h). Needs --shared.
+  bool share_client_objects = false;
   // --redis-listen and the other --redis-* flags: the Redis-protocol door for torch.compile
   // and Triton (docs/torch-compile.md); off while `redis.listen` is empty.
   RedisDoorOptions redis;

@@ -139,6 +139,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
       ->check(CLI::Range(0, 86400))
       ->capture_default_str();
 
+  app.add_flag("--share-client-objects", o.share_client_objects,
+               "Also put client-made objects (kcache nvcc/c++ outputs, Redis-door values) in the "
+               "--shared tier and serve them from it. Trusts every opted-in pod: any of them may "
+               "serve an object another pod's client built, so one compromised pod can poison "
+               "them for all. Off: they stay in this pod");
   std::string fast_socket;
   CLI::Option* fast_socket_option = app.add_option(
       "--fast-socket", fast_socket,
@@ -187,6 +192,10 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
     return absl::InvalidArgumentError(
         "--shared needs --shared-key-file: entries are signed with a key only daemons hold "
         "(make one with: head -c 32 /dev/urandom | base64 > shared.key)");
+  }
+  if (o.share_client_objects && o.shared.empty()) {
+    return absl::InvalidArgumentError(
+        "--share-client-objects needs --shared: the fleet tier it shares them through");
   }
   absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
   if (!format.ok()) return format.status();

@@ -30,6 +30,9 @@ constexpr char kRedisRefusedHelp[] =
     "Redis-door commands or connections refused, by reason (docs/torch-compile.md).";
 constexpr char kObjects[] = "kcache_objects_total";
 constexpr char kObjectsHelp[] = "Compiler outputs served to or stored by launchers.";
+constexpr char kObjectFleet[] = "kcache_object_fleet_total";
+constexpr char kObjectFleetHelp[] =
+    "Client-made objects on the fleet tier (--share-client-objects), by outcome.";
 
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kResolveRequests, "kcache_resolve_requests_total", "Resolve calls received.", "", ""},
@@ -178,6 +181,12 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kObjectPutsRefused, kObjects, kObjectsHelp, "outcome", "refused"},
     {S::kRedisRefusedDriverTooOld, kRedisRefused, kRedisRefusedHelp, "reason", "driver_too_old"},
     {S::kRedisRefusedToolkitUnknown, kRedisRefused, kRedisRefusedHelp, "reason", "toolkit_unknown"},
+    {S::kObjectFleetHits, kObjectFleet, kObjectFleetHelp, "outcome", "hit"},
+    {S::kObjectFleetMisses, kObjectFleet, kObjectFleetHelp, "outcome", "miss"},
+    {S::kObjectFleetPuts, kObjectFleet, kObjectFleetHelp, "outcome", "put"},
+    {S::kObjectFleetRefused, kObjectFleet, kObjectFleetHelp, "outcome", "refused"},
+    {S::kObjectFleetErrors, kObjectFleet, kObjectFleetHelp, "outcome", "error"},
+    {S::kObjectFleetWritesDropped, kObjectFleet, kObjectFleetHelp, "outcome", "write_dropped"},
 }};
 
 constexpr bool MappedInOrder() {

@@ -19,7 +19,12 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
                                              const v1::ListObjectsRequest* request,
                                              v1::ListObjectsResponse* response) {
   absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries;
-  if (request->all()) {
+  if (request->all() && request->client_made()) {
+    absl::StatusOr<objects::ObjectPage> page = cache_->ListClientMade(request->page_after());
+    if (!page.ok()) return ToGrpcStatus(page.status());
+    response->set_next_page_after(page->next_after);
+    entries = std::move(page->entries);
+  } else if (request->all()) {
     entries = cache_->ListAll();
   } else {
     absl::StatusOr<KernelId> key1 = KernelId::FromBytes(request->key1());

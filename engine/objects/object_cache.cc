@@ -1,6 +1,8 @@
 #include "engine/objects/object_cache.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -72,6 +74,12 @@ class StoreObjectCache final : public ObjectCache {
 
   absl::Status Delete(const ArtifactKey& key) override { return store_->Delete(key); }
 
+  absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
+    absl::StatusOr<std::vector<ObjectEntryMeta>> all = ListAll();
+    if (!all.ok()) return all.status();
+    return PageOfEntries(*std::move(all), after, kObjectPageBytes);
+  }
+
   absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override {
     absl::StatusOr<std::vector<ArtifactMeta>> metas = store_->ListAllArtifacts();
     if (!metas.ok()) return metas.status();
@@ -115,6 +123,30 @@ absl::StatusOr<ObjectBundle> DecodeBundle(const std::string& bytes) {
             in.empty();
   if (!ok) return absl::DataLossError("stored compiler output is not a kcache object bundle");
   return bundle;
+}
+
+ObjectPage PageOfEntries(std::vector<ObjectEntryMeta> entries, const std::string& after,
+                         size_t max_bytes) {
+  std::vector<std::pair<std::string, ObjectEntryMeta*>> sorted;
+  for (ObjectEntryMeta& entry : entries) {
+    std::string key = entry.key.Encode();
+    if (key > after) sorted.emplace_back(std::move(key), &entry);
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  ObjectPage page;
+  size_t bytes = 0;
+  for (auto& [key, entry] : sorted) {
+    if (!page.entries.empty() && bytes >= max_bytes) {
+      page.next_after = page.entries.back().key.Encode();
+      break;
+    }
+    bytes += entry->source.size();
+    for (const auto& [name, value] : entry->manifest) bytes += name.size() + value.size();
+    for (const auto& [name, value] : entry->fields) bytes += name.size() + value.size();
+    page.entries.push_back(std::move(*entry));
+  }
+  return page;
 }
 
 std::unique_ptr<ObjectCache> NewStoreObjectCache(Store* store) {

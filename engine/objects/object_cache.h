@@ -44,6 +44,17 @@ Artifact ArtifactFromEntry(const ObjectEntryMeta& entry, std::string bundle_byte
 // The key of entry `manifest` under `key`.
 ArtifactKey ObjectArtifactKey(const KernelId& key1, const Manifest& manifest);
 
+// One page of the entries clients put (ObjectCache::ListClientMade).
+struct ObjectPage {
+  std::vector<ObjectEntryMeta> entries;
+  std::string next_after;  // pass as `after` for the next page; empty: this was the last
+};
+// The page of `entries` (any order) whose encoded keys sort after `after`, in key order, up
+// to about `max_bytes` of metadata (at least one entry).
+ObjectPage PageOfEntries(std::vector<ObjectEntryMeta> entries, const std::string& after,
+                         size_t max_bytes);
+inline constexpr size_t kObjectPageBytes = size_t{1} << 20;
+
 // Thread-compatible. Every failure is a value: the launcher then compiles uncached.
 class ObjectCache {
  public:
@@ -58,6 +69,11 @@ class ObjectCache {
   // Deletes one entry (OK when absent). Unimplemented where the cache cannot delete.
   virtual absl::Status Delete(const ArtifactKey& key) {
     return absl::UnimplementedError("this object cache cannot delete entries");
+  }
+  // A page of the entries clients put (PageOfEntries over kcached's writable store; every
+  // entry of a store directory), for `kcache export`. Unimplemented where the cache cannot.
+  virtual absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) {
+    return absl::UnimplementedError("this object cache cannot list client-made entries");
   }
 };
 

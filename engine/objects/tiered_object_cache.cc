@@ -48,6 +48,11 @@ class TieredObjectCache final : public ObjectCache {
   // The writable store's entry only: a baked store's stays (it is read-only).
   absl::Status Delete(const ArtifactKey& key) override { return caches_.back()->Delete(key); }
 
+  // Client-made: the writable store's.
+  absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
+    return caches_.back()->ListClientMade(after);
+  }
+
  private:
   // Entries of every store, each key once (the first store's, a baked one before the local).
   template <typename ListFn>

@@ -133,6 +133,16 @@ std::string SharedLeaseRedisKey(const ArtifactKey& key) {
 }
 
 std::string SealSharedEntry(const SharedKeys& keys, const Artifact& artifact) {
+  return SealSharedEntryAt(keys, artifact, SharedEntryRedisKey(artifact.meta.key));
+}
+
+absl::StatusOr<Artifact> OpenSharedEntry(const SharedKeys& keys, const ArtifactKey& expected,
+                                         absl::string_view frame) {
+  return OpenSharedEntryAt(keys, expected, SharedEntryRedisKey(expected), frame);
+}
+
+std::string SealSharedEntryAt(const SharedKeys& keys, const Artifact& artifact,
+                              absl::string_view redis_key) {
   ArtifactMeta meta = artifact.meta;
   meta.size = artifact.bytes.size();
   meta.checksum = PayloadChecksum(artifact.bytes);
@@ -144,12 +154,12 @@ std::string SealSharedEntry(const SharedKeys& keys, const Artifact& artifact) {
   frame.append(SharedKeyId(keys.primary()));
   AppendU32(&frame, static_cast<uint32_t>(body.size()));
   frame.append(body);
-  frame.append(Mac(keys.primary(), SharedEntryRedisKey(artifact.meta.key), frame));
+  frame.append(Mac(keys.primary(), redis_key, frame));
   return frame;
 }
 
-absl::StatusOr<Artifact> OpenSharedEntry(const SharedKeys& keys, const ArtifactKey& expected,
-                                         absl::string_view frame) {
+absl::StatusOr<Artifact> OpenSharedEntryAt(const SharedKeys& keys, const ArtifactKey& expected,
+                                           absl::string_view redis_key, absl::string_view frame) {
   if (frame.size() < kSharedEntryOverhead) {
     return absl::DataLossError(absl::StrCat("shared entry truncated (", frame.size(), " bytes)"));
   }
@@ -173,7 +183,7 @@ absl::StatusOr<Artifact> OpenSharedEntry(const SharedKeys& keys, const ArtifactK
     return absl::DataLossError("shared entry: sealed under a key this daemon does not hold");
   }
   absl::string_view signed_part = frame.substr(0, frame.size() - kMacSize);
-  std::string mac = Mac(*key, SharedEntryRedisKey(expected), signed_part);
+  std::string mac = Mac(*key, redis_key, signed_part);
   if (CRYPTO_memcmp(mac.data(), frame.data() + signed_part.size(), kMacSize) != 0) {
     return absl::DataLossError("shared entry: MAC does not verify");
   }

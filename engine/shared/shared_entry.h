@@ -77,6 +77,14 @@ std::string SealSharedEntry(const SharedKeys& keys, const Artifact& artifact);
 absl::StatusOr<Artifact> OpenSharedEntry(const SharedKeys& keys, const ArtifactKey& expected,
                                          absl::string_view frame);
 
+// The same two for an entry stored under another Redis key than SharedEntryRedisKey (the
+// client-made objects' namespace, engine/objects/fleet_object_cache.h): the MAC covers
+// `redis_key`, so a frame read from one key never opens as another key's.
+std::string SealSharedEntryAt(const SharedKeys& keys, const Artifact& artifact,
+                              absl::string_view redis_key);
+absl::StatusOr<Artifact> OpenSharedEntryAt(const SharedKeys& keys, const ArtifactKey& expected,
+                                           absl::string_view redis_key, absl::string_view frame);
+
 }  // namespace kcache
 
 #endif  // KCACHE_ENGINE_SHARED_SHARED_ENTRY_H_

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/testutil/temp_dir.h"
 
 namespace kcache::objects {
@@ -68,6 +70,36 @@ TEST_F(TieredObjectCacheTest, ClientPutsGoToTheWritableStoreAndAreListedOnce) {
 TEST_F(TieredObjectCacheTest, RefusesObjectsOverTheBound) {
   EXPECT_TRUE(absl::IsResourceExhausted(cache_->Put(Entry(3), std::string(65, 'x'))));
   EXPECT_FALSE(cache_->Get(Entry(3).key).ok());
+}
+
+TEST_F(TieredObjectCacheTest, ListsClientMadeEntriesOnlyInBoundedPagesInKeyOrder) {
+  for (uint8_t i = 10; i < 40; ++i) ASSERT_TRUE(cache_->Put(Entry(i), "x").ok());
+  std::vector<std::string> keys;
+  std::string after;
+  int pages = 0;
+  do {
+    absl::StatusOr<ObjectPage> page = cache_->ListClientMade(after);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_FALSE(page->entries.empty());
+    for (const ObjectEntryMeta& entry : page->entries) keys.push_back(entry.key.Encode());
+    after = page->next_after;
+    ++pages;
+  } while (!after.empty() && pages < 100);
+  EXPECT_EQ(pages, 1);          // 30 small entries: one page
+  ASSERT_EQ(keys.size(), 30u);  // the baked entry is not client-made
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+
+  std::vector<ObjectEntryMeta> entries;
+  for (uint8_t i = 10; i < 40; ++i) entries.push_back(Entry(i));
+  // A bound smaller than one entry: one entry a page, each after the last.
+  ObjectPage first = PageOfEntries(entries, "", 1);
+  ASSERT_EQ(first.entries.size(), 1u);
+  ObjectPage second = PageOfEntries(entries, first.next_after, 1);
+  ASSERT_EQ(second.entries.size(), 1u);
+  EXPECT_GT(second.entries[0].key.Encode(), first.entries[0].key.Encode());
+  ObjectPage last = PageOfEntries(entries, keys[28], 1);
+  ASSERT_EQ(last.entries.size(), 1u);
+  EXPECT_TRUE(last.next_after.empty());
 }
 
 }  // namespace

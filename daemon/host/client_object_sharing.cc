@@ -1,0 +1,42 @@
+#include "daemon/host/client_object_sharing.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "engine/objects/fleet_object_cache.h"
+#include "engine/shared/redis_cluster.h"
+#include "engine/shared/shared_entry.h"
+
+namespace kcache {
+
+absl::StatusOr<std::unique_ptr<objects::ObjectCache>> ShareClientObjects(
+    const DaemonOptions& options, std::unique_ptr<objects::ObjectCache> pod,
+    const std::unique_ptr<ArtifactCache>* counts) {
+  if (!options.share_client_objects) return pod;
+  objects::FleetObjectOptions fleet;
+  absl::StatusOr<SharedKeys> keys =
+      SharedKeys::Load(options.shared_key_file, options.shared_key_file_second);
+  if (!keys.ok()) return keys.status();
+  fleet.keys = *std::move(keys);
+  fleet.max_object_bytes = options.max_object_bytes;
+  fleet.budget = options.shared_budget;
+  RedisOptions redis_options;
+  redis_options.call_deadline = fleet.write_deadline;
+  absl::StatusOr<std::unique_ptr<RedisCluster>> redis =
+      RedisCluster::Create(options.shared, redis_options);
+  if (!redis.ok()) return redis.status();
+  spdlog::warn(
+      "--share-client-objects: objects clients build are shared through {} with every kcached "
+      "that opts in, and theirs are served here",
+      options.shared);
+  auto count = [counts](objects::FleetObjectCount what) {
+    if (*counts == nullptr) return;
+    (*counts)->RecordObjects(static_cast<ArtifactCache::ObjectCount>(
+        static_cast<int>(ArtifactCache::ObjectCount::kFleetHit) + static_cast<int>(what)));
+  };
+  return objects::NewFleetObjectCache(std::move(pod), *std::move(redis), std::move(fleet),
+                                      std::move(count));
+}
+
+}  // namespace kcache

@@ -1,0 +1,228 @@
+// Client-made objects on the shared fleet tier: kcached's object cache, and Redis after it.
+#include "engine/objects/fleet_object_cache.h"
+
+#include <atomic>
+#include <deque>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace kcache::objects {
+namespace {
+
+// GET, unless the value is over ARGV[1] bytes: then its size (an integer), so that a value
+// planted by anyone who reaches Redis is never read into memory whole.
+constexpr char kBoundedGet[] =
+    "local v = redis.call('GET', KEYS[1]) "
+    "if v and #v > tonumber(ARGV[1]) then return #v end "
+    "return v";
+// HGETALL, unless the hash has more than ARGV[1] fields or its values more than ARGV[2] bytes:
+// then that count (an integer).
+constexpr char kBoundedListing[] =
+    "local n = redis.call('HLEN', KEYS[1]) "
+    "if n > tonumber(ARGV[1]) then return n end "
+    "local t = redis.call('HGETALL', KEYS[1]) "
+    "local b = 0 "
+    "for i = 2, #t, 2 do b = b + #t[i] end "
+    "if b > tonumber(ARGV[2]) then return b end "
+    "return t";
+
+std::string Prefix(const KernelId& key1) {
+  return absl::StrCat("kcache:obj:v1:{", absl::BytesToHexString(key1.Bytes()), "}:");
+}
+
+std::string ListingFieldRedisKey(const ArtifactKey& key) {
+  return absl::StrCat(FleetListingRedisKey(key.kernel_id), ":", key.toolkit);
+}
+
+class FleetObjectCache final : public ObjectCache {
+ public:
+  FleetObjectCache(std::unique_ptr<ObjectCache> pod, std::unique_ptr<RedisCluster> redis,
+                   FleetObjectOptions options, std::function<void(FleetObjectCount)> count)
+      : pod_(std::move(pod)),
+        redis_(std::move(redis)),
+        options_(std::move(options)),
+        count_(std::move(count)) {}
+
+  absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) override {
+    absl::StatusOr<std::vector<ObjectEntryMeta>> local = pod_->List(key1);
+    if (local.ok() && !local->empty()) return local;
+    absl::StatusOr<RedisReply> reply =
+        Call({"EVAL", kBoundedListing, "1", FleetListingRedisKey(key1),
+              absl::StrCat(kMaxFleetListing), absl::StrCat(kMaxFleetListingBytes)},
+             options_.budget);
+    if (!reply.ok()) return local;
+    std::vector<ObjectEntryMeta> entries;
+    if (reply->type == RedisReply::Type::kArray) {
+      for (size_t i = 0; i + 1 < reply->elements.size(); i += 2) {
+        ArtifactKey key = ObjectArtifactKey(key1, Manifest{});
+        key.toolkit = reply->elements[i].str;
+        absl::StatusOr<Artifact> opened = OpenSharedEntryAt(
+            options_.keys, key, ListingFieldRedisKey(key), reply->elements[i + 1].str);
+        ObjectEntryMeta entry;
+        if (opened.ok()) entry = EntryMetaFromArtifact(opened->meta);
+        if (!opened.ok() || ManifestId(entry.manifest) != key.toolkit) {
+          Count(FleetObjectCount::kRefused);
+          continue;
+        }
+        entries.push_back(std::move(entry));
+      }
+    } else {
+      Count(FleetObjectCount::kRefused);  // over the listing's bounds
+    }
+    if (entries.empty()) Count(FleetObjectCount::kMiss);
+    return entries;
+  }
+
+  absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override { return pod_->ListAll(); }
+
+  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+    absl::StatusOr<std::string> local = pod_->Get(key);
+    if (local.ok()) return local;
+    std::string redis_key = FleetObjectRedisKey(key);
+    uint64_t bound = options_.max_object_bytes + kMaxFleetMetaBytes + kSharedEntryOverhead;
+    absl::StatusOr<RedisReply> reply =
+        Call({"EVAL", kBoundedGet, "1", redis_key, absl::StrCat(bound)}, options_.budget);
+    if (!reply.ok()) return local;
+    if (reply->is_nil()) {
+      Count(FleetObjectCount::kMiss);
+      return local;
+    }
+    absl::StatusOr<Artifact> artifact =
+        reply->type == RedisReply::Type::kString
+            ? OpenSharedEntryAt(options_.keys, key, redis_key, reply->str)
+            : absl::ResourceExhaustedError("over the bound");
+    if (!artifact.ok() || artifact->bytes.size() > options_.max_object_bytes) {
+      Count(FleetObjectCount::kRefused);
+      return local;
+    }
+    // A copy for the next lookup; a failure to keep it costs only that.
+    pod_->Put(EntryMetaFromArtifact(artifact->meta), artifact->bytes).IgnoreError();
+    Count(FleetObjectCount::kHit);
+    return std::move(artifact->bytes);
+  }
+
+  absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override {
+    absl::Status put = pod_->Put(entry, bundle);
+    if (!put.ok()) return put;
+    absl::MutexLock lock(&mu_);
+    if (queue_.size() >= kMaxFleetWritesQueued ||
+        queued_bytes_ + bundle.size() > options_.max_object_bytes) {
+      Count(FleetObjectCount::kWriteDropped);
+      return absl::OkStatus();
+    }
+    queued_bytes_ += bundle.size();
+    queue_.push_back({entry, bundle});
+    return absl::OkStatus();
+  }
+
+  ~FleetObjectCache() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    writer_.join();
+  }
+
+  absl::Status Delete(const ArtifactKey& key) override { return pod_->Delete(key); }
+
+  absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
+    return pod_->ListClientMade(after);
+  }
+
+ private:
+  // One command on the key args[1] (EVAL's key is args[3]); a failure is counted and switches
+  // the tier off for a while. While off: Unavailable, uncounted.
+  absl::StatusOr<RedisReply> Call(const std::vector<std::string>& args, absl::Duration limit) {
+    absl::Time now = absl::Now();
+    if (now < absl::FromUnixNanos(off_until_ns_.load(std::memory_order_relaxed))) {
+      return absl::UnavailableError("the fleet tier is switched off after an error");
+    }
+    size_t key_index = args[0] == "EVAL" ? 3 : 1;
+    absl::StatusOr<RedisReply> reply = redis_->Command(args, key_index, now + limit);
+    if (!reply.ok()) {
+      Count(FleetObjectCount::kError);
+      off_until_ns_.store(absl::ToUnixNanos(absl::Now() + options_.off_after_error),
+                          std::memory_order_relaxed);
+    }
+    return reply;
+  }
+
+  // The writer thread's: seals and writes each queued entry, the entry before its listing (a
+  // listing never names an entry not yet written).
+  void RunWriter() {
+    for (;;) {
+      Write write;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](FleetObjectCache* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+              return self->stopping_ || !self->queue_.empty();
+            },
+            this));
+        if (stopping_) return;
+        write = std::move(queue_.front());
+        queue_.pop_front();
+        queued_bytes_ -= write.bundle.size();
+      }
+      const ObjectEntryMeta& entry = write.entry;
+      std::string redis_key = FleetObjectRedisKey(entry.key);
+      std::string frame =
+          SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, write.bundle), redis_key);
+      std::string listing_frame = SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, ""),
+                                                    ListingFieldRedisKey(entry.key));
+      if (Call({"SET", redis_key, frame}, options_.write_deadline).ok() &&
+          Call(
+              {"HSET", FleetListingRedisKey(entry.key.kernel_id), entry.key.toolkit, listing_frame},
+              options_.write_deadline)
+              .ok()) {
+        Count(FleetObjectCount::kPut);
+      }
+    }
+  }
+
+  void Count(FleetObjectCount what) {
+    if (count_) count_(what);
+  }
+
+  std::unique_ptr<ObjectCache> pod_;
+  std::unique_ptr<RedisCluster> redis_;
+  const FleetObjectOptions options_;
+  const std::function<void(FleetObjectCount)> count_;
+  std::atomic<int64_t> off_until_ns_{0};
+
+  struct Write {
+    ObjectEntryMeta entry;
+    std::string bundle;
+  };
+  absl::Mutex mu_;
+  std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // bundle bytes in queue_
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread writer_{[this] { RunWriter(); }};  // last: starts once the rest is built
+};
+
+}  // namespace
+
+std::string FleetObjectRedisKey(const ArtifactKey& key) {
+  return absl::StrCat(Prefix(key.kernel_id), key.toolkit);
+}
+
+std::string FleetListingRedisKey(const KernelId& key1) {
+  return absl::StrCat(Prefix(key1), "list");
+}
+
+std::unique_ptr<ObjectCache> NewFleetObjectCache(std::unique_ptr<ObjectCache> pod,
+                                                 std::unique_ptr<RedisCluster> redis,
+                                                 FleetObjectOptions options,
+                                                 std::function<void(FleetObjectCount)> count) {
+  return std::make_unique<FleetObjectCache>(std::move(pod), std::move(redis), std::move(options),
+                                            std::move(count));
+}
+
+}  // namespace kcache::objects

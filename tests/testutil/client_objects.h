@@ -1,0 +1,89 @@
+// Client-made objects through real kcached processes: a launcher compile (the real c++) and
+// the Redis door (redis-cli on a unix socket) on each daemon, for the fleet-sharing and export
+// tests. Skips without c++ or redis-cli.
+#ifndef KCACHE_TESTS_TESTUTIL_CLIENT_OBJECTS_H_
+#define KCACHE_TESTS_TESTUTIL_CLIENT_OBJECTS_H_
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/testutil/daemon_process.h"
+#include "tests/testutil/launcher.h"
+#include "tests/testutil/run.h"
+
+namespace kcache::testing {
+
+class ClientObjectTest : public LauncherTest {
+ protected:
+  void SetUp() override {
+    if (::kcache::testing::Run("command -v c++ && redis-cli --version").exit_code != 0) {
+      GTEST_SKIP() << "c++ or redis-cli missing";
+    }
+    src_ = tmp_.Write("src/answer.cpp", "int answer() { return 42; }\n");
+  }
+
+  // A kcached (no toolkit) with a Redis door on <its dir>/redis.sock and `flags`.
+  DaemonProcess& StartDaemon(std::vector<std::string> flags, std::vector<std::string> baked = {}) {
+    DaemonOptions options;
+    options.baked = std::move(baked);
+    daemons_.push_back(std::make_unique<DaemonProcess>(options));
+    DaemonProcess& daemon = *daemons_.back();
+    options.extra_flags = {"--no-toolkit", "--redis-listen",
+                           absl::StrCat("unix:", daemon.dir(), "/redis.sock")};
+    options.extra_flags.insert(options.extra_flags.end(), flags.begin(), flags.end());
+    daemon.options().extra_flags = options.extra_flags;
+    absl::Status started = daemon.Start();
+    EXPECT_TRUE(started.ok()) << started;
+    return daemon;
+  }
+
+  // Compiles the test's source in tmp_/`build` through `daemon`: what the launcher did.
+  Outcome BuildThrough(DaemonProcess& daemon, const std::string& build) {
+    LauncherEnv remote = env_;
+    remote.store.clear();
+    remote.server = daemon.address();
+    return Build(build, absl::StrCat("$KCACHE c++ -O2 -c ", src_, " -o answer.o"), &remote);
+  }
+
+  // redis-cli against `daemon`'s door; its output without the trailing newline.
+  static std::string Door(DaemonProcess& daemon, const std::string& args) {
+    std::string out =
+        ::kcache::testing::Run(absl::StrCat("redis-cli -s ", daemon.dir(), "/redis.sock ", args))
+            .output;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  // A counter of `daemon` (`kcache stat --json --server`); -1 when it cannot be read.
+  static int64_t Counter(DaemonProcess& daemon, const std::string& name) {
+    RunResult stat = ::kcache::testing::Run(
+        absl::StrCat(KcacheCli(), " stat --json --server ", daemon.address()));
+    if (stat.exit_code != 0) return -1;
+    nlohmann::json counters = nlohmann::json::parse(stat.output)["counters"];
+    return counters.contains(name) ? counters[name].get<int64_t>() : -1;
+  }
+
+  // Waits (up to 30 s) until `daemon` counts `value` in `name`; the last value read.
+  static int64_t WaitCounter(DaemonProcess& daemon, const std::string& name, int64_t value) {
+    int64_t now = Counter(daemon, name);
+    for (int tries = 0; now != value && tries < 300; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      now = Counter(daemon, name);
+    }
+    return now;
+  }
+
+  std::string src_;
+  std::vector<std::unique_ptr<DaemonProcess>> daemons_;
+};
+
+}  // namespace kcache::testing
+
+#endif  // KCACHE_TESTS_TESTUTIL_CLIENT_OBJECTS_H_
