@@ -287,7 +287,7 @@ int Main(int argc, char** argv) {
   std::string table = absl::StrFormat(
       "| what | wall time |\n|---|---|\n"
       "| compile %d kernels in process with NVRTC (toolkit load included) | %.2f s |\n"
-      "| **through kcached, first start after the daemon started (store hits), one batch, "
+      "| **through kcached, first start after the daemon started, one batch, "
       "median of %d daemon starts** | **%.3f ms** |\n"
       "| the next start after it (memory hits), one batch, median of %d | %.3f ms |\n"
       "| **first start / next start** | **%.2f×** (goal: at most 2×) |\n"
