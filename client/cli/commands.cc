@@ -46,6 +46,7 @@ int RunCli(int argc, char** argv) {
   app.fallthrough();
   int exit_code = kExitOk;
   RegisterWarmCommand(app, &exit_code);
+  RegisterBakeManifestCommand(app, &exit_code);
   RegisterStoreCommands(app, &exit_code);
   RegisterServerCommands(app, &exit_code);
   RegisterDoctorCommand(app, &exit_code);

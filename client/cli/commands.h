@@ -17,8 +17,9 @@ namespace kcache::cli {
 int RunCli(int argc, char** argv);
 
 // Each sets *exit_code when its subcommand runs.
-void RegisterWarmCommand(CLI::App& app, int* exit_code);    // warm
-void RegisterStoreCommands(CLI::App& app, int* exit_code);  // ls, stat, get
+void RegisterWarmCommand(CLI::App& app, int* exit_code);          // warm
+void RegisterBakeManifestCommand(CLI::App& app, int* exit_code);  // bake-manifest
+void RegisterStoreCommands(CLI::App& app, int* exit_code);        // ls, stat, get
 // (warm, ls, stat and get take --server ADDR instead of --store DIR: server_commands.h;
 // doctor: doctor.h)
 

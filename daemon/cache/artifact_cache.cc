@@ -20,6 +20,7 @@
 #include "daemon/cache/startup_warm.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
+#include "daemon/cache/unknown_driver.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
 #include "engine/store/store.h"
@@ -141,7 +142,14 @@ class ArtifactCacheImpl : public ArtifactCache {
   StartupWarmResult WarmAfterStart(uint64_t budget_bytes,
                                    const std::function<void(std::shared_ptr<const Artifact>)>& each,
                                    const std::function<bool()>& keep_going) override {
-    StartupWarmResult result = WarmFromStores(*tiers_, budget_bytes, each, keep_going);
+    uint64_t remembered = 0;
+    auto remember_then_each = [&](std::shared_ptr<const Artifact> artifact) {
+      remembered += RememberForUnknownDriver(artifact);
+      if (each) each(std::move(artifact));
+    };
+    StartupWarmResult result =
+        WarmFromStores(*tiers_, budget_bytes, remember_then_each, keep_going);
+    result.memory_entries = remembered;
     stats_.Add(Statistic::kStartupWarmedBytes, result.bytes);
     return result;
   }
@@ -161,6 +169,12 @@ class ArtifactCacheImpl : public ArtifactCache {
   // ResolveQuery::fast_take); false when the answer stands.
   bool UncountFastFallback(const ResolveQuery& query, const absl::StatusOr<Served>& served);
   absl::StatusOr<KernelId> Identify(const ResolveQuery& query);
+  // A memory miss for a known driver: the entry for driver 0 carried over (CarryToDriver),
+  // remembered under the device's own key.
+  std::optional<MemoryEntry> FromUnknownDriver(const KernelId& id, const Device& device);
+  // The start-up warm's read of a cubin: what a store hit would serve its SM with an unknown
+  // driver, remembered in memory (and the kernel counted as registered). Whether it was.
+  bool RememberForUnknownDriver(const std::shared_ptr<const Artifact>& read);
   void RegisterIfNew(const KernelId& id, const KernelRecord& record);
   absl::StatusOr<KernelId> FindByName(const std::string& name);
   absl::StatusOr<Served> ResolveMiss(const KernelId& id, const ResolveQuery& query);
@@ -256,6 +270,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query
   if (!id.ok()) return id.status();
   std::optional<MemoryEntry> hit =
       memory_.Lookup(MemoryKey{*id, query.device.sm, query.device.driver});
+  if (!hit) hit = FromUnknownDriver(*id, query.device);
   if (!hit) return ResolveMiss(*id, query);
   local_->RecordUse(hit->artifact->meta.key);  // kept from eviction while memory serves it
   RecordSeen(*id, query, query.spec ? &*query.spec : nullptr);
@@ -272,6 +287,43 @@ absl::StatusOr<KernelId> ArtifactCacheImpl::Identify(const ResolveQuery& query) 
   KernelId id = ComputeKernelId(query.spec->spec);  // the client's id is never trusted
   RegisterIfNew(id, *query.spec);
   return id;
+}
+
+std::optional<MemoryEntry> ArtifactCacheImpl::FromUnknownDriver(const KernelId& id,
+                                                                const Device& device) {
+  if (device.driver == 0) return std::nullopt;
+  uint64_t epoch = memory_.epoch();
+  std::optional<MemoryEntry> unknown = memory_.Lookup(MemoryKey{id, device.sm, 0});
+  if (!unknown) return std::nullopt;
+  std::optional<MemoryEntry> carried = CarryToDriver(*unknown, device);
+  if (carried) memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver}, *carried, epoch);
+  return carried;
+}
+
+bool ArtifactCacheImpl::RememberForUnknownDriver(const std::shared_ptr<const Artifact>& read) {
+  const ArtifactKey& key = read->meta.key;
+  if (key.kind != ArtifactKind::kCubin || key.target.kind != TargetKind::kSass) return false;
+  Device device{key.target.sm, 0};
+  uint64_t epoch = memory_.epoch();
+  absl::StatusOr<ResolveDecision> decision = DecideResolve(
+      *tiers_, key.kernel_id, nullptr, device, ResolvePolicy{.allow_compile = false}, toolkits_);
+  if (!decision.ok() || !decision->record) return false;
+  {
+    absl::MutexLock lock(&mu_);  // known to a store: a request need not look for its record
+    if (registered_.size() < kMaxRegisteredIds)
+      registered_.insert(std::string(key.kernel_id.Bytes()));
+  }
+  if (decision->action != ResolveDecision::Action::kServe || !decision->stored ||
+      decision->stored->needs_jit()) {
+    return false;
+  }
+  Resolution& hit = *decision->stored;
+  bool same = hit.artifact.meta.key == key && hit.artifact.meta.checksum == read->meta.checksum;
+  std::shared_ptr<const Artifact> artifact =
+      same ? read : std::make_shared<const Artifact>(std::move(hit.artifact));
+  return memory_.InsertIfCurrent(MemoryKey{key.kernel_id, device.sm, 0},
+                                 MemoryEntry{std::move(artifact), hit.rule, std::move(hit.reason)},
+                                 epoch);
 }
 
 void ArtifactCacheImpl::RegisterIfNew(const KernelId& id, const KernelRecord& record) {

@@ -165,6 +165,9 @@ struct SeenKernel {
 struct StartupWarmResult {
   uint64_t artifacts = 0;  // read, verified and handed on
   uint64_t bytes = 0;      // their payload bytes
+  // Answers remembered in the memory tier: for each cubin read, what a store hit serves its
+  // SM with an unknown driver (carried to known drivers: daemon/cache/unknown_driver.h).
+  uint64_t memory_entries = 0;
 };
 
 // Thread-safe. Errors: NotFound with the reason (kernel unknown, below min arch, no toolkit,

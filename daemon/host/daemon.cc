@@ -452,9 +452,11 @@ class DaemonImpl final : public Daemon {
     }
     StartupWarmResult warmed = cache_->WarmAfterStart(options_.warm_start_bytes, preload,
                                                       [this] { return !stopping_warm_.load(); });
-    spdlog::info("start-up warm: read {} artifacts ({} MiB of --warm-start-mb {}) in {} ms",
-                 warmed.artifacts, warmed.bytes >> 20, options_.warm_start_bytes >> 20,
-                 absl::ToInt64Milliseconds(absl::Now() - start));
+    spdlog::info(
+        "start-up warm: read {} artifacts ({} MiB of --warm-start-mb {}), {} answers in memory, "
+        "in {} ms",
+        warmed.artifacts, warmed.bytes >> 20, options_.warm_start_bytes >> 20,
+        warmed.memory_entries, absl::ToInt64Milliseconds(absl::Now() - start));
   }
 
   void StopWarm() {

@@ -188,6 +188,6 @@ for k in kernels:
 print(f"  {report['device']}: " + ", ".join(f"{k['name']} {k['rule']} from {k['served_from']}" for k in kernels))
 PY
 }
-check_worker 8.9 'daemon:baked_store'
+check_worker 8.9 'daemon:(baked_store|memory)'  # memory: the start-up warm's answer
 check_worker 8.6 'daemon:compile'
 echo "OK: installed kcache, kcached, compile worker and example worker work together on a baked store"

@@ -1,7 +1,9 @@
 // kcached's start-up warm (docs/kcached.md, "Start-up") against a real daemon on a temp
 // socket: once serving, it reads the stores' most recently used artifacts within
-// --warm-start-mb into the fast path's arena, and what workers are then served is byte for
-// byte what the stores hold; a baked-store hit is copied into the writable store.
+// --warm-start-mb into the fast path's arena and remembers in the memory tier what a store hit
+// would serve each cubin's SM, so the first workers are served from memory whatever their
+// driver, byte for byte what the stores hold, never what their driver cannot load; a
+// baked-store hit is copied into the writable store.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -88,10 +90,40 @@ TEST(StartupWarmTest, FillsTheArenaAndServesTheStoredBytes) {
     absl::StatusOr<FetchedKernel> k = c->ResolveById(s.id(), kSm89);
     ASSERT_TRUE(k.ok()) << k.status();
     EXPECT_NE(k->view_owner, nullptr) << "not served on the fast path";
-    EXPECT_EQ(k->served_from, client::ServedFrom::kDaemonLocalStore);
+    EXPECT_EQ(k->served_from, client::ServedFrom::kDaemonMemory);
+    EXPECT_EQ(k->rule, client::ServeRule::kExactSass);
+    EXPECT_EQ(k->reason, "sm_89 cubin matches device 8.9") << "the driver is known";
     EXPECT_TRUE(k->data() == s.bytes) << s.record.spec.name << ": other bytes than stored";
   }
   EXPECT_EQ(Counter(*c, "fast.hits"), 3u);
+  EXPECT_EQ(Counter(*c, "resolve.hit.memory"), 3u);
+  EXPECT_EQ(Counter(*c, "resolve.hit.local_store"), 0u);
+}
+
+TEST(StartupWarmTest, AnUnknownDriverIsServedFromMemoryAsAStoreHitWouldBe) {
+  DaemonProcess daemon;
+  std::vector<Stored> stored = PutPayloads(daemon.store_path(), {5000});
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  ASSERT_EQ(AwaitWarmed(*c, 5000), 5000u) << daemon.Log();
+  absl::StatusOr<FetchedKernel> k = c->ResolveById(stored[0].id(), client::Device{8, 9, 0});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->served_from, client::ServedFrom::kDaemonMemory);
+  EXPECT_EQ(k->reason, "sm_89 cubin matches device 8.9; driver unknown, assumed 13.0 or newer");
+  EXPECT_TRUE(k->data() == stored[0].bytes);
+}
+
+TEST(StartupWarmTest, ADriverTooOldForTheRememberedCubinIsNotServedIt) {
+  DaemonProcess daemon;
+  daemon.options().extra_flags = {"--no-toolkit"};
+  std::vector<Stored> stored = PutPayloads(daemon.store_path(), {5000});  // needs driver 13.0
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  ASSERT_EQ(AwaitWarmed(*c, 5000), 5000u) << daemon.Log();
+  absl::StatusOr<FetchedKernel> k = c->ResolveById(stored[0].id(), client::Device{8, 9, 12080});
+  ASSERT_FALSE(k.ok()) << "served " << client::ServedFromName(k->served_from);
+  EXPECT_TRUE(absl::IsNotFound(k.status())) << k.status();
+  EXPECT_EQ(Counter(*c, "resolve.hit.memory"), 0u);
 }
 
 TEST(StartupWarmTest, ReadsNoMoreThanItsBudget) {
@@ -127,10 +159,10 @@ TEST(StartupWarmTest, BakedHitIsCopiedIntoTheWritableStore) {
   std::vector<Stored> stored = PutPayloads(baked, {200000});
   testing::DaemonOptions options;
   options.baked = {baked};
+  options.extra_flags = {"--warm-start-mb", "0"};  // else the warm's memory answer serves it
   DaemonProcess daemon(options);
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   std::unique_ptr<Client> c = Connect(daemon.address());
-  ASSERT_EQ(AwaitWarmed(*c, 200000), 200000u) << daemon.Log();
   absl::StatusOr<FetchedKernel> k = c->ResolveById(stored[0].id(), kSm89);
   ASSERT_TRUE(k.ok()) << k.status();
   EXPECT_EQ(k->served_from, client::ServedFrom::kDaemonBakedStore);

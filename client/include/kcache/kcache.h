@@ -266,9 +266,17 @@ enum class BreakerState { kClosed, kOpen, kHalfOpen };
 absl::string_view BreakerStateName(BreakerState state);  // "closed", "open", "half_open"
 
 // The kernels of a kcache manifest (docs/manifest.md; variants are kernels of their own), as
-// sources, in the manifest's order. Errors name the file, line and field (InvalidArgument) or
+// sources, in the manifest's order: a YAML manifest, or a baked one (BakeManifest), told
+// apart by the file's first bytes. Errors name the file, line and field (InvalidArgument) or
 // the missing file (NotFound).
 absl::StatusOr<std::vector<KernelSource>> LoadManifestKernels(const std::string& path);
+
+// Writes the kernels of the YAML manifest at `manifest_path` to `out_path` (replaced whole) as
+// a baked manifest (docs/manifest.md, "Baked manifests"): one file with every source and
+// header inline, which LoadManifestKernels reads with no YAML parse and no file but that one.
+// It holds the kernels as they were when baked: bake again when the manifest or a source
+// changes. Errors: LoadManifest's; PermissionDenied when `out_path` cannot be written.
+absl::Status BakeManifest(const std::string& manifest_path, const std::string& out_path);
 
 // Thread-safe: one Client serves every thread of a worker.
 class Client {

@@ -1,0 +1,110 @@
+// Baked manifests (docs/manifest.md, "Baked manifests"): BakeManifest writes what
+// LoadManifestKernels reads back as the YAML manifest's kernels, field for field (so the
+// daemon computes the same kernel ids from them); a damaged or other-version file is refused
+// with what to do; a baked manifest keeps the sources it was baked with until baked again.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "client/lib/convert.h"
+#include "core/kernel_spec.h"
+#include "kcache/kcache.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache::client {
+namespace {
+
+constexpr char kBundled[] = KCACHE_SOURCE_DIR "/kernels/manifest.yaml";
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void ExpectSameKernels(const std::vector<KernelSource>& a, const std::vector<KernelSource>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(a[i].name);
+    EXPECT_EQ(a[i].name, b[i].name);
+    EXPECT_EQ(a[i].source_name, b[i].source_name);
+    EXPECT_EQ(a[i].source, b[i].source);
+    EXPECT_EQ(a[i].headers, b[i].headers);
+    EXPECT_EQ(a[i].options, b[i].options);
+    EXPECT_EQ(a[i].name_expressions, b[i].name_expressions);
+    EXPECT_EQ(a[i].min_arch, b[i].min_arch);
+    EXPECT_EQ(a[i].max_arch, b[i].max_arch);
+    EXPECT_EQ(a[i].want_ltoir, b[i].want_ltoir);
+    EXPECT_EQ(ComputeKernelId(ToCoreSpec(a[i])), ComputeKernelId(ToCoreSpec(b[i])));
+  }
+}
+
+TEST(BakedManifestTest, ReadsBackTheYamlManifestsKernels) {
+  testing::TempDir dir;
+  std::string baked = dir / "manifest.kcb";
+  ASSERT_TRUE(BakeManifest(kBundled, baked).ok());
+  absl::StatusOr<std::vector<KernelSource>> from_yaml = LoadManifestKernels(kBundled);
+  absl::StatusOr<std::vector<KernelSource>> from_baked = LoadManifestKernels(baked);
+  ASSERT_TRUE(from_yaml.ok()) << from_yaml.status();
+  ASSERT_TRUE(from_baked.ok()) << from_baked.status();
+  ExpectSameKernels(*from_yaml, *from_baked);
+}
+
+TEST(BakedManifestTest, KeepsTheSourcesItWasBakedWithUntilBakedAgain) {
+  testing::TempDir dir;
+  Write(dir / "k.cu", "extern \"C\" __global__ void k() {}\n");
+  Write(dir / "manifest.yaml", "version: 1\nkernels:\n  - name: k\n    source: k.cu\n");
+  std::string baked = dir / "manifest.kcb";
+  ASSERT_TRUE(BakeManifest(dir / "manifest.yaml", baked).ok());
+  Write(dir / "k.cu", "extern \"C\" __global__ void k() { /* edited */ }\n");
+  absl::StatusOr<std::vector<KernelSource>> stale = LoadManifestKernels(baked);
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  EXPECT_FALSE(absl::StrContains(stale->front().source, "edited")) << "read the source file";
+  ASSERT_TRUE(BakeManifest(dir / "manifest.yaml", baked).ok());
+  absl::StatusOr<std::vector<KernelSource>> fresh = LoadManifestKernels(baked);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_TRUE(absl::StrContains(fresh->front().source, "edited"));
+  EXPECT_NE(ComputeKernelId(ToCoreSpec(stale->front())),
+            ComputeKernelId(ToCoreSpec(fresh->front())));
+}
+
+TEST(BakedManifestTest, RefusesADamagedFile) {
+  testing::TempDir dir;
+  std::string baked = dir / "manifest.kcb";
+  ASSERT_TRUE(BakeManifest(kBundled, baked).ok());
+  std::string bytes = Read(baked);
+  Write(baked, bytes.substr(0, bytes.size() / 2));  // cut inside a source
+  absl::StatusOr<std::vector<KernelSource>> loaded = LoadManifestKernels(baked);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(loaded.status())) << loaded.status();
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), "kcache bake-manifest"))
+      << loaded.status();
+}
+
+TEST(BakedManifestTest, RefusesAnotherVersion) {
+  testing::TempDir dir;
+  std::string baked = dir / "manifest.kcb";
+  Write(baked, std::string("KCBAKED1") + std::string("\x08\x02", 2));  // version: 2, no kernels
+  absl::StatusOr<std::vector<KernelSource>> loaded = LoadManifestKernels(baked);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), "version 2")) << loaded.status();
+}
+
+TEST(BakedManifestTest, BakingABadManifestWritesNothing) {
+  testing::TempDir dir;
+  Write(dir / "manifest.yaml", "version: 1\nkernels:\n  - name: k\n    source: missing.cu\n");
+  std::string baked = dir / "manifest.kcb";
+  absl::Status s = BakeManifest(dir / "manifest.yaml", baked);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.message(), "missing.cu")) << s;
+  EXPECT_FALSE(std::ifstream(baked).good());
+}
+
+}  // namespace
+}  // namespace kcache::client
