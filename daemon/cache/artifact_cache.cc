@@ -416,7 +416,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
       if (query.defer_compile) return CompileDeferredStatus();
       break;
   }
-  decision->compile->demand = CompileDemand{query.client, query.still_wanted};
+  decision->compile->demand = CompileDemand{query.client, query.still_wanted, nullptr};
   if (query.waits_for_compile) query.waits_for_compile();
   return CompileMiss(*std::move(decision), device, epoch, query.compile_watch);
 }
@@ -481,7 +481,7 @@ bool ArtifactCacheImpl::MayCompile(const KernelId& id) {
 }
 
 void ArtifactCacheImpl::QueueBackground(CompileJob job, size_t toolkit) {
-  job.demand = CompileDemand{"(background)", nullptr};  // for later callers: always wanted
+  job.demand = CompileDemand{"(background)", nullptr, nullptr};  // for later callers: always wanted
   absl::MutexLock lock(&background_mu_);
   if (background_jobs_.size() >= background_queue_) {
     stats_.Add(Statistic::kBackgroundCompilesDropped);

@@ -216,7 +216,9 @@ TEST_F(DoctorTest, ListingDamageIsRepairedInPlaceByTheRunningDaemon) {
 
   // kcached meets the damage (its start-up scan, or the warm's) and rebuilds the listing;
   // doctor, opening the store read-only beside it, then finds it whole.
-  ::kcache::testing::DaemonProcess daemon({.store = store_});
+  ::kcache::testing::DaemonOptions options;
+  options.store = store_;
+  ::kcache::testing::DaemonProcess daemon(options);
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   RunResult rewarm = ::kcache::testing::Run(KcacheCli() + " warm --arch 8.6 --server " +
                                             daemon.address() + " " + manifest_);
