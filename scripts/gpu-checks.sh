@@ -8,7 +8,8 @@
 #   gtest          tests/gpu: kernels_gpu_test, node_gpu_test
 #   python         tests/python test_gpu.py, test_gpus.py, test_triton_backend.py (pytest)
 #   worker         the example worker through a kcached over a store warmed for this GPU: its
-#                  first start after the daemon started, then three more (--json lines)
+#                  first start after the daemon started, then three more, then two with the
+#                  manifest baked by `kcache bake-manifest` (--json lines)
 #   torch-compile  bench/torch_compile/bench.py --device cuda (needs redis-py on PYTHONPATH;
 #                  $KCACHE_BENCH_RUNS pods per warm row, default 2)
 # The machine needs the CUDA toolkit at /usr/local/cuda, a driver, and python3 with pytest,
@@ -76,6 +77,13 @@ run_python() {
   return $r
 }
 
+worker_line() {  # NAME JSON: total, phases and where the kernels came from, on one line
+  python3 -c 'import json, sys, collections
+r = json.loads(sys.argv[2])
+print(sys.argv[1], "total", r["total_micros"], "us", r["phase_micros"],
+      dict(collections.Counter(k["served_from"] for k in r["kernels"])))' "$1" "$2"
+}
+
 run_worker() {
   local tmp unsandboxed=()
   tmp=$(mktemp -d)
@@ -90,9 +98,17 @@ run_worker() {
   local daemon=$! i
   for i in $(seq 100); do [[ -S $tmp/kcache.sock ]] && break; sleep 0.05; done
   for i in first next next next; do
-    echo "$i: $("$KCACHE_EXAMPLE_WORKER" --manifest "$root/kernels/manifest.yaml" \
-                  --server "unix://$tmp/kcache.sock" --json 2>>"$logs/worker.log")" |
-      tee -a "$logs/worker.log" | cut -c1-400
+    report=$("$KCACHE_EXAMPLE_WORKER" --manifest "$root/kernels/manifest.yaml" \
+               --server "unix://$tmp/kcache.sock" --json 2>>"$logs/worker.log")
+    echo "$i: $report" >>"$logs/worker.log"
+    echo "  $(worker_line "$i" "$report")"
+  done
+  "$KCACHE_CLI" bake-manifest "$root/kernels/manifest.yaml" "$tmp/manifest.baked" >>"$logs/worker.log" 2>&1
+  for i in baked baked; do
+    report=$("$KCACHE_EXAMPLE_WORKER" --manifest "$tmp/manifest.baked" \
+               --server "unix://$tmp/kcache.sock" --json 2>>"$logs/worker.log")
+    echo "$i: $report" >>"$logs/worker.log"
+    echo "  $(worker_line "$i" "$report")"
   done
   kill "$daemon"; wait "$daemon"
 }
