@@ -9,6 +9,29 @@
 #include "engine/shared/shared_entry.h"
 
 namespace kcache {
+namespace {
+
+ArtifactCache::ObjectCount CountOf(objects::FleetObjectCount what) {
+  using Fleet = objects::FleetObjectCount;
+  using Count = ArtifactCache::ObjectCount;
+  switch (what) {
+    case Fleet::kHit:
+      return Count::kFleetHit;
+    case Fleet::kMiss:
+      return Count::kFleetMiss;
+    case Fleet::kPut:
+      return Count::kFleetPut;
+    case Fleet::kRefused:
+      return Count::kFleetRefused;
+    case Fleet::kError:
+      return Count::kFleetError;
+    case Fleet::kWriteDropped:
+      break;
+  }
+  return Count::kFleetWriteDropped;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<objects::ObjectCache>> ShareClientObjects(
     const DaemonOptions& options, std::unique_ptr<objects::ObjectCache> pod,
@@ -31,9 +54,7 @@ absl::StatusOr<std::unique_ptr<objects::ObjectCache>> ShareClientObjects(
       "that opts in, and theirs are served here",
       options.shared);
   auto count = [counts](objects::FleetObjectCount what) {
-    if (*counts == nullptr) return;
-    (*counts)->RecordObjects(static_cast<ArtifactCache::ObjectCount>(
-        static_cast<int>(ArtifactCache::ObjectCount::kFleetHit) + static_cast<int>(what)));
+    if (*counts != nullptr) (*counts)->RecordObjects(CountOf(what));
   };
   return objects::NewFleetObjectCache(std::move(pod), *std::move(redis), std::move(fleet),
                                       std::move(count));
