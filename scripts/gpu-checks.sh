@@ -93,22 +93,20 @@ run_worker() {
     "$KCACHE_CLI" warm --store "$tmp/store" --arch "$sm" "${unsandboxed[@]}" \
       "$root/kernels/manifest.yaml" >>"$logs/worker.log" 2>&1 || return 1
   fi
+  "$KCACHE_CLI" bake-manifest "$root/kernels/manifest.yaml" "$tmp/manifest.baked" \
+    >>"$logs/worker.log" 2>&1
   "$KCACHED" --store "$tmp/store" --listen "unix://$tmp/kcache.sock" "${unsandboxed[@]}" \
     >>"$logs/worker.log" 2>&1 &
   local daemon=$! i
   for i in $(seq 100); do [[ -S $tmp/kcache.sock ]] && break; sleep 0.05; done
-  for i in first next next next; do
-    report=$("$KCACHE_EXAMPLE_WORKER" --manifest "$root/kernels/manifest.yaml" \
-               --server "unix://$tmp/kcache.sock" --json 2>>"$logs/worker.log")
-    echo "$i: $report" >>"$logs/worker.log"
-    echo "  $(worker_line "$i" "$report")"
-  done
-  "$KCACHE_CLI" bake-manifest "$root/kernels/manifest.yaml" "$tmp/manifest.baked" >>"$logs/worker.log" 2>&1
-  for i in baked baked; do
-    report=$("$KCACHE_EXAMPLE_WORKER" --manifest "$tmp/manifest.baked" \
-               --server "unix://$tmp/kcache.sock" --json 2>>"$logs/worker.log")
-    echo "$i: $report" >>"$logs/worker.log"
-    echo "  $(worker_line "$i" "$report")"
+  local start report manifest
+  for start in first next next next baked baked; do
+    manifest=$root/kernels/manifest.yaml
+    [[ $start == baked ]] && manifest=$tmp/manifest.baked
+    report=$("$KCACHE_EXAMPLE_WORKER" --manifest "$manifest" --server "unix://$tmp/kcache.sock" \
+               --json 2>>"$logs/worker.log")
+    echo "$start: $report" >>"$logs/worker.log"
+    echo "  $(worker_line "$start" "$report")"
   done
   kill "$daemon"; wait "$daemon"
 }
