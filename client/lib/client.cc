@@ -29,6 +29,22 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// The request for `source` on `device` as the fast path sends it: by the kernel id computed
+// here (ComputeKernelId, the daemon's own function), not by the source. The daemon keys its
+// memory and stores by that id, so it serves the id exactly what it would serve the source,
+// and a hit costs neither side the 10-100 KB of a source to copy, parse and hash. What the
+// fast path does not serve goes over gRPC with the source in place of the id (ToWire), to be
+// registered and compiled. InvalidArgument, without a round trip, for a spec the daemon would
+// refuse (the same core limits): not compiled locally either.
+absl::Status AskById(const KernelSource& source, const Device& device,
+                     v1::ResolveRequest* request) {
+  KernelSpec spec = ToCoreSpec(source);
+  if (absl::Status s = ValidateSpecLimits(spec, "spec"); !s.ok()) return s;
+  request->set_kernel_id(std::string(ComputeKernelId(spec).Bytes()));
+  ToWire(device, request->mutable_device());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string DefaultAddress() {
@@ -96,7 +112,9 @@ struct Client::Impl {
         local(options.toolkit_root),
         grace(options.startup_grace),
         client_name(options.client_name.empty() ? absl::StrCat("pid-", getpid())
-                                                : options.client_name) {}
+                                                : options.client_name) {
+    fast.Begin();  // the daemon's hello arrives while the caller gets its kernels ready
+  }
 
   absl::Duration SilenceFor(const CallOptions& call) const {
     return call.deadline > absl::ZeroDuration() ? call.deadline : options.deadline;
@@ -160,9 +178,11 @@ struct Client::Impl {
                      absl::FormatDuration(absl::Ceil(breaker.RetryIn(), absl::Milliseconds(1)))));
   }
 
-  // One Resolve through the breaker; `*outcome` says how it ended besides its status.
+  // One Resolve through the breaker; `*outcome` says how it ended besides its status. With
+  // `source`, `request` asks by its id (AskById), and gRPC is sent the source itself.
   absl::StatusOr<FetchedKernel> CallDaemon(v1::ResolveRequest& request, const CallOptions& call,
-                                           DaemonOutcome* outcome) {
+                                           DaemonOutcome* outcome,
+                                           const KernelSource* source = nullptr) {
     *outcome = DaemonOutcome::kAsked;
     if (!breaker.Allow()) {
       *outcome = DaemonOutcome::kSkipped;
@@ -176,6 +196,7 @@ struct Client::Impl {
       grace.Contacted();
       return *std::move(answer);
     }
+    if (source != nullptr) ToWire(*source, request.mutable_spec());  // replaces the id
     CallEnd end;
     absl::StatusOr<FetchedKernel> result;
     absl::Status status = WithGrace(
@@ -252,14 +273,10 @@ absl::StatusOr<FetchedKernel> Client::Resolve(const KernelSource& source, const 
                                               const CallOptions& call) {
   auto start = std::chrono::steady_clock::now();
   if (absl::Status s = CheckDevice(device); !s.ok()) return s;
-  // The daemon would refuse it (the same core limits): say so without a round trip, and
-  // without compiling it locally either.
-  if (absl::Status s = ValidateSpecLimits(ToCoreSpec(source), "spec"); !s.ok()) return s;
   v1::ResolveRequest request;
-  ToWire(source, request.mutable_spec());
-  ToWire(device, request.mutable_device());
+  if (absl::Status s = AskById(source, device, &request); !s.ok()) return s;
   DaemonOutcome outcome;
-  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &outcome);
+  absl::StatusOr<FetchedKernel> served = impl_->CallDaemon(request, call, &outcome, &source);
   if (served.ok()) {
     served->micros = MicrosSince(start);
     return served;
@@ -302,16 +319,12 @@ absl::StatusOr<FetchedKernel> Client::ResolveByName(absl::string_view name, cons
 namespace {
 
 // The request for one kernel of a batch, or why there is none (checked as the single calls
-// check it, without a round trip).
+// check it, without a round trip). A kernel by source is asked for by its id (AskById).
 absl::Status RequestFor(const KernelRef& kernel, const Device& device,
                         v1::ResolveRequest* request) {
   switch (kernel.by) {
     case KernelRef::By::kSource:
-      if (absl::Status s = ValidateSpecLimits(ToCoreSpec(kernel.source), "spec"); !s.ok()) {
-        return s;
-      }
-      ToWire(kernel.source, request->mutable_spec());
-      break;
+      return AskById(kernel.source, device, request);
     case KernelRef::By::kId: {
       absl::StatusOr<KernelId> id = KernelId::FromHex(kernel.key);
       if (!id.ok()) {
@@ -368,6 +381,9 @@ void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& de
       continue;
     }
     v1::ResolveRequest& request = requests[k];
+    if (kernels[i].by == KernelRef::By::kSource) {
+      ToWire(kernels[i].source, request.mutable_spec());  // replaces the id (AskById)
+    }
     size_t size = request.ByteSizeLong() + 8;  // + the field's tag and length
     if (calls.empty() || calls.back().kernels_size() >= static_cast<int>(kMaxResolveManyEntries) ||
         call_bytes + size > kMaxUnaryMessageBytes) {

@@ -153,13 +153,7 @@ FastPath::FastPath(std::string socket_path) : socket_path_(std::move(socket_path
 
 FastPath::~FastPath() = default;
 
-std::shared_ptr<FastPath::Connection> FastPath::Connected(absl::Time deadline) {
-  if (connection_ != nullptr && !connection_->dead.load() && connection_->pid == getpid()) {
-    return connection_;
-  }
-  connection_.reset();
-  if (socket_path_.empty() || Now() < retry_after_) return nullptr;
-  retry_after_ = Now() + kReconnectPause;  // until this attempt succeeds
+std::shared_ptr<FastPath::Connection> FastPath::Dial() const {
   auto c = std::make_shared<Connection>();
   c->pid = getpid();
   c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -170,9 +164,13 @@ std::shared_ptr<FastPath::Connection> FastPath::Connected(absl::Time deadline) {
   if (connect(c->fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return nullptr;
   setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
   setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  return c;
+}
+
+bool FastPath::Handshake(Connection& c, absl::Time deadline) const {
   char buffer[4096];
   int arena = -1;
-  ssize_t got = ReceivePacket(c->fd, buffer, sizeof(buffer),
+  ssize_t got = ReceivePacket(c.fd, buffer, sizeof(buffer),
                               std::min(deadline, Now() + absl::Seconds(1)), &arena);
   v1::FastHello hello;
   bool ok = got > 0 && hello.ParseFromArray(buffer, static_cast<int>(got)) && hello.code() == 0 &&
@@ -182,12 +180,34 @@ std::shared_ptr<FastPath::Connection> FastPath::Connected(absl::Time deadline) {
   if (ok) {
     void* base = mmap(nullptr, hello.arena_bytes(), PROT_READ, MAP_SHARED, arena, 0);
     if (base != MAP_FAILED) {
-      c->base = static_cast<const char*>(base);
-      c->size = hello.arena_bytes();
+      c.base = static_cast<const char*>(base);
+      c.size = hello.arena_bytes();
     }
   }
   if (arena >= 0) close(arena);  // the mapping stays
-  if (c->base == nullptr) return nullptr;
+  return c.base != nullptr;
+}
+
+void FastPath::Begin() {
+  absl::MutexLock lock(&mu_);
+  if (connection_ == nullptr && !socket_path_.empty() && Now() >= retry_after_) {
+    connection_ = Dial();  // null when kcached is not there yet: the first call dials again
+  }
+}
+
+std::shared_ptr<FastPath::Connection> FastPath::Connected(absl::Time deadline) {
+  if (connection_ != nullptr && !connection_->dead.load() && connection_->pid == getpid()) {
+    if (connection_->base != nullptr) return connection_;
+    if (Handshake(*connection_, deadline)) return connection_;  // dialed by Begin
+    retry_after_ = Now() + kReconnectPause;
+    connection_.reset();
+    return nullptr;
+  }
+  connection_.reset();
+  if (socket_path_.empty() || Now() < retry_after_) return nullptr;
+  retry_after_ = Now() + kReconnectPause;  // until this attempt succeeds
+  std::shared_ptr<Connection> c = Dial();
+  if (c == nullptr || !Handshake(*c, deadline)) return nullptr;
   retry_after_ = absl::InfinitePast();
   connection_ = c;
   return c;

@@ -54,6 +54,11 @@ class FastPath {
 
   using Answer = std::optional<absl::StatusOr<FetchedKernel>>;
 
+  // Connects now, leaving the daemon's hello (and the arena's mapping) to the first call, so
+  // the daemon answers it while the caller does other work (a worker reading its manifest).
+  // Never blocks; nothing happens when a connection exists or kcached is not there yet.
+  void Begin();
+
   // One Resolve (the request as for gRPC; no_compile is implied: the fast path never compiles).
   Answer Resolve(const v1::ResolveRequest& request, absl::Time deadline);
   // Many, pipelined on the one connection (in windows of 32): answers in the order of
@@ -69,7 +74,12 @@ class FastPath {
   struct Connection;  // fast_path.cc; shared with the leases it gave out
 
  private:
+  // The connection, dialed and its hello taken here when there is none (or Begin's, its
+  // hello taken now); null when the fast path cannot be had now (then not tried again for a
+  // second).
   std::shared_ptr<Connection> Connected(absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::shared_ptr<Connection> Dial() const;                  // connected; the hello not read yet
+  bool Handshake(Connection& c, absl::Time deadline) const;  // reads the hello, maps the arena
   std::vector<Answer> Exchange(const v1::ResolveRequest* const* requests, size_t count,
                                absl::Time deadline);
 

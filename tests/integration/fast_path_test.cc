@@ -190,6 +190,62 @@ TEST(FastPathTest, MissesGoToGrpcWhichCompiles) {
   EXPECT_EQ(stats->Counter("resolve.hit.memory") + stats->Counter("resolve.hit.local_store"), 1u);
 }
 
+// The fast path asks for a kernel given by source by the id libkcache computes from it: every
+// part of the spec that the id covers (source, a header's content, an option, a name
+// expression) gives a new id, so a changed spec is never served the artifact of the one before
+// it. Each change is a fast-path miss compiled over gRPC, then a fast-path hit of its own.
+TEST(FastPathTest, AChangedSpecAskedByIdIsNeverServedTheOldArtifact) {
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  client::KernelSource base;
+  base.name = "fast_scale";
+  base.source =
+      "#include \"scale.cuh\"\n"
+      "template <typename T> __global__ void fast_scale(T* x) { x[threadIdx.x] *= T(kScale); }\n";
+  base.headers = {{"scale.cuh", "constexpr float kScale = 2.0f;\n"}};
+  base.name_expressions = {"fast_scale<float>"};
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  ASSERT_TRUE(c->Resolve(base, kSm89).ok()) << daemon.Log();
+  absl::StatusOr<FetchedKernel> hit = c->Resolve(base, kSm89);
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  ASSERT_NE(hit->view_owner, nullptr) << "the unchanged spec is not a fast-path hit";
+  EXPECT_EQ(hit->kernel_id, client::LocalCompiler::KernelIdOf(base));
+
+  std::vector<std::pair<std::string, client::KernelSource>> changed;
+  changed.emplace_back("source", base);
+  changed.back().second.source += "// changed\n";
+  changed.emplace_back("header content", base);
+  changed.back().second.headers["scale.cuh"] = "constexpr float kScale = 3.0f;\n";
+  changed.emplace_back("option", base);
+  changed.back().second.options = {"--use_fast_math"};
+  changed.emplace_back("name expression", base);
+  changed.back().second.name_expressions = {"fast_scale<double>"};
+  for (const auto& [what, spec] : changed) {
+    SCOPED_TRACE(what);
+    absl::StatusOr<FetchedKernel> first = c->Resolve(spec, kSm89);
+    ASSERT_TRUE(first.ok()) << first.status() << daemon.Log();
+    EXPECT_EQ(first->view_owner, nullptr) << "served on the fast path before it was compiled";
+    EXPECT_EQ(first->served_from, client::ServedFrom::kDaemonCompile);
+    EXPECT_NE(first->kernel_id, hit->kernel_id);
+    EXPECT_EQ(first->kernel_id, client::LocalCompiler::KernelIdOf(spec));
+    absl::StatusOr<FetchedKernel> again = c->Resolve(spec, kSm89);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_NE(again->view_owner, nullptr) << "not a fast-path hit once compiled";
+    EXPECT_EQ(again->kernel_id, first->kernel_id);
+    EXPECT_EQ(again->data(), first->data());
+  }
+  // The same through one batch: the unchanged spec is a hit, each changed one its own kernel.
+  std::vector<client::KernelRef> batch{base};
+  for (const auto& [what, spec] : changed) batch.emplace_back(spec);
+  std::vector<absl::StatusOr<FetchedKernel>> got = c->ResolveMany(batch, kSm89);
+  ASSERT_EQ(got.size(), batch.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].status();
+    EXPECT_NE(got[i]->view_owner, nullptr) << i;
+    EXPECT_EQ(got[i]->kernel_id, client::LocalCompiler::KernelIdOf(batch[i].source)) << i;
+  }
+}
+
 // A fake daemon's fast socket whose answer carries a wrong checksum.
 TEST(FastPathTest, ChecksumMismatchIsRefused) {
   ::kcache::testing::TempDir dir;

@@ -33,15 +33,19 @@ namespace {
 using ::kcache::testing::Contains;
 
 KernelSource Saxpy() {
-  return KernelSource{.name = "saxpy", .source = ::kcache::testing::kSaxpySource};
+  KernelSource saxpy;
+  saxpy.name = "saxpy";
+  saxpy.source = ::kcache::testing::kSaxpySource;
+  return saxpy;
 }
 
 // saxpy again (another kernel id), for 9.0 and later only.
 KernelSource HopperOnly() {
-  return KernelSource{.name = "hopper_only",
-                      .source = ::kcache::testing::kSaxpySource,
-                      .options = {"-DHOPPER=1"},
-                      .min_arch = 90};
+  KernelSource hopper = Saxpy();
+  hopper.name = "hopper_only";
+  hopper.options = {"-DHOPPER=1"};
+  hopper.min_arch = 90;
+  return hopper;
 }
 
 std::vector<GpuInfo> Node(const std::vector<std::string>& sms) {

@@ -59,13 +59,18 @@ TEST(NodeDevicesTest, CheckRunsOnTakesTheFetchedKernelAndTheGpu) {
   k.kind = ArtifactKind::kCubin;
   k.target = "sm_89";
   k.min_driver = 13000;
-  GpuInfo h100{.ordinal = 1, .name = "NVIDIA H100", .device = {9, 0, 13000}};
+  GpuInfo h100;
+  h100.ordinal = 1;
+  h100.name = "NVIDIA H100";
+  h100.device = {9, 0, 13000};
   absl::Status refused = CheckRunsOn(k, h100);
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(absl::StrContains(
       refused.message(), "softmax is sm_89 SASS; GPU 1 is NVIDIA H100 (sm_90): resolve it for 9.0"))
       << refused;
-  EXPECT_TRUE(CheckRunsOn(k, GpuInfo{.device = {8, 9, 13000}}).ok());
+  GpuInfo ada;
+  ada.device = {8, 9, 13000};
+  EXPECT_TRUE(CheckRunsOn(k, ada).ok());
   k.kind = ArtifactKind::kPtx;
   k.target = "compute_89";
   EXPECT_TRUE(CheckRunsOn(k, h100).ok());  // PTX at or below the GPU: the driver JITs it

@@ -492,7 +492,7 @@ TEST_F(ProcessPoolTest, QueuedJobNobodyWantsLeavesTheQueue) {
   }
   std::atomic<bool> wanted{true};
   CompileJob job = Job(Saxpy(), "sm_89");
-  job.demand = CompileDemand{"impatient", [&wanted] { return wanted.load(); }};
+  job.demand = CompileDemand{"impatient", [&wanted] { return wanted.load(); }, nullptr};
   absl::Status dropped;
   std::thread queued([&] { dropped = pool->Compile(job).status(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -283,7 +283,9 @@ class Client {
  public:
   // Checks the options and starts connecting in the background; never waits for the daemon
   // (a call made before the connection is up waits for it within its deadline). With the fast
-  // path on a unix socket, the gRPC connection is left to the first call that needs it.
+  // path on a unix socket, its connection is made now (the daemon's hello is read by the first
+  // call, so create the client before reading a manifest) and the gRPC connection is left to
+  // the first call that needs it.
   // InvalidArgument for bad options.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options);
   ~Client();
