@@ -3,6 +3,7 @@
 // SHA256_Init/Update/Final: see ComputeKernelId.
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
+#include <xxhash.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -122,6 +123,17 @@ KernelId ComputeKernelId(const KernelSpec& spec) {
   });
   SHA256_Final(digest.data(), &context);
   return KernelId(digest);
+}
+
+KernelFingerprint FingerprintKernel(const KernelSpec& spec) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  FrameKernel(spec, [state](absl::string_view piece) {
+    XXH3_128bits_update(state, piece.data(), piece.size());
+  });
+  XXH128_hash_t hash = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
+  return KernelFingerprint{hash.high64, hash.low64};
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -69,6 +70,20 @@ class KernelId {
 std::string CanonicalKernelFraming(const KernelSpec& spec);
 
 KernelId ComputeKernelId(const KernelSpec& spec);
+
+// XXH3-128 of CanonicalKernelFraming(spec): a fast digest (~10x SHA-256's speed) of exactly
+// what the kernel id covers, for a process to recognise a spec whose id it already knows
+// (client/lib/known_kernel_ids.h). Not collision-resistant: never a key, never sent, never
+// trusted across processes; only ComputeKernelId names a kernel.
+struct KernelFingerprint {
+  uint64_t high = 0, low = 0;
+  bool operator==(const KernelFingerprint&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const KernelFingerprint& f) {
+    return H::combine(std::move(h), f.high, f.low);
+  }
+};
+KernelFingerprint FingerprintKernel(const KernelSpec& spec);
 
 // What a kernel spec may hold, wherever it comes from (a manifest, a worker's request on the
 // wire, libkcache before it sends one). gRPC refuses any message over 4 MiB before the daemon

@@ -15,6 +15,7 @@
 #include "client/lib/convert.h"
 #include "client/lib/daemon_rpc.h"
 #include "client/lib/fast_path.h"
+#include "client/lib/known_kernel_ids.h"
 #include "client/lib/startup_grace.h"
 #include "client/lib/wire.h"
 #include "core/kernel_spec.h"
@@ -30,7 +31,8 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
 }
 
 // The request for `source` on `device` as the fast path sends it: by the kernel id computed
-// here (ComputeKernelId, the daemon's own function), not by the source. The daemon keys its
+// here (ComputeKernelId, the daemon's own function, or the one this process already knows for
+// the very same spec: KnownKernelId), not by the source. The daemon keys its
 // memory and stores by that id, so it serves the id exactly what it would serve the source,
 // and a hit costs neither side the 10-100 KB of a source to copy, parse and hash. What the
 // fast path does not serve goes over gRPC with the source in place of the id (ToWire), to be
@@ -40,7 +42,7 @@ absl::Status AskById(const KernelSource& source, const Device& device,
                      v1::ResolveRequest* request) {
   KernelSpec spec = ToCoreSpec(source);
   if (absl::Status s = ValidateSpecLimits(spec, "spec"); !s.ok()) return s;
-  request->set_kernel_id(std::string(ComputeKernelId(spec).Bytes()));
+  request->set_kernel_id(std::string(KnownKernelId(spec).Bytes()));
   ToWire(device, request->mutable_device());
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -40,7 +41,7 @@ struct FastPath::Connection {
     std::string packet = request.SerializeAsString();
     if (send(fd, packet.data(), packet.size(), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      absl::MutexLock lock(&release_mu);
+      std::lock_guard<std::mutex> lock(release_mu);
       unsent_releases.push_back(lease);  // sent with the next exchange
     }
   }
@@ -50,8 +51,8 @@ struct FastPath::Connection {
   const char* base = nullptr;
   uint64_t size = 0;
   std::atomic<bool> dead{false};
-  absl::Mutex release_mu;
-  std::vector<uint64_t> unsent_releases ABSL_GUARDED_BY(release_mu);
+  std::mutex release_mu;
+  std::vector<uint64_t> unsent_releases;  // guarded by release_mu
 };
 
 namespace {
@@ -189,7 +190,7 @@ bool FastPath::Handshake(Connection& c, absl::Time deadline) const {
 }
 
 void FastPath::Begin() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (connection_ == nullptr && !socket_path_.empty() && Now() >= retry_after_) {
     connection_ = Dial();  // null when kcached is not there yet: the first call dials again
   }
@@ -265,7 +266,7 @@ std::vector<FastPath::Answer> FastPath::ResolveMany(const std::vector<v1::Resolv
 std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const* requests,
                                                  size_t count, absl::Time deadline) {
   std::vector<Answer> answers(count);
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<Connection> c = Connected(deadline);
   if (c == nullptr) {
     fallbacks_ += count;
@@ -273,7 +274,7 @@ std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const
   }
   std::vector<uint64_t> releases;
   {
-    absl::MutexLock release_lock(&c->release_mu);
+    std::lock_guard<std::mutex> release_lock(c->release_mu);
     releases.swap(c->unsent_releases);
   }
   for (uint64_t lease : releases) c->Release(lease);

@@ -27,13 +27,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kcache/kcache.h"
 #include "kcache/v1/kcache.pb.h"
@@ -77,18 +76,22 @@ class FastPath {
   // The connection, dialed and its hello taken here when there is none (or Begin's, its
   // hello taken now); null when the fast path cannot be had now (then not tried again for a
   // second).
-  std::shared_ptr<Connection> Connected(absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::shared_ptr<Connection> Dial() const;                  // connected; the hello not read yet
-  bool Handshake(Connection& c, absl::Time deadline) const;  // reads the hello, maps the arena
+  std::shared_ptr<Connection> Connected(absl::Time deadline);  // mu_ held
+  std::shared_ptr<Connection> Dial() const;                    // connected; the hello not read yet
+  bool Handshake(Connection& c, absl::Time deadline) const;    // reads the hello, maps the arena
   std::vector<Answer> Exchange(const v1::ResolveRequest* const* requests, size_t count,
                                absl::Time deadline);
 
   const std::string socket_path_;
-  absl::Mutex mu_;  // one exchange at a time
-  std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
-  absl::Time retry_after_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  uint64_t next_tag_ ABSL_GUARDED_BY(mu_) = 1;
-  std::unique_ptr<char[]> buffer_ ABSL_GUARDED_BY(mu_);  // receives answers
+  // One exchange at a time. The C library's mutex, not absl's: a worker's start takes it
+  // first, and absl::Mutex's first lock in a process (its thread identity; with an absl built
+  // without NDEBUG, as Debian's is, the deadlock detector's graph) costs ~50 us of that start.
+  std::mutex mu_;
+  // Guarded by mu_:
+  std::shared_ptr<Connection> connection_;
+  absl::Time retry_after_ = absl::InfinitePast();
+  uint64_t next_tag_ = 1;
+  std::unique_ptr<char[]> buffer_;  // receives answers
   std::atomic<uint64_t> served_{0};
   std::atomic<uint64_t> fallbacks_{0};
   std::atomic<uint64_t> checksum_failures_{0};

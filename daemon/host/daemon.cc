@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "core/version.h"
 #include "daemon/cache/artifact_cache.h"
 #include "daemon/host/client_object_sharing.h"
@@ -182,6 +183,11 @@ class DaemonImpl final : public Daemon {
     // The other doors open first: a client (or a readiness check) that the main socket answers
     // finds the fast path and the Redis door listening too.
     StartFastPath();
+    // The start-up warm first, waited for a moment: the first worker, which comes once kcached
+    // is ready, then finds its kernels in memory and in the arena (a small store's warm takes
+    // a few milliseconds; a large one's goes on in the background).
+    warm_ = std::thread([this] { WarmAfterStart(); });
+    warmed_.WaitForNotificationWithTimeout(options_.warm_before_ready);
     if (absl::Status s = StartRedisDoor(); !s.ok()) return s;
     if (absl::Status s = StartMainServer(); !s.ok()) return s;
     if (absl::Status s = StartProbeServer(); !s.ok()) return s;
@@ -192,7 +198,6 @@ class DaemonImpl final : public Daemon {
         probe_port_ ? absl::StrCat(", probes on ", options_.probe_address, ":", probe_port_) : "",
         toolkit_summary, options_.memory_cache_bytes >> 20, options_.max_calls_in_flight,
         options_.max_queued_bytes >> 20);
-    warm_ = std::thread([this] { WarmAfterStart(); });
     return absl::OkStatus();
   }
 
@@ -436,15 +441,12 @@ class DaemonImpl final : public Daemon {
     if (!redis_path_.empty()) RemoveSocketFile(redis_path_, redis_inode_);
   }
 
-  // In the background once serving: the stores' descriptions (each a walk of its listing,
-  // kept off the start-up), then the start-up warm into the fast path's arena. At the normal
+  // In the background from the start (Start waits for it up to --warm-before-ready-ms): the
+  // start-up warm into the fast path's arena, then the stores' descriptions (each a walk of
+  // its listing, kept off the start-up). At the normal
   // priority: a lower one could be preempted while it holds the arena's or RocksDB's locks,
   // and hold up the requests waiting for them.
   void WarmAfterStart() {
-    for (const auto& [label, store] : described_) {
-      if (stopping_warm_.load()) return;
-      spdlog::info("{} {}", label, DescribeStore(*store));
-    }
     absl::Time start = absl::Now();
     std::function<void(std::shared_ptr<const Artifact>)> preload;
     if (fast_ != nullptr) {
@@ -457,6 +459,11 @@ class DaemonImpl final : public Daemon {
         "in {} ms",
         warmed.artifacts, warmed.bytes >> 20, options_.warm_start_bytes >> 20,
         warmed.memory_entries, absl::ToInt64Milliseconds(absl::Now() - start));
+    warmed_.Notify();
+    for (const auto& [label, store] : described_) {
+      if (stopping_warm_.load()) return;
+      spdlog::info("{} {}", label, DescribeStore(*store));
+    }
   }
 
   void StopWarm() {
@@ -536,7 +543,8 @@ class DaemonImpl final : public Daemon {
   std::atomic<bool> serving_{true};
   std::vector<std::pair<std::string, Store*>> described_;  // the cache's stores, to describe
   std::atomic<bool> stopping_warm_{false};
-  std::thread warm_;  // WarmAfterStart; joined before the fast path and the cache go
+  absl::Notification warmed_;  // the start-up warm ended (done, or stopped)
+  std::thread warm_;           // WarmAfterStart; joined before the fast path and the cache go
   std::string socket_path_;
   ino_t socket_inode_ = 0;
   int probe_port_ = 0;

@@ -17,6 +17,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   std::string socket_mode = "0660";
   uint64_t memory_cache_mb = o.memory_cache_bytes >> 20;
   uint64_t warm_start_mb = o.warm_start_bytes >> 20;
+  int64_t warm_before_ready_ms = absl::ToInt64Milliseconds(o.warm_before_ready);
   uint64_t compile_memory_mb = o.compile.memory_bytes_per_worker >> 20;
   int64_t compile_timeout_seconds = absl::ToInt64Seconds(o.compile.wall_time_per_compile);
   int64_t compile_limit_backoff_seconds = absl::ToInt64Seconds(o.compile_limit_backoff);
@@ -88,6 +89,12 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "MiB of the stores' most recently used artifacts read into the fast path's "
                  "arena in the background once serving, so the first workers find them ready "
                  "(0: none)")
+      ->capture_default_str();
+  app.add_option("--warm-before-ready-ms", warm_before_ready_ms,
+                 "How long kcached waits for that warm before it opens its main socket and is "
+                 "ready, so the first worker finds its kernels in memory; the warm goes on "
+                 "past it (0: not at all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{60000}))
       ->capture_default_str();
   app.add_option("--max-calls-in-flight", o.max_calls_in_flight,
                  "Calls answered at once; more are refused RESOURCE_EXHAUSTED (retry later)")
@@ -178,6 +185,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   o.socket_mode = *mode;
   o.memory_cache_bytes = memory_cache_mb << 20;
   o.warm_start_bytes = warm_start_mb << 20;
+  o.warm_before_ready = absl::Milliseconds(warm_before_ready_ms);
   o.compile.memory_bytes_per_worker = compile_memory_mb << 20;
   o.compile_limit_backoff = absl::Seconds(compile_limit_backoff_seconds);
   o.compile.wall_time_per_compile = compile_timeout_seconds == 0

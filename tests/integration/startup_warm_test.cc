@@ -100,6 +100,23 @@ TEST(StartupWarmTest, FillsTheArenaAndServesTheStoredBytes) {
   EXPECT_EQ(Counter(*c, "resolve.hit.local_store"), 0u);
 }
 
+// kcached is ready (its health check SERVING) only once the warm is done, within
+// --warm-before-ready-ms: the first worker finds every kernel in memory, asking nothing twice.
+TEST(StartupWarmTest, ReadyOnlyOnceTheWarmIsDone) {
+  testing::DaemonOptions options;
+  options.extra_flags = {"--warm-before-ready-ms", "20000"};
+  DaemonProcess daemon(options);
+  std::vector<Stored> stored = PutPayloads(daemon.store_path(), {100000, 300000, 5000});
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  std::unique_ptr<Client> c = Connect(daemon.address());
+  EXPECT_EQ(Counter(*c, "startup.warmed_bytes"), 405000u) << daemon.Log();
+  for (const Stored& s : stored) {
+    absl::StatusOr<FetchedKernel> k = c->ResolveById(s.id(), kSm89);
+    ASSERT_TRUE(k.ok()) << k.status();
+    EXPECT_EQ(k->served_from, client::ServedFrom::kDaemonMemory);
+  }
+}
+
 TEST(StartupWarmTest, AnUnknownDriverIsServedFromMemoryAsAStoreHitWouldBe) {
   DaemonProcess daemon;
   std::vector<Stored> stored = PutPayloads(daemon.store_path(), {5000});
