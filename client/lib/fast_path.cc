@@ -79,13 +79,32 @@ bool WaitFor(int fd, short events, absl::Time deadline) {
   }
 }
 
-bool SendPacket(int fd, const std::string& packet, absl::Time deadline) {
-  while (true) {
-    if (send(fd, packet.data(), packet.size(), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+// All of `packets`, in order, in as few system calls as the socket's room allows (sendmmsg):
+// the daemon is woken once for a batch, not once a packet; a wake-up of the other CPU costs
+// the sender ~20 us in a VM, most of a 12-kernel start's sending when made a packet at a time.
+bool SendPackets(int fd, const std::vector<std::string>& packets, absl::Time deadline) {
+  size_t sent = 0;
+  while (sent < packets.size()) {
+    size_t n = std::min(packets.size() - sent, kWindow);
+    iovec iovs[kWindow];
+    mmsghdr messages[kWindow];
+    for (size_t i = 0; i < n; ++i) {
+      const std::string& packet = packets[sent + i];
+      iovs[i] = iovec{const_cast<char*>(packet.data()), packet.size()};
+      messages[i] = mmsghdr{};
+      messages[i].msg_hdr.msg_iov = &iovs[i];
+      messages[i].msg_hdr.msg_iovlen = 1;
+    }
+    int got = sendmmsg(fd, messages, static_cast<unsigned>(n), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (got > 0) {
+      sent += static_cast<size_t>(got);
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
     if (!WaitFor(fd, POLLOUT, deadline)) return false;
   }
+  return true;
 }
 
 // One packet into `buffer`; the SCM_RIGHTS descriptor, when one came, into *passed_fd.
@@ -284,16 +303,15 @@ std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const
   for (size_t start = 0; start < count && !c->dead.load() && Now() < deadline; start += kWindow) {
     size_t end = std::min(count, start + kWindow);
     absl::flat_hash_map<uint64_t, size_t> waiting;  // tag -> index
+    std::vector<std::string> packets;
     for (size_t i = start; i < end; ++i) {
       uint64_t tag = next_tag_++;
       std::string packet = ResolvePacket(tag, *requests[i]);
-      if (packet.size() > kMaxFastMessageBytes) continue;  // a big spec: gRPC
-      if (!SendPacket(c->fd, packet, deadline)) {
-        c->dead = true;
-        break;
-      }
+      if (packet.size() > kMaxFastMessageBytes) continue;  // a big request: gRPC
+      packets.push_back(std::move(packet));
       waiting[tag] = i;
     }
+    if (!SendPackets(c->fd, packets, deadline)) c->dead = true;
     while (!waiting.empty() && !c->dead.load()) {
       ssize_t got =
           ReceivePacket(c->fd, buffer_.get(), kMaxFastMessageBytes + 1, deadline, nullptr);

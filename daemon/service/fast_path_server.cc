@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -202,12 +203,15 @@ class FastPathServerImpl final : public FastPathServer {
     epoll_ctl(workers_.fd(), EPOLL_CTL_MOD, listener_, &ev);
   }
 
-  // One turn on a connection: flush what waits, read and answer up to kFastBatch messages,
-  // then re-arm (reading only when nothing is left to send).
+  // One turn on a connection: flush what waits, read and answer up to kFastBatch messages
+  // (reading only when nothing was left to send), send the turn's answers together, then
+  // re-arm. Answers go out in one sendmmsg, not one by one: each send wakes the client, and a
+  // wake-up of another CPU costs a VM ~20 us, which a pipelined start pays per kernel.
   void Serve(Connection& c, uint32_t events, std::string& buffer) {
     bool closing = (events & (EPOLLERR | EPOLLHUP)) != 0;
     Flush(c);
-    for (int i = 0; i < kFastBatch && !closing && !c.broken && c.outbox.empty(); ++i) {
+    bool backlog = !c.outbox.empty();  // the socket had no room: read more once it has
+    for (int i = 0; i < kFastBatch && !closing && !c.broken && !backlog; ++i) {
       iovec iov{buffer.data(), buffer.size()};
       msghdr msg{};
       msg.msg_iov = &iov;
@@ -229,6 +233,7 @@ class FastPathServerImpl final : public FastPathServer {
       }
       Handle(c, absl::string_view(buffer.data(), static_cast<size_t>(got)));
     }
+    Flush(c);
     if (closing || c.broken) {
       CloseConnection(c, true);
       return;
@@ -351,19 +356,31 @@ class FastPathServerImpl final : public FastPathServer {
     return true;
   }
 
+  // Queued; sent by the turn's Flush.
   void Answer(Connection& c, const v1::FastResponse& response) {
     c.outbox.push_back(response.SerializeAsString());
-    Flush(c);
   }
 
+  // Sends the outbox in order, as many packets a system call as it holds (up to kFastBatch).
   void Flush(Connection& c) {
     while (!c.outbox.empty() && !c.broken) {
-      if (SendPacket(c.fd, c.outbox.front()) >= 0) {
-        c.outbox.pop_front();
+      size_t n = std::min(c.outbox.size(), static_cast<size_t>(kFastBatch));
+      std::vector<iovec> iovs(n);
+      std::vector<mmsghdr> messages(n);
+      for (size_t i = 0; i < n; ++i) {
+        iovs[i] = iovec{c.outbox[i].data(), c.outbox[i].size()};
+        messages[i] = mmsghdr{};
+        messages[i].msg_hdr.msg_iov = &iovs[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+      }
+      int sent =
+          sendmmsg(c.fd, messages.data(), static_cast<unsigned>(n), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (sent > 0) {
+        c.outbox.erase(c.outbox.begin(), c.outbox.begin() + sent);
         continue;
       }
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // EPOLLOUT resumes it
-      if (errno == EINTR) continue;
+      if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // EPOLLOUT resumes
+      if (sent < 0 && errno == EINTR) continue;
       c.broken = true;
     }
   }
