@@ -38,6 +38,10 @@
 namespace kcache {
 namespace {
 
+// How much of the start-up warm kcached waits for before it is ready (most recently used
+// first; docs/kcached.md, "Start-up"): a node's kernels, not a whole large store.
+constexpr uint64_t kWarmBeforeReadyBytes = uint64_t{16} << 20;
+
 constexpr char kServiceName[] = "kcache.v1.KernelCache";
 
 std::string DescribeStore(Store& store) {
@@ -184,8 +188,9 @@ class DaemonImpl final : public Daemon {
     // finds the fast path and the Redis door listening too.
     StartFastPath();
     // The start-up warm first, waited for a moment: the first worker, which comes once kcached
-    // is ready, then finds its kernels in memory and in the arena (a small store's warm takes
-    // a few milliseconds; a large one's goes on in the background).
+    // is ready, then finds its kernels in memory and in the arena. Waited for until it is done
+    // or has read its first kWarmBeforeReadyBytes (the most recently used), at most
+    // --warm-before-ready-ms; it goes on in the background.
     warm_ = std::thread([this] { WarmAfterStart(); });
     warmed_.WaitForNotificationWithTimeout(options_.warm_before_ready);
     if (absl::Status s = StartRedisDoor(); !s.ok()) return s;
@@ -448,18 +453,21 @@ class DaemonImpl final : public Daemon {
   // and hold up the requests waiting for them.
   void WarmAfterStart() {
     absl::Time start = absl::Now();
-    std::function<void(std::shared_ptr<const Artifact>)> preload;
-    if (fast_ != nullptr) {
-      preload = [this](std::shared_ptr<const Artifact> artifact) { fast_->Preload(artifact); };
-    }
-    StartupWarmResult warmed = cache_->WarmAfterStart(options_.warm_start_bytes, preload,
+    uint64_t read = 0;
+    auto each = [this, &read](std::shared_ptr<const Artifact> artifact) {
+      read += artifact->bytes.size();
+      if (fast_ != nullptr) fast_->Preload(artifact);
+      // The most recently used come first: past these, Start need not wait any longer.
+      if (read >= kWarmBeforeReadyBytes && !warmed_.HasBeenNotified()) warmed_.Notify();
+    };
+    StartupWarmResult warmed = cache_->WarmAfterStart(options_.warm_start_bytes, each,
                                                       [this] { return !stopping_warm_.load(); });
     spdlog::info(
         "start-up warm: read {} artifacts ({} MiB of --warm-start-mb {}), {} answers in memory, "
         "in {} ms",
         warmed.artifacts, warmed.bytes >> 20, options_.warm_start_bytes >> 20,
         warmed.memory_entries, absl::ToInt64Milliseconds(absl::Now() - start));
-    warmed_.Notify();
+    if (!warmed_.HasBeenNotified()) warmed_.Notify();
     for (const auto& [label, store] : described_) {
       if (stopping_warm_.load()) return;
       spdlog::info("{} {}", label, DescribeStore(*store));
@@ -543,8 +551,9 @@ class DaemonImpl final : public Daemon {
   std::atomic<bool> serving_{true};
   std::vector<std::pair<std::string, Store*>> described_;  // the cache's stores, to describe
   std::atomic<bool> stopping_warm_{false};
-  absl::Notification warmed_;  // the start-up warm ended (done, or stopped)
-  std::thread warm_;           // WarmAfterStart; joined before the fast path and the cache go
+  // The start-up warm ended (done, or stopped), or read its first kWarmBeforeReadyBytes.
+  absl::Notification warmed_;
+  std::thread warm_;  // WarmAfterStart; joined before the fast path and the cache go
   std::string socket_path_;
   ino_t socket_inode_ = 0;
   int probe_port_ = 0;

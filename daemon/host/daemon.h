@@ -45,11 +45,12 @@ struct DaemonOptions {
   // Payload bytes the start-up warm reads once kcached serves (docs/kcached.md, "Start-up");
   // 0: none.
   uint64_t warm_start_bytes = uint64_t{128} << 20;  // --warm-start-mb
-  // How long Start waits for the start-up warm before it opens the main socket and kcached is
+  // How long Start waits at most for the start-up warm (until it is done or has read its
+  // first 16 MiB, the most recently used) before it opens the main socket and kcached is
   // ready (the warm goes on in the background past it), so that the first worker after a
   // start finds its kernels in memory; zero: not at all.
-  absl::Duration warm_before_ready = absl::Milliseconds(20);  // --warm-before-ready-ms
-  absl::Duration shutdown_grace = absl::Seconds(30);          // --shutdown-grace-seconds
+  absl::Duration warm_before_ready = absl::Milliseconds(100);  // --warm-before-ready-ms
+  absl::Duration shutdown_grace = absl::Seconds(30);           // --shutdown-grace-seconds
   size_t max_request_threads = 256;  // threads for blocking work (requests waiting on compiles)
   // --max-calls-in-flight: calls answered at once; more are refused RESOURCE_EXHAUSTED.
   int64_t max_calls_in_flight = 1024;

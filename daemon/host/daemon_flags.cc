@@ -91,9 +91,10 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "(0: none)")
       ->capture_default_str();
   app.add_option("--warm-before-ready-ms", warm_before_ready_ms,
-                 "How long kcached waits for that warm before it opens its main socket and is "
-                 "ready, so the first worker finds its kernels in memory; the warm goes on "
-                 "past it (0: not at all)")
+                 "How long kcached waits at most for that warm (done, or its first 16 MiB "
+                 "read, the most recently used) before it opens its main socket and is ready, "
+                 "so the first worker finds its kernels in memory; the warm goes on past it "
+                 "(0: not at all)")
       ->check(CLI::Range(int64_t{0}, int64_t{60000}))
       ->capture_default_str();
   app.add_option("--max-calls-in-flight", o.max_calls_in_flight,
