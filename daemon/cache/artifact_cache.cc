@@ -305,8 +305,9 @@ bool ArtifactCacheImpl::RememberForUnknownDriver(const std::shared_ptr<const Art
   if (key.kind != ArtifactKind::kCubin || key.target.kind != TargetKind::kSass) return false;
   Device device{key.target.sm, 0};
   uint64_t epoch = memory_.epoch();
-  absl::StatusOr<ResolveDecision> decision = DecideResolve(
-      *tiers_, key.kernel_id, nullptr, device, ResolvePolicy{.allow_compile = false}, toolkits_);
+  absl::StatusOr<ResolveDecision> decision =
+      DecideResolve(*tiers_, key.kernel_id, nullptr, device,
+                    ResolvePolicy{.allow_compile = false, .held = read.get()}, toolkits_);
   if (!decision.ok() || !decision->record) return false;
   {
     absl::MutexLock lock(&mu_);  // known to a store: a request need not look for its record

@@ -223,7 +223,7 @@ absl::Status CheckArchRange(const KernelRecord& record, const Device& device) {
 }
 
 absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
-                                          const Device& device) {
+                                          const Device& device, const Artifact* held) {
   StoredLookup out;
   auto note = [&out](const absl::Status& s) {
     if (!s.ok() && !absl::IsNotFound(s) && out.first_failure.ok()) out.first_failure = s;
@@ -261,8 +261,10 @@ absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
     }
   }
   for (const ArtifactMeta& meta : RankCandidates(candidates, device)) {
+    bool is_held =
+        held != nullptr && held->meta.key == meta.key && held->meta.checksum == meta.checksum;
     for (size_t t : holders[meta.key]) {
-      absl::StatusOr<Artifact> artifact = tiers.Get(t, meta.key);
+      absl::StatusOr<Artifact> artifact = is_held ? *held : tiers.Get(t, meta.key);
       if (!artifact.ok()) {
         note(artifact.status());  // corrupt or vanished: counted by the store; try the next
         continue;
@@ -300,7 +302,7 @@ absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId&
                                               const ResolvePolicy& policy,
                                               absl::Span<const Toolkit* const> toolkits) {
   if (absl::Status s = ValidateDeviceSm(device.sm.major, device.sm.minor); !s.ok()) return s;
-  absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device);
+  absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device, policy.held);
   if (!lookup.ok()) return lookup.status();
   ResolveDecision decision;
   if (lookup->record) {

@@ -108,9 +108,11 @@ struct StoredLookup {
 // the candidates of every tier together (RankCandidates) and reads them best first; the same
 // artifact held by several tiers is read from the upper one first. A candidate that does not
 // read back (corrupt: the store counted and dropped it; or its tier failing) is skipped for the
-// next. No hit is not an error: see DecideResolve.
+// next. No hit is not an error: see DecideResolve. `held`, when given, is an artifact the
+// caller already read back intact from a tier: a candidate with its key and checksum is taken
+// from it instead of being read again.
 absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
-                                          const Device& device);
+                                          const Device& device, const Artifact* held = nullptr);
 
 // What a caller allows when nothing stored is the best answer (docs/serving-rules.md, "The
 // decision").
@@ -122,6 +124,9 @@ struct ResolvePolicy {
   // background), false waits for the SASS. A driver JIT at every worker start is the stall
   // kcache removes, so the default waits.
   bool ptx_now = false;
+  // An artifact the caller already holds, read back intact from a tier (the start-up warm's
+  // read): not read again when it is the answer (LookupStored).
+  const Artifact* held = nullptr;
 };
 
 // What to do for one (kernel, device, policy).

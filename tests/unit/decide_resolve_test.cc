@@ -25,6 +25,15 @@ namespace {
 
 using Action = ResolveDecision::Action;
 
+// The kernel every case stores: saxpy, its id computed.
+KernelRecord SaxpyRecord() {
+  KernelRecord record;
+  record.spec.name = "saxpy";
+  record.spec.source = ::kcache::testing::kSaxpySource;
+  record.id = ComputeKernelId(record.spec);
+  return record;
+}
+
 // The stores the decision reads, over real stores; a null entry is a tier that fails.
 class Tiers : public StoreTiers {
  public:
@@ -41,8 +50,10 @@ class Tiers : public StoreTiers {
   }
   absl::StatusOr<Artifact> Get(size_t tier, const ArtifactKey& key) override {
     if (stores_[tier] == nullptr) return Failing();
+    ++reads;
     return stores_[tier]->Get(key);
   }
+  int reads = 0;  // artifacts read
 
  private:
   static absl::Status Failing() { return absl::UnavailableError("this tier fails (injected)"); }
@@ -343,10 +354,7 @@ TEST_P(DecideResolveTest, DecidesAsTheRulesSay) {
   ::kcache::testing::TempDir dir;
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(dir / "store");
   ASSERT_TRUE(store.ok()) << store.status();
-  KernelRecord record;
-  record.spec.name = "saxpy";
-  record.spec.source = ::kcache::testing::kSaxpySource;
-  record.id = ComputeKernelId(record.spec);
+  KernelRecord record = SaxpyRecord();
   record.arch = row.arch;
   record.registered_unix_ms = 1;
   if (row.record) {
@@ -407,6 +415,58 @@ INSTANTIATE_TEST_SUITE_P(Rules, DecideResolveTest, ::testing::ValuesIn(Table()),
                            }
                            return name;
                          });
+
+// ResolvePolicy::held: an artifact the caller already read is not read again when it is the
+// answer; one that is not the answer (another key, or the same key with other bytes) changes
+// nothing.
+TEST(DecideResolveHeldTest, AHeldAnswerIsNotReadAgain) {
+  ::kcache::testing::TempDir dir;
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(dir / "store");
+  ASSERT_TRUE(store.ok()) << store.status();
+  KernelRecord record = SaxpyRecord();
+  ASSERT_TRUE((*store)->PutKernel(record).ok());
+  std::vector<Artifact> stored;
+  for (const char* target : {"sm_89", "sm_86"}) {
+    Artifact a;
+    a.meta.key =
+        ArtifactKey{record.id, ArtifactKind::kCubin, *ParseTarget(target), "nvrtc-13.0+test", 0};
+    a.meta.kernel_name = record.spec.name;
+    a.bytes = absl::StrCat("artifact for ", target);
+    ASSERT_TRUE((*store)->Put(a).ok());
+    absl::StatusOr<Artifact> read = (*store)->Get(a.meta.key);  // as the store hands it out
+    ASSERT_TRUE(read.ok()) << read.status();
+    stored.push_back(*std::move(read));
+  }
+  Device device{Sm{8, 9}, 0};
+  auto decide = [&](const Artifact* held, int* reads) {
+    Tiers tiers({store->get()});
+    ResolvePolicy policy{.allow_compile = false, .held = held};
+    absl::StatusOr<ResolveDecision> decision =
+        DecideResolve(tiers, record.id, nullptr, device, policy, {});
+    *reads = tiers.reads;
+    return decision;
+  };
+  int reads = 0;
+  absl::StatusOr<ResolveDecision> held = decide(&stored[0], &reads);  // the answer: sm_89
+  ASSERT_TRUE(held.ok()) << held.status();
+  ASSERT_TRUE(held->stored.has_value());
+  EXPECT_EQ(reads, 0);
+  EXPECT_EQ(held->stored->artifact.bytes, "artifact for sm_89");
+  EXPECT_EQ(held->stored->rule, ServeRule::kExactSass);
+
+  absl::StatusOr<ResolveDecision> other = decide(&stored[1], &reads);  // not the answer
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(other->stored->artifact.bytes, "artifact for sm_89");
+
+  Artifact changed = stored[0];
+  changed.meta.checksum ^= 1;  // the same key, other bytes than the store's: read the store's
+  changed.bytes = "not what the store holds";
+  absl::StatusOr<ResolveDecision> stale = decide(&changed, &reads);
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(stale->stored->artifact.bytes, "artifact for sm_89");
+}
 
 }  // namespace
 }  // namespace kcache
