@@ -204,14 +204,13 @@ TEST(RedisSingleTest, OneRedisWithoutCluster) {
 }
 
 TEST(RedisSingleTest, NothingListeningIsUnavailableNotAHang) {
-  int port = 0;
-  for (int candidate = 39000; candidate < 39100 && port == 0; ++candidate) {
-    if (testing::PortFree(candidate)) port = candidate;
-  }
+  // Held for the whole test: a port merely found free could be taken by another test's Redis.
+  testing::ClosedPort closed;
+  ASSERT_NE(closed.port(), 0);
   RedisOptions options;
   options.call_deadline = absl::Milliseconds(200);
   absl::StatusOr<std::unique_ptr<RedisCluster>> client =
-      RedisCluster::Create(absl::StrCat("redis-cluster://127.0.0.1:", port), options);
+      RedisCluster::Create(absl::StrCat("redis-cluster://127.0.0.1:", closed.port()), options);
   ASSERT_TRUE(client.ok());
   absl::StatusOr<std::optional<std::string>> value = (*client)->Get("k");
   EXPECT_FALSE(value.ok());

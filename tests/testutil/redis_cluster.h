@@ -43,6 +43,35 @@ inline bool PortFree(int port) {
   return ok;
 }
 
+// A loopback port that nothing listens on for as long as this object lives: it holds the port
+// bound (without SO_REUSEADDR, never listening), so a connect is refused and no other process,
+// such as a test's redis-server started meanwhile, can take it.
+class ClosedPort {
+ public:
+  ClosedPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(addr);
+    if (fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~ClosedPort() {
+    if (fd_ >= 0) close(fd_);
+  }
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+
+  int port() const { return port_; }  // 0 when no port could be held
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // One line of `CLUSTER NODES`.
 struct RedisNodeInfo {
   std::string id;
