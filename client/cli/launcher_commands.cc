@@ -18,6 +18,7 @@
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
 #include "client/cli/torch_compile_env.h"
+#include "client/launch/launch_command.h"
 #include "engine/objects/launcher.h"
 #include "engine/objects/run_process.h"
 #include "engine/store/store.h"
@@ -26,37 +27,13 @@ namespace kcache::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using ::kcache::CompilerFamily;
 
-constexpr const char* kCompilerNames[] = {"nvcc", "c++", "g++", "cc", "gcc"};
-// Set while a launcher runs the real compiler: nvcc's own host-compiler steps (through a
-// masquerade -ccbin) then pass straight through instead of being cached one by one.
-constexpr char kInsideEnv[] = "KCACHE_INSIDE_COMPILE";
 // How long a launcher waits for a store directory another launcher holds.
 constexpr auto kStoreLockWait = std::chrono::seconds(120);
-
-bool IsCompilerName(const std::string& name) {
-  for (const char* known : kCompilerNames) {
-    if (name == known) return true;
-  }
-  return false;
-}
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
   return value == nullptr ? "" : value;
-}
-
-std::string SelfExe() {
-  std::error_code ec;
-  return fs::canonical("/proc/self/exe", ec).string();
-}
-
-std::string StateDir() {
-  std::string dir = Env("KCACHE_STATE_DIR");
-  if (!dir.empty()) return dir;
-  std::string home = Env("HOME");
-  return home.empty() ? "" : absl::StrCat(home, "/.cache/kcache");
 }
 
 // Opens the store directory for a launcher, waiting while another launcher holds it; a store
@@ -92,17 +69,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStoreToRead(const std::string
 }
 
 objects::LauncherOptions LauncherOptionsFromEnv() {
-  objects::LauncherOptions options;
-  options.lookup.env = objects::CurrentEnvironment();
-  options.lookup.self_exe = SelfExe();
-  options.base_dirs = absl::StrSplit(Env("KCACHE_BASEDIR"), ':', absl::SkipEmpty());
-  std::string state = StateDir();
-  if (!state.empty()) options.digest_table = absl::StrCat(state, "/file-digests");
-  uint64_t max_bytes = 0;
-  if (absl::SimpleAtoi(Env("KCACHE_MAX_OBJECT_BYTES"), &max_bytes)) {
-    options.max_object_bytes = max_bytes;
-  }
-  options.log = Env("KCACHE_LOG") == "1";
+  objects::LauncherOptions options = launch::LauncherOptionsFromEnvironment();
   std::string store_dir = Env("KCACHE_STORE"), server = Env("KCACHE_SERVER");
   options.open_cache = [store_dir,
                         server]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
@@ -125,14 +92,17 @@ objects::LauncherOptions LauncherOptionsFromEnv() {
   return options;
 }
 
-// Creates (or refreshes) the masquerade links in `dir`, each pointing at this binary.
+// Creates (or refreshes) the masquerade links in `dir`, each pointing at kcache-launch beside
+// this binary (at this binary when there is none).
 absl::Status MakeShims(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
     return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  std::string self = SelfExe();
-  for (const char* name : kCompilerNames) {
+  std::string self = launch::SelfExe();
+  fs::path launcher = fs::path(self).parent_path() / launch::kLaunchBinary;
+  if (fs::exists(launcher, ec)) self = launcher.string();
+  for (const char* name : launch::kCompilerNames) {
     fs::path link = fs::path(dir) / name;
     std::string tmp = absl::StrCat(link.string(), ".", getpid());
     fs::remove(tmp, ec);
@@ -182,7 +152,8 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
   if (flags.store.empty() == flags.server.empty()) {
     return absl::InvalidArgumentError("give exactly one of --store DIR and --server ADDR");
   }
-  std::string shims = flags.shims.empty() ? absl::StrCat(StateDir(), "/shims") : flags.shims;
+  std::string shims =
+      flags.shims.empty() ? absl::StrCat(launch::StateDir(), "/shims") : flags.shims;
   if (absl::Status made = MakeShims(shims); !made.ok()) return made;
   std::vector<std::pair<std::string, std::string>> env;
   if (!flags.store.empty()) {
@@ -212,41 +183,18 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
 }  // namespace
 
 bool IsLauncherInvocation(int argc, char** argv) {
-  if (argc < 1) return false;
-  if (IsCompilerName(fs::path(argv[0]).filename().string())) return true;
-  // `kcache /usr/bin/c++ ARGS`: CMake's *_COMPILER_LAUNCHER puts the compiler's path first.
-  return argc >= 2 && (IsCompilerName(argv[1]) || std::string(argv[1]) == "--" ||
-                       std::string(argv[1]).find('/') != std::string::npos);
+  return launch::IsLauncherInvocation(argc, argv);
 }
 
 int RunLauncherCli(int argc, char** argv) {
-  std::string compiler;
-  int first_arg = 1;
-  std::string self_name = fs::path(argv[0]).filename().string();
-  if (IsCompilerName(self_name)) {
-    compiler = self_name;  // a masquerade link
-  } else if (std::string(argv[1]) == "--") {
-    if (argc < 3)
-      return Fail("`kcache --` needs a compiler: kcache -- COMPILER ARGS...", kExitBadInput);
-    compiler = argv[2];
-    first_arg = 3;
-  } else {
-    compiler = argv[1];
-    first_arg = 2;
-  }
-  std::vector<std::string> args(argv + first_arg, argv + argc);
+  absl::StatusOr<launch::LaunchCommand> command = launch::ParseLaunchCommand(argc, argv);
+  if (!command.ok()) return Fail(command.status().message(), kExitBadInput);
   objects::LauncherOptions options = LauncherOptionsFromEnv();
-  CompilerFamily family = objects::FamilyOfCompiler(compiler);
-  if (!Env(kInsideEnv).empty()) {  // a step of a compile kcache already runs
-    absl::StatusOr<std::string> real = family == CompilerFamily::kNvcc
-                                           ? objects::FindNvcc(options.lookup)
-                                           : objects::FindCompiler(compiler, options.lookup);
-    if (!real.ok()) return Fail(real.status().message(), 127);
-    args.insert(args.begin(), *real);
-    return objects::ExecReplacing(args);
+  if (std::optional<int> passed = launch::PassThroughInsideACompile(options, *command)) {
+    return *passed;
   }
-  setenv(kInsideEnv, "1", 1);
-  return objects::RunLauncher(options, family, compiler, args);
+  return objects::RunLauncher(options, objects::FamilyOfCompiler(command->compiler),
+                              command->compiler, command->args);
 }
 
 void RegisterLauncherCommands(CLI::App& app, int* exit_code) {

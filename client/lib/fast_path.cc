@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <utility>
 
@@ -271,7 +272,7 @@ std::string ResolvePacket(uint64_t tag, const v1::ResolveRequest& request) {
 
 FastPath::Answer FastPath::Resolve(const v1::ResolveRequest& request, absl::Time deadline) {
   const v1::ResolveRequest* one = &request;
-  return std::move(Exchange(&one, 1, deadline).front());
+  return std::move(ResolveAll(&one, 1, deadline).front());
 }
 
 std::vector<FastPath::Answer> FastPath::ResolveMany(const std::vector<v1::ResolveRequest>& requests,
@@ -279,12 +280,43 @@ std::vector<FastPath::Answer> FastPath::ResolveMany(const std::vector<v1::Resolv
   std::vector<const v1::ResolveRequest*> pointers;
   pointers.reserve(requests.size());
   for (const v1::ResolveRequest& r : requests) pointers.push_back(&r);
-  return Exchange(pointers.data(), pointers.size(), deadline);
+  return ResolveAll(pointers.data(), pointers.size(), deadline);
 }
 
-std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const* requests,
-                                                 size_t count, absl::Time deadline) {
+std::vector<FastPath::Answer> FastPath::ResolveAll(const v1::ResolveRequest* const* requests,
+                                                   size_t count, absl::Time deadline) {
+  std::vector<Viewed> viewed = Exchange(
+      count, [&](size_t i, uint64_t tag) { return ResolvePacket(tag, *requests[i]); }, deadline);
   std::vector<Answer> answers(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (!viewed[i].has_value()) continue;
+    if (!viewed[i]->ok()) {
+      answers[i] = viewed[i]->status();
+      continue;
+    }
+    FetchedKernel kernel = FromWireHeader((*viewed[i])->header);
+    kernel.view = (*viewed[i])->view;
+    kernel.view_owner = std::move((*viewed[i])->owner);
+    answers[i] = std::move(kernel);
+  }
+  return answers;
+}
+
+FastPath::Viewed FastPath::Ask(v1::FastRequest request, absl::Time deadline) {
+  std::vector<Viewed> viewed = Exchange(
+      1,
+      [&](size_t, uint64_t tag) {
+        request.set_tag(tag);
+        return request.SerializeAsString();
+      },
+      deadline);
+  return std::move(viewed.front());
+}
+
+std::vector<FastPath::Viewed> FastPath::Exchange(
+    size_t count, const std::function<std::string(size_t, uint64_t)>& packet_of,
+    absl::Time deadline) {
+  std::vector<Viewed> answers(count);
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<Connection> c = Connected(deadline);
   if (c == nullptr) {
@@ -306,7 +338,7 @@ std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const
     std::vector<std::string> packets;
     for (size_t i = start; i < end; ++i) {
       uint64_t tag = next_tag_++;
-      std::string packet = ResolvePacket(tag, *requests[i]);
+      std::string packet = packet_of(i, tag);
       if (packet.size() > kMaxFastMessageBytes) continue;  // a big request: gRPC
       packets.push_back(std::move(packet));
       waiting[tag] = i;
@@ -358,13 +390,10 @@ std::vector<FastPath::Answer> FastPath::Exchange(const v1::ResolveRequest* const
             absl::Hex(header.checksum(), absl::kZeroPad16), " in its answer; not used"));
         continue;
       }
-      FetchedKernel kernel = FromWireHeader(header);
-      kernel.view = view;
-      kernel.view_owner = std::shared_ptr<const void>(lease, lease.get());
-      answers[index] = std::move(kernel);
+      answers[index] = View{header, view, std::shared_ptr<const void>(lease, lease.get())};
     }
   }
-  for (const Answer& a : answers) {
+  for (const Viewed& a : answers) {
     if (a.has_value() && a->ok()) {
       served_++;
     } else if (!a.has_value() || a->status().code() == absl::StatusCode::kDataLoss) {

@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "kcache/kcache.h"
+#include "kcache/v1/fast_path.pb.h"
 #include "kcache/v1/kcache.pb.h"
 
 namespace kcache::client {
@@ -65,6 +67,17 @@ class FastPath {
   std::vector<Answer> ResolveMany(const std::vector<v1::ResolveRequest>& requests,
                                   absl::Time deadline);
 
+  // Any other operation (the compiler launchers' list_objects and get_object): `request` sent
+  // with a tag of this connection's. Answers as Resolve's, the value being the answer's header
+  // (size and checksum) and its bytes' view, owned (leased) by `owner`.
+  struct View {
+    v1::ArtifactHeader header;
+    absl::string_view view;
+    std::shared_ptr<const void> owner;
+  };
+  using Viewed = std::optional<absl::StatusOr<View>>;
+  Viewed Ask(v1::FastRequest request, absl::Time deadline);
+
   // Served here, and asked here but left to gRPC (nullopt or DataLoss), since construction.
   uint64_t served() const { return served_.load(); }
   uint64_t fallbacks() const { return fallbacks_.load(); }
@@ -79,7 +92,12 @@ class FastPath {
   std::shared_ptr<Connection> Connected(absl::Time deadline);  // mu_ held
   std::shared_ptr<Connection> Dial() const;                    // connected; the hello not read yet
   bool Handshake(Connection& c, absl::Time deadline) const;    // reads the hello, maps the arena
-  std::vector<Answer> Exchange(const v1::ResolveRequest* const* requests, size_t count,
+  std::vector<Answer> ResolveAll(const v1::ResolveRequest* const* requests, size_t count,
+                                 absl::Time deadline);
+  // `count` requests, packet i framed by packet_of(i, tag), pipelined in windows; each answer
+  // checked against the arena and its checksum.
+  std::vector<Viewed> Exchange(size_t count,
+                               const std::function<std::string(size_t, uint64_t)>& packet_of,
                                absl::Time deadline);
 
   const std::string socket_path_;

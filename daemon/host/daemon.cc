@@ -392,7 +392,7 @@ class DaemonImpl final : public Daemon {
     fast.max_leased_bytes = options_.fast_max_leased_bytes;
     fast.max_connections = options_.fast_max_connections;
     absl::StatusOr<std::unique_ptr<FastPathServer>> server =
-        FastPathServer::Start(cache_.get(), fast);
+        FastPathServer::Start(cache_.get(), fast, object_cache_.get());
     if (!server.ok()) {
       spdlog::warn("fast path off (clients use gRPC): {}", std::string(server.status().message()));
       return;

@@ -20,6 +20,11 @@ absl::Status Errno(absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
+// An artifact's slot key: its store key and checksum.
+std::string ArtifactSlotKey(const Artifact& artifact) {
+  return absl::StrCat(artifact.meta.key.Encode(), "/", artifact.meta.checksum);
+}
+
 uint64_t SlotLength(uint64_t payload) {
   return (payload + 1 + kFastSlotAlign - 1) / kFastSlotAlign * kFastSlotAlign;
 }
@@ -71,8 +76,10 @@ FastArena::~FastArena() {
 
 absl::StatusOr<FastArena::Placed> FastArena::Place(
     const std::shared_ptr<const Artifact>& artifact) {
-  std::string key = artifact->meta.key.Encode();
-  absl::StrAppend(&key, "/", artifact->meta.checksum);
+  return PlaceBytes(ArtifactSlotKey(*artifact), artifact->bytes);
+}
+
+absl::StatusOr<FastArena::Placed> FastArena::PlaceBytes(std::string key, absl::string_view bytes) {
   absl::MutexLock lock(&mu_);
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     Slot& slot = slots_[it->second];
@@ -83,42 +90,41 @@ absl::StatusOr<FastArena::Placed> FastArena::Place(
     ++leases_;
     return Placed{slot.id, slot.offset};
   }
-  uint64_t length = SlotLength(artifact->bytes.size());
+  uint64_t length = SlotLength(bytes.size());
   uint64_t offset = 0;
   // Evicting cannot help when even every unleased slot freed would leave too little room.
   bool can_fit = size_ - in_use_ + unleased_bytes_ >= length;
   while (!AllocateLocked(length, &offset)) {
     if (!can_fit || unleased_.empty()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the fast-path arena has no room for ", artifact->bytes.size(), " bytes: ", in_use_,
-          " of ", size_, " bytes are in slots, ", leases_, " leases held"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the fast-path arena has no room for ", bytes.size(), " bytes: ", in_use_,
+                       " of ", size_, " bytes are in slots, ", leases_, " leases held"));
     }
     EvictLocked(unleased_.front());
   }
-  Slot& slot = WriteSlotLocked(*artifact, std::move(key), offset, length);
+  Slot& slot = WriteSlotLocked(bytes, std::move(key), offset, length);
   slot.leases = 1;
   ++leases_;
   return Placed{slot.id, offset};
 }
 
 bool FastArena::Preload(const std::shared_ptr<const Artifact>& artifact) {
-  std::string key = artifact->meta.key.Encode();
-  absl::StrAppend(&key, "/", artifact->meta.checksum);
+  std::string key = ArtifactSlotKey(*artifact);
   uint64_t length = SlotLength(artifact->bytes.size());
   absl::MutexLock lock(&mu_);
   if (by_key_.contains(key)) return true;
   uint64_t offset = 0;
   if (!AllocateLocked(length, &offset)) return false;
-  Slot& slot = WriteSlotLocked(*artifact, std::move(key), offset, length);
+  Slot& slot = WriteSlotLocked(artifact->bytes, std::move(key), offset, length);
   slot.lru = unleased_.insert(unleased_.end(), slot.id);
   unleased_bytes_ += length;
   return true;
 }
 
-FastArena::Slot& FastArena::WriteSlotLocked(const Artifact& artifact, std::string key,
+FastArena::Slot& FastArena::WriteSlotLocked(absl::string_view bytes, std::string key,
                                             uint64_t offset, uint64_t length) {
-  std::memcpy(base_ + offset, artifact.bytes.data(), artifact.bytes.size());
-  std::memset(base_ + offset + artifact.bytes.size(), 0, length - artifact.bytes.size());
+  std::memcpy(base_ + offset, bytes.data(), bytes.size());
+  std::memset(base_ + offset + bytes.size(), 0, length - bytes.size());
   Slot slot;
   slot.id = next_id_++;
   slot.key = key;

@@ -23,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/artifact.h"
 
@@ -49,6 +50,9 @@ class FastArena {
   // The slot of `artifact` (written now if it has none), with one more lease on it.
   // ResourceExhausted when no slot can be made free for it.
   absl::StatusOr<Placed> Place(const std::shared_ptr<const Artifact>& artifact);
+  // The same for bytes that are no artifact (a compiler-object listing or bundle): `key` names
+  // them in the arena and must change whenever the bytes do (put their checksum in it).
+  absl::StatusOr<Placed> PlaceBytes(std::string key, absl::string_view bytes);
   // Writes `artifact` into a slot now, unleased (reusable when room is needed), unless it has
   // one; never evicts for it. False when there is no free room.
   bool Preload(const std::shared_ptr<const Artifact>& artifact);
@@ -70,9 +74,9 @@ class FastArena {
 
   FastArena(int fd, char* base, uint64_t size);
   bool AllocateLocked(uint64_t length, uint64_t* offset) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Copies `artifact` to `offset` (allocated, `length` long) and records a slot for it, with
+  // Copies `bytes` to `offset` (allocated, `length` long) and records a slot for it, with
   // no lease and not yet in unleased_: the caller sets one or the other.
-  Slot& WriteSlotLocked(const Artifact& artifact, std::string key, uint64_t offset, uint64_t length)
+  Slot& WriteSlotLocked(absl::string_view bytes, std::string key, uint64_t offset, uint64_t length)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(uint64_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

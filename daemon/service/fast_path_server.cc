@@ -22,8 +22,10 @@
 #include "daemon/service/convert.h"
 #include "daemon/service/epoll_threads.h"
 #include "daemon/service/fast_arena.h"
+#include "daemon/service/object_cache_service.h"
 #include "daemon/service/request_limits.h"
 #include "kcache/v1/fast_path.pb.h"
+#include "kcache/v1/objects.pb.h"
 
 namespace kcache {
 namespace {
@@ -36,6 +38,7 @@ constexpr int kSocketBufferBytes = 2 * static_cast<int>(kMaxFastMessageBytes);
 struct Lease {
   uint64_t slot = 0;
   uint64_t bytes = 0;
+  uint64_t offset = 0;
 };
 
 // One client connection. Served by one thread at a time (EPOLLONESHOT); Stop touches it only
@@ -80,9 +83,9 @@ ssize_t SendPacket(int fd, const std::string& data, int fd_to_pass = -1) {
 
 class FastPathServerImpl final : public FastPathServer {
  public:
-  FastPathServerImpl(ArtifactCache* cache, FastPathOptions options,
+  FastPathServerImpl(ArtifactCache* cache, objects::ObjectCache* objects, FastPathOptions options,
                      std::unique_ptr<FastArena> arena)
-      : cache_(cache), options_(std::move(options)), arena_(std::move(arena)) {}
+      : cache_(cache), objects_(objects), options_(std::move(options)), arena_(std::move(arena)) {}
 
   ~FastPathServerImpl() override { Stop(); }
 
@@ -262,10 +265,83 @@ class FastPathServerImpl final : public FastPathServer {
       case v1::FastRequest::kResolve:
         Answer(c, Resolve(c, request.tag(), request.resolve()));
         return;
+      case v1::FastRequest::kListObjects:
+      case v1::FastRequest::kGetObject:
+        Answer(c, ObjectLookup(c, request));
+        return;
       case v1::FastRequest::OP_NOT_SET:
         break;
     }
-    BadMessage(c, request.tag(), "a FastRequest needs one of resolve or release_lease");
+    BadMessage(c, request.tag(),
+               "a FastRequest needs one of resolve, release_lease, list_objects or get_object");
+  }
+
+  // list_objects or get_object: the listing (a serialized ListObjectsResponse) or the bundle,
+  // placed in the arena under a lease. Counted as objects.* like the gRPC calls, except that a
+  // listing is counted as a lookup only when its get follows (a launcher whose headers differ
+  // asks over gRPC next, which counts it): one launcher run, one lookup.
+  v1::FastResponse ObjectLookup(Connection& c, const v1::FastRequest& request) {
+    if (objects_ == nullptr) {
+      return Refusal(request.tag(), absl::FailedPreconditionError(
+                                        "this kcached serves no compiler objects on its fast "
+                                        "path: use gRPC (kcache.v1.ObjectCache)"));
+    }
+    std::string bytes, key;
+    if (request.has_list_objects()) {
+      if (request.list_objects().all()) {
+        return Refusal(request.tag(),
+                       absl::InvalidArgumentError("list_objects: listing every entry (all) is "
+                                                  "gRPC's ListObjects, not the fast path's"));
+      }
+      v1::ListObjectsResponse listing;
+      absl::Status listed = ListObjectsByKey(*objects_, request.list_objects(), &listing);
+      if (!listed.ok()) return Refusal(request.tag(), listed);
+      bytes = listing.SerializeAsString();
+      key = absl::StrCat("objects-list/", request.list_objects().key1());
+    } else {
+      absl::StatusOr<std::string> bundle = GetObjectBytes(*objects_, request.get_object());
+      if (!bundle.ok()) return Refusal(request.tag(), bundle.status());
+      bytes = *std::move(bundle);
+      key = absl::StrCat("object/", request.get_object().key1(), "/",
+                         request.get_object().entry_id());
+      cache_->RecordObjects(ArtifactCache::ObjectCount::kLookup);
+    }
+    uint64_t checksum = PayloadChecksum(bytes);
+    absl::StrAppend(&key, "/", checksum);  // new bytes under the same name: another slot
+    absl::StatusOr<uint64_t> lease = LeaseBytes(c, std::move(key), bytes);
+    if (!lease.ok()) return Refusal(request.tag(), lease.status());
+    if (request.has_get_object()) cache_->RecordObjects(ArtifactCache::ObjectCount::kServed);
+    v1::FastResponse response;
+    response.set_tag(request.tag());
+    response.mutable_header()->set_size(bytes.size());
+    response.mutable_header()->set_checksum(checksum);
+    response.set_offset(c.leases[*lease].offset);
+    response.set_lease(*lease);
+    return response;
+  }
+
+  // Places `bytes` in the arena under a new lease of this connection, within its lease bound.
+  absl::StatusOr<uint64_t> LeaseBytes(Connection& c, std::string key, absl::string_view bytes) {
+    if (c.leased_bytes + bytes.size() > options_.max_leased_bytes) {
+      cache_->RecordFastPath(FastCount::kFallbackLeaseBound, 1);
+      return LeaseBoundError(c);
+    }
+    absl::StatusOr<FastArena::Placed> placed = arena_->PlaceBytes(std::move(key), bytes);
+    if (!placed.ok()) {
+      cache_->RecordFastPath(FastCount::kFallbackArenaFull, 1);
+      return placed.status();
+    }
+    uint64_t lease = c.next_lease++;
+    c.leases[lease] = Lease{placed->slot, bytes.size(), placed->offset};
+    c.leased_bytes += bytes.size();
+    PublishGauges();
+    return lease;
+  }
+
+  absl::Status LeaseBoundError(const Connection& c) const {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this connection holds ", c.leased_bytes, " bytes of leases; --fast-max-leased-bytes is ",
+        options_.max_leased_bytes, ": release some, or use gRPC"));
   }
 
   v1::FastResponse Resolve(Connection& c, uint64_t tag, const v1::ResolveRequest& request) {
@@ -291,10 +367,7 @@ class FastPathServerImpl final : public FastPathServer {
       uint64_t size = answer.artifact->bytes.size();
       if (c.leased_bytes + size > options_.max_leased_bytes) {
         refused = FastCount::kFallbackLeaseBound;
-        refusal = absl::ResourceExhaustedError(
-            absl::StrCat("this connection holds ", c.leased_bytes,
-                         " bytes of leases; --fast-max-leased-bytes is ", options_.max_leased_bytes,
-                         ": release some, or use gRPC"));
+        refusal = LeaseBoundError(c);
         return false;
       }
       absl::StatusOr<FastArena::Placed> place = arena_->Place(answer.artifact);
@@ -317,7 +390,7 @@ class FastPathServerImpl final : public FastPathServer {
     }
     uint64_t size = served->artifact->bytes.size();
     uint64_t lease = c.next_lease++;
-    c.leases[lease] = Lease{placed->slot, size};
+    c.leases[lease] = Lease{placed->slot, size, placed->offset};
     c.leased_bytes += size;
     HeaderFromServed(*served, response.mutable_header());
     response.set_offset(placed->offset);
@@ -419,6 +492,7 @@ class FastPathServerImpl final : public FastPathServer {
   }
 
   ArtifactCache* const cache_;
+  objects::ObjectCache* const objects_;
   const FastPathOptions options_;
   const std::unique_ptr<FastArena> arena_;
   EpollThreads workers_;
@@ -434,11 +508,12 @@ class FastPathServerImpl final : public FastPathServer {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<FastPathServer>> FastPathServer::Start(ArtifactCache* cache,
-                                                                      FastPathOptions options) {
+absl::StatusOr<std::unique_ptr<FastPathServer>> FastPathServer::Start(
+    ArtifactCache* cache, FastPathOptions options, objects::ObjectCache* objects) {
   absl::StatusOr<std::unique_ptr<FastArena>> arena = FastArena::Create(options.arena_bytes);
   if (!arena.ok()) return arena.status();
-  auto server = std::make_unique<FastPathServerImpl>(cache, std::move(options), *std::move(arena));
+  auto server =
+      std::make_unique<FastPathServerImpl>(cache, objects, std::move(options), *std::move(arena));
   if (absl::Status s = server->Listen(); !s.ok()) return s;
   return std::unique_ptr<FastPathServer>(std::move(server));
 }

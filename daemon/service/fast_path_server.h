@@ -3,6 +3,10 @@
 // the read-only arena's descriptor (SCM_RIGHTS); each Resolve it sends is answered with where
 // the artifact lies in the arena and a lease that keeps it there, never with the bytes.
 //
+// The compiler launchers' object lookups (list_objects, get_object) are served here too when
+// the daemon has an object cache: the listing or the bundle goes into the arena like an
+// artifact, under the same lease bounds; puts, and listings of every entry, are gRPC's.
+//
 // Resolves here never compile (allow_compile = false): a miss answers NOT_FOUND and the client
 // asks over gRPC. Requests pass the same validation as the gRPC Resolve (request_limits.h) and
 // count in the same statistics, plus fast.* (daemon/cache/statistics.h).
@@ -24,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "core/protocol.h"
 #include "daemon/cache/artifact_cache.h"
+#include "engine/objects/object_cache.h"
 
 namespace kcache {
 
@@ -44,8 +49,10 @@ class FastPathServer {
   // Creates the arena (FastArena::Create), binds and listens, starts the threads.
   // FailedPrecondition when the kernel cannot seal the arena (the caller logs it and serves
   // gRPC only); other errors when the socket cannot be bound.
-  static absl::StatusOr<std::unique_ptr<FastPathServer>> Start(ArtifactCache* cache,
-                                                               FastPathOptions options);
+  // `objects` (nullable: then object requests are refused as FAILED_PRECONDITION) is borrowed
+  // like `cache`.
+  static absl::StatusOr<std::unique_ptr<FastPathServer>> Start(
+      ArtifactCache* cache, FastPathOptions options, objects::ObjectCache* objects = nullptr);
   // Stops: closes the listener and every connection (their leases go), joins the threads.
   // `cache` must outlive it.
   virtual ~FastPathServer() = default;

@@ -15,6 +15,28 @@ grpc::Status Invalid(absl::string_view message) {
 
 }  // namespace
 
+absl::Status ListObjectsByKey(objects::ObjectCache& cache, const v1::ListObjectsRequest& request,
+                              v1::ListObjectsResponse* response) {
+  absl::StatusOr<KernelId> key1 = KernelId::FromBytes(request.key1());
+  if (!key1.ok()) return absl::InvalidArgumentError("ListObjects: key1 is not 32 bytes");
+  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries = cache.List(*key1);
+  if (!entries.ok()) return entries.status();
+  for (const objects::ObjectEntryMeta& entry : *entries) {
+    objects::ToWire(entry, response->add_entries());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
+                                           const v1::GetObjectRequest& request) {
+  v1::ObjectEntry wire;
+  wire.set_key1(request.key1());
+  wire.set_entry_id(request.entry_id());
+  absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(wire);
+  if (!entry.ok()) return entry.status();
+  return cache.Get(entry->key);
+}
+
 grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
                                              const v1::ListObjectsRequest* request,
                                              v1::ListObjectsResponse* response) {
@@ -27,10 +49,8 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
   } else if (request->all()) {
     entries = cache_->ListAll();
   } else {
-    absl::StatusOr<KernelId> key1 = KernelId::FromBytes(request->key1());
-    if (!key1.ok()) return Invalid("ListObjects: key1 is not 32 bytes");
     counts_->RecordObjects(ArtifactCache::ObjectCount::kLookup);
-    entries = cache_->List(*key1);
+    return ToGrpcStatus(ListObjectsByKey(*cache_, *request, response));
   }
   if (!entries.ok()) return ToGrpcStatus(entries.status());
   for (const objects::ObjectEntryMeta& entry : *entries) {
@@ -42,12 +62,7 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
 grpc::Status ObjectCacheService::GetObject(grpc::ServerContext*,
                                            const v1::GetObjectRequest* request,
                                            grpc::ServerWriter<v1::ObjectChunk>* writer) {
-  v1::ObjectEntry wire;
-  wire.set_key1(request->key1());
-  wire.set_entry_id(request->entry_id());
-  absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(wire);
-  if (!entry.ok()) return ToGrpcStatus(entry.status());
-  absl::StatusOr<std::string> bytes = cache_->Get(entry->key);
+  absl::StatusOr<std::string> bytes = GetObjectBytes(*cache_, *request);
   if (!bytes.ok()) return ToGrpcStatus(bytes.status());
   counts_->RecordObjects(ArtifactCache::ObjectCount::kServed);
   size_t offset = 0;

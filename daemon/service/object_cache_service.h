@@ -14,6 +14,16 @@
 
 namespace kcache {
 
+// The lookups the fast path shares (fast_path_server.h), validated as the gRPC calls validate
+// them; the callers count. The entries under `request.key1` (InvalidArgument when it is not 32
+// bytes; `all` and paging are gRPC's alone), into `response`:
+absl::Status ListObjectsByKey(objects::ObjectCache& cache, const v1::ListObjectsRequest& request,
+                              v1::ListObjectsResponse* response);
+// One entry's bundle, checksum verified (InvalidArgument for a malformed key1 or entry_id,
+// NotFound when absent or corrupt).
+absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
+                                           const v1::GetObjectRequest& request);
+
 // Thread-safe. `cache` is borrowed and must outlive the service and its calls (the daemon
 // shuts the gRPC server down before destroying the stores).
 class ObjectCacheService final : public v1::ObjectCache::Service {

@@ -44,13 +44,13 @@ Environment CurrentEnvironment() {
 
 absl::StatusOr<std::string> FindCompiler(const std::string& name, const ToolLookup& lookup) {
   if (name.find('/') != std::string::npos) {
-    if (RealPath(name) != lookup.self_exe) return name;
+    if (!lookup.IsKcache(RealPath(name))) return name;
     return FindCompiler(fs::path(name).filename().string(), lookup);
   }
   std::string path_env = Get(lookup.env, "PATH");
   for (absl::string_view dir : absl::StrSplit(path_env, ':', absl::SkipEmpty())) {
     std::string candidate = absl::StrCat(dir, "/", name);
-    if (IsExecutable(candidate) && RealPath(candidate) != lookup.self_exe) return candidate;
+    if (IsExecutable(candidate) && !lookup.IsKcache(RealPath(candidate))) return candidate;
   }
   return absl::NotFoundError(absl::StrCat("no '", name, "' other than kcache in PATH (", path_env,
                                           "); install the compiler or fix PATH"));
@@ -60,7 +60,7 @@ absl::StatusOr<std::string> FindNvcc(const ToolLookup& lookup) {
   for (const std::string& root : {Get(lookup.env, "CUDA_HOME"), std::string("/usr/local/cuda")}) {
     if (root.empty()) continue;
     std::string candidate = absl::StrCat(root, "/bin/nvcc");
-    if (IsExecutable(candidate) && RealPath(candidate) != lookup.self_exe) return candidate;
+    if (IsExecutable(candidate) && !lookup.IsKcache(RealPath(candidate))) return candidate;
   }
   return FindCompiler("nvcc", lookup);
 }

@@ -3,6 +3,7 @@
 #ifndef KCACHE_ENGINE_OBJECTS_COMPILER_TOOLS_H_
 #define KCACHE_ENGINE_OBJECTS_COMPILER_TOOLS_H_
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,8 +19,14 @@ Environment CurrentEnvironment();
 
 // Where to find compilers without finding kcache itself.
 struct ToolLookup {
-  Environment env;       // PATH, CUDA_HOME, NVCC_CCBIN are read from it
-  std::string self_exe;  // the kcache binary (realpath); never chosen as a compiler
+  Environment env;  // PATH, CUDA_HOME, NVCC_CCBIN are read from it
+  // The kcache binaries (realpaths: kcache and kcache-launch); never chosen as a compiler.
+  std::vector<std::string> kcache_binaries;
+
+  bool IsKcache(const std::string& real_path) const {
+    return std::find(kcache_binaries.begin(), kcache_binaries.end(), real_path) !=
+           kcache_binaries.end();
+  }
 };
 
 // The first executable `name` in PATH that is not kcache (a masquerade link to it is skipped,

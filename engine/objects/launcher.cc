@@ -217,8 +217,12 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
       Log(options, absl::StrCat("hit ", prepared->command.source));
       return Replay(*prepared, *hit);
     }
-  } else {
+  } else if (!options.hand_off) {
     Log(options, absl::StrCat("cache unavailable: ", cache.status().message()));
+  }
+  if (options.hand_off) {
+    digests.Save();
+    return options.hand_off();
   }
   Log(options, absl::StrCat("miss ", prepared->command.source));
   int exit_code = CompileAndStore(options, *prepared, args, digests);

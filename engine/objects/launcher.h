@@ -38,6 +38,10 @@ struct LauncherOptions {
   uint64_t max_object_bytes = uint64_t{256} << 20;
   // One line on stderr per command saying hit, miss or uncached and why (KCACHE_LOG=1).
   bool log = false;
+  // Set by kcache-launch, which serves hits only: a miss, or a cache that cannot be opened,
+  // calls it instead of compiling (it execs the full kcache, which asks again over gRPC,
+  // compiles and stores) and leaves with what it returns. The digest memo is saved first.
+  std::function<int()> hand_off;
   ToolLookup lookup;
 };
 

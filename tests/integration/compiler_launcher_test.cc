@@ -282,6 +282,51 @@ TEST_F(CompilerLauncherTest, KcachedCountsLookupsObjectsServedAndStored) {
   EXPECT_EQ(counters["objects.puts_refused"], 0) << counters;
 }
 
+// kcache-launch, what the masquerade links point at, through kcached: a miss is handed to
+// kcache (which asks over gRPC, compiles and stores); the next build's hit comes over the fast
+// path, its listing and bundle placed in the arena, with the same outputs; lookups are counted
+// once per launcher run.
+TEST_F(CompilerLauncherTest, LaunchBinaryHitsOverTheFastPathAndHandsAMissToKcache) {
+  testing::DaemonProcess daemon(KcachedOptions({}));
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  LauncherEnv remote = Through(daemon);
+  std::string command = absl::StrReplaceAll(Compile(), {{"$KCACHE ", "$KCACHE_LAUNCH "}});
+  ASSERT_EQ(Build("b1", command, &remote), Outcome::kMiss) << last_output_;
+  int64_t arena_after_miss = Counters(daemon)["fast.arena_bytes"];  // an empty listing's slot
+  ASSERT_EQ(Build("b2", command, &remote), Outcome::kHit) << last_output_ << daemon.Log();
+  std::string object = ReadAll(tmp_ / "b2/answer.o");
+  EXPECT_EQ(ReadAll(tmp_ / "b1/answer.o"), object);
+  json counters = Counters(daemon);
+  // The hit's listing and bundle were placed in the arena.
+  EXPECT_GT(counters["fast.arena_bytes"].get<int64_t>(),
+            arena_after_miss + static_cast<int64_t>(object.size()))
+      << counters;
+  EXPECT_EQ(counters["objects.lookups"], 2) << counters;
+  EXPECT_EQ(counters["objects.served"], 1) << counters;
+  EXPECT_EQ(counters["objects.stored"], 1) << counters;
+}
+
+// Without a fast socket to ask (a store directory, a dead kcached), kcache-launch hands every
+// command to kcache unchanged, masquerade name included: the build is the same.
+TEST_F(CompilerLauncherTest, LaunchBinaryWithoutAFastPathBehavesAsKcache) {
+  std::string command = absl::StrReplaceAll(Compile(), {{"$KCACHE ", "$KCACHE_LAUNCH "}});
+  EXPECT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b2", command), Outcome::kHit) << last_output_;
+  LauncherEnv dead = env_;
+  dead.store.clear();
+  dead.server = absl::StrCat("unix:", tmp_ / "no-such.sock");
+  EXPECT_EQ(Build("b3", command, &dead), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(ReadAll(tmp_ / "b1/answer.o"), ReadAll(tmp_ / "b3/answer.o"));
+  // A masquerade link to kcache-launch first in PATH: neither binary takes it for the real c++.
+  fs::create_directories(tmp_ / "shims");
+  fs::create_symlink(testing::KcacheLaunch(), tmp_ / "shims/c++");
+  LauncherEnv shimmed = env_;
+  shimmed.extra = absl::StrCat("PATH=", tmp_ / "shims", ":$PATH");
+  std::string through_link = absl::StrReplaceAll(Compile(), {{"$KCACHE c++", "c++"}});
+  EXPECT_EQ(Build("b4", through_link, &shimmed), Outcome::kHit) << last_output_;
+  EXPECT_EQ(Build("b5", "c++ --version", &shimmed), Outcome::kUncached) << last_output_;
+}
+
 TEST_F(CompilerLauncherTest, EightConcurrentLaunchersLeaveIntactObjects) {
   std::string script;
   for (int i = 0; i < 8; ++i) {
@@ -344,7 +389,7 @@ TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
         std::string("TORCH_CUDA_ARCH_LIST=8.9;9.0"), std::string("TORCH_NO_COMPILER_WRAPPER=1")}) {
     EXPECT_TRUE(testing::Contains(env.output, line + "\n")) << line << "\n" << env.output;
   }
-  EXPECT_EQ(fs::canonical(shims + "/nvcc"), fs::canonical(testing::KcacheCli()));
+  EXPECT_EQ(fs::canonical(shims + "/nvcc"), fs::canonical(testing::KcacheLaunch()));
   testing::RunResult run = testing::Run(
       absl::StrCat(testing::KcacheCli(), " run --store ", env_.store, " --arch 8.9 --shims ", shims,
                    " -- sh -c 'echo $CXX $TORCH_CUDA_ARCH_LIST $KCACHE_STORE'"));

@@ -239,7 +239,7 @@ TEST(HostileFastPathTest, hostile_GarbageGetsAnErrorAndOthersAreServed) {
   expect_refused(std::string((3 << 20) / 2, 'x'), "at most");
   v1::FastRequest empty;
   empty.set_tag(9);
-  expect_refused(empty.SerializeAsString(), "one of resolve or release_lease");
+  expect_refused(empty.SerializeAsString(), "needs one of resolve, release_lease");
   v1::FastRequest release;
   release.set_release_lease(12345);
   expect_refused(release.SerializeAsString(), "no lease 12345");
@@ -257,6 +257,61 @@ TEST(HostileFastPathTest, hostile_GarbageGetsAnErrorAndOthersAreServed) {
   ExpectServedIntact(daemon.address(), ids[0], 0);
   std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
   EXPECT_GE(Counter(*admin, "fast.bad_messages"), 4u);
+}
+
+// The launchers' object lookups on the fast path get the gRPC calls' checks: a key1 that is not
+// 32 bytes, an entry_id that is not 64 hex digits and a listing of every entry are refused
+// naming what was wrong; an absent entry is not found (the launcher asks over gRPC); a key
+// with no entries lists none, its listing in the arena under a checksum.
+TEST(HostileFastPathTest, hostile_ObjectLookupsAreCheckedAsOverGrpc) {
+  DaemonProcess daemon;
+  std::vector<std::string> ids = StartWithPayloads(daemon, 1);
+  FastSocket raw;
+  ASSERT_TRUE(raw.Connect(daemon.socket_path() + ".fast"));
+  auto ask = [&](const v1::FastRequest& request) {
+    EXPECT_TRUE(raw.Send(request));
+    return raw.ReceiveResponse().value_or(v1::FastResponse());
+  };
+  const int kInvalid = static_cast<int>(absl::StatusCode::kInvalidArgument);
+  v1::FastRequest list;
+  list.set_tag(1);
+  list.mutable_list_objects()->set_key1("short");
+  v1::FastResponse answer = ask(list);
+  EXPECT_EQ(answer.code(), kInvalid);
+  EXPECT_NE(answer.message().find("key1 is not 32 bytes"), std::string::npos) << answer.message();
+  list.mutable_list_objects()->set_key1(std::string(32, 'k'));
+  list.mutable_list_objects()->set_all(true);
+  answer = ask(list);
+  EXPECT_EQ(answer.code(), kInvalid);
+  EXPECT_NE(answer.message().find("gRPC's ListObjects"), std::string::npos) << answer.message();
+  v1::FastRequest get;
+  get.set_tag(2);
+  get.mutable_get_object()->set_key1(std::string(32, 'k'));
+  get.mutable_get_object()->set_entry_id("../../etc/passwd");
+  answer = ask(get);
+  EXPECT_EQ(answer.code(), kInvalid);
+  EXPECT_NE(answer.message().find("entry_id is not 64 hex digits"), std::string::npos)
+      << answer.message();
+  get.mutable_get_object()->set_entry_id(std::string(64, 'a'));
+  answer = ask(get);
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kNotFound)) << answer.message();
+  list.mutable_list_objects()->set_all(false);
+  answer = ask(list);
+  ASSERT_EQ(answer.code(), 0) << answer.message();
+  EXPECT_NE(answer.lease(), 0u);
+  EXPECT_EQ(answer.header().size(), 0u);  // an empty ListObjectsResponse
+  EXPECT_EQ(answer.header().checksum(), PayloadChecksum(""));
+  std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
+  EXPECT_EQ(Counter(*admin, "fast.leases_held"), 1u);  // the listing's, until released
+  EXPECT_EQ(Counter(*admin, "objects.served"), 0u);
+  v1::FastRequest release;
+  release.set_release_lease(answer.lease());
+  ASSERT_TRUE(raw.Send(release));
+  for (int i = 0; i < 100 && Counter(*admin, "fast.leases_held") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Counter(*admin, "fast.leases_held"), 0u);
+  ExpectServedIntact(daemon.address(), ids[0], 0);
 }
 
 // Thousands of random packets and mutated requests, answered or not: the daemon stays up and

@@ -27,8 +27,8 @@ inline Outcome OutcomeOf(const std::string& output) {
 }
 
 // Runs `command` (a shell command line naming the launcher, e.g. "$KCACHE nvcc -c ...") in
-// `dir`, with KCACHE set to the kcache binary, the given environment assignments, the store
-// or server, a private state directory and KCACHE_LOG=1.
+// `dir`, with KCACHE set to the kcache binary (KCACHE_LAUNCH to kcache-launch), the given
+// environment assignments, the store or server, a private state directory and KCACHE_LOG=1.
 struct LauncherEnv {
   std::string store;      // KCACHE_STORE
   std::string server;     // KCACHE_SERVER
@@ -37,8 +37,9 @@ struct LauncherEnv {
 };
 
 inline RunResult RunIn(const std::string& dir, const LauncherEnv& env, const std::string& command) {
-  std::string assignments = absl::StrCat(
-      "KCACHE=", KcacheCli(), " KCACHE_LOG=1 KCACHE_STATE_DIR=", env.state_dir, " ", env.extra);
+  std::string assignments =
+      absl::StrCat("KCACHE=", KcacheCli(), " KCACHE_LAUNCH=", KcacheLaunch(),
+                   " KCACHE_LOG=1 KCACHE_STATE_DIR=", env.state_dir, " ", env.extra);
   if (!env.store.empty()) absl::StrAppend(&assignments, " KCACHE_STORE=", env.store);
   if (!env.server.empty()) absl::StrAppend(&assignments, " KCACHE_SERVER=", env.server);
   return Run(absl::StrCat("cd ", dir, " && env ", assignments, " sh -c '", command, "'"));

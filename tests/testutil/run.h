@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace kcache::testing {
@@ -36,6 +37,11 @@ inline bool Contains(const std::string& text, const std::string& part) {
 inline std::string KcacheCli() {
   const char* cli = std::getenv("KCACHE_CLI");
   return cli ? cli : KCACHE_BINARY_DIR "/client/cli/kcache";
+}
+
+// kcache-launch, beside kcache (where it hands what it does not serve).
+inline std::string KcacheLaunch() {
+  return (std::filesystem::path(KcacheCli()).parent_path() / "kcache-launch").string();
 }
 
 }  // namespace kcache::testing

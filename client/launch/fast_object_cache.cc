@@ -1,0 +1,80 @@
+#include "client/launch/fast_object_cache.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/lib/fast_path.h"
+#include "engine/objects/object_wire.h"
+#include "kcache/v1/fast_path.pb.h"
+#include "kcache/v1/objects.pb.h"
+
+namespace kcache::launch {
+namespace {
+
+// A lookup slower than this is not worth waiting for: the full kcache asks over gRPC.
+constexpr absl::Duration kDeadline = absl::Seconds(5);
+
+class FastObjectCache final : public objects::ObjectCache {
+ public:
+  explicit FastObjectCache(std::string fast_socket)
+      : socket_(fast_socket), fast_(std::move(fast_socket)) {}
+
+  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> List(const KernelId& key1) override {
+    v1::FastRequest request;
+    request.mutable_list_objects()->set_key1(std::string(key1.Bytes()));
+    absl::StatusOr<std::string> bytes = Ask(std::move(request));
+    if (!bytes.ok()) return bytes.status();
+    v1::ListObjectsResponse listing;
+    if (!listing.ParseFromString(*bytes)) {
+      return absl::DataLossError(
+          absl::StrCat("kcached at ", socket_, ": the listing does not parse"));
+    }
+    std::vector<objects::ObjectEntryMeta> entries;
+    for (const v1::ObjectEntry& wire : listing.entries()) {
+      absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(wire);
+      if (!entry.ok()) return entry.status();
+      if (entry->key.kernel_id != key1) {
+        return absl::DataLossError(
+            absl::StrCat("kcached at ", socket_, " listed an entry of another key"));
+      }
+      entries.push_back(*std::move(entry));
+    }
+    return entries;
+  }
+
+  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+    v1::FastRequest request;
+    request.mutable_get_object()->set_key1(std::string(key.kernel_id.Bytes()));
+    request.mutable_get_object()->set_entry_id(key.toolkit);
+    return Ask(std::move(request));
+  }
+
+  absl::Status Put(const objects::ObjectEntryMeta&, const std::string&) override {
+    return absl::UnimplementedError("kcache-launch stores nothing: the full kcache does");
+  }
+  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> ListAll() override {
+    return absl::UnimplementedError("listing every entry is gRPC's");
+  }
+
+ private:
+  // The answer's bytes, copied out of the arena (the lease goes with the view).
+  absl::StatusOr<std::string> Ask(v1::FastRequest request) {
+    client::FastPath::Viewed answer = fast_.Ask(std::move(request), absl::Now() + kDeadline);
+    if (!answer.has_value()) {
+      return absl::UnavailableError(
+          absl::StrCat("kcached's fast path at ", socket_, " did not serve it"));
+    }
+    if (!answer->ok()) return answer->status();
+    return std::string((*answer)->view);
+  }
+
+  const std::string socket_;
+  client::FastPath fast_;
+};
+
+}  // namespace
+
+std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::string fast_socket) {
+  return std::make_unique<FastObjectCache>(std::move(fast_socket));
+}
+
+}  // namespace kcache::launch
