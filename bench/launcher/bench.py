@@ -15,6 +15,8 @@ commands:
   kcache server  `kcache c++` with KCACHE_SERVER: a kcached over that store, baked (the pod)
   kcache server, new pod   the same with an empty KCACHE_STATE_DIR each run: no file digest is
                  memoized, every header is read and hashed (a new pod's first compile)
+  kcache-launch server (, new pod)   the same through kcache-launch, what `kcache run`'s
+                 masquerade links point at: the lookup over kcached's fast path
 It prints the median and fastest milliseconds per command and the ratio of each median to
 ccache's.
 """
@@ -125,6 +127,9 @@ def bench(tmp: Path, kcache: str, kcached: str, runs: int) -> dict[str, list[flo
     server_env = {**kcache_env, "KCACHE_SERVER": address}
     configs["kcache server"] = ([kcache, "c++", *args], server_env, False)
     configs["kcache server, new pod"] = ([kcache, "c++", *args], server_env, True)
+    launch = str(Path(kcache).parent / "kcache-launch")
+    configs["kcache-launch server"] = ([launch, "c++", *args], server_env, False)
+    configs["kcache-launch server, new pod"] = ([launch, "c++", *args], server_env, True)
     times = {name: [] for name in configs}
     try:
         for i in range(runs):
@@ -155,11 +160,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kcache-launcher-bench-") as tmp:
         rows = bench(Path(tmp), args.kcache, args.kcached, args.runs)
     baseline = statistics.median(rows["ccache"]) if "ccache" in rows else None
-    print(f"{'one compile command served':<24} {'median':>10} {'fastest':>10}  median/ccache")
+    print(f"{'one compile command served':<30} {'median':>10} {'fastest':>10}  median/ccache")
     for name, times in rows.items():
         median = statistics.median(times)
         ratio = f"{median / baseline:.2f}" if baseline else "-"
-        print(f"{name:<24} {median:8.1f} ms {min(times):7.1f} ms  {ratio}", flush=True)
+        print(f"{name:<30} {median:8.1f} ms {min(times):7.1f} ms  {ratio}", flush=True)
     return 0
 
 

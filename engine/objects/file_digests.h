@@ -9,8 +9,11 @@
 #ifndef KCACHE_ENGINE_OBJECTS_FILE_DIGESTS_H_
 #define KCACHE_ENGINE_OBJECTS_FILE_DIGESTS_H_
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -24,16 +27,30 @@ struct FileDigest {
   absl::Time changed;           // the later of its mtime and ctime
 };
 
-// Not thread-safe: one per launcher process.
+// Not thread-safe: one per launcher process. A file is stat'ed through a descriptor of its
+// directory, opened once per directory and pass (a thousand headers in a few dozen
+// directories: the kernel walks each directory's path once, not once per header); at most
+// kMaxDirectories are kept open, the rest stat'ed by path. A pass (BeginPass) is one check or
+// record of a manifest: a directory replaced after it began may be seen as it was when the
+// pass opened it, never across passes, so a manifest recorded after a compile never names
+// files through a directory opened before it.
 class FileDigests {
  public:
+  static constexpr size_t kMaxDirectories = 512;
+
   // `table_path`: where the memo lives ("" keeps it in memory only). A missing or damaged
-  // table is an empty one.
+  // table is an empty one; a damaged line is skipped.
   explicit FileDigests(std::string table_path, absl::Duration settle = absl::Seconds(1));
+  ~FileDigests();
+  FileDigests(const FileDigests&) = delete;
+  FileDigests& operator=(const FileDigests&) = delete;
 
   // The digest of `path` (followed through symlinks). NotFound / FailedPrecondition when it
   // cannot be read.
   absl::StatusOr<FileDigest> Digest(const std::string& path);
+
+  // Closes the directory descriptors: later lookups open their directories again by path.
+  void BeginPass();
 
   // Writes the table when it changed (to a temporary file renamed over it: concurrent
   // launchers never see half a table; the last writer wins). Errors are ignored: the memo
@@ -41,15 +58,28 @@ class FileDigests {
   void Save();
 
  private:
+  // What identifies a file's content on disk: device, inode, size, mtime and ctime (ns).
+  struct StatKey {
+    uint64_t values[5] = {};
+    bool operator==(const StatKey& other) const;
+  };
   struct Entry {
-    std::string stat_key;  // "dev ino size mtime_ns ctime_ns"
+    StatKey stat;
     FileDigest digest;
   };
   void Load();
+  // The descriptor to resolve `path` against and the offset of the name to resolve there:
+  // its directory's (opened once per pass) and its last component, or AT_FDCWD and the whole
+  // path.
+  std::pair<int, size_t> Directory(const std::string& path);
+  // stat(2) of `path` (following symlinks), through its directory's descriptor.
+  bool Stat(const std::string& path, struct stat* st);
+  static StatKey KeyOf(const struct stat& st);
 
   std::string table_path_;
   absl::Duration settle_;
-  absl::flat_hash_map<std::string, Entry> entries_;  // by path
+  absl::flat_hash_map<std::string, Entry> entries_;    // by path
+  absl::flat_hash_map<std::string, int> directories_;  // path -> O_PATH descriptor (or -1)
   bool dirty_ = false;
 };
 

@@ -193,6 +193,7 @@ absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
                                       FileDigests& digests, UncachedReason* reason,
                                       absl::Time compiled_from) {
   Manifest manifest;
+  digests.BeginPass();
   for (const std::string& dep : deps.deps) {
     std::string normalized = dirs.Normalize(dep);
     absl::StatusOr<FileDigest> digest = digests.Digest(Resolve(normalized, dirs));
@@ -215,6 +216,7 @@ absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
 
 bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests& digests,
                      std::string* first_difference) {
+  digests.BeginPass();
   for (const auto& [path, recorded] : manifest) {
     absl::StatusOr<FileDigest> digest = digests.Digest(Resolve(path, dirs));
     if (!digest.ok() || digest->sha256 != recorded) {

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engine/objects/object_cache.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -15,6 +17,7 @@ namespace kcache::objects {
 namespace {
 
 using testing::TempDir;
+namespace fs = std::filesystem;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -82,6 +85,30 @@ UncachedReason ManifestRefusal(const std::string& text,
   return manifest.ok() ? UncachedReason::kNone : reason;
 }
 
+// The scan for time macros looks at 16 positions at a time: a macro at any offset (across a
+// block's end, in the tail) is found, and near misses are not taken for one.
+TEST(FileDigestsTest, TimeMacrosAreFoundAtEveryOffsetAndNearMissesAreNot) {
+  TempDir tmp;
+  FileDigests digests("");
+  int n = 0;
+  auto has_macro = [&](const std::string& text) {
+    return digests.Digest(tmp.Write(absl::StrCat("f", n++, ".h"), text))->has_time_macro;
+  };
+  for (const char* macro : {"__DATE__", "__TIME__", "__TIMESTAMP__"}) {
+    for (int offset = 0; offset < 40; ++offset) {
+      EXPECT_TRUE(has_macro(std::string(offset, '_') + macro)) << macro << " at " << offset;
+      EXPECT_TRUE(has_macro(std::string(offset, 'x') + macro + std::string(offset % 7, ' ')))
+          << macro << " at " << offset;
+    }
+  }
+  for (const char* near : {"__DATE_", "_DATE__", "__TIMESIZE", "__TIME_T_TYPE", "__TIMESTAMP_",
+                           "__D", "__T", "DATE__ TIME__", ""}) {
+    for (int offset = 0; offset < 20; ++offset) {
+      EXPECT_FALSE(has_macro(std::string(offset, 'x') + near + "\n")) << near << " at " << offset;
+    }
+  }
+}
+
 TEST(ManifestTest, TimeMacrosAreNotCached) {
   EXPECT_EQ(ManifestRefusal("const char* built = __DATE__;\n"), UncachedReason::kTimeMacros);
 }
@@ -100,6 +127,40 @@ TEST(FileDigestsTest, MemoSurvivesAProcessAndSeesEdits) {
   tmp.Write("h.h", "two\n");
   EXPECT_NE(again.Digest(file)->sha256, first);
   EXPECT_EQ(again.Digest(file)->sha256, Sha256Hex("two\n"));
+}
+
+// Files are stat'ed through their directory's descriptor: a file renamed over, a directory
+// replaced by another between passes, a table line damaged, more directories than are kept
+// open: each digest is still the content now at the path.
+TEST(FileDigestsTest, DigestsFollowTheFileNowAtThePath) {
+  TempDir tmp;
+  std::string file = tmp.Write("gen/h.h", "one\n");
+  FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
+  EXPECT_EQ(digests.Digest(file)->sha256, Sha256Hex("one\n"));
+  tmp.Write("gen/h.h.new", "two\n");
+  fs::rename(tmp / "gen/h.h.new", file);
+  EXPECT_EQ(digests.Digest(file)->sha256, Sha256Hex("two\n"));
+  digests.BeginPass();
+  fs::rename(tmp / "gen", tmp / "old-gen");
+  tmp.Write("gen/h.h", "three\n");
+  EXPECT_EQ(digests.Digest(file)->sha256, Sha256Hex("three\n"));
+  std::vector<std::string> many;
+  for (size_t i = 0; i < FileDigests::kMaxDirectories + 8; ++i) {
+    many.push_back(tmp.Write(absl::StrCat("d", i, "/x.h"), absl::StrCat(i, "\n")));
+  }
+  for (size_t i = 0; i < many.size(); ++i) {
+    EXPECT_EQ(digests.Digest(many[i])->sha256, Sha256Hex(absl::StrCat(i, "\n"))) << many[i];
+  }
+  EXPECT_FALSE(digests.Digest(tmp / "gen/absent.h").ok());
+  digests.Save();
+  // A damaged line is skipped; the others still serve.
+  std::string table = ReadAll(tmp / "memo");
+  size_t first_line = table.find('\n') + 1;
+  table.insert(first_line, "not a line\n0123\t1\tx y\t/p\n");
+  tmp.Write("memo", table);
+  FileDigests again(tmp / "memo");
+  EXPECT_EQ(again.Digest(file)->sha256, Sha256Hex("three\n"));
+  EXPECT_EQ(again.Digest(many.back())->sha256, Sha256Hex(absl::StrCat(many.size() - 1, "\n")));
 }
 
 // ccache's "file too new": a file that changed less than `settle` before it was read could
