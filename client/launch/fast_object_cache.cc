@@ -1,5 +1,7 @@
 #include "client/launch/fast_object_cache.h"
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/lib/fast_path.h"
@@ -15,8 +17,7 @@ constexpr absl::Duration kDeadline = absl::Seconds(5);
 
 class FastObjectCache final : public objects::ObjectCache {
  public:
-  explicit FastObjectCache(std::string fast_socket)
-      : socket_(fast_socket), fast_(std::move(fast_socket)) {}
+  explicit FastObjectCache(std::shared_ptr<client::FastPath> fast) : fast_(std::move(fast)) {}
 
   absl::StatusOr<std::vector<objects::ObjectEntryMeta>> List(const KernelId& key1) override {
     v1::FastRequest request;
@@ -26,7 +27,7 @@ class FastObjectCache final : public objects::ObjectCache {
     v1::ListObjectsResponse listing;
     if (!listing.ParseFromString(*bytes)) {
       return absl::DataLossError(
-          absl::StrCat("kcached at ", socket_, ": the listing does not parse"));
+          absl::StrCat("kcached at ", fast_->socket_path(), ": the listing does not parse"));
     }
     std::vector<objects::ObjectEntryMeta> entries;
     for (const v1::ObjectEntry& wire : listing.entries()) {
@@ -34,7 +35,7 @@ class FastObjectCache final : public objects::ObjectCache {
       if (!entry.ok()) return entry.status();
       if (entry->key.kernel_id != key1) {
         return absl::DataLossError(
-            absl::StrCat("kcached at ", socket_, " listed an entry of another key"));
+            absl::StrCat("kcached at ", fast_->socket_path(), " listed an entry of another key"));
       }
       entries.push_back(*std::move(entry));
     }
@@ -58,23 +59,43 @@ class FastObjectCache final : public objects::ObjectCache {
  private:
   // The answer's bytes, copied out of the arena (the lease goes with the view).
   absl::StatusOr<std::string> Ask(v1::FastRequest request) {
-    client::FastPath::Viewed answer = fast_.Ask(std::move(request), absl::Now() + kDeadline);
+    client::FastPath::Viewed answer = fast_->Ask(std::move(request), absl::Now() + kDeadline);
     if (!answer.has_value()) {
       return absl::UnavailableError(
-          absl::StrCat("kcached's fast path at ", socket_, " did not serve it"));
+          absl::StrCat("kcached's fast path at ", fast_->socket_path(), " did not serve it"));
     }
     if (!answer->ok()) return answer->status();
     return std::string((*answer)->view);
   }
 
-  const std::string socket_;
-  client::FastPath fast_;
+  std::shared_ptr<client::FastPath> fast_;
 };
 
 }  // namespace
 
-std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::string fast_socket) {
-  return std::make_unique<FastObjectCache>(std::move(fast_socket));
+std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client::FastPath> fast) {
+  return std::make_unique<FastObjectCache>(std::move(fast));
+}
+
+std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast) {
+  return [fast = std::move(fast)](UncachedReason reason) {
+    if (reason == UncachedReason::kNone) return;
+    v1::FastRequest note;
+    note.set_note_uncached(static_cast<uint32_t>(reason));
+    fast->Tell(note, absl::Now() + absl::Milliseconds(100));
+  };
+}
+
+bool UseFastPath(const std::string& server, objects::LauncherOptions& options) {
+  std::string socket = client::FastSocketFor(server);
+  std::error_code ec;
+  if (socket.empty() || !std::filesystem::exists(socket, ec)) return false;
+  auto fast = std::make_shared<client::FastPath>(socket);
+  options.open_cache = [fast]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
+    return NewFastObjectCache(fast);
+  };
+  options.note_uncached = UncachedNotes(fast);
+  return true;
 }
 
 }  // namespace kcache::launch

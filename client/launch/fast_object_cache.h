@@ -4,18 +4,30 @@
 #ifndef KCACHE_CLIENT_LAUNCH_FAST_OBJECT_CACHE_H_
 #define KCACHE_CLIENT_LAUNCH_FAST_OBJECT_CACHE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "client/lib/fast_path.h"
+#include "core/compiler_command.h"
+#include "engine/objects/launcher.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::launch {
 
-// Over the fast socket `fast_socket` (client::FastSocketFor of the daemon's address). Never
-// waits at creation; List and Get give up after a short deadline. Every failure (no daemon, a
-// refusal, a damaged answer) is an error the launcher treats as a miss. Put, ListAll and the
-// rest are Unimplemented: they are gRPC's.
-std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::string fast_socket);
+// Over `fast` (a connection to the daemon's fast socket, client::FastSocketFor of its address;
+// shared with UncachedNotes). Never waits at creation; List and Get give up after a short
+// deadline. Every failure (no daemon, a refusal, a damaged answer) is an error the launcher
+// treats as a miss. Put, ListAll and the rest are Unimplemented: they are gRPC's.
+std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client::FastPath> fast);
+
+// LauncherOptions::note_uncached over `fast`: tells kcached of each command run uncached
+// (objects.uncached_<reason>), not waiting for it; nothing when the fast path is away.
+std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast);
+
+// Both, for the launchers' options, when `server` (KCACHE_SERVER) is a unix socket whose fast
+// socket exists; false (options unchanged) otherwise.
+bool UseFastPath(const std::string& server, objects::LauncherOptions& options);
 
 }  // namespace kcache::launch
 

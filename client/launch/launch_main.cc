@@ -15,7 +15,6 @@
 
 #include "client/launch/fast_object_cache.h"
 #include "client/launch/launch_command.h"
-#include "client/lib/fast_path.h"
 
 namespace {
 
@@ -35,10 +34,6 @@ int HandToKcache(char** argv) {
 
 int main(int argc, char** argv) {
   if (!kcache::launch::IsLauncherInvocation(argc, argv)) return HandToKcache(argv);
-  const char* server = std::getenv("KCACHE_SERVER");
-  std::string fast = kcache::client::FastSocketFor(server == nullptr ? "" : server);
-  std::error_code ec;
-  if (fast.empty() || !fs::exists(fast, ec)) return HandToKcache(argv);
   absl::StatusOr<kcache::launch::LaunchCommand> command =
       kcache::launch::ParseLaunchCommand(argc, argv);
   if (!command.ok()) return HandToKcache(argv);  // kcache says what is wrong
@@ -46,9 +41,10 @@ int main(int argc, char** argv) {
   if (std::optional<int> passed = kcache::launch::PassThroughInsideACompile(options, *command)) {
     return *passed;
   }
-  options.open_cache = [fast]() -> absl::StatusOr<std::unique_ptr<kcache::objects::ObjectCache>> {
-    return kcache::launch::NewFastObjectCache(fast);
-  };
+  const char* server = std::getenv("KCACHE_SERVER");
+  if (server == nullptr || !kcache::launch::UseFastPath(server, options)) {
+    return HandToKcache(argv);
+  }
   options.hand_off = [argv] { return HandToKcache(argv); };
   return kcache::objects::RunLauncher(options, kcache::objects::FamilyOfCompiler(command->compiler),
                                       command->compiler, command->args);

@@ -313,6 +313,15 @@ FastPath::Viewed FastPath::Ask(v1::FastRequest request, absl::Time deadline) {
   return std::move(viewed.front());
 }
 
+bool FastPath::Tell(const v1::FastRequest& request, absl::Time deadline) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<Connection> c = Connected(deadline);
+  if (c == nullptr) return false;
+  if (SendPackets(c->fd, {request.SerializeAsString()}, deadline)) return true;
+  c->dead = true;
+  return false;
+}
+
 std::vector<FastPath::Viewed> FastPath::Exchange(
     size_t count, const std::function<std::string(size_t, uint64_t)>& packet_of,
     absl::Time deadline) {

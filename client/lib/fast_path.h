@@ -49,6 +49,7 @@ class FastPath {
  public:
   // `socket_path` "" = off: every call answers nullopt.
   explicit FastPath(std::string socket_path);
+  const std::string& socket_path() const { return socket_path_; }
   ~FastPath();
   FastPath(const FastPath&) = delete;
   FastPath& operator=(const FastPath&) = delete;
@@ -77,6 +78,9 @@ class FastPath {
   };
   using Viewed = std::optional<absl::StatusOr<View>>;
   Viewed Ask(v1::FastRequest request, absl::Time deadline);
+  // A request the daemon does not answer (note_uncached): sent, not waited for. False when it
+  // could not be sent (no fast path now).
+  bool Tell(const v1::FastRequest& request, absl::Time deadline);
 
   // Served here, and asked here but left to gRPC (nullopt or DataLoss), since construction.
   uint64_t served() const { return served_.load(); }

@@ -137,6 +137,15 @@ class ArtifactCacheImpl : public ArtifactCache {
         Statistic::kObjectFleetErrors, Statistic::kObjectFleetWritesDropped};
     stats_.Add(kObjects[static_cast<int>(count)]);
   }
+  void RecordUncached(UncachedReason reason) override {
+    static_assert(static_cast<int>(Statistic::kObjectUncachedNotACompile) ==
+                      97 + static_cast<int>(UncachedReason::kNotACompile) &&
+                  static_cast<int>(Statistic::kObjectUncachedNativeTarget) ==
+                      97 + static_cast<int>(UncachedReason::kNativeTarget) &&
+                  kUncachedReasonCount == 17);
+    if (reason == UncachedReason::kNone) return;
+    stats_.Add(static_cast<Statistic>(97 + static_cast<int>(reason)));
+  }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
   StartupWarmResult WarmAfterStart(uint64_t budget_bytes,

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/artifact.h"
+#include "core/compiler_command.h"
 #include "core/kernel_spec.h"
 #include "core/manifest.h"
 #include "daemon/cache/histogram.h"
@@ -248,6 +249,8 @@ class ArtifactCache {
     kFleetWriteDropped
   };
   virtual void RecordObjects(ObjectCount count) = 0;
+  // A launcher command that ran uncached (objects.uncached_<reason>); kNone counts nothing.
+  virtual void RecordUncached(UncachedReason reason) = 0;
 
   // Warms into the writable store through the same compiler (and single-flight) as misses.
   virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,

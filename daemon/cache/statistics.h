@@ -117,9 +117,26 @@ enum class Statistic : int {
   kObjectFleetRefused = 95,
   kObjectFleetErrors = 96,
   kObjectFleetWritesDropped = 97,
+  // Launcher commands run uncached, by reason (UncachedReason r is 97 + r).
+  kObjectUncachedNotACompile = 98,
+  kObjectUncachedPreprocessOnly = 99,
+  kObjectUncachedOtherOutput = 100,
+  kObjectUncachedNoSource = 101,
+  kObjectUncachedSeveralInputs = 102,
+  kObjectUncachedStdin = 103,
+  kObjectUncachedKeepTemps = 104,
+  kObjectUncachedResponseFile = 105,
+  kObjectUncachedProfiling = 106,
+  kObjectUncachedUnknownOption = 107,
+  kObjectUncachedNoOutput = 108,
+  kObjectUncachedUserOnlyDeps = 109,
+  kObjectUncachedTimeMacros = 110,
+  kObjectUncachedUnreadableInput = 111,
+  kObjectUncachedInputChanged = 112,
+  kObjectUncachedNativeTarget = 113,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 97;
+inline constexpr int kStatisticCount = 113;
 
 struct StatisticInfo {
   Statistic id;

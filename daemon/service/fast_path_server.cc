@@ -211,7 +211,9 @@ class FastPathServerImpl final : public FastPathServer {
   // re-arm. Answers go out in one sendmmsg, not one by one: each send wakes the client, and a
   // wake-up of another CPU costs a VM ~20 us, which a pipelined start pays per kernel.
   void Serve(Connection& c, uint32_t events, std::string& buffer) {
-    bool closing = (events & (EPOLLERR | EPOLLHUP)) != 0;
+    // A hang-up still reads what the client sent before it (a launcher's note_uncached goes
+    // out just before it execs the compiler and its socket closes): the read then ends at 0.
+    bool closing = (events & EPOLLERR) != 0;
     Flush(c);
     bool backlog = !c.outbox.empty();  // the socket had no room: read more once it has
     for (int i = 0; i < kFastBatch && !closing && !c.broken && !backlog; ++i) {
@@ -265,6 +267,16 @@ class FastPathServerImpl final : public FastPathServer {
       case v1::FastRequest::kResolve:
         Answer(c, Resolve(c, request.tag(), request.resolve()));
         return;
+      case v1::FastRequest::kNoteUncached:
+        if (request.note_uncached() == 0 || request.note_uncached() >= kUncachedReasonCount) {
+          BadMessage(
+              c, request.tag(),
+              absl::StrCat("note_uncached ", request.note_uncached(), " is no reason: 1 to ",
+                           kUncachedReasonCount - 1, " (UncachedReason, core/compiler_command.h)"));
+          return;
+        }
+        cache_->RecordUncached(static_cast<UncachedReason>(request.note_uncached()));
+        return;
       case v1::FastRequest::kListObjects:
       case v1::FastRequest::kGetObject:
         Answer(c, ObjectLookup(c, request));
@@ -273,7 +285,8 @@ class FastPathServerImpl final : public FastPathServer {
         break;
     }
     BadMessage(c, request.tag(),
-               "a FastRequest needs one of resolve, release_lease, list_objects or get_object");
+               "a FastRequest needs one of resolve, release_lease, list_objects, get_object or "
+               "note_uncached");
   }
 
   // list_objects or get_object: the listing (a serialized ListObjectsResponse) or the bundle,

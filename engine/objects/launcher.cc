@@ -124,6 +124,7 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const std::
   if (!manifest.ok()) {
     Log(options, absl::StrCat("not stored (", UncachedReasonName(reason),
                               "): ", manifest.status().message()));
+    if (options.note_uncached) options.note_uncached(reason);
     return;
   }
   ObjectBundle bundle;
@@ -205,6 +206,7 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
     digests.Save();
     Log(options,
         absl::StrCat("uncached (", UncachedReasonName(reason), "): ", prepared.status().message()));
+    if (options.note_uncached) options.note_uncached(reason);
     return ExecReplacing(argv);
   }
   absl::StatusOr<std::unique_ptr<ObjectCache>> cache =

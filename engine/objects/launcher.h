@@ -42,6 +42,9 @@ struct LauncherOptions {
   // calls it instead of compiling (it execs the full kcache, which asks again over gRPC,
   // compiles and stores) and leaves with what it returns. The digest memo is saved first.
   std::function<int()> hand_off;
+  // Told of every command that runs uncached, or whose compile is not stored, with the reason
+  // (kcached counts them: objects.uncached_<reason>). Unset: only the KCACHE_LOG line says it.
+  std::function<void(UncachedReason)> note_uncached;
   ToolLookup lookup;
 };
 

@@ -3,11 +3,14 @@
 // must still give a correct build.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "engine/objects/object_cache.h"
 #include "engine/store/store.h"
@@ -304,6 +307,26 @@ TEST_F(CompilerLauncherTest, LaunchBinaryHitsOverTheFastPathAndHandsAMissToKcach
   EXPECT_EQ(counters["objects.lookups"], 2) << counters;
   EXPECT_EQ(counters["objects.served"], 1) << counters;
   EXPECT_EQ(counters["objects.stored"], 1) << counters;
+  // Commands run uncached are counted by reason: torch's version query, a link.
+  EXPECT_EQ(counters["objects.uncached_not_a_compile"], 0) << counters;
+  ASSERT_EQ(Build("b3", "$KCACHE_LAUNCH c++ --version", &remote), Outcome::kUncached);
+  ASSERT_EQ(Build("b2", "$KCACHE_LAUNCH c++ answer.o -shared -o answer.so", &remote),
+            Outcome::kUncached)
+      << last_output_;
+  EXPECT_TRUE(absl::StrContains(last_output_, "uncached (not_a_compile)")) << last_output_;
+  ASSERT_EQ(Build("b4", "$KCACHE c++ -E -x c++ /dev/null", &remote), Outcome::kUncached);
+  // The notes are not waited for (the launcher execs the compiler at once): the daemon counts
+  // them as it reads them.
+  for (int i = 0; i < 200; ++i) {
+    counters = Counters(daemon);
+    if (counters["objects.uncached_not_a_compile"] == 2 &&
+        counters["objects.uncached_preprocess_only"] == 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(counters["objects.uncached_not_a_compile"], 2) << counters;
+  EXPECT_EQ(counters["objects.uncached_preprocess_only"], 1) << counters;
 }
 
 // Without a fast socket to ask (a store directory, a dead kcached), kcache-launch hands every

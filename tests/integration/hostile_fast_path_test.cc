@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/lib/fast_path.h"
 #include "core/artifact.h"
+#include "core/compiler_command.h"
 #include "core/kernel_spec.h"
 #include "engine/store/store.h"
 #include "kcache/kcache.h"
@@ -301,11 +302,35 @@ TEST(HostileFastPathTest, hostile_ObjectLookupsAreCheckedAsOverGrpc) {
   EXPECT_NE(answer.lease(), 0u);
   EXPECT_EQ(answer.header().size(), 0u);  // an empty ListObjectsResponse
   EXPECT_EQ(answer.header().checksum(), PayloadChecksum(""));
+  const uint64_t listing_lease = answer.lease();
+  // A note of a command run uncached is counted, not answered; a reason out of range is
+  // refused.
+  for (uint32_t reason : {0u, 17u, 1000u}) {
+    v1::FastRequest note;
+    note.set_tag(3);
+    note.set_note_uncached(reason);
+    answer = ask(note);
+    EXPECT_EQ(answer.code(), kInvalid) << reason;
+    EXPECT_NE(answer.message().find("is no reason"), std::string::npos) << answer.message();
+  }
+  v1::FastRequest note;
+  note.set_note_uncached(static_cast<uint32_t>(UncachedReason::kResponseFile));
+  ASSERT_TRUE(raw.Send(note));
+  EXPECT_FALSE(raw.ReceiveResponse(200).has_value());
+  {  // sent just before the client hangs up (a launcher that execs its compiler): still read
+    FastSocket brief;
+    ASSERT_TRUE(brief.Connect(daemon.socket_path() + ".fast"));
+    ASSERT_TRUE(brief.Send(note));
+  }
   std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
+  for (int i = 0; i < 100 && Counter(*admin, "objects.uncached_response_file") != 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Counter(*admin, "objects.uncached_response_file"), 2u);
   EXPECT_EQ(Counter(*admin, "fast.leases_held"), 1u);  // the listing's, until released
   EXPECT_EQ(Counter(*admin, "objects.served"), 0u);
   v1::FastRequest release;
-  release.set_release_lease(answer.lease());
+  release.set_release_lease(listing_lease);
   ASSERT_TRUE(raw.Send(release));
   for (int i = 0; i < 100 && Counter(*admin, "fast.leases_held") != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

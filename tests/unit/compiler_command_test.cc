@@ -95,7 +95,9 @@ TEST(CompilerCommandTest, EachUncachedReason) {
   const CompilerFamily kN = CompilerFamily::kNvcc, kG = CompilerFamily::kGcc;
   const std::vector<UncachedCase> cases = {
       {kG, {"a.o", "b.o", "-o", "app"}, UncachedReason::kNotACompile},
-      {kG, {"--version"}, UncachedReason::kUnknownOption},
+      // Links and queries are not compiles, whatever option of theirs is unknown.
+      {kG, {"--version"}, UncachedReason::kNotACompile},
+      {kG, {"a.o", "b.o", "-shared", "-o", "x.so"}, UncachedReason::kNotACompile},
       {kG, {"-E", "a.cc"}, UncachedReason::kPreprocessOnly},
       {kN, {"-M", "a.cu"}, UncachedReason::kPreprocessOnly},
       {kG, {"-S", "-c", "a.cc", "-o", "a.s"}, UncachedReason::kOtherOutput},
