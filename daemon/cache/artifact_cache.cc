@@ -96,6 +96,8 @@ class ArtifactCacheImpl : public ArtifactCache {
   }
 
   absl::StatusOr<Served> Resolve(const ResolveQuery& query) override;
+  Peeked Peek(ResolveQuery query) override;
+  void CommitPeek(const Peeked& peeked) override;
   void RecordRefused(absl::Duration elapsed) override {
     stats_.Add(Statistic::kResolveRequests);
     stats_.Add(Statistic::kInvalidRequests);
@@ -172,12 +174,9 @@ class ArtifactCacheImpl : public ArtifactCache {
     size_t toolkit;
   };
 
-  absl::StatusOr<Served> ResolveTimed(const ResolveQuery& query);  // Resolve, unmeasured
-  // A fast_probe whose answer the client takes over gRPC: undoes its counts (that call counts
-  // them) and counts fast.fallback_miss (a miss or PTX; the fast path counts its own refusals,
-  // ResolveQuery::fast_take); false when the answer stands.
-  bool UncountFastFallback(const ResolveQuery& query, const absl::StatusOr<Served>& served);
-  absl::StatusOr<KernelId> Identify(const ResolveQuery& query);
+  // Resolve without its counts: they go into `tally`, for the caller to commit.
+  absl::StatusOr<Served> ResolveTimed(const ResolveQuery& query, ResolveTally& tally);
+  absl::StatusOr<KernelId> Identify(const ResolveQuery& query, ResolveTally& tally);
   // A memory miss for a known driver: the entry for driver 0 carried over (CarryToDriver),
   // remembered under the device's own key.
   std::optional<MemoryEntry> FromUnknownDriver(const KernelId& id, const Device& device);
@@ -185,12 +184,13 @@ class ArtifactCacheImpl : public ArtifactCache {
   // driver, remembered in memory (and the kernel counted as registered). Whether it was.
   bool RememberForUnknownDriver(const std::shared_ptr<const Artifact>& read);
   void RegisterIfNew(const KernelId& id, const KernelRecord& record);
-  absl::StatusOr<KernelId> FindByName(const std::string& name);
-  absl::StatusOr<Served> ResolveMiss(const KernelId& id, const ResolveQuery& query);
+  absl::StatusOr<KernelId> FindByName(const std::string& name, ResolveTally& tally);
+  absl::StatusOr<Served> ResolveMiss(const KernelId& id, const ResolveQuery& query,
+                                     ResolveTally& tally);
   Served ServeStored(const KernelId& id, const Device& device, Resolution hit, size_t tier,
-                     bool remember, uint64_t epoch);
+                     bool remember, uint64_t epoch, ResolveTally& tally);
   absl::StatusOr<Served> CompileMiss(ResolveDecision decision, const Device& device, uint64_t epoch,
-                                     CompileWatch* watch);
+                                     CompileWatch* watch, ResolveTally& tally);
   void QueueBackground(CompileJob job, size_t toolkit);
   // Whether a compile of `id` may run: always with sandboxed workers; else only for a kernel
   // whose record a baked store holds (its source came with the image, not from a client).
@@ -199,8 +199,10 @@ class ArtifactCacheImpl : public ArtifactCache {
   // The index of the newest loaded toolkit (warms compile with it); compilers_ is not empty.
   size_t Newest() const;
   Served Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule, std::string reason,
-               CacheTier tier);
-  absl::Status Miss(absl::Status status);
+               CacheTier tier, ResolveTally& tally);
+  absl::Status Miss(absl::Status status, ResolveTally& tally);
+  // Counts a resolve's tally, the request, and its latency since `start`.
+  void Commit(const ResolveTally& tally, const absl::StatusOr<Served>& served, absl::Time start);
   void RecordSeen(const KernelId& id, const ResolveQuery& query, const KernelRecord* record);
 
   std::unique_ptr<Store> local_;
@@ -235,64 +237,60 @@ class ArtifactCacheImpl : public ArtifactCache {
 
 absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
   absl::Time start = absl::Now();
-  absl::StatusOr<Served> served = ResolveTimed(query);
+  ResolveTally tally;
+  absl::StatusOr<Served> served = ResolveTimed(query, tally);
   if (!served.ok() && IsCompileDeferred(served.status()))
     return served;  // counted when asked again
-  if (query.fast_probe && UncountFastFallback(query, served)) {
-    return absl::NotFoundError("not served on the fast path: ask over gRPC");
-  }
+  Commit(tally, served, start);
+  return served;
+}
+
+ArtifactCache::Peeked ArtifactCacheImpl::Peek(ResolveQuery query) {
+  Peeked peeked;
+  peeked.start = absl::Now();
+  query.allow_compile = false;
+  query.defer_compile = false;
+  peeked.served = ResolveTimed(query, peeked.tally);
+  return peeked;
+}
+
+void ArtifactCacheImpl::CommitPeek(const Peeked& peeked) {
+  Commit(peeked.tally, peeked.served, peeked.start);
+}
+
+void ArtifactCacheImpl::Commit(const ResolveTally& tally, const absl::StatusOr<Served>& served,
+                               absl::Time start) {
+  for (const auto& [statistic, n] : tally.adds) stats_.Add(statistic, n);
   stats_.Add(Statistic::kResolveRequests);
   ResolveOutcome outcome = served.ok()                                ? OutcomeOf(served->tier)
                            : absl::IsNotFound(served.status())        ? ResolveOutcome::kMiss
                            : absl::IsInvalidArgument(served.status()) ? ResolveOutcome::kInvalid
                                                                       : ResolveOutcome::kError;
   stats_.RecordResolve(outcome, absl::Now() - start);
-  return served;
 }
 
-bool ArtifactCacheImpl::UncountFastFallback(const ResolveQuery& query,
-                                            const absl::StatusOr<Served>& served) {
-  constexpr uint64_t kMinusOne = ~uint64_t{0};  // the counters wrap: adding it subtracts one
-  bool miss = absl::IsNotFound(served.status());
-  bool ptx = served.ok() && served->rule == ServeRule::kPtxJit && !query.ptx_now;
-  // Past the fast path's own bounds: it counts the cause (fast.fallback_*).
-  bool refused = served.ok() && !ptx && query.fast_take && !query.fast_take(*served);
-  if (!miss && !ptx && !refused) return false;  // (resolve.requests is counted after this)
-  if (miss) {
-    std::optional<MissReason> reason = MissReasonOf(served.status());
-    stats_.Add(MissStatistic(reason.value_or(MissReason::kNothingServable)), kMinusOne);
-  } else {  // undo Serve's counts
-    stats_.Add(HitStatistic(served->tier), kMinusOne);
-    stats_.Add(RuleStatistic(served->rule), kMinusOne);
-    stats_.Add(Statistic::kBytesServed, uint64_t{0} - served->artifact->bytes.size());
-    if (served->tier != CacheTier::kCompile) {
-      stats_.Add(Statistic::kCompileMicrosSaved,
-                 uint64_t{0} - served->artifact->meta.compile_micros);
-    }
-  }
-  if (!refused) stats_.Add(Statistic::kFastFallbackMiss);
-  return true;
-}
-
-absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query) {
-  absl::StatusOr<KernelId> id = Identify(query);
+absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query,
+                                                       ResolveTally& tally) {
+  absl::StatusOr<KernelId> id = Identify(query, tally);
   if (!id.ok()) return id.status();
   std::optional<MemoryEntry> hit =
       memory_.Lookup(MemoryKey{*id, query.device.sm, query.device.driver});
   if (!hit) hit = FromUnknownDriver(*id, query.device);
-  if (!hit) return ResolveMiss(*id, query);
+  if (!hit) return ResolveMiss(*id, query, tally);
   local_->RecordUse(hit->artifact->meta.key);  // kept from eviction while memory serves it
   RecordSeen(*id, query, query.spec ? &*query.spec : nullptr);
-  return Serve(std::move(hit->artifact), hit->rule, std::move(hit->reason), CacheTier::kMemory);
+  return Serve(std::move(hit->artifact), hit->rule, std::move(hit->reason), CacheTier::kMemory,
+               tally);
 }
 
-absl::StatusOr<KernelId> ArtifactCacheImpl::Identify(const ResolveQuery& query) {
+absl::StatusOr<KernelId> ArtifactCacheImpl::Identify(const ResolveQuery& query,
+                                                     ResolveTally& tally) {
   if (absl::Status s = CheckQuery(query); !s.ok()) {
-    stats_.Add(Statistic::kInvalidRequests);
+    tally.Add(Statistic::kInvalidRequests);
     return s;
   }
   if (query.id) return *query.id;
-  if (!query.name.empty()) return FindByName(query.name);
+  if (!query.name.empty()) return FindByName(query.name, tally);
   KernelId id = ComputeKernelId(query.spec->spec);  // the client's id is never trusted
   RegisterIfNew(id, *query.spec);
   return id;
@@ -357,7 +355,8 @@ void ArtifactCacheImpl::RegisterIfNew(const KernelId& id, const KernelRecord& re
   registered_.insert(std::move(raw));
 }
 
-absl::StatusOr<KernelId> ArtifactCacheImpl::FindByName(const std::string& name) {
+absl::StatusOr<KernelId> ArtifactCacheImpl::FindByName(const std::string& name,
+                                                       ResolveTally& tally) {
   std::optional<KernelRecord> best;
   absl::Status first_error;
   for (size_t t = 0; t < tiers_->size(); ++t) {
@@ -371,20 +370,21 @@ absl::StatusOr<KernelId> ArtifactCacheImpl::FindByName(const std::string& name) 
   }
   if (best) return best->id;
   if (first_error.ok() || absl::IsNotFound(first_error)) {
-    return Miss(WithMissReason(
-        absl::NotFoundError(absl::StrCat("no store knows a kernel named (or with id) '", name,
-                                         "'; `kcache ls` lists what the daemon holds")),
-        MissReason::kUnknownKernel));
+    return Miss(WithMissReason(absl::NotFoundError(absl::StrCat(
+                                   "no store knows a kernel named (or with id) '", name,
+                                   "'; `kcache ls` lists what the daemon holds")),
+                               MissReason::kUnknownKernel),
+                tally);
   }
   if (absl::IsInvalidArgument(first_error)) {  // an ambiguous id prefix
-    stats_.Add(Statistic::kInvalidRequests);
+    tally.Add(Statistic::kInvalidRequests);
     return first_error;
   }
-  return Miss(WithMissReason(first_error, MissReason::kNothingServable));  // a failing store
+  return Miss(WithMissReason(first_error, MissReason::kNothingServable), tally);  // failing store
 }
 
-absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
-                                                      const ResolveQuery& query) {
+absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id, const ResolveQuery& query,
+                                                      ResolveTally& tally) {
   const Device& device = query.device;
   uint64_t epoch = memory_.epoch();
   std::optional<KernelRecord> sent;  // the client's spec, used when no store has the record
@@ -400,13 +400,13 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
              decision.ok() && decision->record ? &*decision->record : (sent ? &*sent : nullptr));
   if (!decision.ok()) {
     if (absl::IsInvalidArgument(decision.status())) {
-      stats_.Add(Statistic::kInvalidRequests);
+      tally.Add(Statistic::kInvalidRequests);
       return decision.status();
     }
-    return Miss(decision.status());
+    return Miss(decision.status(), tally);
   }
   if (decision->action != ResolveDecision::Action::kServe && !MayCompile(id)) {
-    if (!decision->stored) return Miss(UnsandboxedRefusal());
+    if (!decision->stored) return Miss(UnsandboxedRefusal(), tally);
     decision->action = ResolveDecision::Action::kServe;  // the stored PTX, not compiled further
   }
   switch (decision->action) {
@@ -415,24 +415,25 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id,
       // that allows compiling) must still get the SASS built.
       bool remember = !decision->stored->needs_jit() || compilers_.empty() || !compile_allowed_;
       return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier, remember,
-                         epoch);
+                         epoch, tally);
     }
     case ResolveDecision::Action::kServeAndCompile:
       QueueBackground(*decision->compile, decision->toolkit);
       // Not remembered in memory: the SASS compiled in the background replaces it.
       return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier,
-                         /*remember=*/false, epoch);
+                         /*remember=*/false, epoch, tally);
     case ResolveDecision::Action::kCompile:
       if (query.defer_compile) return CompileDeferredStatus();
       break;
   }
   decision->compile->demand = CompileDemand{query.client, query.still_wanted, nullptr};
   if (query.waits_for_compile) query.waits_for_compile();
-  return CompileMiss(*std::move(decision), device, epoch, query.compile_watch);
+  return CompileMiss(*std::move(decision), device, epoch, query.compile_watch, tally);
 }
 
 Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, Resolution hit,
-                                      size_t tier, bool remember, uint64_t epoch) {
+                                      size_t tier, bool remember, uint64_t epoch,
+                                      ResolveTally& tally) {
   auto artifact = std::make_shared<const Artifact>(std::move(hit.artifact));
   // The baked store keeps it: an unsynced copy, no disk flush on the request's path.
   if (tier > 0 && tiers_->PutCopy(0, *artifact).ok()) stats_.Add(Statistic::kWriteBacks);
@@ -440,26 +441,27 @@ Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, 
     memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver},
                             MemoryEntry{artifact, hit.rule, hit.reason}, epoch);
   }
-  return Serve(std::move(artifact), hit.rule, std::move(hit.reason), tiers_->kind(tier));
+  return Serve(std::move(artifact), hit.rule, std::move(hit.reason), tiers_->kind(tier), tally);
 }
 
 absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
                                                       const Device& device, uint64_t epoch,
-                                                      CompileWatch* watch) {
+                                                      CompileWatch* watch, ResolveTally& tally) {
   const CompileJob& job = *decision.compile;
   CompileResult result = flights_[decision.toolkit]->CompileOnce(job, nullptr, watch);
   if (!result.ok()) {
     bool compile_error = absl::IsAborted(result.status());
     if (decision.stored && !compile_error) {  // limits, a crashed worker: the PTX still runs
       return ServeStored(job.id, device, *std::move(decision.stored), decision.stored_tier,
-                         /*remember=*/false, epoch);
+                         /*remember=*/false, epoch, tally);
     }
-    return Miss(WithMissReason(
-        result.status(), compile_error ? MissReason::kCompileError : MissReason::kNothingServable));
+    return Miss(WithMissReason(result.status(), compile_error ? MissReason::kCompileError
+                                                              : MissReason::kNothingServable),
+                tally);
   }
   std::shared_ptr<const Artifact> artifact = (*result)->Find(ServedKindOf(job), job.target);
   if (artifact == nullptr) {
-    return Miss(CompiledNothingServable(job));
+    return Miss(CompiledNothingServable(job), tally);
   }
   // Later requests for this device are served it from memory: a cubin as an exact match.
   ServeRule rule = CompiledRule(job);
@@ -471,13 +473,14 @@ absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
                  MemoryEntry{artifact, remembered, remembered_reason});
   if ((*result)->from_store) {  // an earlier flight stored it between our lookup and now
     return Serve(std::move(artifact), remembered, std::move(remembered_reason),
-                 CacheTier::kLocalStore);
+                 CacheTier::kLocalStore, tally);
   }
   if ((*result)->from_shared) {  // another daemon of the fleet compiled it
-    return Serve(std::move(artifact), remembered, std::move(remembered_reason), CacheTier::kShared);
+    return Serve(std::move(artifact), remembered, std::move(remembered_reason), CacheTier::kShared,
+                 tally);
   }
   std::string reason = CompiledReason(job, artifact->meta, device);
-  return Serve(std::move(artifact), rule, std::move(reason), CacheTier::kCompile);
+  return Serve(std::move(artifact), rule, std::move(reason), CacheTier::kCompile, tally);
 }
 
 bool ArtifactCacheImpl::MayCompile(const KernelId& id) {
@@ -528,19 +531,19 @@ size_t ArtifactCacheImpl::Newest() const {
 }
 
 Served ArtifactCacheImpl::Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule,
-                                std::string reason, CacheTier tier) {
-  stats_.Add(HitStatistic(tier));
-  stats_.Add(RuleStatistic(rule));
-  stats_.Add(Statistic::kBytesServed, artifact->bytes.size());
+                                std::string reason, CacheTier tier, ResolveTally& tally) {
+  tally.Add(HitStatistic(tier));
+  tally.Add(RuleStatistic(rule));
+  tally.Add(Statistic::kBytesServed, artifact->bytes.size());
   if (tier != CacheTier::kCompile) {
-    stats_.Add(Statistic::kCompileMicrosSaved, artifact->meta.compile_micros);
+    tally.Add(Statistic::kCompileMicrosSaved, artifact->meta.compile_micros);
   }
   return Served{std::move(artifact), rule, std::move(reason), tier};
 }
 
-absl::Status ArtifactCacheImpl::Miss(absl::Status status) {
+absl::Status ArtifactCacheImpl::Miss(absl::Status status, ResolveTally& tally) {
   std::optional<MissReason> reason = MissReasonOf(status);
-  stats_.Add(MissStatistic(reason.value_or(MissReason::kNothingServable)));
+  tally.Add(MissStatistic(reason.value_or(MissReason::kNothingServable)));
   return status;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/artifact.h"
@@ -69,6 +70,7 @@ struct CacheOptions {
 };
 
 struct Served;
+enum class Statistic : int;  // daemon/cache/statistics.h (which includes this header)
 
 // What a worker asks for: exactly one of `spec`, `id`, `name`.
 struct ResolveQuery {
@@ -79,14 +81,6 @@ struct ResolveQuery {
   bool allow_compile = true;
   bool ptx_now = false;  // ResolvePolicy::ptx_now: take stored PTX now, compile in the background
   std::string client;    // for logs, and the compile queue's fairness (CompileDemand::client)
-  // A lookup for the in-pod fast path (with allow_compile false). When its answer is one the
-  // client takes over gRPC instead (a miss, or PTX without ptx_now: gRPC may compile the SASS),
-  // that call counts it: this one answers NotFound and counts only fast.fallback_miss.
-  bool fast_probe = false;
-  // With fast_probe: called once with a stored answer before it is counted; false when the
-  // fast path cannot send it (its lease or arena bound), and then it is not counted here
-  // either (the gRPC call that follows counts it) and Resolve answers NotFound.
-  std::function<bool(const Served&)> fast_take;
   // True while the caller still waits (its call is not cancelled); a compile it alone waits
   // for leaves the queue when it turns false. Null: always.
   std::function<bool()> still_wanted;
@@ -115,6 +109,13 @@ struct Served {
   std::string reason;
   CacheTier tier = CacheTier::kMemory;
   bool needs_jit() const { return rule == ServeRule::kPtxJit; }
+};
+
+// The statistics one resolve adds (a hit's tier, rule and bytes; a miss's reason; a malformed
+// query), held until its caller commits them with the request's count and latency.
+struct ResolveTally {
+  absl::InlinedVector<std::pair<Statistic, uint64_t>, 6> adds;
+  void Add(Statistic statistic, uint64_t n = 1) { adds.emplace_back(statistic, n); }
 };
 
 struct CounterValue {
@@ -185,6 +186,19 @@ class ArtifactCache {
   virtual ~ArtifactCache() = default;
 
   virtual absl::StatusOr<Served> Resolve(const ResolveQuery& query) = 0;
+
+  // The in-pod fast path's lookup: Resolve that never compiles (allow_compile and
+  // defer_compile are ignored) and counts nothing yet. The caller commits it (CommitPeek) when
+  // it sends the answer; one it leaves to gRPC (a miss, PTX that gRPC may compile, an answer
+  // past its own bounds) is not committed, and the gRPC call that follows counts it: each
+  // request is counted once, by whoever answers it.
+  struct Peeked {
+    absl::StatusOr<Served> served;
+    ResolveTally tally;
+    absl::Time start;
+  };
+  virtual Peeked Peek(ResolveQuery query) = 0;
+  virtual void CommitPeek(const Peeked& peeked) = 0;
 
   // A Resolve the front end refused before asking (InvalidArgument: a malformed request),
   // `elapsed` after it arrived: counted as a request and as invalid (resolve.requests,

@@ -357,6 +357,9 @@ class FastPathServerImpl final : public FastPathServer {
         options_.max_leased_bytes, ": release some, or use gRPC"));
   }
 
+  // A lookup that never compiles (ArtifactCache::Peek), counted only when answered here: a
+  // miss, PTX that gRPC may compile, or an answer past this path's bounds goes to gRPC, which
+  // counts it (this path counts only fast.fallback_*).
   v1::FastResponse Resolve(Connection& c, uint64_t tag, const v1::ResolveRequest& request) {
     v1::FastResponse response;
     response.set_tag(tag);
@@ -366,49 +369,42 @@ class FastPathServerImpl final : public FastPathServer {
       return Refusal(tag, valid);
     }
     ResolveQuery query = QueryFromProto(request);
-    query.allow_compile = false;  // a miss goes to gRPC, which compiles
-    // A miss, or PTX where gRPC may compile the SASS, answers NotFound here and is counted by
-    // the gRPC call that follows, not twice (ResolveQuery::fast_probe).
-    query.fast_probe = true;
-    // An answer past this connection's lease bound or the arena's room goes over gRPC; the
-    // cache then leaves it to that call to count.
-    std::optional<FastCount> refused;
-    absl::Status refusal;
-    std::optional<FastArena::Placed> placed;
-    query.fast_take = [&](const Served& answer) {
-      if (answer.artifact == nullptr) return true;  // refused below
-      uint64_t size = answer.artifact->bytes.size();
-      if (c.leased_bytes + size > options_.max_leased_bytes) {
-        refused = FastCount::kFallbackLeaseBound;
-        refusal = LeaseBoundError(c);
-        return false;
+    ArtifactCache::Peeked peeked = cache_->Peek(query);
+    if (!peeked.served.ok()) {
+      if (absl::IsInvalidArgument(peeked.served.status())) {  // final: the client asks no more
+        cache_->CommitPeek(peeked);
+        return Refusal(tag, peeked.served.status());
       }
-      absl::StatusOr<FastArena::Placed> place = arena_->Place(answer.artifact);
-      if (!place.ok()) {
-        refused = FastCount::kFallbackArenaFull;
-        refusal = place.status();
-        return false;
+      if (!absl::IsNotFound(peeked.served.status())) {  // every tier failing, ...: as it is
+        return Refusal(tag, peeked.served.status());
       }
-      placed = *place;
-      return true;
-    };
-    absl::StatusOr<Served> served = cache_->Resolve(query);
-    if (refused.has_value()) {
-      cache_->RecordFastPath(*refused, 1);
-      return Refusal(tag, refusal);
+      cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
+      return Refusal(tag, absl::NotFoundError("not served on the fast path: ask over gRPC"));
     }
-    if (!served.ok()) return Refusal(tag, served.status());
-    if (served->artifact == nullptr || !placed.has_value()) {
+    const Served& served = *peeked.served;
+    if (served.artifact == nullptr) {
       return Refusal(tag, absl::InternalError("the cache served no artifact"));
     }
-    uint64_t size = served->artifact->bytes.size();
+    if (served.rule == ServeRule::kPtxJit && !query.ptx_now) {  // gRPC may compile the SASS
+      cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
+      return Refusal(tag, absl::NotFoundError("not served on the fast path: ask over gRPC"));
+    }
+    uint64_t size = served.artifact->bytes.size();
+    if (c.leased_bytes + size > options_.max_leased_bytes) {
+      cache_->RecordFastPath(FastCount::kFallbackLeaseBound, 1);
+      return Refusal(tag, LeaseBoundError(c));
+    }
+    absl::StatusOr<FastArena::Placed> placed = arena_->Place(served.artifact);
+    if (!placed.ok()) {
+      cache_->RecordFastPath(FastCount::kFallbackArenaFull, 1);
+      return Refusal(tag, placed.status());
+    }
     uint64_t lease = c.next_lease++;
     c.leases[lease] = Lease{placed->slot, size, placed->offset};
     c.leased_bytes += size;
-    HeaderFromServed(*served, response.mutable_header());
+    HeaderFromServed(served, response.mutable_header());
     response.set_offset(placed->offset);
     response.set_lease(lease);
-    cache_->RecordFastPath(FastCount::kHit, 1);
     PublishGauges();
     if (response.ByteSizeLong() > kMaxFastMessageBytes) {
       ReleaseLease(c, lease);
@@ -416,6 +412,8 @@ class FastPathServerImpl final : public FastPathServer {
                               "the answer's header (its compile log) is too large for the fast "
                               "path: use gRPC"));
     }
+    cache_->CommitPeek(peeked);
+    cache_->RecordFastPath(FastCount::kHit, 1);
     return response;
   }
 
