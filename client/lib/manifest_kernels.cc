@@ -1,19 +1,12 @@
 // A manifest's kernels as sources (LoadManifestKernels), from a YAML manifest or a baked one
 // (docs/manifest.md, "Baked manifests"), and the baking (BakeManifest).
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <fstream>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/lib/convert.h"
 #include "client/lib/known_kernel_ids.h"
 #include "client/lib/wire.h"
 #include "core/artifact.h"
+#include "core/file_io.h"
 #include "core/kernel_spec.h"
 #include "core/manifest.h"
 #include "kcache/kcache.h"
@@ -123,35 +116,13 @@ std::vector<KernelSource> FromYaml(const Manifest& manifest) {
   return sources;
 }
 
-// The whole file in one read (a baked manifest is read on a worker's start).
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    if (fd >= 0) close(fd);
-    return absl::NotFoundError(
-        absl::StrCat("cannot read manifest '", path, "': no such file or not readable"));
-  }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (got != bytes.size()) {
-    return absl::NotFoundError(absl::StrCat("cannot read manifest '", path, "' whole"));
-  }
-  return bytes;
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<KernelSource>> LoadManifestKernels(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::string> bytes = ReadWholeFile(path);  // one read: a worker's start
+  if (!bytes.ok()) {
+    return absl::NotFoundError(absl::StrCat("cannot read manifest: ", bytes.status().message()));
+  }
   if (absl::StartsWith(*bytes, kBakedMagicPrefix)) return ParseBaked(*bytes, path);
   absl::StatusOr<Manifest> manifest = ParseManifest(*bytes, path);
   if (!manifest.ok()) return manifest.status();
@@ -173,20 +144,7 @@ absl::Status BakeManifest(const std::string& manifest_path, const std::string& o
   std::string bytes(kBakedMagicV2);
   for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((checksum >> (8 * i)) & 0xff));
   bytes += payload;
-  std::string temporary = out_path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      return absl::PermissionDeniedError(absl::StrCat("cannot write '", temporary, "'"));
-    }
-  }
-  if (std::rename(temporary.c_str(), out_path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot move '", temporary, "' to '", out_path, "'"));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(out_path, bytes);  // PermissionDenied: bake-manifest exits 1
 }
 
 }  // namespace kcache::client

@@ -13,15 +13,14 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/file_io.h"
 
 namespace kcache::objects {
 namespace {
@@ -175,23 +174,14 @@ void FileDigests::Save() {
   if (table_path_.empty() || !dirty_) return;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(table_path_).parent_path(), ec);
-  std::string tmp = absl::StrCat(table_path_, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << kTableMagic << "\n";
-    for (const auto& [path, entry] : entries_) {
-      if (path.find('\n') != std::string::npos) continue;
-      const uint64_t* v = entry.stat.values;
-      out << absl::StrCat(entry.digest.sha256, "\t", entry.digest.has_time_macro ? "1" : "0", "\t",
-                          v[0], " ", v[1], " ", v[2], " ", v[3], " ", v[4], "\t", path, "\n");
-    }
-    if (!out.flush()) {
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
+  std::string text = absl::StrCat(kTableMagic, "\n");
+  for (const auto& [path, entry] : entries_) {
+    if (path.find('\n') != std::string::npos) continue;
+    const uint64_t* v = entry.stat.values;
+    absl::StrAppend(&text, entry.digest.sha256, "\t", entry.digest.has_time_macro ? "1" : "0", "\t",
+                    v[0], " ", v[1], " ", v[2], " ", v[3], " ", v[4], "\t", path, "\n");
   }
-  std::filesystem::rename(tmp, table_path_, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  if (!WriteFileAtomically(table_path_, text).ok()) return;  // the memo is only a shortcut
   dirty_ = false;
 }
 

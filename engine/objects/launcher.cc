@@ -6,11 +6,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/file_io.h"
 #include "engine/objects/file_digests.h"
 #include "engine/objects/prepared_command.h"
 #include "engine/objects/run_process.h"
@@ -22,36 +21,6 @@ namespace fs = std::filesystem;
 
 void Log(const LauncherOptions& options, absl::string_view text) {
   if (options.log) std::fprintf(stderr, "kcache: %s\n", std::string(text).c_str());
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Writes `bytes` to a temporary file beside `path` and renames it over `path`: a reader (or a
-// concurrent launcher) sees the old file or the new one, never half of one.
-absl::Status WriteFileAtomic(const std::string& path, const std::string& bytes) {
-  std::string tmp = absl::StrCat(path, ".kcache-", getpid(), ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return absl::UnavailableError(absl::StrCat("cannot write ", path));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  }
-  return absl::OkStatus();
 }
 
 // The real-time clock file times are taken from (coarse: a jiffy behind the fine one).
@@ -87,14 +56,14 @@ std::optional<ObjectBundle> Lookup(const LauncherOptions& options, ObjectCache& 
 // Writes the outputs of a hit; false when one could not be written (then compile instead).
 bool WriteOutputs(const Prepared& prepared, const ObjectBundle& bundle) {
   const CompilerCommand& command = prepared.command;
-  if (!WriteFileAtomic(command.output, bundle.object).ok()) return false;
+  if (!WriteFileAtomically(command.output, bundle.object).ok()) return false;
   if (command.writes_deps) {
     DepFile deps;
     for (const std::string& target : bundle.deps.targets) {
       deps.targets.push_back(prepared.dirs.Restore(target));
     }
     for (const std::string& dep : bundle.deps.deps) deps.deps.push_back(prepared.dirs.Restore(dep));
-    if (!WriteFileAtomic(command.dep_file, WriteDepFile(deps)).ok()) return false;
+    if (!WriteFileAtomically(command.dep_file, WriteDepFile(deps)).ok()) return false;
   }
   return true;
 }
@@ -112,8 +81,8 @@ int Replay(const Prepared& prepared, const ObjectBundle& bundle) {
 void Store(const LauncherOptions& options, const Prepared& prepared, const std::string& dep_path,
            const ProcessResult& result, absl::Time compiled_from, FileDigests& digests) {
   const BaseDirs& dirs = prepared.dirs;
-  absl::StatusOr<std::string> object = ReadFile(prepared.command.output);
-  absl::StatusOr<std::string> dep_text = ReadFile(dep_path);
+  absl::StatusOr<std::string> object = ReadWholeFile(prepared.command.output);
+  absl::StatusOr<std::string> dep_text = ReadWholeFile(dep_path);
   if (!object.ok() || !dep_text.ok()) {
     Log(options, "not stored: the compiler's outputs could not be read");
     return;

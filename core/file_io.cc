@@ -1,0 +1,72 @@
+#include "core/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace kcache {
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string message = absl::StrCat("cannot read '", path, "': ", std::strerror(err));
+    return err == ENOENT ? absl::NotFoundError(message) : absl::FailedPreconditionError(message);
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read '", path, "': not a regular file"));
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (got != bytes.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read '", path, "' whole: ", got, " of ", bytes.size(), " bytes"));
+  }
+  return bytes;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
+  std::string temporary = absl::StrCat(path, ".kcache-", getpid(), ".tmp");
+  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write '", temporary, "': ", std::strerror(errno)));
+  }
+  size_t done = 0;
+  int err = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : ENOSPC;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && std::rename(temporary.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    std::remove(temporary.c_str());
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write '", path, "': ", std::strerror(err)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kcache

@@ -1,0 +1,26 @@
+// Whole-file reads and atomic writes, for the small files the tools read and write whole: a
+// baked manifest, a launcher's outputs and the compiler's dependency file, the digest memo.
+#ifndef KCACHE_CORE_FILE_IO_H_
+#define KCACHE_CORE_FILE_IO_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kcache {
+
+// The whole of `path`, read at its size in one pass. NotFound when it does not exist;
+// FailedPrecondition when it cannot be read whole (not a regular file, no permission, a short
+// read). The message names the path and the cause.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+
+// Writes `bytes` to a temporary file beside `path` (its name holds this process's id) and
+// renames it over `path`: a reader, or another writer, sees the old file or the new one,
+// never part of one. PermissionDenied naming the file and the cause when either step fails;
+// the temporary file is then removed.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
+
+}  // namespace kcache
+
+#endif  // KCACHE_CORE_FILE_IO_H_
