@@ -21,6 +21,7 @@
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
 #include "daemon/cache/unknown_driver.h"
+#include "daemon/cache/write_behind.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
 #include "engine/store/store.h"
@@ -85,6 +86,13 @@ class ArtifactCacheImpl : public ArtifactCache {
     }
     checksum_failures_.assign(tiers_->size(), 0);
     if (!compilers_.empty()) background_ = std::thread([this] { RunBackgroundCompiles(); });
+    write_behind_ = std::make_unique<WriteBehind>(
+        options.write_back_queue_bytes,
+        [this](const Artifact& artifact) {
+          // The baked store keeps it: an unsynced copy, no disk flush.
+          if (tiers_->PutCopy(0, artifact).ok()) stats_.Add(Statistic::kWriteBacks);
+        },
+        [this] { stats_.Add(Statistic::kWriteBacksDropped); });
   }
 
   ~ArtifactCacheImpl() override {
@@ -217,6 +225,9 @@ class ArtifactCacheImpl : public ArtifactCache {
   std::unique_ptr<SharedTier> shared_;  // null: none; outlives flights_, which borrow it
   std::vector<std::unique_ptr<CompileFlights>> flights_;  // one per compiler
   SeenKernels seen_;
+  // Baked-store hits copied into the writable store; declared after the stores and tiers it
+  // writes to, so it is drained and stopped before they go.
+  std::unique_ptr<WriteBehind> write_behind_;
 
   absl::Mutex mu_;
   absl::flat_hash_set<std::string> registered_ ABSL_GUARDED_BY(mu_);  // raw kernel ids
@@ -435,8 +446,7 @@ Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, 
                                       size_t tier, bool remember, uint64_t epoch,
                                       ResolveTally& tally) {
   auto artifact = std::make_shared<const Artifact>(std::move(hit.artifact));
-  // The baked store keeps it: an unsynced copy, no disk flush on the request's path.
-  if (tier > 0 && tiers_->PutCopy(0, *artifact).ok()) stats_.Add(Statistic::kWriteBacks);
+  if (tier > 0) write_behind_->Add(artifact);  // copied into the writable store, not now
   if (remember) {
     memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver},
                             MemoryEntry{artifact, hit.rule, hit.reason}, epoch);

@@ -59,6 +59,9 @@ struct CacheOptions {
   // PTX answer is served without queueing its SASS compile (counted).
   size_t background_queue = 64;
   uint64_t memory_bytes = 256ull << 20;  // bound of the memory LRU (payload bytes)
+  // Bound of the baked-store hits waiting to be copied into the writable store (payload
+  // bytes; daemon/cache/write_behind.h). Past it a copy is dropped and counted.
+  uint64_t write_back_queue_bytes = 64ull << 20;
   // A store tier whose call fails (an error other than NotFound) is skipped for this long,
   // doubling each time it fails again after coming back, up to the max; a success resets it.
   absl::Duration tier_off_initial = absl::Seconds(5);

@@ -207,6 +207,8 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "launcher commands run uncached: input_changed (docs/torch-extensions.md)"},
     {S::kObjectUncachedNativeTarget, "objects.uncached_native_target",
      "launcher commands run uncached: native_target (docs/torch-extensions.md)"},
+    {S::kWriteBacksDropped, "tier.write_backs_dropped",
+     "baked-store hits not copied into the writable store: --write-back-queue-mb waited"},
 }};
 
 constexpr bool NumberedInOrder() {

@@ -134,9 +134,10 @@ enum class Statistic : int {
   kObjectUncachedUnreadableInput = 111,
   kObjectUncachedInputChanged = 112,
   kObjectUncachedNativeTarget = 113,
+  kWriteBacksDropped = 114,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 113;
+inline constexpr int kStatisticCount = 114;
 
 struct StatisticInfo {
   Statistic id;

@@ -157,6 +157,7 @@ class DaemonImpl final : public Daemon {
         options_.allow_unsandboxed_compiles ||
         std::all_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->sandboxed(); });
     cache_options.memory_bytes = options_.memory_cache_bytes;
+    cache_options.write_back_queue_bytes = options_.write_back_queue_bytes;
     if (!options_.shared.empty()) {
       absl::StatusOr<SharedKeys> keys =
           SharedKeys::Load(options_.shared_key_file, options_.shared_key_file_second);

@@ -42,6 +42,7 @@ struct DaemonOptions {
   ProcessPoolOptions compile;               // --compile-workers, --compile-cpu-seconds, ...
   absl::Duration compile_limit_backoff = absl::Minutes(10);  // --compile-limit-backoff-seconds
   uint64_t memory_cache_bytes = uint64_t{256} << 20;         // --memory-cache-mb
+  uint64_t write_back_queue_bytes = uint64_t{64} << 20;      // --write-back-queue-mb
   // Payload bytes the start-up warm reads once kcached serves (docs/kcached.md, "Start-up");
   // 0: none.
   uint64_t warm_start_bytes = uint64_t{128} << 20;  // --warm-start-mb

@@ -16,6 +16,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   DaemonOptions o;
   std::string socket_mode = "0660";
   uint64_t memory_cache_mb = o.memory_cache_bytes >> 20;
+  uint64_t write_back_queue_mb = o.write_back_queue_bytes >> 20;
   uint64_t warm_start_mb = o.warm_start_bytes >> 20;
   int64_t warm_before_ready_ms = absl::ToInt64Milliseconds(o.warm_before_ready);
   uint64_t compile_memory_mb = o.compile.memory_bytes_per_worker >> 20;
@@ -84,6 +85,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   app.add_option("--compile-worker", o.compile.worker_binary,
                  "Path of kcache-compile-worker (default: next to kcached)");
   app.add_option("--memory-cache-mb", memory_cache_mb, "Bound of the in-memory LRU in MiB")
+      ->capture_default_str();
+  app.add_option("--write-back-queue-mb", write_back_queue_mb,
+                 "MiB of baked-store hits waiting to be copied into the writable store (by a "
+                 "thread of their own, after the request); past it a copy is dropped and "
+                 "counted (tier.write_backs_dropped)")
       ->capture_default_str();
   app.add_option("--warm-start-mb", warm_start_mb,
                  "MiB of the stores' most recently used artifacts read into the fast path's "
@@ -185,6 +191,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   if (!mode.ok()) return mode.status();
   o.socket_mode = *mode;
   o.memory_cache_bytes = memory_cache_mb << 20;
+  o.write_back_queue_bytes = write_back_queue_mb << 20;
   o.warm_start_bytes = warm_start_mb << 20;
   o.warm_before_ready = absl::Milliseconds(warm_before_ready_ms);
   o.compile.memory_bytes_per_worker = compile_memory_mb << 20;

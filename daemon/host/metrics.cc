@@ -208,6 +208,8 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kObjectUncachedUnreadableInput, kUncached, kUncachedHelp, "reason", "unreadable_input"},
     {S::kObjectUncachedInputChanged, kUncached, kUncachedHelp, "reason", "input_changed"},
     {S::kObjectUncachedNativeTarget, kUncached, kUncachedHelp, "reason", "native_target"},
+    {S::kWriteBacksDropped, "kcache_write_backs_dropped_total",
+     "Baked-store hits not copied into the writable store: its queue was full.", "", ""},
 }};
 
 constexpr bool MappedInOrder() {

@@ -6,6 +6,7 @@
 // baked-store hit is copied into the writable store.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -184,6 +185,9 @@ TEST(StartupWarmTest, BakedHitIsCopiedIntoTheWritableStore) {
   ASSERT_TRUE(k.ok()) << k.status();
   EXPECT_EQ(k->served_from, client::ServedFrom::kDaemonBakedStore);
   EXPECT_TRUE(k->data() == stored[0].bytes);
+  for (int i = 0; i < 500 && Counter(*c, "tier.write_backs") == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // copied after the request
+  }
   EXPECT_EQ(Counter(*c, "tier.write_backs"), 1u);
   c.reset();
   ASSERT_EQ(daemon.Stop(), 0) << daemon.Log();

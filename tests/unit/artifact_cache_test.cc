@@ -73,6 +73,7 @@ struct Options {
   uint64_t memory_bytes = 64 << 20;
   bool with_baked = false;
   absl::Duration tier_off = absl::Milliseconds(100);  // first switch-off; the max is 4x
+  uint64_t write_back_queue_bytes = 64 << 20;
 };
 
 class ArtifactCacheTest : public ::testing::Test {
@@ -113,6 +114,7 @@ class ArtifactCacheTest : public ::testing::Test {
       options.compilers.push_back(compiler_);
     }
     options.memory_bytes = o.memory_bytes;
+    options.write_back_queue_bytes = o.write_back_queue_bytes;
     options.tier_off_initial = o.tier_off;
     options.tier_off_max = 4 * o.tier_off;
     absl::StatusOr<std::unique_ptr<ArtifactCache>> cache = NewArtifactCache(std::move(options));
@@ -141,6 +143,7 @@ class ArtifactCacheTest : public ::testing::Test {
     ADD_FAILURE() << "no counter " << name;
     return 0;
   }
+
   // Waits (bounded) until counter `name` reaches `value`. A non-fatal failure, so the caller
   // still releases held compiles and joins its threads.
   void AwaitCounter(const std::string& name, uint64_t value) {
@@ -226,11 +229,29 @@ TEST_F(ArtifactCacheTest, BakedStoreHitIsWrittenBackToLocalStoreAndMemory) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->tier, CacheTier::kBakedStore);
   EXPECT_EQ(s->artifact->bytes, "artifact for sm_89");
+  AwaitCounter("tier.write_backs", 1);  // copied after the request, by its own thread
   absl::StatusOr<Artifact> copied = local_->Get(s->artifact->meta.key);
   ASSERT_TRUE(copied.ok()) << copied.status();
   EXPECT_EQ(copied->bytes, "artifact for sm_89");
-  EXPECT_EQ(Counter("tier.write_backs"), 1u);
   EXPECT_EQ(ById(saxpy_.id, "8.9")->tier, CacheTier::kMemory);
+}
+
+// The copy into the writable store waits in a bounded queue: with no room it is dropped and
+// counted, and the request is served all the same.
+TEST_F(ArtifactCacheTest, ABakedHitWhoseCopyHasNoRoomIsServedAndTheCopyCounted) {
+  PrepareBaked([&](Store& baked) {
+    ASSERT_TRUE(baked.PutKernel(saxpy_).ok());
+    Place(baked, saxpy_, ArtifactKind::kCubin, "sm_89");
+  });
+  Make(Options{.memory_bytes = 0, .with_baked = true, .write_back_queue_bytes = 0});
+  absl::StatusOr<Served> s = ById(saxpy_.id, "8.9");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->tier, CacheTier::kBakedStore);
+  EXPECT_EQ(Counter("tier.write_backs_dropped"), 1u);
+  EXPECT_EQ(Counter("tier.write_backs"), 0u);
+  EXPECT_FALSE(local_->Get(s->artifact->meta.key).ok());
+  EXPECT_EQ(ById(saxpy_.id, "8.9")->tier, CacheTier::kBakedStore);  // and again next time
+  EXPECT_EQ(Counter("tier.write_backs_dropped"), 2u);
 }
 
 TEST_F(ArtifactCacheTest, CandidatesOfAllTiersAreRankedTogether) {
@@ -242,7 +263,8 @@ TEST_F(ArtifactCacheTest, CandidatesOfAllTiersAreRankedTogether) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->rule, ServeRule::kExactSass);
   EXPECT_EQ(s->tier, CacheTier::kBakedStore);
-  s = ById(saxpy_.id, "8.9", false);  // written back: now found in the upper tier
+  AwaitCounter("tier.write_backs", 1);  // copied after the request
+  s = ById(saxpy_.id, "8.9", false);    // written back: now found in the upper tier
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->tier, CacheTier::kLocalStore);
   EXPECT_EQ(s->rule, ServeRule::kExactSass);
