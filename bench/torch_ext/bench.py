@@ -49,9 +49,9 @@ def load(extensions_dir: Path, env_extra: dict, prefix: list[str] | None = None)
     return seconds, result.stdout
 
 
-def wrappers(tmp: Path, tool: str) -> dict:
-    """PYTORCH_NVCC and CXX scripts that run `tool` in front of the compiler."""
-    bin_dir = tmp / f"{tool}-bin"
+def wrappers(tmp: Path, name: str, tool: str) -> dict:
+    """PYTORCH_NVCC and CXX scripts (in tmp/NAME-bin) that run `tool` in front of the compiler."""
+    bin_dir = tmp / f"{name}-bin"
     bin_dir.mkdir()
     for name, real in (("nvcc", "/usr/local/cuda/bin/nvcc"), ("c++", shutil.which("c++"))):
         script = bin_dir / name
@@ -96,7 +96,7 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[st
         if found is None:
             rows.append((tool, "not installed"))
             continue
-        env = {**arch_env, **env, **wrappers(tmp, found)}
+        env = {**arch_env, **env, **wrappers(tmp, tool, found)}
         load(tmp / tool / "fill", env)
         seconds, _ = load(tmp / tool / "pod/other", env)
         rows.append((tool, f"{seconds:.2f} s"))
