@@ -15,13 +15,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 # The tests of what runs on many threads at once in one process: single-flight compiles, the
-# artifact cache and its tiers, the memory tier, the compile worker pool. Not client_test,
-# daemon_test nor hostile_clients_test: their kcached (and libkcache) run gRPC's callback API,
-# and Debian's gRPC is not built with TSan, so a reactor's state handed to gRPC (StartWrite)
-# and read back in its callback (OnWriteDone) on another thread reads as a race; and TSan
+# artifact cache and its tiers, the memory tier, the compile worker pool, the write-behind. Not
+# client_test, daemon_test nor hostile_clients_test: their kcached (and libkcache) run gRPC's
+# callback API, and Debian's gRPC is not built with TSan, so a reactor's state handed to gRPC
+# (StartWrite) and read back in its callback (OnWriteDone) on another thread reads as a race;
+# and TSan
 # defers a signal that arrives on a thread blocked inside an uninstrumented library, so
 # kcached under TSan does not stop on SIGTERM (docs/fuzzing.md, "Sanitizers").
-TSAN_TESTS=(single_flight_test artifact_cache_test memory_lru_test process_pool_test)
+TSAN_TESTS=(single_flight_test artifact_cache_test memory_lru_test process_pool_test
+  write_behind_test)
 
 launcher=()
 if command -v ccache >/dev/null; then
