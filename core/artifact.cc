@@ -131,6 +131,10 @@ std::string ArtifactKey::ToString() const {
 
 uint64_t PayloadChecksum(absl::string_view data) { return XXH3_64bits(data.data(), data.size()); }
 
+std::string KeyWithChecksum(const ArtifactMeta& meta) {
+  return absl::StrCat(meta.key.Encode(), "/", meta.checksum);
+}
+
 std::string DriverText(uint32_t driver) {
   if (driver == 0) return "unknown";
   return absl::StrCat(driver / 1000, ".", (driver % 1000) / 10);

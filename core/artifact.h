@@ -74,6 +74,10 @@ uint32_t MinDriverFor(ArtifactKind kind, int toolkit_major, int toolkit_minor);
 // XXH3-64 of `data`: the checksum stored with every artifact and checked on every read.
 uint64_t PayloadChecksum(absl::string_view data);
 
+// The artifact's key and checksum as one string: names exactly these bytes (another content
+// under the same key gets another name). For the daemon's arena slots and write-behind queue.
+std::string KeyWithChecksum(const ArtifactMeta& meta);
+
 // Milliseconds since the Unix epoch, for created/last-used times.
 int64_t NowUnixMillis();
 

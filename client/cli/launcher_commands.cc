@@ -74,9 +74,8 @@ objects::LauncherOptions LauncherOptionsFromEnv() {
   std::string store_dir = Env("KCACHE_STORE"), server = Env("KCACHE_SERVER");
   // Launcher commands run uncached are counted by kcached when its fast path is there (the
   // object cache itself stays gRPC's here: this binary stores).
-  objects::LauncherOptions with_fast = options;
-  if (!server.empty() && launch::UseFastPath(server, with_fast)) {
-    options.note_uncached = with_fast.note_uncached;
+  if (std::shared_ptr<client::FastPath> fast = launch::FastPathTo(server)) {
+    options.note_uncached = launch::UncachedNotes(std::move(fast));
   }
   options.open_cache = [store_dir,
                         server]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {

@@ -86,16 +86,11 @@ std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPa
   };
 }
 
-bool UseFastPath(const std::string& server, objects::LauncherOptions& options) {
+std::shared_ptr<client::FastPath> FastPathTo(const std::string& server) {
   std::string socket = client::FastSocketFor(server);
   std::error_code ec;
-  if (socket.empty() || !std::filesystem::exists(socket, ec)) return false;
-  auto fast = std::make_shared<client::FastPath>(socket);
-  options.open_cache = [fast]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
-    return NewFastObjectCache(fast);
-  };
-  options.note_uncached = UncachedNotes(fast);
-  return true;
+  if (socket.empty() || !std::filesystem::exists(socket, ec)) return nullptr;
+  return std::make_shared<client::FastPath>(socket);
 }
 
 }  // namespace kcache::launch

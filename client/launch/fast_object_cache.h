@@ -10,7 +10,6 @@
 
 #include "client/lib/fast_path.h"
 #include "core/compiler_command.h"
-#include "engine/objects/launcher.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::launch {
@@ -25,9 +24,9 @@ std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client:
 // (objects.uncached_<reason>), not waiting for it; nothing when the fast path is away.
 std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast);
 
-// Both, for the launchers' options, when `server` (KCACHE_SERVER) is a unix socket whose fast
-// socket exists; false (options unchanged) otherwise.
-bool UseFastPath(const std::string& server, objects::LauncherOptions& options);
+// A connection (not dialled yet) to the fast socket of `server` (KCACHE_SERVER) when it is a
+// unix socket whose fast socket exists; null otherwise.
+std::shared_ptr<client::FastPath> FastPathTo(const std::string& server);
 
 }  // namespace kcache::launch
 

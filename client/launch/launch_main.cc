@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "client/launch/fast_object_cache.h"
@@ -42,9 +43,13 @@ int main(int argc, char** argv) {
     return *passed;
   }
   const char* server = std::getenv("KCACHE_SERVER");
-  if (server == nullptr || !kcache::launch::UseFastPath(server, options)) {
-    return HandToKcache(argv);
-  }
+  std::shared_ptr<kcache::client::FastPath> fast =
+      kcache::launch::FastPathTo(server == nullptr ? "" : server);
+  if (fast == nullptr) return HandToKcache(argv);
+  options.open_cache = [fast]() -> absl::StatusOr<std::unique_ptr<kcache::objects::ObjectCache>> {
+    return kcache::launch::NewFastObjectCache(fast);
+  };
+  options.note_uncached = kcache::launch::UncachedNotes(fast);
   options.hand_off = [argv] { return HandToKcache(argv); };
   return kcache::objects::RunLauncher(options, kcache::objects::FamilyOfCompiler(command->compiler),
                                       command->compiler, command->args);

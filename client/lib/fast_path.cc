@@ -399,7 +399,9 @@ std::vector<FastPath::Viewed> FastPath::Exchange(
             absl::Hex(header.checksum(), absl::kZeroPad16), " in its answer; not used"));
         continue;
       }
-      answers[index] = View{header, view, std::shared_ptr<const void>(lease, lease.get())};
+      // The answer's own header, moved: nothing reads `response` after this.
+      answers[index] = View{std::move(*response.mutable_header()), view,
+                            std::shared_ptr<const void>(lease, lease.get())};
     }
   }
   for (const Viewed& a : answers) {

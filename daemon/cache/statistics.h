@@ -117,7 +117,7 @@ enum class Statistic : int {
   kObjectFleetRefused = 95,
   kObjectFleetErrors = 96,
   kObjectFleetWritesDropped = 97,
-  // Launcher commands run uncached, by reason (UncachedReason r is 97 + r).
+  // Launcher commands run uncached, by reason, in UncachedReason's order (r is 97 + r).
   kObjectUncachedNotACompile = 98,
   kObjectUncachedPreprocessOnly = 99,
   kObjectUncachedOtherOutput = 100,

@@ -2,17 +2,7 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-
 namespace kcache {
-namespace {
-
-std::string KeyOf(const Artifact& artifact) {
-  return absl::StrCat(artifact.meta.key.Encode(), "/", artifact.meta.checksum);
-}
-
-}  // namespace
-
 WriteBehind::WriteBehind(uint64_t max_bytes, std::function<void(const Artifact&)> write,
                          std::function<void()> on_dropped)
     : max_bytes_(max_bytes), write_(std::move(write)), on_dropped_(std::move(on_dropped)) {
@@ -30,7 +20,7 @@ WriteBehind::~WriteBehind() {
 bool WriteBehind::Add(std::shared_ptr<const Artifact> artifact) {
   {
     absl::MutexLock lock(&mu_);
-    std::string key = KeyOf(*artifact);
+    std::string key = KeyWithChecksum(artifact->meta);
     if (queued_keys_.contains(key)) return true;
     uint64_t size = artifact->bytes.size();
     if (!stopping_ && queued_bytes_ + size <= max_bytes_) {
@@ -65,7 +55,7 @@ void WriteBehind::Run() {
     }
     write_(*next);
     absl::MutexLock lock(&mu_);
-    queued_keys_.erase(KeyOf(*next));
+    queued_keys_.erase(KeyWithChecksum(next->meta));
     queued_bytes_ -= next->bytes.size();
     ++written_;
   }

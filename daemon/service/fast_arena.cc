@@ -20,11 +20,6 @@ absl::Status Errno(absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
-// An artifact's slot key: its store key and checksum.
-std::string ArtifactSlotKey(const Artifact& artifact) {
-  return absl::StrCat(artifact.meta.key.Encode(), "/", artifact.meta.checksum);
-}
-
 uint64_t SlotLength(uint64_t payload) {
   return (payload + 1 + kFastSlotAlign - 1) / kFastSlotAlign * kFastSlotAlign;
 }
@@ -76,7 +71,7 @@ FastArena::~FastArena() {
 
 absl::StatusOr<FastArena::Placed> FastArena::Place(
     const std::shared_ptr<const Artifact>& artifact) {
-  return PlaceBytes(ArtifactSlotKey(*artifact), artifact->bytes);
+  return PlaceBytes(KeyWithChecksum(artifact->meta), artifact->bytes);
 }
 
 absl::StatusOr<FastArena::Placed> FastArena::PlaceBytes(std::string key, absl::string_view bytes) {
@@ -109,7 +104,7 @@ absl::StatusOr<FastArena::Placed> FastArena::PlaceBytes(std::string key, absl::s
 }
 
 bool FastArena::Preload(const std::shared_ptr<const Artifact>& artifact) {
-  std::string key = ArtifactSlotKey(*artifact);
+  std::string key = KeyWithChecksum(artifact->meta);
   uint64_t length = SlotLength(artifact->bytes.size());
   absl::MutexLock lock(&mu_);
   if (by_key_.contains(key)) return true;

@@ -321,7 +321,8 @@ class FastPathServerImpl final : public FastPathServer {
     }
     uint64_t checksum = PayloadChecksum(bytes);
     absl::StrAppend(&key, "/", checksum);  // new bytes under the same name: another slot
-    absl::StatusOr<uint64_t> lease = LeaseBytes(c, std::move(key), bytes);
+    absl::StatusOr<uint64_t> lease =
+        TakeLease(c, bytes.size(), [&] { return arena_->PlaceBytes(std::move(key), bytes); });
     if (!lease.ok()) return Refusal(request.tag(), lease.status());
     if (request.has_get_object()) cache_->RecordObjects(ArtifactCache::ObjectCount::kServed);
     v1::FastResponse response;
@@ -333,28 +334,27 @@ class FastPathServerImpl final : public FastPathServer {
     return response;
   }
 
-  // Places `bytes` in the arena under a new lease of this connection, within its lease bound.
-  absl::StatusOr<uint64_t> LeaseBytes(Connection& c, std::string key, absl::string_view bytes) {
-    if (c.leased_bytes + bytes.size() > options_.max_leased_bytes) {
+  // A new lease of this connection on the `size` bytes `place` puts in the arena (a
+  // FastArena::Place or PlaceBytes), within the connection's lease bound. A refusal (the bound,
+  // or no room in the arena) is counted as fast.fallback_* and says why.
+  template <typename PlaceFn>
+  absl::StatusOr<uint64_t> TakeLease(Connection& c, uint64_t size, PlaceFn place) {
+    if (c.leased_bytes + size > options_.max_leased_bytes) {
       cache_->RecordFastPath(FastCount::kFallbackLeaseBound, 1);
-      return LeaseBoundError(c);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "this connection holds ", c.leased_bytes, " bytes of leases; --fast-max-leased-bytes is ",
+          options_.max_leased_bytes, ": release some, or use gRPC"));
     }
-    absl::StatusOr<FastArena::Placed> placed = arena_->PlaceBytes(std::move(key), bytes);
+    absl::StatusOr<FastArena::Placed> placed = place();
     if (!placed.ok()) {
       cache_->RecordFastPath(FastCount::kFallbackArenaFull, 1);
       return placed.status();
     }
     uint64_t lease = c.next_lease++;
-    c.leases[lease] = Lease{placed->slot, bytes.size(), placed->offset};
-    c.leased_bytes += bytes.size();
+    c.leases[lease] = Lease{placed->slot, size, placed->offset};
+    c.leased_bytes += size;
     PublishGauges();
     return lease;
-  }
-
-  absl::Status LeaseBoundError(const Connection& c) const {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "this connection holds ", c.leased_bytes, " bytes of leases; --fast-max-leased-bytes is ",
-        options_.max_leased_bytes, ": release some, or use gRPC"));
   }
 
   // A lookup that never compiles (ArtifactCache::Peek), counted only when answered here: a
@@ -389,25 +389,14 @@ class FastPathServerImpl final : public FastPathServer {
       cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
       return Refusal(tag, absl::NotFoundError("not served on the fast path: ask over gRPC"));
     }
-    uint64_t size = served.artifact->bytes.size();
-    if (c.leased_bytes + size > options_.max_leased_bytes) {
-      cache_->RecordFastPath(FastCount::kFallbackLeaseBound, 1);
-      return Refusal(tag, LeaseBoundError(c));
-    }
-    absl::StatusOr<FastArena::Placed> placed = arena_->Place(served.artifact);
-    if (!placed.ok()) {
-      cache_->RecordFastPath(FastCount::kFallbackArenaFull, 1);
-      return Refusal(tag, placed.status());
-    }
-    uint64_t lease = c.next_lease++;
-    c.leases[lease] = Lease{placed->slot, size, placed->offset};
-    c.leased_bytes += size;
+    absl::StatusOr<uint64_t> lease =
+        TakeLease(c, served.artifact->bytes.size(), [&] { return arena_->Place(served.artifact); });
+    if (!lease.ok()) return Refusal(tag, lease.status());
     HeaderFromServed(served, response.mutable_header());
-    response.set_offset(placed->offset);
-    response.set_lease(lease);
-    PublishGauges();
+    response.set_offset(c.leases[*lease].offset);
+    response.set_lease(*lease);
     if (response.ByteSizeLong() > kMaxFastMessageBytes) {
-      ReleaseLease(c, lease);
+      ReleaseLease(c, *lease);
       return Refusal(tag, absl::ResourceExhaustedError(
                               "the answer's header (its compile log) is too large for the fast "
                               "path: use gRPC"));

@@ -108,21 +108,9 @@ FileDigests::StatKey FileDigests::KeyOf(const struct stat& st) {
 // command, so no line is copied before it is known to be good.
 void FileDigests::Load() {
   if (table_path_.empty()) return;
-  int fd = open(table_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  std::string text;
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && st.st_size > 0) {
-    text.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < text.size()) {
-      ssize_t n = read(fd, text.data() + done, text.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    text.resize(done);
-  }
-  close(fd);
+  absl::StatusOr<std::string> read = ReadWholeFile(table_path_);
+  if (!read.ok()) return;
+  const std::string& text = *read;
   absl::string_view rest = text;
   auto next_line = [&rest]() {
     size_t end = rest.find('\n');
