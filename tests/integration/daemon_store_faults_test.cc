@@ -1,8 +1,10 @@
 // kcached with a damaged or bounded writable store, and `kcache doctor --repair`, for real:
 // a kcached process on a temp socket, stores damaged on disk before it starts.
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "engine/store/store.h"
 #include "gtest/gtest.h"
@@ -109,6 +111,13 @@ TEST_F(DaemonStoreFaultsTest, WritableStoreStaysWithinStoreMaxBytesAndCountsEvic
     ResolveOutcome out = CallResolve(*stub_, ByName(name));
     ASSERT_TRUE(out.status.ok()) << out.status.error_message();
   }
+  // The write-backs run after the answers, on kcached's writer thread: wait for all six.
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (StatCounter(*stub_, "tier.write_backs") < names.size() &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(StatCounter(*stub_, "tier.write_backs"), names.size()) << daemon_.Log();
   EXPECT_GE(StatCounter(*stub_, "store.evictions"), 3u);
   EXPECT_GE(StatCounter(*stub_, "store.evicted_bytes"), 60000u);
   ASSERT_EQ(daemon_.Stop(), 0) << daemon_.Log();
