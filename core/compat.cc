@@ -3,8 +3,15 @@
 // tests/unit/compat_test.cc and written out in docs/serving-rules.md.
 #include "core/compat.h"
 
+#include "absl/strings/cord.h"
+
 namespace kcache {
 namespace {
+
+constexpr MissReason kAllMissReasons[] = {
+    MissReason::kUnknownKernel,   MissReason::kBelowMinArch,      MissReason::kAboveMaxArch,
+    MissReason::kNoToolkit,       MissReason::kCompileNotAllowed, MissReason::kCompileError,
+    MissReason::kNothingServable, MissReason::kDriverTooOld};
 
 // SASS runs only within one major: exactly its own SM for `a`, its own SM and later minors
 // for plain and `f` cubins. Never a newer major, never a lower minor than it was built for.
@@ -98,6 +105,42 @@ std::optional<size_t> PickBest(const std::vector<Target>& candidates, Sm device)
     if (!best.has_value() || BetterFor(device, candidates[i], candidates[*best])) best = i;
   }
   return best;
+}
+
+absl::string_view MissReasonName(MissReason reason) {
+  switch (reason) {
+    case MissReason::kUnknownKernel:
+      return "unknown_kernel";
+    case MissReason::kBelowMinArch:
+      return "below_min_arch";
+    case MissReason::kAboveMaxArch:
+      return "above_max_arch";
+    case MissReason::kNoToolkit:
+      return "no_toolkit";
+    case MissReason::kCompileNotAllowed:
+      return "compile_not_allowed";
+    case MissReason::kCompileError:
+      return "compile_error";
+    case MissReason::kNothingServable:
+      return "nothing_servable";
+    case MissReason::kDriverTooOld:
+      return "driver_too_old";
+  }
+  return "unknown";
+}
+
+std::optional<MissReason> MissReasonOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kMissReasonPayload);  // absl::optional here
+  if (!payload) return std::nullopt;
+  for (MissReason reason : kAllMissReasons) {
+    if (*payload == MissReasonName(reason)) return reason;
+  }
+  return std::nullopt;
+}
+
+absl::Status WithMissReason(absl::Status status, MissReason reason) {
+  if (!status.ok()) status.SetPayload(kMissReasonPayload, absl::Cord(MissReasonName(reason)));
+  return status;
 }
 
 }  // namespace kcache

@@ -1,12 +1,16 @@
-// The serving rules (docs/serving-rules.md) as pure functions: which artifact targets can run on
-// which device, and which candidate is best. Shared by `kcache get --store` and the daemon.
+// The serving rules (docs/serving-rules.md) as pure functions and their vocabulary: which
+// artifact targets can run on which device, which candidate is best, the device a request is
+// for, the rule an answer was served under and the reason nothing was. Shared by every layer.
 #ifndef KCACHE_CORE_COMPAT_H_
 #define KCACHE_CORE_COMPAT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/target.h"
 
 namespace kcache {
@@ -19,6 +23,32 @@ enum class ServeRule : int {
   kCompiled = 4,        // nothing stored fitted; compiled for the device on this request
 };
 absl::string_view ServeRuleName(ServeRule rule);  // "exact_sass", "compatible_sass", ...
+
+// The device a worker runs on.
+struct Device {
+  Sm sm;
+  uint32_t driver = 0;  // CUDA driver version (cuDriverGetVersion, e.g. 13000); 0 = unknown
+};
+
+// Why nothing was served. Numbered and stable (statistics and the wire name them). Every
+// refusal the rules produce carries its reason as the payload kMissReasonPayload (the name,
+// e.g. "no_toolkit"), so callers count and report it without parsing messages.
+enum class MissReason : int {
+  kUnknownKernel = 1,      // no record and no servable artifact in any store
+  kBelowMinArch = 2,       // device below the kernel's declared min_arch
+  kAboveMaxArch = 3,       // device above the kernel's declared max_arch
+  kNoToolkit = 4,          // nothing stored fits and no compiler is loaded
+  kCompileNotAllowed = 5,  // nothing stored fits and the request forbade compiling
+  kCompileError = 6,       // the compile failed (Aborted, NVRTC log attached)
+  kNothingServable = 7,    // anything else: compile limits, unsupported target, tiers failing
+  kDriverTooOld = 8,  // what is stored, and what every loaded toolkit builds, needs a newer driver
+};
+absl::string_view MissReasonName(MissReason reason);  // "unknown_kernel", "below_min_arch", ...
+inline constexpr char kMissReasonPayload[] = "kcache.dev/miss-reason";
+// The reason carried by `status`, or nullopt when it carries none.
+std::optional<MissReason> MissReasonOf(const absl::Status& status);
+// `status` with `reason` attached (the code, message and other payloads are kept).
+absl::Status WithMissReason(absl::Status status, MissReason reason);
 
 // The rule under which code built for `target` may run on `device`, or nullopt if it must not:
 //   sm_XY / sm_XYa / sm_XYf on X.Y                    -> kExactSass

@@ -70,6 +70,9 @@ class KernelId {
 std::string CanonicalKernelFraming(const KernelSpec& spec);
 
 KernelId ComputeKernelId(const KernelSpec& spec);
+// How many times this process has run ComputeKernelId (SHA-256 over a whole spec: its cost
+// grows with the headers). Tests count it per request: a request is hashed once, at its edge.
+uint64_t KernelIdsComputed();
 
 // XXH3-128 of CanonicalKernelFraming(spec): a fast digest (~10x SHA-256's speed) of exactly
 // what the kernel id covers, for a process to recognise a spec whose id it already knows

@@ -13,7 +13,8 @@
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 #include "engine/compile/compiler.h"
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/in_process.h"
+#include "engine/store/store.h"
 
 namespace kcache::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/target.h"
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/decide.h"
 
 namespace kcache::client {
 

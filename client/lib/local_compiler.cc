@@ -12,7 +12,7 @@
 #include "core/target.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/in_process.h"
 #include "kcache/kcache.h"
 
 namespace kcache::client {

@@ -1,5 +1,5 @@
 // The artifact cache: memory LRU -> writable store -> baked stores -> compile, by the serving
-// rules of engine/resolve/resolver.h, with single-flight compiles (compile_flights.h), tier
+// rules of engine/resolve/decide.h, with single-flight compiles (compile_flights.h), tier
 // health (store_tiers.h), statistics (statistics.h) and the record of what was asked for.
 #include "daemon/cache/artifact_cache.h"
 
@@ -460,14 +460,10 @@ absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
   const CompileJob& job = *decision.compile;
   CompileResult result = flights_[decision.toolkit]->CompileOnce(job, nullptr, watch);
   if (!result.ok()) {
-    bool compile_error = absl::IsAborted(result.status());
-    if (decision.stored && !compile_error) {  // limits, a crashed worker: the PTX still runs
-      return ServeStored(job.id, device, *std::move(decision.stored), decision.stored_tier,
-                         /*remember=*/false, epoch, tally);
-    }
-    return Miss(WithMissReason(result.status(), compile_error ? MissReason::kCompileError
-                                                              : MissReason::kNothingServable),
-                tally);
+    absl::Status miss = MissAfterFailedCompile(decision, result.status());
+    if (!miss.ok()) return Miss(std::move(miss), tally);
+    return ServeStored(job.id, device, *std::move(decision.stored), decision.stored_tier,
+                       /*remember=*/false, epoch, tally);
   }
   std::shared_ptr<const Artifact> artifact = (*result)->Find(ServedKindOf(job), job.target);
   if (artifact == nullptr) {

@@ -21,7 +21,7 @@
 #include "core/manifest.h"
 #include "daemon/cache/histogram.h"
 #include "daemon/cache/shared_tier_options.h"
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/decide.h"
 #include "engine/warm/warm.h"
 
 namespace kcache {

@@ -15,7 +15,6 @@
 #include "core/compat.h"
 #include "daemon/cache/artifact_cache.h"
 #include "daemon/cache/histogram.h"
-#include "engine/resolve/resolver.h"
 
 namespace kcache {
 

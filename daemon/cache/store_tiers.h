@@ -17,7 +17,7 @@
 #include "absl/time/time.h"
 #include "daemon/cache/artifact_cache.h"
 #include "daemon/cache/statistics.h"
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/decide.h"
 #include "engine/store/store.h"
 
 namespace kcache {

@@ -1,6 +1,7 @@
 #include "daemon/cache/unknown_driver.h"
 
 #include "core/load_check.h"
+#include "engine/resolve/decide.h"
 
 namespace kcache {
 

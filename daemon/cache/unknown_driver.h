@@ -7,8 +7,8 @@
 
 #include <optional>
 
+#include "core/compat.h"
 #include "daemon/cache/memory_lru.h"
-#include "engine/resolve/resolver.h"
 
 namespace kcache {
 

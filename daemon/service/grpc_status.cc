@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/resolve/resolver.h"
+#include "core/compat.h"
 
 namespace kcache {
 namespace {

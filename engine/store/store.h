@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
 
@@ -182,6 +183,11 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& path,
 // copies everything that still verifies into a new store. FailedPrecondition when the store
 // is open elsewhere (a running kcached).
 absl::StatusOr<StoreRepairReport> RepairStore(const std::string& path, StoreOptions options = {});
+
+// Finds kernels by display name or by hex id (full or a unique prefix of at least 8 digits).
+// Several records with one name (a kernel edited and warmed again): the most recently
+// registered wins. NotFound naming what was asked, with a hint to run `kcache ls`.
+absl::StatusOr<KernelRecord> FindKernel(Store& store, absl::string_view name_or_id);
 
 }  // namespace kcache
 

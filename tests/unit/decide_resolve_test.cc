@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/target.h"
 #include "engine/compile/toolkit.h"
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/decide.h"
 #include "engine/store/store.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"

@@ -12,7 +12,7 @@
 #include "core/cubin.h"
 #include "core/entry_points.h"
 #include "engine/compile/compiler.h"
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/decide.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/toolkit.h"
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "absl/strings/match.h"
+#include "engine/resolve/decide.h"
 
 namespace kcache {
 namespace {

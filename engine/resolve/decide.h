@@ -1,11 +1,11 @@
-// Resolving a kernel for a device: the serving rules (docs/serving-rules.md)
-// applied to what stores hold and what the loaded toolkits can build. DecideResolve is the ONE
-// decision: `kcache get --store` and libkcache's local fallback run it to the end in process
-// (ResolveInProcess), and the daemon's artifact cache runs it over its tiers and adds only the
-// memory tier, write-back and single-flight around it, so every path gives the same rule,
-// reason and bytes for the same (kernel, device, driver, policy).
-#ifndef KCACHE_ENGINE_RESOLVE_RESOLVER_H_
-#define KCACHE_ENGINE_RESOLVE_RESOLVER_H_
+// The decision: the serving rules (docs/serving-rules.md) applied to what stores hold and what
+// the loaded toolkits can build. DecideResolve is the ONE decision: `kcache get --store` and
+// libkcache's local fallback run it to the end in process (engine/resolve/in_process.h), and
+// the daemon's artifact cache runs it over its tiers and adds only the memory tier,
+// write-back and single-flight around it, so every path gives the same rule, reason and bytes
+// for the same (kernel, device, driver, policy).
+#ifndef KCACHE_ENGINE_RESOLVE_DECIDE_H_
+#define KCACHE_ENGINE_RESOLVE_DECIDE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -24,14 +24,6 @@
 
 namespace kcache {
 
-class Store;
-
-// The device a worker runs on.
-struct Device {
-  Sm sm;
-  uint32_t driver = 0;  // CUDA driver version (cuDriverGetVersion, e.g. 13000); 0 = unknown
-};
-
 struct Resolution {
   Artifact artifact;
   ServeRule rule = ServeRule::kExactSass;
@@ -43,26 +35,6 @@ struct Resolution {
   absl::Status write_status;
   bool needs_jit() const { return rule == ServeRule::kPtxJit; }
 };
-
-// Why nothing was served. Numbered and stable (statistics and the wire name them). Every
-// refusal the rules produce carries its reason as the payload kMissReasonPayload (the name,
-// e.g. "no_toolkit"), so callers count and report it without parsing messages.
-enum class MissReason : int {
-  kUnknownKernel = 1,      // no record and no servable artifact in any store
-  kBelowMinArch = 2,       // device below the kernel's declared min_arch
-  kAboveMaxArch = 3,       // device above the kernel's declared max_arch
-  kNoToolkit = 4,          // nothing stored fits and no compiler is loaded
-  kCompileNotAllowed = 5,  // nothing stored fits and the request forbade compiling
-  kCompileError = 6,       // the compile failed (Aborted, NVRTC log attached)
-  kNothingServable = 7,    // anything else: compile limits, unsupported target, tiers failing
-  kDriverTooOld = 8,  // what is stored, and what every loaded toolkit builds, needs a newer driver
-};
-absl::string_view MissReasonName(MissReason reason);  // "unknown_kernel", "below_min_arch", ...
-inline constexpr char kMissReasonPayload[] = "kcache.dev/miss-reason";
-// The reason carried by `status`, or nullopt when it carries none.
-std::optional<MissReason> MissReasonOf(const absl::Status& status);
-// `status` with `reason` attached (the code, message and other payloads are kept).
-absl::Status WithMissReason(absl::Status status, MissReason reason);
 
 // The artifacts of `id` ordered best first for `device` by the serving rules (CUBIN and PTX
 // only; an artifact whose min_driver is above a known driver is left out). The same target
@@ -129,7 +101,15 @@ struct ResolvePolicy {
   const Artifact* held = nullptr;
 };
 
-// What to do for one (kernel, device, policy).
+// What to do for one (kernel, device, policy): the decision table.
+//   stored answer | SASS compilable | ptx_now | action
+//   SASS          | -               | -       | kServe
+//   PTX           | yes             | false   | kCompile
+//   PTX           | yes             | true    | kServeAndCompile
+//   PTX           | no              | -       | kServe (the driver JITs it)
+//   none          | yes             | -       | kCompile
+//   none          | no: PTX below   | -       | kCompile of compute_XX (PTX; see DecideResolve)
+//   none          | no              | -       | a miss, with its reason
 struct ResolveDecision {
   std::optional<KernelRecord> record;  // the kernel's record: stored (first tier) or as sent
   // A stored artifact: the answer (kServe, kServeAndCompile), or the PTX to fall back on when
@@ -147,21 +127,17 @@ struct ResolveDecision {
   Action action = Action::kServe;
 };
 
-// The one decision. Refuses an invalid device SM (InvalidArgument) and a device outside the
-// kernel's declared range (NotFound, kBelowMinArch / kAboveMaxArch). Reads the best stored
-// artifact the device and its driver can load (LookupStored). Then:
-//   exact or compatible SASS stored                          -> kServe;
-//   PTX stored, SASS compilable (see below)                  -> kCompile (ptx_now:
-//   kServeAndCompile); PTX stored, nothing can compile                          -> kServe
-//   (needs_jit); nothing stored, compilable                               -> kCompile; nothing
-//   stored, no toolkit supports the SM but one supports a lower arch and the driver loads its PTX
-//   -> kCompile of compute_XX (PTX); otherwise NotFound with the reason: kUnknownKernel (no record
-//   stored and no spec `sent`), kCompileNotAllowed, kNoToolkit, kDriverTooOld (naming the driver
-//   and what it needs), kNothingServable (no toolkit supports the SM); Unavailable when every tier
-//   failed and the spec is unknown.
-// "Compilable": the record is known, the policy allows it, and a toolkit the driver can load
-// supports the device's SM; of several, the newest (PickToolkit). `sent` is the caller's
-// spec, used when no store holds the record (its id must be `id`).
+// The one decision (the table above). Refuses an invalid device SM (InvalidArgument) and a
+// device outside the kernel's declared range (NotFound, kBelowMinArch / kAboveMaxArch). Reads
+// the best stored artifact the device and its driver can load (LookupStored). "SASS
+// compilable": the record is known, the policy allows it, and a toolkit the driver can load
+// supports the device's SM; of several, the newest (PickToolkit). When nothing is stored and
+// no toolkit supports the SM, but one supports a lower arch whose PTX the driver loads, the
+// decision compiles that compute_XX PTX. Otherwise NotFound with the reason: kUnknownKernel
+// (no record stored and no spec `sent`), kCompileNotAllowed, kNoToolkit, kDriverTooOld (naming
+// the driver and what it needs), kNothingServable (no toolkit supports the SM); Unavailable
+// when every tier failed and the spec is unknown. `sent` is the caller's spec, used when no
+// store holds the record (its id must be `id`).
 absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId& id,
                                               const KernelRecord* sent, const Device& device,
                                               const ResolvePolicy& policy,
@@ -184,33 +160,12 @@ std::string CompiledReason(const CompileJob& job, const ArtifactMeta& meta, cons
 // Internal (kNothingServable): a finished compile whose output lacks what it should serve.
 absl::Status CompiledNothingServable(const CompileJob& job);
 
-// Runs DecideResolve to the end in the calling thread (`kcache get --store`, libkcache's local
-// fallback): serves what it says, runs its compile with compilers[decision.toolkit] and writes
-// the output to `write_to` (null: nowhere; a failed write is reported in write_status, never
-// fails the answer). kServeAndCompile serves the PTX after the compile has run and been
-// written. A compile error is Aborted with the NVRTC log (kCompileError); any other compile
-// failure serves the stored PTX when there is one.
-absl::StatusOr<Resolution> ResolveInProcess(StoreTiers& tiers, Store* write_to, const KernelId& id,
-                                            const KernelRecord* sent, const Device& device,
-                                            const ResolvePolicy& policy,
-                                            absl::Span<Compiler* const> compilers);
-
-// ResolveInProcess over one store, writing compiled output back to it (a read-only store
-// refuses the write: see write_status).
-absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id, const Device& device,
-                                            const ResolvePolicy& policy,
-                                            absl::Span<Compiler* const> compilers);
-
-// ResolveInProcess with no store: only `spec` (its id filled in) and the compilers.
-absl::StatusOr<Resolution> ResolveSpecInProcess(const KernelRecord& spec, const Device& device,
-                                                const ResolvePolicy& policy,
-                                                absl::Span<Compiler* const> compilers);
-
-// Finds kernels by display name or by hex id (full or a unique prefix of at least 8 digits).
-// Several records with one name (a kernel edited and warmed again): the most recently
-// registered wins. NotFound naming what was asked, with a hint to run `kcache ls`.
-absl::StatusOr<KernelRecord> FindKernel(Store& store, absl::string_view name_or_id);
+// A decision's compile failed with `failure`: OK when the stored PTX is the answer (a failure
+// other than a compile error: limits, a crashed worker; the PTX still runs), else the miss: a
+// compile error (Aborted, the NVRTC log attached) as kCompileError, anything else as
+// kNothingServable.
+absl::Status MissAfterFailedCompile(const ResolveDecision& decision, absl::Status failure);
 
 }  // namespace kcache
 
-#endif  // KCACHE_ENGINE_RESOLVE_RESOLVER_H_
+#endif  // KCACHE_ENGINE_RESOLVE_DECIDE_H_

@@ -1,27 +1,18 @@
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/decide.h"
 
 #include <algorithm>
 #include <map>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/cord.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/load_check.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
-#include "engine/store/store.h"
 
 namespace kcache {
 namespace {
-
-constexpr MissReason kAllMissReasons[] = {
-    MissReason::kUnknownKernel,   MissReason::kBelowMinArch,      MissReason::kAboveMaxArch,
-    MissReason::kNoToolkit,       MissReason::kCompileNotAllowed, MissReason::kCompileError,
-    MissReason::kNothingServable, MissReason::kDriverTooOld};
 
 // Whether the artifact's code runs on the device, its driver aside.
 bool RunsOn(const ArtifactMeta& meta, const Device& device) {
@@ -51,38 +42,6 @@ bool Supports(const Toolkit& toolkit, int arch) {
   const std::vector<int>& archs = toolkit.supported_archs();
   return std::find(archs.begin(), archs.end(), arch) != archs.end();
 }
-
-// No tiers at all: libkcache's local fallback has only the spec it was given.
-class NoTiers : public StoreTiers {
- public:
-  size_t size() const override { return 0; }
-  absl::StatusOr<KernelRecord> GetKernel(size_t, const KernelId&) override {
-    return absl::NotFoundError("no store");
-  }
-  absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(size_t, const KernelId&) override {
-    return absl::NotFoundError("no store");
-  }
-  absl::StatusOr<Artifact> Get(size_t, const ArtifactKey&) override {
-    return absl::NotFoundError("no store");
-  }
-};
-
-// A single store seen as the only tier.
-class OneStore : public StoreTiers {
- public:
-  explicit OneStore(Store& store) : store_(store) {}
-  size_t size() const override { return 1; }
-  absl::StatusOr<KernelRecord> GetKernel(size_t, const KernelId& id) override {
-    return store_.GetKernel(id);
-  }
-  absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(size_t, const KernelId& id) override {
-    return store_.ListArtifacts(id);
-  }
-  absl::StatusOr<Artifact> Get(size_t, const ArtifactKey& key) override { return store_.Get(key); }
-
- private:
-  Store& store_;
-};
 
 // Why nothing can compile the device's SASS for this driver, as a miss: kDriverTooOld when some
 // toolkit supports the SM but the driver loads none of those, else kNothingServable.
@@ -131,42 +90,6 @@ std::optional<std::pair<size_t, int>> PtxFallback(absl::Span<const Toolkit* cons
 }
 
 }  // namespace
-
-absl::string_view MissReasonName(MissReason reason) {
-  switch (reason) {
-    case MissReason::kUnknownKernel:
-      return "unknown_kernel";
-    case MissReason::kBelowMinArch:
-      return "below_min_arch";
-    case MissReason::kAboveMaxArch:
-      return "above_max_arch";
-    case MissReason::kNoToolkit:
-      return "no_toolkit";
-    case MissReason::kCompileNotAllowed:
-      return "compile_not_allowed";
-    case MissReason::kCompileError:
-      return "compile_error";
-    case MissReason::kNothingServable:
-      return "nothing_servable";
-    case MissReason::kDriverTooOld:
-      return "driver_too_old";
-  }
-  return "unknown";
-}
-
-std::optional<MissReason> MissReasonOf(const absl::Status& status) {
-  auto payload = status.GetPayload(kMissReasonPayload);  // absl::optional here
-  if (!payload) return std::nullopt;
-  for (MissReason reason : kAllMissReasons) {
-    if (*payload == MissReasonName(reason)) return reason;
-  }
-  return std::nullopt;
-}
-
-absl::Status WithMissReason(absl::Status status, MissReason reason) {
-  if (!status.ok()) status.SetPayload(kMissReasonPayload, absl::Cord(MissReasonName(reason)));
-  return status;
-}
 
 std::vector<ArtifactMeta> RankCandidates(const std::vector<ArtifactMeta>& artifacts,
                                          const Device& device) {
@@ -411,90 +334,11 @@ absl::Status CompiledNothingServable(const CompileJob& job) {
       MissReason::kNothingServable);
 }
 
-absl::StatusOr<Resolution> ResolveInProcess(StoreTiers& tiers, Store* write_to, const KernelId& id,
-                                            const KernelRecord* sent, const Device& device,
-                                            const ResolvePolicy& policy,
-                                            absl::Span<Compiler* const> compilers) {
-  std::vector<const Toolkit*> toolkits;
-  for (Compiler* c : compilers) toolkits.push_back(&c->toolkit());
-  absl::StatusOr<ResolveDecision> decision =
-      DecideResolve(tiers, id, sent, device, policy, toolkits);
-  if (!decision.ok()) return decision.status();
-  if (decision->action == ResolveDecision::Action::kServe) return *std::move(decision->stored);
-
-  const CompileJob& job = *decision->compile;
-  absl::StatusOr<CompileOutput> output = compilers[decision->toolkit]->Compile(job);
-  if (!output.ok()) {
-    bool compile_error = absl::IsAborted(output.status());
-    if (decision->stored && !compile_error) return *std::move(decision->stored);
-    return WithMissReason(output.status(),
-                          compile_error ? MissReason::kCompileError : MissReason::kNothingServable);
-  }
-  absl::Status written;
-  if (write_to != nullptr) {
-    for (const Artifact& artifact : output->artifacts) {
-      if (absl::Status s = write_to->Put(artifact); !s.ok() && written.ok()) written = s;
-    }
-  }
-  if (decision->action == ResolveDecision::Action::kServeAndCompile) {
-    decision->stored->write_status = written;
-    return *std::move(decision->stored);
-  }
-  for (Artifact& artifact : output->artifacts) {
-    if (artifact.meta.key.kind != ServedKindOf(job) || artifact.meta.key.target != job.target) {
-      continue;
-    }
-    std::string reason = CompiledReason(job, artifact.meta, device);
-    return Resolution{std::move(artifact), CompiledRule(job), std::move(reason), written};
-  }
-  return CompiledNothingServable(job);
-}
-
-absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id, const Device& device,
-                                            const ResolvePolicy& policy,
-                                            absl::Span<Compiler* const> compilers) {
-  OneStore tiers(store);
-  return ResolveInProcess(tiers, &store, id, nullptr, device, policy, compilers);
-}
-
-absl::StatusOr<Resolution> ResolveSpecInProcess(const KernelRecord& spec, const Device& device,
-                                                const ResolvePolicy& policy,
-                                                absl::Span<Compiler* const> compilers) {
-  NoTiers none;
-  return ResolveInProcess(none, nullptr, spec.id, &spec, device, policy, compilers);
-}
-
-absl::StatusOr<KernelRecord> FindKernel(Store& store, absl::string_view name_or_id) {
-  std::string wanted = absl::AsciiStrToLower(name_or_id);
-  if (wanted.size() == 2 * KernelId::kSize) {
-    absl::StatusOr<KernelId> id = KernelId::FromHex(wanted);
-    if (id.ok()) {
-      absl::StatusOr<KernelRecord> record = store.GetKernel(*id);
-      if (record.ok() || !absl::IsNotFound(record.status())) return record;
-    }
-  }
-  absl::StatusOr<std::vector<KernelRecord>> records = store.ListKernels();
-  if (!records.ok()) return records.status();
-  const KernelRecord* best = nullptr;
-  int prefix_matches = 0;
-  const KernelRecord* by_prefix = nullptr;
-  for (const KernelRecord& r : *records) {
-    if (r.spec.name == name_or_id) {
-      if (best == nullptr || r.registered_unix_ms > best->registered_unix_ms) best = &r;
-    } else if (wanted.size() >= 8 && absl::StartsWith(r.id.Hex(), wanted)) {
-      ++prefix_matches;
-      by_prefix = &r;
-    }
-  }
-  if (best != nullptr) return *best;
-  if (prefix_matches == 1) return *by_prefix;
-  if (prefix_matches > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("kernel id prefix '", name_or_id, "' matches ",
-                                                   prefix_matches,
-                                                   " kernels; give more digits (see `kcache ls`)"));
-  }
-  return absl::NotFoundError(absl::StrCat("no kernel named or with id '", name_or_id,
-                                          "' in the store; `kcache ls` lists what it holds"));
+absl::Status MissAfterFailedCompile(const ResolveDecision& decision, absl::Status failure) {
+  bool compile_error = absl::IsAborted(failure);
+  if (decision.stored && !compile_error) return absl::OkStatus();
+  return WithMissReason(std::move(failure),
+                        compile_error ? MissReason::kCompileError : MissReason::kNothingServable);
 }
 
 }  // namespace kcache

@@ -1,12 +1,11 @@
 // The serving rules end to end over a real store. Artifacts here are placed by hand (their
 // bytes are markers) so every rule can be reached; compile-on-miss uses real NVRTC.
-#include "engine/resolve/resolver.h"
-
 #include <gtest/gtest.h>
 
 #include "core/cubin.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
+#include "engine/resolve/in_process.h"
 #include "engine/store/store.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
@@ -16,7 +15,7 @@ namespace {
 
 using ::kcache::testing::TempDir;
 
-class ResolverTest : public ::testing::Test {
+class ResolveFromStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(dir_ / "store");
@@ -51,7 +50,7 @@ class ResolverTest : public ::testing::Test {
   KernelRecord record_;
 };
 
-TEST_F(ResolverTest, ExactCubinWins) {
+TEST_F(ResolveFromStoreTest, ExactCubinWins) {
   Place(ArtifactKind::kCubin, "sm_86");
   Place(ArtifactKind::kCubin, "sm_80");
   Place(ArtifactKind::kPtx, "compute_86");
@@ -62,7 +61,7 @@ TEST_F(ResolverTest, ExactCubinWins) {
   EXPECT_FALSE(r->needs_jit());
 }
 
-TEST_F(ResolverTest, CompatibleCubinOfSameMajorLowerMinor) {
+TEST_F(ResolveFromStoreTest, CompatibleCubinOfSameMajorLowerMinor) {
   Place(ArtifactKind::kCubin, "sm_80");
   Place(ArtifactKind::kCubin, "sm_86");
   Place(ArtifactKind::kPtx, "compute_86");
@@ -73,7 +72,7 @@ TEST_F(ResolverTest, CompatibleCubinOfSameMajorLowerMinor) {
   EXPECT_NE(r->reason.find("sm_86"), std::string::npos) << r->reason;
 }
 
-TEST_F(ResolverTest, PtxWithNeedsJitWhenNoCubinFits) {
+TEST_F(ResolveFromStoreTest, PtxWithNeedsJitWhenNoCubinFits) {
   Place(ArtifactKind::kCubin, "sm_86");
   Place(ArtifactKind::kPtx, "compute_75");
   Place(ArtifactKind::kPtx, "compute_86");
@@ -84,7 +83,7 @@ TEST_F(ResolverTest, PtxWithNeedsJitWhenNoCubinFits) {
   EXPECT_EQ(r->artifact.bytes, "artifact for compute_86");
 }
 
-TEST_F(ResolverTest, SmallerDeviceIsNeverHandedNewerSass) {
+TEST_F(ResolveFromStoreTest, SmallerDeviceIsNeverHandedNewerSass) {
   Place(ArtifactKind::kCubin, "sm_80");
   Place(ArtifactKind::kCubin, "sm_86");
   Place(ArtifactKind::kCubin, "sm_90a");
@@ -99,7 +98,7 @@ TEST_F(ResolverTest, SmallerDeviceIsNeverHandedNewerSass) {
   EXPECT_EQ(r->rule, ServeRule::kPtxJit);
 }
 
-TEST_F(ResolverTest, DeviceBelowDeclaredMinArchIsRefusedWithTheReason) {
+TEST_F(ResolveFromStoreTest, DeviceBelowDeclaredMinArchIsRefusedWithTheReason) {
   record_.arch.min_arch = 89;
   ASSERT_TRUE(store_->PutKernel(record_).ok());
   Place(ArtifactKind::kPtx, "compute_75");  // would load, but the kernel says 8.9+
@@ -108,7 +107,7 @@ TEST_F(ResolverTest, DeviceBelowDeclaredMinArchIsRefusedWithTheReason) {
   EXPECT_NE(r.status().message().find("needs SM 8.9"), absl::string_view::npos) << r.status();
 }
 
-TEST_F(ResolverTest, OldDriverSkipsArtifactsItCannotLoad) {
+TEST_F(ResolveFromStoreTest, OldDriverSkipsArtifactsItCannotLoad) {
   Place(ArtifactKind::kCubin, "sm_86", /*min_driver=*/13000);
   absl::StatusOr<Resolution> r = Resolve("8.6", /*driver=*/12080);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
@@ -116,13 +115,13 @@ TEST_F(ResolverTest, OldDriverSkipsArtifactsItCannotLoad) {
   EXPECT_TRUE(Resolve("8.6", 0).ok());  // unknown driver: not filtered
 }
 
-TEST_F(ResolverTest, MissWithoutToolkitSaysSo) {
+TEST_F(ResolveFromStoreTest, MissWithoutToolkitSaysSo) {
   absl::StatusOr<Resolution> r = Resolve("8.6");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("no toolkit"), absl::string_view::npos) << r.status();
 }
 
-TEST_F(ResolverTest, UnknownKernelIsNotFound) {
+TEST_F(ResolveFromStoreTest, UnknownKernelIsNotFound) {
   KernelSpec other;
   other.source = "nothing";
   absl::StatusOr<Resolution> r =
@@ -131,7 +130,7 @@ TEST_F(ResolverTest, UnknownKernelIsNotFound) {
   EXPECT_NE(r.status().message().find("unknown"), absl::string_view::npos) << r.status();
 }
 
-TEST_F(ResolverTest, MissCompilesForTheDeviceStoresAndThenServesExact) {
+TEST_F(ResolveFromStoreTest, MissCompilesForTheDeviceStoresAndThenServesExact) {
   absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
   ASSERT_TRUE(toolkit.ok()) << toolkit.status();
   std::unique_ptr<Compiler> compiler = NewNvrtcCompiler(*toolkit);
@@ -145,7 +144,7 @@ TEST_F(ResolverTest, MissCompilesForTheDeviceStoresAndThenServesExact) {
   EXPECT_EQ(again->artifact.bytes, r->artifact.bytes);
 }
 
-TEST_F(ResolverTest, FindKernelByNameIdAndPrefix) {
+TEST_F(ResolveFromStoreTest, FindKernelByNameIdAndPrefix) {
   EXPECT_EQ(FindKernel(*store_, "saxpy")->id, record_.id);
   EXPECT_EQ(FindKernel(*store_, record_.id.Hex())->id, record_.id);
   EXPECT_EQ(FindKernel(*store_, record_.id.Hex().substr(0, 10))->id, record_.id);
@@ -154,7 +153,7 @@ TEST_F(ResolverTest, FindKernelByNameIdAndPrefix) {
   EXPECT_NE(missing.status().message().find("kcache ls"), absl::string_view::npos);
 }
 
-TEST_F(ResolverTest, NewestRecordOfANameWins) {
+TEST_F(ResolveFromStoreTest, NewestRecordOfANameWins) {
   KernelRecord edited = record_;
   edited.spec.source += "// edited\n";
   edited.id = ComputeKernelId(edited.spec);
