@@ -10,9 +10,9 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/kernel_spec.h"
 #include "daemon/cache/compile_flights.h"
 #include "daemon/cache/memory_lru.h"
 #include "daemon/cache/seen_kernels.h"
@@ -24,6 +24,7 @@
 #include "daemon/cache/write_behind.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
+#include "engine/resolve/resolver.h"
 #include "engine/store/store.h"
 
 namespace kcache {
@@ -659,22 +660,6 @@ CacheSnapshot ArtifactCacheImpl::Snapshot() const {
 
 }  // namespace
 
-absl::string_view CacheTierName(CacheTier tier) {
-  switch (tier) {
-    case CacheTier::kMemory:
-      return "memory";
-    case CacheTier::kLocalStore:
-      return "local_store";
-    case CacheTier::kBakedStore:
-      return "baked_store";
-    case CacheTier::kCompile:
-      return "compile";
-    case CacheTier::kShared:
-      return "shared";
-  }
-  return "unknown";
-}
-
 absl::StatusOr<std::unique_ptr<ArtifactCache>> NewArtifactCache(CacheOptions options) {
   if (options.local == nullptr) {
     return absl::InvalidArgumentError(
@@ -695,19 +680,6 @@ absl::StatusOr<std::unique_ptr<ArtifactCache>> NewArtifactCache(CacheOptions opt
     if (absl::Status url = ParseRedisUrl(options.shared->url).status(); !url.ok()) return url;
   }
   return std::unique_ptr<ArtifactCache>(new ArtifactCacheImpl(std::move(options)));
-}
-
-constexpr char kCompileDeferredPayload[] = "kcache.dev/compile-deferred";
-
-absl::Status CompileDeferredStatus() {
-  absl::Status status =
-      absl::UnavailableError("the kernel needs a compile, deferred by the caller");
-  status.SetPayload(kCompileDeferredPayload, absl::Cord("1"));
-  return status;
-}
-
-bool IsCompileDeferred(const absl::Status& status) {
-  return status.GetPayload(kCompileDeferredPayload).has_value();
 }
 
 }  // namespace kcache

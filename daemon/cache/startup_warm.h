@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "core/artifact.h"
+#include "daemon/cache/cache_types.h"
 #include "daemon/cache/store_tiers.h"
 
 namespace kcache {

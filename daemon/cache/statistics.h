@@ -13,7 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/compat.h"
-#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/cache_types.h"
 #include "daemon/cache/histogram.h"
 
 namespace kcache {

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/cache_types.h"
 #include "daemon/cache/statistics.h"
 #include "engine/resolve/decide.h"
 #include "engine/store/store.h"

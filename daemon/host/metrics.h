@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/cache_types.h"
 #include "daemon/cache/statistics.h"
 
 namespace kcache {

@@ -1,0 +1,142 @@
+// The plain data the artifact cache and its callers exchange: a resolve's query and answer,
+// the counts it holds for its caller, and what snapshots, listings and the start-up warm
+// report. The interface itself is daemon/cache/artifact_cache.h.
+#ifndef KCACHE_DAEMON_CACHE_CACHE_TYPES_H_
+#define KCACHE_DAEMON_CACHE_CACHE_TYPES_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/artifact.h"
+#include "core/compat.h"
+#include "core/kernel_spec.h"
+#include "core/target.h"
+#include "daemon/cache/histogram.h"
+#include "engine/resolve/resolver.h"
+
+namespace kcache {
+
+class CompileWatch;
+enum class Statistic : int;  // daemon/cache/statistics.h (which includes this header)
+
+// Numbered and stable: sent on the wire (kcache.v1.Tier).
+enum class CacheTier : int {
+  kMemory = 1,
+  kLocalStore = 2,
+  kBakedStore = 3,
+  kCompile = 4,
+  kShared = 5,  // the shared tier (Redis Cluster), between the baked stores and a compile
+};
+absl::string_view CacheTierName(CacheTier tier);  // "memory", "local_store", ...
+
+// What a worker asks for: exactly one of `spec`, `id`, `name`.
+struct ResolveQuery {
+  std::optional<KernelRecord> spec;  // id recomputed from spec.spec by the cache (never trusted)
+  std::optional<KernelId> id;
+  std::string name;
+  Device device;
+  bool allow_compile = true;
+  bool ptx_now = false;  // ResolvePolicy::ptx_now: take stored PTX now, compile in the background
+  std::string client;    // for logs, and the compile queue's fairness (CompileDemand::client)
+  // True while the caller still waits (its call is not cancelled); a compile it alone waits
+  // for leaves the queue when it turns false. Null: always.
+  std::function<bool()> still_wanted;
+  // True: when the answer needs a compile (nothing stored that the serving rules take without
+  // one), return CompileDeferredStatus() at once instead of compiling, without counting the
+  // request; the caller asks again with it false when it is ready to wait. A batch uses it to
+  // answer every stored kernel before it waits for the first compile.
+  bool defer_compile = false;
+  // Called once, on the calling thread, when the answer is about to wait for a compile (here
+  // or by another daemon of the fleet): the gRPC call then tells its client (ResolveProgress).
+  // Null: nobody is told.
+  std::function<void()> waits_for_compile;
+  // When the answer waits for a compile: pointed at where that compile is (queued, compiling,
+  // in the shared tier), for the progress the call sends its client. Borrowed: must outlive
+  // Resolve. Null: nobody reads it.
+  CompileWatch* compile_watch = nullptr;
+};
+
+// ResolveQuery::defer_compile's answer, and its test.
+absl::Status CompileDeferredStatus();
+bool IsCompileDeferred(const absl::Status& status);
+
+struct Served {
+  std::shared_ptr<const Artifact> artifact;  // immutable; shared with the memory tier
+  ServeRule rule = ServeRule::kExactSass;
+  std::string reason;
+  CacheTier tier = CacheTier::kMemory;
+  bool needs_jit() const { return rule == ServeRule::kPtxJit; }
+};
+
+// The statistics one resolve adds (a hit's tier, rule and bytes; a miss's reason; a malformed
+// query), held until its caller commits them with the request's count and latency.
+struct ResolveTally {
+  absl::InlinedVector<std::pair<Statistic, uint64_t>, 6> adds;
+  void Add(Statistic statistic, uint64_t n = 1) { adds.emplace_back(statistic, n); }
+};
+
+struct CounterValue {
+  std::string name;  // "resolve.hit.memory", "miss.no_toolkit", ...
+  std::string help;  // one line of text
+  uint64_t value = 0;
+};
+
+// One store tier as a snapshot sees it.
+struct StoreSnapshot {
+  std::string path;
+  CacheTier tier = CacheTier::kLocalStore;  // kLocalStore (writable) or kBakedStore
+  bool available = true;                    // false while the tier is switched off after failures
+  bool stats_ok = false;  // false when its statistics could not be read (the counts are 0)
+  uint64_t kernels = 0;
+  uint64_t artifacts = 0;
+  uint64_t artifact_bytes = 0;  // payload bytes (uncompressed)
+  uint64_t disk_bytes = 0;
+  uint64_t checksum_failures = 0;  // since open
+};
+
+struct CacheSnapshot {
+  std::vector<CounterValue> counters;      // numbered, append-only (daemon/cache/statistics.h)
+  std::vector<HistogramValue> histograms;  // latencies (Statistics::Histograms)
+  std::vector<StoreSnapshot> stores;       // the writable store first, then the baked ones
+  const StoreSnapshot& writable() const { return stores.front(); }  // there is always one
+  uint64_t memory_bytes = 0;
+  uint64_t memory_entries = 0;
+  std::vector<std::string> toolkits;  // identity ids of the compiler's toolkit(s)
+};
+
+struct ListedArtifactInfo {
+  ArtifactMeta meta;
+  CacheTier tier = CacheTier::kLocalStore;
+};
+struct ListedKernelInfo {
+  KernelRecord record;
+  std::vector<ListedArtifactInfo> artifacts;
+};
+
+// A kernel workers asked for, with the devices they asked for it on.
+struct SeenKernel {
+  KernelRecord record;
+  std::vector<Sm> devices;
+  uint64_t requests = 0;
+};
+
+// What the start-up warm read (daemon/cache/startup_warm.h).
+struct StartupWarmResult {
+  uint64_t artifacts = 0;  // read, verified and handed on
+  uint64_t bytes = 0;      // their payload bytes
+  // Answers remembered in the memory tier: for each cubin read, what a store hit serves its
+  // SM with an unknown driver (carried to known drivers: daemon/cache/unknown_driver.h).
+  uint64_t memory_entries = 0;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_DAEMON_CACHE_CACHE_TYPES_H_
