@@ -15,7 +15,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 # The tests of what runs on many threads at once in one process: single-flight compiles, the
-# artifact cache and its tiers, the memory tier, the compile worker pool, the write-behind. Not
+# artifact cache and its tiers, the memory tier, the compile worker pool, the write-behind, the
+# background compiles. Not
 # client_test, daemon_test nor hostile_clients_test: their kcached (and libkcache) run gRPC's
 # callback API, and Debian's gRPC is not built with TSan, so a reactor's state handed to gRPC
 # (StartWrite) and read back in its callback (OnWriteDone) on another thread reads as a race;
@@ -23,7 +24,7 @@ cd "$root"
 # defers a signal that arrives on a thread blocked inside an uninstrumented library, so
 # kcached under TSan does not stop on SIGTERM (docs/fuzzing.md, "Sanitizers").
 TSAN_TESTS=(single_flight_test artifact_cache_test memory_lru_test process_pool_test
-  write_behind_test)
+  write_behind_test background_compiles_test)
 
 launcher=()
 if command -v ccache >/dev/null; then

@@ -4,8 +4,6 @@
 #include "daemon/cache/artifact_cache.h"
 
 #include <algorithm>
-#include <deque>
-#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -13,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/kernel_spec.h"
+#include "daemon/cache/background_compiles.h"
 #include "daemon/cache/compile_flights.h"
 #include "daemon/cache/memory_lru.h"
 #include "daemon/cache/seen_kernels.h"
@@ -70,8 +69,7 @@ class ArtifactCacheImpl : public ArtifactCache {
         compilers_(std::move(options.compilers)),
         compile_allowed_(options.compile_allowed),
         compile_client_sources_(options.compile_client_sources),
-        memory_(options.memory_bytes),
-        background_queue_(options.background_queue) {
+        memory_(options.memory_bytes) {
     std::vector<Store*> baked;
     for (const std::unique_ptr<Store>& store : baked_) baked.push_back(store.get());
     tiers_ = std::make_unique<TieredStores>(local_.get(), baked, options.tier_off_initial,
@@ -86,7 +84,6 @@ class ArtifactCacheImpl : public ArtifactCache {
                                                           shared_.get()));
     }
     checksum_failures_.assign(tiers_->size(), 0);
-    if (!compilers_.empty()) background_ = std::thread([this] { RunBackgroundCompiles(); });
     write_behind_ = std::make_unique<WriteBehind>(
         options.write_back_queue_bytes,
         [this](const Artifact& artifact) {
@@ -94,14 +91,16 @@ class ArtifactCacheImpl : public ArtifactCache {
           if (tiers_->PutCopy(0, artifact).ok()) stats_.Add(Statistic::kWriteBacks);
         },
         [this] { stats_.Add(Statistic::kWriteBacksDropped); });
-  }
-
-  ~ArtifactCacheImpl() override {
-    {
-      absl::MutexLock lock(&background_mu_);
-      stopping_ = true;
+    if (!compilers_.empty()) {
+      background_ = std::make_unique<BackgroundCompiles>(
+          options.background_queue,
+          [this](const CompileJob& job, size_t toolkit) {
+            // Stored and the kernel's memory entries dropped by the flight; errors are counted
+            // there.
+            flights_[toolkit]->CompileOnce(job).IgnoreError();
+          },
+          &stats_);
     }
-    if (background_.joinable()) background_.join();
   }
 
   absl::StatusOr<Served> Resolve(const ResolveQuery& query) override;
@@ -178,11 +177,6 @@ class ArtifactCacheImpl : public ArtifactCache {
   CacheSnapshot Snapshot() const override;
 
  private:
-  struct BackgroundCompile {
-    CompileJob job;
-    size_t toolkit;
-  };
-
   // Resolve without its counts: they go into `tally`, for the caller to commit.
   absl::StatusOr<Served> ResolveTimed(const ResolveQuery& query, ResolveTally& tally);
   absl::StatusOr<KernelId> Identify(const ResolveQuery& query, ResolveTally& tally);
@@ -200,11 +194,9 @@ class ArtifactCacheImpl : public ArtifactCache {
                      bool remember, uint64_t epoch, ResolveTally& tally);
   absl::StatusOr<Served> CompileMiss(ResolveDecision decision, const Device& device, uint64_t epoch,
                                      CompileWatch* watch, ResolveTally& tally);
-  void QueueBackground(CompileJob job, size_t toolkit);
   // Whether a compile of `id` may run: always with sandboxed workers; else only for a kernel
   // whose record a baked store holds (its source came with the image, not from a client).
   bool MayCompile(const KernelId& id);
-  void RunBackgroundCompiles();
   // The index of the newest loaded toolkit (warms compile with it); compilers_ is not empty.
   size_t Newest() const;
   Served Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule, std::string reason,
@@ -237,14 +229,10 @@ class ArtifactCacheImpl : public ArtifactCache {
   mutable std::vector<uint64_t> checksum_failures_ ABSL_GUARDED_BY(snapshot_mu_);
   // The writable store's last statistics read (its eviction and full-disk counts).
   mutable StoreStats last_local_ ABSL_GUARDED_BY(snapshot_mu_);
-
-  // Compiles of ptx_now resolves, run one at a time by background_ (through the flights, so a
-  // foreground miss for the same artifact joins them), bounded by background_queue_.
-  const size_t background_queue_;
-  absl::Mutex background_mu_;
-  std::deque<BackgroundCompile> background_jobs_ ABSL_GUARDED_BY(background_mu_);
-  bool stopping_ ABSL_GUARDED_BY(background_mu_) = false;
-  std::thread background_;
+  // Compiles of ptx_now resolves, through the flights (a foreground miss for the same artifact
+  // joins them); null without a compiler. Declared last: stopped first, before anything its
+  // compiles use.
+  std::unique_ptr<BackgroundCompiles> background_;
 };
 
 absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
@@ -430,7 +418,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id, const 
                          epoch, tally);
     }
     case ResolveDecision::Action::kServeAndCompile:
-      QueueBackground(*decision->compile, decision->toolkit);
+      background_->Add(*decision->compile, decision->toolkit);
       // Not remembered in memory: the SASS compiled in the background replaces it.
       return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier,
                          /*remember=*/false, epoch, tally);
@@ -498,35 +486,6 @@ bool ArtifactCacheImpl::MayCompile(const KernelId& id) {
     }
   }
   return false;
-}
-
-void ArtifactCacheImpl::QueueBackground(CompileJob job, size_t toolkit) {
-  job.demand = CompileDemand{"(background)", nullptr, nullptr};  // for later callers: always wanted
-  absl::MutexLock lock(&background_mu_);
-  if (background_jobs_.size() >= background_queue_) {
-    stats_.Add(Statistic::kBackgroundCompilesDropped);
-    return;
-  }
-  stats_.Add(Statistic::kBackgroundCompilesQueued);
-  background_jobs_.push_back(BackgroundCompile{std::move(job), toolkit});
-}
-
-void ArtifactCacheImpl::RunBackgroundCompiles() {
-  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(background_mu_) {
-    return stopping_ || !background_jobs_.empty();
-  };
-  while (true) {
-    BackgroundCompile next;
-    {
-      absl::MutexLock lock(&background_mu_);
-      background_mu_.Await(absl::Condition(&ready));
-      if (stopping_) return;  // queued compiles are dropped: nobody waits for them
-      next = std::move(background_jobs_.front());
-      background_jobs_.pop_front();
-    }
-    // Stored and the kernel's memory entries dropped by the flight; errors are counted there.
-    flights_[next.toolkit]->CompileOnce(next.job).IgnoreError();
-  }
 }
 
 size_t ArtifactCacheImpl::Newest() const {
