@@ -83,7 +83,6 @@ class ArtifactCacheImpl : public ArtifactCache {
                                                           &stats_, options.compile_limit_backoff,
                                                           shared_.get()));
     }
-    checksum_failures_.assign(tiers_->size(), 0);
     write_behind_ = std::make_unique<WriteBehind>(
         options.write_back_queue_bytes,
         [this](const Artifact& artifact) {
@@ -224,11 +223,6 @@ class ArtifactCacheImpl : public ArtifactCache {
 
   absl::Mutex mu_;
   absl::flat_hash_set<std::string> registered_ ABSL_GUARDED_BY(mu_);  // raw kernel ids
-  mutable absl::Mutex snapshot_mu_;
-  // Per tier, the last checksum-failure count its Stats() reported (kept while it is off).
-  mutable std::vector<uint64_t> checksum_failures_ ABSL_GUARDED_BY(snapshot_mu_);
-  // The writable store's last statistics read (its eviction and full-disk counts).
-  mutable StoreStats last_local_ ABSL_GUARDED_BY(snapshot_mu_);
   // Compiles of ptx_now resolves, through the flights (a foreground miss for the same artifact
   // joins them); null without a compiler. Declared last: stopped first, before anything its
   // compiles use.
@@ -585,34 +579,13 @@ CacheSnapshot ArtifactCacheImpl::Snapshot() const {
   snapshot.memory_entries = memory.entries;
   set(Statistic::kMemoryEvictions, memory.evictions);
   set(Statistic::kMemoryInvalidations, memory.invalidations);
-  {
-    absl::MutexLock lock(&snapshot_mu_);
-    uint64_t checksum_failures = 0;
-    for (size_t t = 0; t < tiers_->size(); ++t) {
-      StoreSnapshot store;
-      store.path = tiers_->store(t).path();
-      store.tier = tiers_->kind(t);
-      store.available = tiers_->available(t);
-      absl::StatusOr<StoreStats> stats = tiers_->Stats(t);
-      if (stats.ok() && t == 0) last_local_ = *stats;
-      if (stats.ok()) {
-        checksum_failures_[t] = stats->checksum_failures;
-        store.stats_ok = true;
-        store.kernels = stats->kernels;
-        store.artifacts = stats->artifacts;
-        store.artifact_bytes = stats->artifact_bytes;
-        store.disk_bytes = stats->disk_bytes;
-      }
-      store.checksum_failures = checksum_failures_[t];
-      checksum_failures += checksum_failures_[t];
-      snapshot.stores.push_back(std::move(store));
-    }
-    set(Statistic::kChecksumFailures, checksum_failures);
-    set(Statistic::kStoreEvictions, last_local_.evictions);
-    set(Statistic::kStoreEvictedBytes, last_local_.evicted_bytes);
-    set(Statistic::kStoreWritesRefusedFull, last_local_.writes_refused_full);
-    set(Statistic::kStoreReplacedDamaged, last_local_.replaced_damaged ? 1 : 0);
-  }
+  TiersSnapshot stores = tiers_->Snapshot();
+  snapshot.stores = std::move(stores.stores);
+  set(Statistic::kChecksumFailures, stores.checksum_failures);
+  set(Statistic::kStoreEvictions, stores.writable.evictions);
+  set(Statistic::kStoreEvictedBytes, stores.writable.evicted_bytes);
+  set(Statistic::kStoreWritesRefusedFull, stores.writable.writes_refused_full);
+  set(Statistic::kStoreReplacedDamaged, stores.writable.replaced_damaged ? 1 : 0);
   for (const Toolkit* toolkit : toolkits_) snapshot.toolkits.push_back(toolkit->identity().id);
   return snapshot;
 }

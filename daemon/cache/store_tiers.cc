@@ -35,6 +35,7 @@ TieredStores::TieredStores(Store* local, const std::vector<Store*>& baked,
     : stats_(stats) {
   tiers_.push_back(std::make_unique<Tier>(local, off_initial, off_max));
   for (Store* store : baked) tiers_.push_back(std::make_unique<Tier>(store, off_initial, off_max));
+  checksum_failures_.assign(tiers_.size(), 0);
 }
 
 bool TieredStores::available(size_t tier) const {
@@ -106,6 +107,32 @@ absl::StatusOr<std::vector<ArtifactMeta>> TieredStores::ListAllArtifacts(size_t 
 
 absl::StatusOr<StoreStats> TieredStores::Stats(size_t tier) {
   return CallFor<StoreStats>(tier, [&](Store& s) { return s.Stats(); });
+}
+
+TiersSnapshot TieredStores::Snapshot() {
+  TiersSnapshot snapshot;
+  absl::MutexLock lock(&snapshot_mu_);
+  for (size_t t = 0; t < tiers_.size(); ++t) {
+    StoreSnapshot store;
+    store.path = tiers_[t]->store->path();
+    store.tier = kind(t);
+    store.available = available(t);
+    absl::StatusOr<StoreStats> stats = Stats(t);
+    if (stats.ok() && t == 0) last_local_ = *stats;
+    if (stats.ok()) {
+      checksum_failures_[t] = stats->checksum_failures;
+      store.stats_ok = true;
+      store.kernels = stats->kernels;
+      store.artifacts = stats->artifacts;
+      store.artifact_bytes = stats->artifact_bytes;
+      store.disk_bytes = stats->disk_bytes;
+    }
+    store.checksum_failures = checksum_failures_[t];
+    snapshot.checksum_failures += checksum_failures_[t];
+    snapshot.stores.push_back(std::move(store));
+  }
+  snapshot.writable = last_local_;
+  return snapshot;
 }
 
 absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(TieredStores& tiers) {

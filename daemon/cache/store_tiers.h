@@ -7,6 +7,7 @@
 #define KCACHE_DAEMON_CACHE_STORE_TIERS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -42,6 +43,15 @@ class TierHealth {
   absl::Time off_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
+// The store tiers as a snapshot shows them.
+struct TiersSnapshot {
+  std::vector<StoreSnapshot> stores;  // in tier order: the writable store first
+  uint64_t checksum_failures = 0;     // over every tier, the count each last reported
+  // The writable store's last statistics read, kept while it is off or its read fails (its
+  // eviction and full-disk counts).
+  StoreStats writable;
+};
+
 // Tier 0 is the writable store, tiers 1..n the baked stores in order. Thread-safe.
 class TieredStores : public StoreTiers {
  public:
@@ -70,6 +80,12 @@ class TieredStores : public StoreTiers {
   // The store itself, bypassing the health switch (Warm writes through it directly).
   Store& store(size_t tier) const { return *tiers_[tier]->store; }
 
+  // Every tier's path, kind, availability and statistics, read now (a walk of each store's
+  // artifact index: for `kcache stat` and a metrics scrape, not for every request). A tier
+  // whose statistics cannot be read shows zeros (stats_ok false) and the checksum-failure
+  // count it last reported. Snapshots run one at a time.
+  TiersSnapshot Snapshot();
+
  private:
   struct Tier {
     Tier(Store* s, absl::Duration initial, absl::Duration max) : store(s), health(initial, max) {}
@@ -85,6 +101,11 @@ class TieredStores : public StoreTiers {
 
   std::vector<std::unique_ptr<Tier>> tiers_;
   Statistics* stats_;
+
+  absl::Mutex snapshot_mu_;
+  // Per tier, the last checksum-failure count its Stats() reported (kept while it is off).
+  std::vector<uint64_t> checksum_failures_ ABSL_GUARDED_BY(snapshot_mu_);
+  StoreStats last_local_ ABSL_GUARDED_BY(snapshot_mu_);  // TiersSnapshot::writable
 };
 
 // Every kernel known to any tier, with its artifacts and the tier each lives in (an artifact
