@@ -1,6 +1,7 @@
-// Internal to engine/store: the RocksDB implementation of Store. rocks_store.cc holds reads,
-// writes and opening; rocks_store_lru.cc the record of last use, eviction and the free-space
-// check; store_repair.cc verification, repair and salvage. Callers see only store.h.
+// Internal to engine/store: the RocksDB implementation of Store. rocks_store.cc holds reads
+// and writes; store_open.cc how a store directory is opened (OpenStore); rocks_store_lru.cc the
+// record of last use, eviction and the free-space check; store_repair.cc verification, repair
+// and salvage. Callers see only store.h.
 #ifndef KCACHE_ENGINE_STORE_ROCKS_STORE_H_
 #define KCACHE_ENGINE_STORE_ROCKS_STORE_H_
 

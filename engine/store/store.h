@@ -1,5 +1,6 @@
 // Store: the persistent tier of artifacts and kernel records. One implementation today
-// (RocksDB, rocks_store.cc); callers see only this interface and the factory below.
+// (RocksDB, rocks_store.cc, opened by store_open.cc); callers see only this interface and the
+// factory below.
 #ifndef KCACHE_ENGINE_STORE_STORE_H_
 #define KCACHE_ENGINE_STORE_STORE_H_
 
