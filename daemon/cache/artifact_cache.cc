@@ -23,7 +23,7 @@
 #include "daemon/cache/write_behind.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
-#include "engine/resolve/resolver.h"
+#include "engine/resolve/decide.h"
 #include "engine/store/store.h"
 
 namespace kcache {

@@ -20,7 +20,6 @@
 #include "core/kernel_spec.h"
 #include "core/target.h"
 #include "daemon/cache/histogram.h"
-#include "engine/resolve/resolver.h"
 
 namespace kcache {
 
