@@ -409,17 +409,6 @@ absl::string_view CompilerFamilyName(CompilerFamily family) {
   return family == CompilerFamily::kNvcc ? "nvcc" : "gcc";
 }
 
-absl::string_view UncachedReasonName(UncachedReason reason) {
-  static constexpr absl::string_view kNames[kUncachedReasonCount] = {
-      "none",           "not_a_compile", "preprocess_only", "other_output",  "no_source",
-      "several_inputs", "stdin",         "keep_temps",      "response_file", "profiling",
-      "unknown_option", "no_output",     "user_only_deps",  "time_macros",   "unreadable_input",
-      "input_changed",  "native_target",
-  };
-  size_t index = static_cast<size_t>(reason);
-  return index < kUncachedReasonCount ? kNames[index] : "unknown";
-}
-
 bool IsSourceFileName(absl::string_view path) {
   for (absl::string_view ext : {".c", ".cc", ".cpp", ".cxx", ".c++", ".cp", ".C", ".cu"}) {
     if (absl::EndsWith(path, ext)) return true;

@@ -8,6 +8,7 @@
 #ifndef KCACHE_CORE_COMPILER_COMMAND_H_
 #define KCACHE_CORE_COMPILER_COMMAND_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,7 +45,20 @@ enum class UncachedReason : uint8_t {
                           // or GPU decides the output, and the key cannot see which
 };
 inline constexpr int kUncachedReasonCount = 17;
-absl::string_view UncachedReasonName(UncachedReason reason);  // "unknown_option", ...
+// "unknown_option", ...: the one place reasons are named. The launchers' KCACHE_LOG lines say
+// the name, and kcached counts a reason under it (objects.uncached_<name> and
+// kcache_launcher_uncached_total{reason="<name>"}), so a name is as stable as its number.
+// "unknown" for a number past the last reason.
+constexpr absl::string_view UncachedReasonName(UncachedReason reason) {
+  constexpr absl::string_view kNames[kUncachedReasonCount] = {
+      "none",           "not_a_compile", "preprocess_only", "other_output",  "no_source",
+      "several_inputs", "stdin",         "keep_temps",      "response_file", "profiling",
+      "unknown_option", "no_output",     "user_only_deps",  "time_macros",   "unreadable_input",
+      "input_changed",  "native_target",
+  };
+  size_t index = static_cast<size_t>(reason);
+  return index < kUncachedReasonCount ? kNames[index] : "unknown";
+}
 
 // One cacheable compile, as parsed. Paths are as written (relative to the command's cwd).
 struct CompilerCommand {

@@ -147,13 +147,8 @@ class ArtifactCacheImpl : public ArtifactCache {
     stats_.Add(kObjects[static_cast<int>(count)]);
   }
   void RecordUncached(UncachedReason reason) override {
-    // objects.uncached_* follow UncachedReason's order, from kNotACompile (1).
-    constexpr int kFirst = static_cast<int>(Statistic::kObjectUncachedNotACompile);
-    static_assert(static_cast<int>(Statistic::kObjectUncachedNativeTarget) - kFirst + 1 ==
-                      static_cast<int>(UncachedReason::kNativeTarget) &&
-                  kUncachedReasonCount == 17);
     if (reason == UncachedReason::kNone) return;
-    stats_.Add(static_cast<Statistic>(kFirst - 1 + static_cast<int>(reason)));
+    stats_.Add(UncachedStatistic(reason));
   }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;

@@ -1,5 +1,6 @@
 #include "daemon/cache/statistics.h"
 
+#include <algorithm>
 #include <string>
 
 namespace kcache {
@@ -8,7 +9,43 @@ using S = Statistic;
 
 namespace {
 
-constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
+// objects.uncached_<reason> and its help, for each UncachedReason after kNone: written here at
+// compile time from UncachedReasonName, the one place reasons are named.
+constexpr absl::string_view kUncachedName = "objects.uncached_";
+constexpr absl::string_view kUncachedHelp = "launcher commands run uncached: ";
+constexpr absl::string_view kUncachedHelpEnd = " (docs/torch-extensions.md)";
+
+// Where the texts of `reason` start in kUncachedText (each reason's name, then its help).
+constexpr size_t UncachedTextStart(int reason) {
+  size_t start = 0;
+  for (int r = 1; r < reason; ++r) {
+    start += kUncachedName.size() + kUncachedHelp.size() + kUncachedHelpEnd.size() +
+             2 * UncachedReasonName(static_cast<UncachedReason>(r)).size();
+  }
+  return start;
+}
+
+constexpr std::array<char, UncachedTextStart(kUncachedReasonCount)> kUncachedText = [] {
+  std::array<char, UncachedTextStart(kUncachedReasonCount)> text{};
+  char* out = text.data();
+  for (int r = 1; r < kUncachedReasonCount; ++r) {
+    absl::string_view name = UncachedReasonName(static_cast<UncachedReason>(r));
+    for (absl::string_view part : {kUncachedName, name, kUncachedHelp, name, kUncachedHelpEnd}) {
+      out = std::copy(part.begin(), part.end(), out);
+    }
+  }
+  return text;
+}();
+
+constexpr StatisticInfo Uncached(UncachedReason reason) {
+  absl::string_view name = UncachedReasonName(reason);
+  const char* start = kUncachedText.data() + UncachedTextStart(static_cast<int>(reason));
+  size_t name_size = kUncachedName.size() + name.size();
+  size_t help_size = kUncachedHelp.size() + name.size() + kUncachedHelpEnd.size();
+  return {UncachedStatistic(reason), {start, name_size}, {start + name_size, help_size}};
+}
+
+constexpr StatisticInfo kRows[] = {
     {S::kResolveRequests, "resolve.requests", "Resolve calls received, valid or not"},
     {S::kHitMemory, "resolve.hit.memory", "resolves served from the memory LRU"},
     {S::kHitLocalStore, "resolve.hit.local_store", "resolves served from the writable store"},
@@ -175,41 +212,11 @@ constexpr std::array<StatisticInfo, kStatisticCount> kTable = {{
      "fleet-tier object calls that failed (the tier is then skipped for 5 s)"},
     {S::kObjectFleetWritesDropped, "objects.fleet_writes_dropped",
      "client-made objects not written to the fleet tier: 64 writes or --max-object-bytes waited"},
-    {S::kObjectUncachedNotACompile, "objects.uncached_not_a_compile",
-     "launcher commands run uncached: not_a_compile (docs/torch-extensions.md)"},
-    {S::kObjectUncachedPreprocessOnly, "objects.uncached_preprocess_only",
-     "launcher commands run uncached: preprocess_only (docs/torch-extensions.md)"},
-    {S::kObjectUncachedOtherOutput, "objects.uncached_other_output",
-     "launcher commands run uncached: other_output (docs/torch-extensions.md)"},
-    {S::kObjectUncachedNoSource, "objects.uncached_no_source",
-     "launcher commands run uncached: no_source (docs/torch-extensions.md)"},
-    {S::kObjectUncachedSeveralInputs, "objects.uncached_several_inputs",
-     "launcher commands run uncached: several_inputs (docs/torch-extensions.md)"},
-    {S::kObjectUncachedStdin, "objects.uncached_stdin",
-     "launcher commands run uncached: stdin (docs/torch-extensions.md)"},
-    {S::kObjectUncachedKeepTemps, "objects.uncached_keep_temps",
-     "launcher commands run uncached: keep_temps (docs/torch-extensions.md)"},
-    {S::kObjectUncachedResponseFile, "objects.uncached_response_file",
-     "launcher commands run uncached: response_file (docs/torch-extensions.md)"},
-    {S::kObjectUncachedProfiling, "objects.uncached_profiling",
-     "launcher commands run uncached: profiling (docs/torch-extensions.md)"},
-    {S::kObjectUncachedUnknownOption, "objects.uncached_unknown_option",
-     "launcher commands run uncached: unknown_option (docs/torch-extensions.md)"},
-    {S::kObjectUncachedNoOutput, "objects.uncached_no_output",
-     "launcher commands run uncached: no_output (docs/torch-extensions.md)"},
-    {S::kObjectUncachedUserOnlyDeps, "objects.uncached_user_only_deps",
-     "launcher commands run uncached: user_only_deps (docs/torch-extensions.md)"},
-    {S::kObjectUncachedTimeMacros, "objects.uncached_time_macros",
-     "launcher commands run uncached: time_macros (docs/torch-extensions.md)"},
-    {S::kObjectUncachedUnreadableInput, "objects.uncached_unreadable_input",
-     "launcher commands run uncached: unreadable_input (docs/torch-extensions.md)"},
-    {S::kObjectUncachedInputChanged, "objects.uncached_input_changed",
-     "launcher commands run uncached: input_changed (docs/torch-extensions.md)"},
-    {S::kObjectUncachedNativeTarget, "objects.uncached_native_target",
-     "launcher commands run uncached: native_target (docs/torch-extensions.md)"},
+    // 98-113, objects.uncached_<reason>: added by WithUncachedRows.
     {S::kWriteBacksDropped, "tier.write_backs_dropped",
      "baked-store hits not copied into the writable store: --write-back-queue-mb waited"},
-}};
+};
+constexpr std::array<StatisticInfo, kStatisticCount> kTable = WithUncachedRows(kRows, Uncached);
 
 constexpr bool NumberedInOrder() {
   for (size_t i = 0; i < kTable.size(); ++i) {

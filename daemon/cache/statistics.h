@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/compat.h"
+#include "core/compiler_command.h"
 #include "daemon/cache/cache_types.h"
 #include "daemon/cache/histogram.h"
 
@@ -116,7 +117,7 @@ enum class Statistic : int {
   kObjectFleetRefused = 95,
   kObjectFleetErrors = 96,
   kObjectFleetWritesDropped = 97,
-  // Launcher commands run uncached, by reason, in UncachedReason's order (r is 97 + r).
+  // Launcher commands run uncached, by reason, in UncachedReason's order (UncachedStatistic).
   kObjectUncachedNotACompile = 98,
   kObjectUncachedPreprocessOnly = 99,
   kObjectUncachedOtherOutput = 100,
@@ -149,6 +150,35 @@ extern const std::array<StatisticInfo, kStatisticCount> kStatisticInfo;
 Statistic HitStatistic(CacheTier tier);
 Statistic RuleStatistic(ServeRule rule);
 Statistic MissStatistic(MissReason reason);
+
+// The counter of launcher commands run uncached for `reason` (1 to 16: reason r is number
+// 97 + r), named objects.uncached_<UncachedReasonName>. kNone has none: not to be asked.
+constexpr Statistic UncachedStatistic(UncachedReason reason) {
+  return static_cast<Statistic>(static_cast<int>(Statistic::kObjectUncachedNotACompile) - 1 +
+                                static_cast<int>(reason));
+}
+static_assert(UncachedStatistic(UncachedReason::kNativeTarget) ==
+                      Statistic::kObjectUncachedNativeTarget &&
+                  kUncachedReasonCount == 17,
+              "a new UncachedReason needs its own Statistic, appended, and UncachedStatistic to "
+              "map it there");
+
+// A table of one row per statistic, in number order: `rows` holds every row but the uncached
+// ones (98-113), in order, and `uncached(reason)` makes those. kStatisticInfo and the metric
+// mappings take their uncached rows from UncachedReasonName so, never from a list of their own.
+template <typename Row, size_t M, typename MakeUncached>
+constexpr std::array<Row, kStatisticCount> WithUncachedRows(const Row (&rows)[M],
+                                                            MakeUncached uncached) {
+  static_assert(M + kUncachedReasonCount - 1 == kStatisticCount, "a row for every statistic");
+  std::array<Row, kStatisticCount> table{};
+  const Row* next = rows;
+  for (int number = 1; number <= kStatisticCount; ++number) {
+    int reason = number - static_cast<int>(Statistic::kObjectUncachedNotACompile) + 1;
+    bool is_uncached = reason >= 1 && reason < kUncachedReasonCount;
+    table[number - 1] = is_uncached ? uncached(static_cast<UncachedReason>(reason)) : *next++;
+  }
+  return table;
+}
 
 // How a Resolve ended, for its latency histogram: served from a tier, a miss (NotFound: the
 // answer was "no"), refused as malformed, or failed (compile error, limits, every tier down).

@@ -39,7 +39,13 @@ constexpr char kUncachedHelp[] =
     "Compiler launcher commands run uncached, by reason (told by kcache-launch over the fast "
     "path; docs/torch-extensions.md).";
 
-constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
+// A reason's sample: its statistic, labelled with the reason's name.
+constexpr MetricMapping Uncached(UncachedReason reason) {
+  return {UncachedStatistic(reason), kUncached, kUncachedHelp, "reason",
+          UncachedReasonName(reason)};
+}
+
+constexpr MetricMapping kRows[] = {
     {S::kResolveRequests, "kcache_resolve_requests_total", "Resolve calls received.", "", ""},
     {S::kHitMemory, kHits, kHitsHelp, "tier", "memory"},
     {S::kHitLocalStore, kHits, kHitsHelp, "tier", "local_store"},
@@ -192,25 +198,11 @@ constexpr std::array<MetricMapping, kStatisticCount> kMappings = {{
     {S::kObjectFleetRefused, kObjectFleet, kObjectFleetHelp, "outcome", "refused"},
     {S::kObjectFleetErrors, kObjectFleet, kObjectFleetHelp, "outcome", "error"},
     {S::kObjectFleetWritesDropped, kObjectFleet, kObjectFleetHelp, "outcome", "write_dropped"},
-    {S::kObjectUncachedNotACompile, kUncached, kUncachedHelp, "reason", "not_a_compile"},
-    {S::kObjectUncachedPreprocessOnly, kUncached, kUncachedHelp, "reason", "preprocess_only"},
-    {S::kObjectUncachedOtherOutput, kUncached, kUncachedHelp, "reason", "other_output"},
-    {S::kObjectUncachedNoSource, kUncached, kUncachedHelp, "reason", "no_source"},
-    {S::kObjectUncachedSeveralInputs, kUncached, kUncachedHelp, "reason", "several_inputs"},
-    {S::kObjectUncachedStdin, kUncached, kUncachedHelp, "reason", "stdin"},
-    {S::kObjectUncachedKeepTemps, kUncached, kUncachedHelp, "reason", "keep_temps"},
-    {S::kObjectUncachedResponseFile, kUncached, kUncachedHelp, "reason", "response_file"},
-    {S::kObjectUncachedProfiling, kUncached, kUncachedHelp, "reason", "profiling"},
-    {S::kObjectUncachedUnknownOption, kUncached, kUncachedHelp, "reason", "unknown_option"},
-    {S::kObjectUncachedNoOutput, kUncached, kUncachedHelp, "reason", "no_output"},
-    {S::kObjectUncachedUserOnlyDeps, kUncached, kUncachedHelp, "reason", "user_only_deps"},
-    {S::kObjectUncachedTimeMacros, kUncached, kUncachedHelp, "reason", "time_macros"},
-    {S::kObjectUncachedUnreadableInput, kUncached, kUncachedHelp, "reason", "unreadable_input"},
-    {S::kObjectUncachedInputChanged, kUncached, kUncachedHelp, "reason", "input_changed"},
-    {S::kObjectUncachedNativeTarget, kUncached, kUncachedHelp, "reason", "native_target"},
+    // 98-113, kcache_launcher_uncached_total{reason}: added by WithUncachedRows.
     {S::kWriteBacksDropped, "kcache_write_backs_dropped_total",
      "Baked-store hits not copied into the writable store: its queue was full.", "", ""},
-}};
+};
+constexpr std::array<MetricMapping, kStatisticCount> kMappings = WithUncachedRows(kRows, Uncached);
 
 constexpr bool MappedInOrder() {
   for (size_t i = 0; i < kMappings.size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -162,10 +163,15 @@ TEST(CompilerCommandTest, UserOnlyDependenciesAreNotedToBeServedAsAll) {
   EXPECT_EQ(parsed.command.user_only_deps_arg, 1);
 }
 
-TEST(CompilerCommandTest, ReasonsHaveNames) {
+TEST(CompilerCommandTest, EveryReasonHasADistinctName) {
+  std::set<absl::string_view> names;
   for (int i = 0; i < kUncachedReasonCount; ++i) {
-    EXPECT_NE(UncachedReasonName(static_cast<UncachedReason>(i)), "unknown") << i;
+    absl::string_view name = UncachedReasonName(static_cast<UncachedReason>(i));
+    EXPECT_FALSE(name.empty()) << i;
+    EXPECT_NE(name, "unknown") << i;
+    EXPECT_TRUE(names.insert(name).second) << i << " has the name of another reason: " << name;
   }
+  EXPECT_EQ(UncachedReasonName(static_cast<UncachedReason>(kUncachedReasonCount)), "unknown");
 }
 
 }  // namespace
