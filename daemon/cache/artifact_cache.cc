@@ -45,7 +45,7 @@ absl::Status UnsandboxedRefusal() {
 }
 
 absl::Status CheckQuery(const ResolveQuery& query) {
-  int given = int{query.spec.has_value()} + int{query.id.has_value()} + int{!query.name.empty()};
+  int given = int{query.spec != nullptr} + int{query.id.has_value()} + int{!query.name.empty()};
   if (given != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a resolve names its kernel by exactly one of spec, id or name; this one gave ", given));
@@ -267,7 +267,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query
   if (!hit) hit = FromUnknownDriver(*id, query.device);
   if (!hit) return ResolveMiss(*id, query, tally);
   local_->RecordUse(hit->artifact->meta.key);  // kept from eviction while memory serves it
-  RecordSeen(*id, query, query.spec ? &*query.spec : nullptr);
+  RecordSeen(*id, query, query.spec.get());
   return Serve(std::move(hit->artifact), hit->rule, std::move(hit->reason), CacheTier::kMemory,
                tally);
 }
@@ -280,9 +280,8 @@ absl::StatusOr<KernelId> ArtifactCacheImpl::Identify(const ResolveQuery& query,
   }
   if (query.id) return *query.id;
   if (!query.name.empty()) return FindByName(query.name, tally);
-  KernelId id = ComputeKernelId(query.spec->spec);  // the client's id is never trusted
-  RegisterIfNew(id, *query.spec);
-  return id;
+  RegisterIfNew(query.spec->id, *query.spec);  // the id the edge computed (ResolveQuery::spec)
+  return query.spec->id;
 }
 
 std::optional<MemoryEntry> ArtifactCacheImpl::FromUnknownDriver(const KernelId& id,
@@ -376,17 +375,12 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id, const 
                                                       ResolveTally& tally) {
   const Device& device = query.device;
   uint64_t epoch = memory_.epoch();
-  std::optional<KernelRecord> sent;  // the client's spec, used when no store has the record
-  if (query.spec) {
-    sent = *query.spec;
-    sent->id = id;
-  }
+  const KernelRecord* sent = query.spec.get();  // used when no store has the record
   ResolvePolicy policy{.allow_compile = query.allow_compile && compile_allowed_,
                        .ptx_now = query.ptx_now};
   absl::StatusOr<ResolveDecision> decision =
-      DecideResolve(*tiers_, id, sent ? &*sent : nullptr, device, policy, toolkits_);
-  RecordSeen(id, query,
-             decision.ok() && decision->record ? &*decision->record : (sent ? &*sent : nullptr));
+      DecideResolve(*tiers_, id, sent, device, policy, toolkits_);
+  RecordSeen(id, query, decision.ok() && decision->record ? &*decision->record : sent);
   if (!decision.ok()) {
     if (absl::IsInvalidArgument(decision.status())) {
       tally.Add(Statistic::kInvalidRequests);

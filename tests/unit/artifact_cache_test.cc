@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <set>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/cubin.h"
+#include "daemon/service/convert.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
 #include "engine/store/store.h"
@@ -129,9 +131,12 @@ class ArtifactCacheTest : public ::testing::Test {
     q.allow_compile = compile;
     return cache_->Resolve(q);
   }
+  // As a worker sends it: the record crosses the wire (which carries no id) and the daemon's
+  // edge converts it (QueryFromProto computes the id).
   absl::StatusOr<Served> BySpec(const KernelRecord& record, const std::string& sm) {
-    ResolveQuery q;
-    q.spec = record;
+    v1::ResolveRequest request;
+    RecordToProto(record, request.mutable_spec());
+    ResolveQuery q = QueryFromProto(request);
     q.device = Device{*ParseSm(sm), 13000};
     return cache_->Resolve(q);
   }
@@ -185,6 +190,25 @@ TEST_F(ArtifactCacheTest, EachStoredRuleIsServedFromTheLocalStore) {
   EXPECT_EQ(Counter("resolve.hit.local_store"), 3u);
   EXPECT_EQ(Counter("resolve.rule.compatible_sass"), 1u);
   EXPECT_EQ(Counter("compile.micros_saved"), 3u * 1234);
+}
+
+TEST_F(ArtifactCacheTest, ABySourceRequestIsHashedOnceFromTheWireToItsCompiledAnswer) {
+  Make();
+  v1::ResolveRequest request;
+  request.mutable_spec()->set_name("saxpy");
+  request.mutable_spec()->set_source(::kcache::testing::kSaxpySource);
+  request.mutable_device()->set_sm_major(8);
+  request.mutable_device()->set_sm_minor(9);
+  request.mutable_device()->set_driver_version(13000);
+  for (CacheTier expected : {CacheTier::kCompile, CacheTier::kMemory}) {
+    uint64_t before = KernelIdsComputed();
+    absl::StatusOr<Served> served = cache_->Resolve(QueryFromProto(request));
+    ASSERT_TRUE(served.ok()) << served.status();
+    EXPECT_EQ(served->tier, expected);
+    EXPECT_EQ(served->artifact->meta.key.kernel_id, saxpy_.id);
+    // The edge's conversion computes the id; nothing below it hashes the spec again.
+    EXPECT_EQ(KernelIdsComputed() - before, 1u) << CacheTierName(expected);
+  }
 }
 
 TEST_F(ArtifactCacheTest, SecondResolveIsAMemoryHitSharingTheSameBytes) {
@@ -270,10 +294,10 @@ TEST_F(ArtifactCacheTest, CandidatesOfAllTiersAreRankedTogether) {
   EXPECT_EQ(s->rule, ServeRule::kExactSass);
 }
 
-TEST_F(ArtifactCacheTest, SpecIsRegisteredUnderItsRecomputedIdThenResolvesByIdAndName) {
+TEST_F(ArtifactCacheTest, SpecIsRegisteredUnderTheIdTheDaemonComputesThenResolvesByIdAndName) {
   Make();
   KernelRecord sent = saxpy_;
-  sent.id = RecordOf("other", "other source").id;  // a lying client id is ignored
+  sent.id = RecordOf("other", "other source").id;  // a sender's id never reaches the cache
   absl::StatusOr<Served> s = BySpec(sent, "8.6");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->rule, ServeRule::kCompiled);
