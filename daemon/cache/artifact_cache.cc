@@ -69,6 +69,9 @@ class ArtifactCacheImpl : public ArtifactCache {
         compilers_(std::move(options.compilers)),
         compile_allowed_(options.compile_allowed),
         compile_client_sources_(options.compile_client_sources),
+        stats_owner_(options.statistics != nullptr ? std::move(options.statistics)
+                                                   : std::make_shared<Statistics>()),
+        stats_(*stats_owner_),
         memory_(options.memory_bytes) {
     std::vector<Store*> baked;
     for (const std::unique_ptr<Store>& store : baked_) baked.push_back(store.get());
@@ -113,42 +116,6 @@ class ArtifactCacheImpl : public ArtifactCache {
   void RecordOverBound(Bound bound) override {
     stats_.Add(bound == Bound::kCallsInFlight ? Statistic::kCallsRefusedBusy
                                               : Statistic::kResolveRefusedQueuedBytes);
-  }
-  void RecordFastPath(FastPathCount count, int64_t delta) override {
-    static constexpr Statistic kFast[] = {Statistic::kFastHits,
-                                          Statistic::kFastFallbackMiss,
-                                          Statistic::kFastFallbackArenaFull,
-                                          Statistic::kFastFallbackLeaseBound,
-                                          Statistic::kFastConnectionsRefused,
-                                          Statistic::kFastBadMessages,
-                                          Statistic::kFastLeasesHeld,
-                                          Statistic::kFastArenaBytes};
-    stats_.Add(kFast[static_cast<int>(count)], static_cast<uint64_t>(delta));  // wraps: gauges
-  }
-  void RecordRedisDoor(RedisDoorCount count, int64_t delta) override {
-    // In the enum's order: redis.hits to redis.connections, then the driver refusals.
-    static_assert(static_cast<int>(Statistic::kRedisConnections) -
-                      static_cast<int>(Statistic::kRedisHits) ==
-                  static_cast<int>(RedisDoorCount::kConnections));
-    int number = static_cast<int>(count) <= static_cast<int>(RedisDoorCount::kConnections)
-                     ? static_cast<int>(Statistic::kRedisHits) + static_cast<int>(count)
-                     : static_cast<int>(Statistic::kRedisRefusedDriverTooOld) +
-                           static_cast<int>(count) -
-                           static_cast<int>(RedisDoorCount::kRefusedDriverTooOld);
-    stats_.Add(static_cast<Statistic>(number), static_cast<uint64_t>(delta));  // wraps: gauge
-  }
-  void RecordObjects(ObjectCount count) override {
-    static constexpr Statistic kObjects[] = {
-        Statistic::kObjectLookups,     Statistic::kObjectsServed,
-        Statistic::kObjectsStored,     Statistic::kObjectPutsRefused,
-        Statistic::kObjectFleetHits,   Statistic::kObjectFleetMisses,
-        Statistic::kObjectFleetPuts,   Statistic::kObjectFleetRefused,
-        Statistic::kObjectFleetErrors, Statistic::kObjectFleetWritesDropped};
-    stats_.Add(kObjects[static_cast<int>(count)]);
-  }
-  void RecordUncached(UncachedReason reason) override {
-    if (reason == UncachedReason::kNone) return;
-    stats_.Add(UncachedStatistic(reason));
   }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
@@ -206,7 +173,8 @@ class ArtifactCacheImpl : public ArtifactCache {
   std::vector<const Toolkit*> toolkits_;  // compilers_[i]->toolkit()
   const bool compile_allowed_;
   const bool compile_client_sources_;
-  Statistics stats_;
+  const std::shared_ptr<Statistics> stats_owner_;  // CacheOptions::statistics, or its own
+  Statistics& stats_;
   MemoryLru memory_;
   std::unique_ptr<TieredStores> tiers_;
   std::unique_ptr<SharedTier> shared_;  // null: none; outlives flights_, which borrow it

@@ -15,7 +15,6 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/artifact.h"
-#include "core/compiler_command.h"
 #include "core/manifest.h"
 #include "daemon/cache/cache_types.h"
 #include "daemon/cache/shared_tier_options.h"
@@ -24,6 +23,7 @@
 namespace kcache {
 
 class Compiler;
+class Statistics;
 class Store;
 
 struct CacheOptions {
@@ -32,6 +32,10 @@ struct CacheOptions {
   // The loaded toolkits' compilers, any order; empty: serve only ("no toolkit" on a miss). A
   // miss compiles with the newest one the device's driver loads that supports its SM.
   std::vector<std::shared_ptr<Compiler>> compilers;
+  // The daemon's counters (daemon/cache/statistics.h): its host owns them and hands them to
+  // the cache and to the services that count their own doings (the fast path, the Redis
+  // door, the object service). Null: the cache makes its own (tests).
+  std::shared_ptr<Statistics> statistics;
   // False: never compile (kcached --no-toolkit); a miss answers kCompileNotAllowed.
   bool compile_allowed = true;
   // False: compile only kernels whose record a baked store holds (the image's own sources);
@@ -95,61 +99,6 @@ class ArtifactCache {
   // (calls.refused_busy, resolve.refused_queued_bytes).
   enum class Bound { kCallsInFlight, kQueuedBytes };
   virtual void RecordOverBound(Bound bound) = 0;
-
-  // The in-pod fast path's counts (fast.* in daemon/cache/statistics.h); the gauges (leases
-  // held, arena bytes) move by `delta`, which may be negative.
-  enum class FastPathCount {
-    kHit,
-    kFallbackMiss,
-    kFallbackArenaFull,
-    kFallbackLeaseBound,
-    kConnectionRefused,
-    kBadMessage,
-    kLeasesHeld,
-    kArenaBytes,
-  };
-  virtual void RecordFastPath(FastPathCount count, int64_t delta) = 0;
-
-  // The Redis door's counts (redis.* in daemon/cache/statistics.h); kConnections is a gauge
-  // that moves by `delta`, which may be negative.
-  enum class RedisDoorCount {
-    kHit,
-    kMiss,
-    kBytesIn,
-    kBytesOut,
-    kSet,
-    kRefusedValueTooBig,
-    kRefusedNamespace,
-    kRefusedCommand,
-    kRefusedProtocol,
-    kRefusedConnections,
-    kRefusedBuffer,
-    kIdleClosed,
-    kStoreError,
-    kConnections,
-    kRefusedDriverTooOld,    // a cubin the connection's driver cannot load, answered as a miss
-    kRefusedToolkitUnknown,  // a cubin whose toolkit cannot be read, answered as a miss
-  };
-  virtual void RecordRedisDoor(RedisDoorCount count, int64_t delta) = 0;
-
-  // The compiler launchers' object service (daemon/service/object_cache_service.h) over the
-  // same stores: a lookup, an object served or stored, a put refused; and the fleet tier's
-  // hits, misses, puts, refusals and errors (objects.*; engine/objects/fleet_object_cache.h).
-  enum class ObjectCount {
-    kLookup,
-    kServed,
-    kStored,
-    kPutRefused,
-    kFleetHit,
-    kFleetMiss,
-    kFleetPut,
-    kFleetRefused,
-    kFleetError,
-    kFleetWriteDropped
-  };
-  virtual void RecordObjects(ObjectCount count) = 0;
-  // A launcher command that ran uncached (objects.uncached_<reason>); kNone counts nothing.
-  virtual void RecordUncached(UncachedReason reason) = 0;
 
   // Warms into the writable store through the same compiler (and single-flight) as misses.
   virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,

@@ -202,6 +202,8 @@ class Statistics {
   void Add(Statistic s, uint64_t n = 1) {
     counters_[Index(s)].fetch_add(n, std::memory_order_relaxed);
   }
+  // A gauge moves by `delta`, which may be negative (it wraps, and reads back as the sum).
+  void Move(Statistic s, int64_t delta) { Add(s, static_cast<uint64_t>(delta)); }
   uint64_t Get(Statistic s) const { return counters_[Index(s)].load(std::memory_order_relaxed); }
 
   // Every counter, in number order, with its name and help.

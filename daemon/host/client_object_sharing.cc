@@ -11,31 +11,30 @@
 namespace kcache {
 namespace {
 
-ArtifactCache::ObjectCount CountOf(objects::FleetObjectCount what) {
+// The objects.fleet_* statistic that counts `what`.
+Statistic CountOf(objects::FleetObjectCount what) {
   using Fleet = objects::FleetObjectCount;
-  using Count = ArtifactCache::ObjectCount;
   switch (what) {
     case Fleet::kHit:
-      return Count::kFleetHit;
+      return Statistic::kObjectFleetHits;
     case Fleet::kMiss:
-      return Count::kFleetMiss;
+      return Statistic::kObjectFleetMisses;
     case Fleet::kPut:
-      return Count::kFleetPut;
+      return Statistic::kObjectFleetPuts;
     case Fleet::kRefused:
-      return Count::kFleetRefused;
+      return Statistic::kObjectFleetRefused;
     case Fleet::kError:
-      return Count::kFleetError;
+      return Statistic::kObjectFleetErrors;
     case Fleet::kWriteDropped:
       break;
   }
-  return Count::kFleetWriteDropped;
+  return Statistic::kObjectFleetWritesDropped;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<objects::ObjectCache>> ShareClientObjects(
-    const DaemonOptions& options, std::unique_ptr<objects::ObjectCache> pod,
-    const std::unique_ptr<ArtifactCache>* counts) {
+    const DaemonOptions& options, std::unique_ptr<objects::ObjectCache> pod, Statistics* counts) {
   if (!options.share_client_objects) return pod;
   objects::FleetObjectOptions fleet;
   absl::StatusOr<SharedKeys> keys =
@@ -53,9 +52,7 @@ absl::StatusOr<std::unique_ptr<objects::ObjectCache>> ShareClientObjects(
       "--share-client-objects: objects clients build are shared through {} with every kcached "
       "that opts in, and theirs are served here",
       options.shared);
-  auto count = [counts](objects::FleetObjectCount what) {
-    if (*counts != nullptr) (*counts)->RecordObjects(CountOf(what));
-  };
+  auto count = [counts](objects::FleetObjectCount what) { counts->Add(CountOf(what)); };
   return objects::NewFleetObjectCache(std::move(pod), *std::move(redis), std::move(fleet),
                                       std::move(count));
 }

@@ -21,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/version.h"
 #include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/statistics.h"
 #include "daemon/host/client_object_sharing.h"
 #include "daemon/host/listen_socket.h"
 #include "daemon/host/metrics.h"
@@ -157,6 +158,7 @@ class DaemonImpl final : public Daemon {
         options_.allow_unsandboxed_compiles ||
         std::all_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->sandboxed(); });
     cache_options.memory_bytes = options_.memory_cache_bytes;
+    cache_options.statistics = statistics_;
     cache_options.write_back_queue_bytes = options_.write_back_queue_bytes;
     if (!options_.shared.empty()) {
       absl::StatusOr<SharedKeys> keys =
@@ -177,8 +179,8 @@ class DaemonImpl final : public Daemon {
         NewArtifactCache(std::move(cache_options));
     if (!cache.ok()) return cache.status();
     cache_ = *std::move(cache);
-    object_service_ = std::make_unique<ObjectCacheService>(object_cache_.get(),
-                                                           options_.max_object_bytes, cache_.get());
+    object_service_ = std::make_unique<ObjectCacheService>(
+        object_cache_.get(), options_.max_object_bytes, statistics_.get());
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
     service_ = std::make_unique<KernelCacheService>(cache_.get(), pool_.get(), &tracker_, &ticker_,
                                                     service_options_);
@@ -296,7 +298,7 @@ class DaemonImpl final : public Daemon {
         options_,
         objects::NewTieredObjectCache(cache_options.local.get(), std::move(baked),
                                       options_.max_object_bytes),
-        &cache_);
+        statistics_.get());
     if (!cache.ok()) return cache.status();
     object_cache_ = *std::move(cache);
     return absl::OkStatus();
@@ -393,7 +395,7 @@ class DaemonImpl final : public Daemon {
     fast.max_leased_bytes = options_.fast_max_leased_bytes;
     fast.max_connections = options_.fast_max_connections;
     absl::StatusOr<std::unique_ptr<FastPathServer>> server =
-        FastPathServer::Start(cache_.get(), fast, object_cache_.get());
+        FastPathServer::Start(cache_.get(), statistics_.get(), fast, object_cache_.get());
     if (!server.ok()) {
       spdlog::warn("fast path off (clients use gRPC): {}", std::string(server.status().message()));
       return;
@@ -420,7 +422,7 @@ class DaemonImpl final : public Daemon {
       if (absl::Status s = PrepareSocketPath(path, &removed_stale); !s.ok()) return s;
     }
     absl::StatusOr<std::unique_ptr<RedisDoorServer>> server =
-        RedisDoorServer::Start(object_cache_.get(), cache_.get(), door);
+        RedisDoorServer::Start(object_cache_.get(), statistics_.get(), door);
     if (!server.ok()) return server.status();
     redis_door_ = *std::move(server);
     redis_path_ = path;
@@ -528,6 +530,9 @@ class DaemonImpl final : public Daemon {
 
   DaemonOptions options_;
   StoreEventLog store_events_;  // outlives the stores that report to it
+  // The daemon's counters, shared by the cache and the services that count (the fast path,
+  // the Redis door, the object service and the fleet's object tier); outlives them all.
+  const std::shared_ptr<Statistics> statistics_ = std::make_shared<Statistics>();
   // Declared in dependency order; CloseCache and the destructor tear down in reverse.
   std::vector<std::shared_ptr<ProcessPoolCompiler>> pools_;  // one per toolkit; none: serve-only
   std::unique_ptr<ArtifactCache> cache_;

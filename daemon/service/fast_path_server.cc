@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/cache/statistics.h"
 #include "daemon/service/convert.h"
 #include "daemon/service/epoll_threads.h"
 #include "daemon/service/fast_arena.h"
@@ -29,8 +30,6 @@
 
 namespace kcache {
 namespace {
-
-using FastCount = ArtifactCache::FastPathCount;
 
 constexpr uint64_t kListenerId = 0;
 constexpr int kSocketBufferBytes = 2 * static_cast<int>(kMaxFastMessageBytes);
@@ -83,9 +82,13 @@ ssize_t SendPacket(int fd, const std::string& data, int fd_to_pass = -1) {
 
 class FastPathServerImpl final : public FastPathServer {
  public:
-  FastPathServerImpl(ArtifactCache* cache, objects::ObjectCache* objects, FastPathOptions options,
-                     std::unique_ptr<FastArena> arena)
-      : cache_(cache), objects_(objects), options_(std::move(options)), arena_(std::move(arena)) {}
+  FastPathServerImpl(ArtifactCache* cache, Statistics* stats, objects::ObjectCache* objects,
+                     FastPathOptions options, std::unique_ptr<FastArena> arena)
+      : cache_(cache),
+        stats_(stats),
+        objects_(objects),
+        options_(std::move(options)),
+        arena_(std::move(arena)) {}
 
   ~FastPathServerImpl() override { Stop(); }
 
@@ -180,7 +183,7 @@ class FastPathServerImpl final : public FastPathServer {
                                        "use gRPC"));
         SendPacket(fd, hello.SerializeAsString());
         close(fd);
-        cache_->RecordFastPath(FastCount::kConnectionRefused, 1);
+        stats_->Add(Statistic::kFastConnectionsRefused);
         continue;
       }
       hello.set_arena_bytes(arena_->size());
@@ -275,7 +278,7 @@ class FastPathServerImpl final : public FastPathServer {
                            kUncachedReasonCount - 1, " (UncachedReason, core/compiler_command.h)"));
           return;
         }
-        cache_->RecordUncached(static_cast<UncachedReason>(request.note_uncached()));
+        stats_->Add(UncachedStatistic(static_cast<UncachedReason>(request.note_uncached())));
         return;
       case v1::FastRequest::kListObjects:
       case v1::FastRequest::kGetObject:
@@ -317,14 +320,14 @@ class FastPathServerImpl final : public FastPathServer {
       bytes = *std::move(bundle);
       key = absl::StrCat("object/", request.get_object().key1(), "/",
                          request.get_object().entry_id());
-      cache_->RecordObjects(ArtifactCache::ObjectCount::kLookup);
+      stats_->Add(Statistic::kObjectLookups);
     }
     uint64_t checksum = PayloadChecksum(bytes);
     absl::StrAppend(&key, "/", checksum);  // new bytes under the same name: another slot
     absl::StatusOr<uint64_t> lease =
         TakeLease(c, bytes.size(), [&] { return arena_->PlaceBytes(std::move(key), bytes); });
     if (!lease.ok()) return Refusal(request.tag(), lease.status());
-    if (request.has_get_object()) cache_->RecordObjects(ArtifactCache::ObjectCount::kServed);
+    if (request.has_get_object()) stats_->Add(Statistic::kObjectsServed);
     v1::FastResponse response;
     response.set_tag(request.tag());
     response.mutable_header()->set_size(bytes.size());
@@ -340,14 +343,14 @@ class FastPathServerImpl final : public FastPathServer {
   template <typename PlaceFn>
   absl::StatusOr<uint64_t> TakeLease(Connection& c, uint64_t size, PlaceFn place) {
     if (c.leased_bytes + size > options_.max_leased_bytes) {
-      cache_->RecordFastPath(FastCount::kFallbackLeaseBound, 1);
+      stats_->Add(Statistic::kFastFallbackLeaseBound);
       return absl::ResourceExhaustedError(absl::StrCat(
           "this connection holds ", c.leased_bytes, " bytes of leases; --fast-max-leased-bytes is ",
           options_.max_leased_bytes, ": release some, or use gRPC"));
     }
     absl::StatusOr<FastArena::Placed> placed = place();
     if (!placed.ok()) {
-      cache_->RecordFastPath(FastCount::kFallbackArenaFull, 1);
+      stats_->Add(Statistic::kFastFallbackArenaFull);
       return placed.status();
     }
     uint64_t lease = c.next_lease++;
@@ -378,7 +381,7 @@ class FastPathServerImpl final : public FastPathServer {
       if (!absl::IsNotFound(peeked.served.status())) {  // every tier failing, ...: as it is
         return Refusal(tag, peeked.served.status());
       }
-      cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
+      stats_->Add(Statistic::kFastFallbackMiss);
       return Refusal(tag, absl::NotFoundError("not served on the fast path: ask over gRPC"));
     }
     const Served& served = *peeked.served;
@@ -386,7 +389,7 @@ class FastPathServerImpl final : public FastPathServer {
       return Refusal(tag, absl::InternalError("the cache served no artifact"));
     }
     if (served.rule == ServeRule::kPtxJit && !query.ptx_now) {  // gRPC may compile the SASS
-      cache_->RecordFastPath(FastCount::kFallbackMiss, 1);
+      stats_->Add(Statistic::kFastFallbackMiss);
       return Refusal(tag, absl::NotFoundError("not served on the fast path: ask over gRPC"));
     }
     absl::StatusOr<uint64_t> lease =
@@ -402,7 +405,7 @@ class FastPathServerImpl final : public FastPathServer {
                               "path: use gRPC"));
     }
     cache_->CommitPeek(peeked);
-    cache_->RecordFastPath(FastCount::kHit, 1);
+    stats_->Add(Statistic::kFastHits);
     return response;
   }
 
@@ -415,7 +418,7 @@ class FastPathServerImpl final : public FastPathServer {
   }
 
   void BadMessage(Connection& c, uint64_t tag, absl::string_view what) {
-    cache_->RecordFastPath(FastCount::kBadMessage, 1);
+    stats_->Add(Statistic::kFastBadMessages);
     Answer(c, Refusal(tag, absl::InvalidArgumentError(what)));
   }
 
@@ -483,15 +486,16 @@ class FastPathServerImpl final : public FastPathServer {
     absl::MutexLock lock(&gauge_mu_);
     uint64_t leases = arena_->leases();
     uint64_t bytes = arena_->bytes_in_use();
-    cache_->RecordFastPath(FastCount::kLeasesHeld,
-                           static_cast<int64_t>(leases) - static_cast<int64_t>(leases_shown_));
-    cache_->RecordFastPath(FastCount::kArenaBytes,
-                           static_cast<int64_t>(bytes) - static_cast<int64_t>(bytes_shown_));
+    stats_->Move(Statistic::kFastLeasesHeld,
+                 static_cast<int64_t>(leases) - static_cast<int64_t>(leases_shown_));
+    stats_->Move(Statistic::kFastArenaBytes,
+                 static_cast<int64_t>(bytes) - static_cast<int64_t>(bytes_shown_));
     leases_shown_ = leases;
     bytes_shown_ = bytes;
   }
 
   ArtifactCache* const cache_;
+  Statistics* const stats_;
   objects::ObjectCache* const objects_;
   const FastPathOptions options_;
   const std::unique_ptr<FastArena> arena_;
@@ -509,11 +513,12 @@ class FastPathServerImpl final : public FastPathServer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<FastPathServer>> FastPathServer::Start(
-    ArtifactCache* cache, FastPathOptions options, objects::ObjectCache* objects) {
+    ArtifactCache* cache, Statistics* stats, FastPathOptions options,
+    objects::ObjectCache* objects) {
   absl::StatusOr<std::unique_ptr<FastArena>> arena = FastArena::Create(options.arena_bytes);
   if (!arena.ok()) return arena.status();
-  auto server =
-      std::make_unique<FastPathServerImpl>(cache, objects, std::move(options), *std::move(arena));
+  auto server = std::make_unique<FastPathServerImpl>(cache, stats, objects, std::move(options),
+                                                     *std::move(arena));
   if (absl::Status s = server->Listen(); !s.ok()) return s;
   return std::unique_ptr<FastPathServer>(std::move(server));
 }

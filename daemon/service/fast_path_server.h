@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "core/protocol.h"
 #include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/statistics.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache {
@@ -50,9 +51,10 @@ class FastPathServer {
   // FailedPrecondition when the kernel cannot seal the arena (the caller logs it and serves
   // gRPC only); other errors when the socket cannot be bound.
   // `objects` (nullable: then object requests are refused as FAILED_PRECONDITION) is borrowed
-  // like `cache`.
+  // like `cache`; the fast path counts its own doings (fast.*, objects.*) in `stats`, borrowed.
   static absl::StatusOr<std::unique_ptr<FastPathServer>> Start(
-      ArtifactCache* cache, FastPathOptions options, objects::ObjectCache* objects = nullptr);
+      ArtifactCache* cache, Statistics* stats, FastPathOptions options,
+      objects::ObjectCache* objects = nullptr);
   // Stops: closes the listener and every connection (their leases go), joins the threads.
   // `cache` must outlive it.
   virtual ~FastPathServer() = default;

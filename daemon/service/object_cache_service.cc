@@ -49,7 +49,7 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
   } else if (request->all()) {
     entries = cache_->ListAll();
   } else {
-    counts_->RecordObjects(ArtifactCache::ObjectCount::kLookup);
+    counts_->Add(Statistic::kObjectLookups);
     return ToGrpcStatus(ListObjectsByKey(*cache_, *request, response));
   }
   if (!entries.ok()) return ToGrpcStatus(entries.status());
@@ -64,7 +64,7 @@ grpc::Status ObjectCacheService::GetObject(grpc::ServerContext*,
                                            grpc::ServerWriter<v1::ObjectChunk>* writer) {
   absl::StatusOr<std::string> bytes = GetObjectBytes(*cache_, *request);
   if (!bytes.ok()) return ToGrpcStatus(bytes.status());
-  counts_->RecordObjects(ArtifactCache::ObjectCount::kServed);
+  counts_->Add(Statistic::kObjectsServed);
   size_t offset = 0;
   do {
     v1::ObjectChunk chunk;
@@ -82,7 +82,7 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
                                            v1::PutObjectResponse*) {
   v1::PutObjectRequest message;
   if (!reader->Read(&message) || !message.has_entry()) {
-    counts_->RecordObjects(ArtifactCache::ObjectCount::kPutRefused);
+    counts_->Add(Statistic::kObjectPutsRefused);
     return Invalid("PutObject: the first message must carry the entry");
   }
   absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(message.entry());
@@ -95,22 +95,22 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
                      max_object_bytes_));
   }
   if (!entry.ok()) {
-    counts_->RecordObjects(ArtifactCache::ObjectCount::kPutRefused);
+    counts_->Add(Statistic::kObjectPutsRefused);
     return ToGrpcStatus(entry.status());
   }
   std::string bundle = message.data();
   while (bundle.size() <= entry->size && reader->Read(&message)) bundle += message.data();
   if (bundle.size() != entry->size) {
-    counts_->RecordObjects(ArtifactCache::ObjectCount::kPutRefused);
+    counts_->Add(Statistic::kObjectPutsRefused);
     return Invalid(absl::StrCat("PutObject: the entry announced ", entry->size, " bytes, ",
                                 bundle.size() > entry->size ? "more" : "fewer", " came"));
   }
   absl::Status put = cache_->Put(*entry, bundle);
   if (!put.ok()) {
-    counts_->RecordObjects(ArtifactCache::ObjectCount::kPutRefused);
+    counts_->Add(Statistic::kObjectPutsRefused);
     return ToGrpcStatus(put);
   }
-  counts_->RecordObjects(ArtifactCache::ObjectCount::kStored);
+  counts_->Add(Statistic::kObjectsStored);
   return grpc::Status::OK;
 }
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/statistics.h"
 #include "engine/objects/object_cache.h"
 #include "kcache/v1/objects.grpc.pb.h"
 
@@ -31,7 +31,7 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
   // `max_object_bytes`: a PutObject stream announcing or sending more is refused
   // (RESOURCE_EXHAUSTED) before it is buffered (--max-object-bytes). Lookups, objects served
   // and stored and puts refused are counted in `counts` (objects.* statistics; borrowed).
-  ObjectCacheService(objects::ObjectCache* cache, uint64_t max_object_bytes, ArtifactCache* counts)
+  ObjectCacheService(objects::ObjectCache* cache, uint64_t max_object_bytes, Statistics* counts)
       : cache_(cache), max_object_bytes_(max_object_bytes), counts_(counts) {}
 
   grpc::Status ListObjects(grpc::ServerContext* context, const v1::ListObjectsRequest* request,
@@ -45,7 +45,7 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
  private:
   objects::ObjectCache* cache_;
   const uint64_t max_object_bytes_;
-  ArtifactCache* counts_;
+  Statistics* counts_;
 };
 
 }  // namespace kcache

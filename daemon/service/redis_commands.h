@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "daemon/cache/artifact_cache.h"
 #include "engine/objects/object_cache.h"
 #include "engine/resp/resp.h"
 
@@ -42,7 +41,26 @@ struct RedisSession {
   uint32_t driver = 0;
 };
 
-using RedisDoorCount = ArtifactCache::RedisDoorCount;
+// What the Redis door counts (redis.* statistics, daemon/cache/statistics.h); kConnections is
+// a gauge that moves by the count's delta, which may be negative.
+enum class RedisDoorCount {
+  kHit,
+  kMiss,
+  kBytesIn,
+  kBytesOut,
+  kSet,
+  kRefusedValueTooBig,
+  kRefusedNamespace,
+  kRefusedCommand,
+  kRefusedProtocol,
+  kRefusedConnections,
+  kRefusedBuffer,
+  kIdleClosed,
+  kStoreError,
+  kConnections,
+  kRefusedDriverTooOld,    // a cubin the connection's driver cannot load, answered as a miss
+  kRefusedToolkitUnknown,  // a cubin whose toolkit cannot be read, answered as a miss
+};
 
 // Thread-safe (the object cache is; the session is the caller's). `cache` is borrowed and
 // must outlive this.

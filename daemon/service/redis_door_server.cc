@@ -22,10 +22,25 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/cache/statistics.h"
 #include "daemon/service/epoll_threads.h"
 
 namespace kcache {
 namespace {
+
+// Counts `count` in its redis.* statistic (a gauge, kConnections, moves by `n`).
+void Count(Statistics& stats, RedisDoorCount count, int64_t n) {
+  // In the enum's order: redis.hits to redis.connections, then the driver refusals.
+  static_assert(static_cast<int>(Statistic::kRedisConnections) -
+                    static_cast<int>(Statistic::kRedisHits) ==
+                static_cast<int>(RedisDoorCount::kConnections));
+  int number = static_cast<int>(count) <= static_cast<int>(RedisDoorCount::kConnections)
+                   ? static_cast<int>(Statistic::kRedisHits) + static_cast<int>(count)
+                   : static_cast<int>(Statistic::kRedisRefusedDriverTooOld) +
+                         static_cast<int>(count) -
+                         static_cast<int>(RedisDoorCount::kRefusedDriverTooOld);
+  stats.Move(static_cast<Statistic>(number), n);
+}
 
 constexpr uint64_t kListenerId = 0;
 constexpr size_t kReadBytes = 64 << 10;
@@ -113,11 +128,11 @@ absl::StatusOr<int> BindListener(absl::string_view address, mode_t mode) {
 
 class RedisDoorServerImpl final : public RedisDoorServer {
  public:
-  RedisDoorServerImpl(objects::ObjectCache* objects, ArtifactCache* cache, RedisDoorOptions options)
-      : cache_(cache),
+  RedisDoorServerImpl(objects::ObjectCache* objects, Statistics* stats, RedisDoorOptions options)
+      : stats_(stats),
         options_(std::move(options)),
         commands_(objects, options_.commands,
-                  [cache](RedisDoorCount count, int64_t n) { cache->RecordRedisDoor(count, n); }) {
+                  [stats](RedisDoorCount count, int64_t n) { Count(*stats, count, n); }) {
     limits_.max_argument_bytes = options_.commands.max_value_bytes;
   }
   ~RedisDoorServerImpl() override { Stop(); }
@@ -145,8 +160,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     workers_.Stop();
     absl::MutexLock lock(&mu_);
     for (auto& [id, connection] : connections_) close(connection->fd);
-    cache_->RecordRedisDoor(RedisDoorCount::kConnections,
-                            -static_cast<int64_t>(connections_.size()));
+    Count(*stats_, RedisDoorCount::kConnections, -static_cast<int64_t>(connections_.size()));
     connections_.clear();
     if (listener_ >= 0) close(listener_);
     listener_ = -1;
@@ -200,7 +214,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
                                                 " connections (--redis-max-connections)"));
         (void)!send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         DrainAndClose(fd);
-        cache_->RecordRedisDoor(RedisDoorCount::kRefusedConnections, 1);
+        Count(*stats_, RedisDoorCount::kRefusedConnections, 1);
         continue;
       }
       auto connection = std::make_shared<Connection>(fd, next_id_++, limits_);
@@ -211,7 +225,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
         continue;
       }
       connections_[connection->id] = connection;
-      cache_->RecordRedisDoor(RedisDoorCount::kConnections, 1);
+      Count(*stats_, RedisDoorCount::kConnections, 1);
     }
     Arm(listener_, kListenerId, EPOLLIN | EPOLLONESHOT, EPOLL_CTL_MOD);
   }
@@ -239,7 +253,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     epoll_ctl(workers_.fd(), EPOLL_CTL_DEL, c.fd, nullptr);
     DrainAndClose(c.fd);
     connections_.erase(c.id);
-    cache_->RecordRedisDoor(RedisDoorCount::kConnections, -1);
+    Count(*stats_, RedisDoorCount::kConnections, -1);
   }
 
   void CloseIdle() {
@@ -254,7 +268,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
       }
     }
     for (const auto& connection : idle) CloseLocked(*connection);
-    cache_->RecordRedisDoor(RedisDoorCount::kIdleClosed, static_cast<int64_t>(idle.size()));
+    Count(*stats_, RedisDoorCount::kIdleClosed, static_cast<int64_t>(idle.size()));
   }
 
   // One turn: send what waits; then, if all is sent, read and answer what arrived.
@@ -282,7 +296,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     while (!c.close_after_flush) {
       absl::StatusOr<std::optional<resp::Command>> command = c.parser.Next();
       if (!command.ok()) {
-        cache_->RecordRedisDoor(RedisDoorCount::kRefusedProtocol, 1);
+        Count(*stats_, RedisDoorCount::kRefusedProtocol, 1);
         resp::AppendError(
             c.out, absl::StrCat("ERR ", command.status().message(), "; closing the connection"));
         c.close_after_flush = true;
@@ -293,7 +307,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
       if (c.session.quit) c.close_after_flush = true;
     }
     if (c.parser.buffered() + (c.out.size() - c.out_sent) > options_.max_buffer_bytes) {
-      cache_->RecordRedisDoor(RedisDoorCount::kRefusedBuffer, 1);
+      Count(*stats_, RedisDoorCount::kRefusedBuffer, 1);
       resp::AppendError(c.out, absl::StrCat("ERR over kcached's --redis-max-buffer-bytes ",
                                             options_.max_buffer_bytes,
                                             " of unanswered input; closing the connection"));
@@ -321,7 +335,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     c.last_active = absl::Now();
   }
 
-  ArtifactCache* const cache_;
+  Statistics* const stats_;
   const RedisDoorOptions options_;
   const RedisCommands commands_;
   resp::ParserLimits limits_;
@@ -338,14 +352,14 @@ class RedisDoorServerImpl final : public RedisDoorServer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RedisDoorServer>> RedisDoorServer::Start(
-    objects::ObjectCache* objects, ArtifactCache* cache, RedisDoorOptions options) {
+    objects::ObjectCache* objects, Statistics* stats, RedisDoorOptions options) {
   if (options.max_buffer_bytes < options.commands.max_value_bytes + (uint64_t{1} << 20)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--redis-max-buffer-bytes ", options.max_buffer_bytes,
         " must be at least --redis-max-value-bytes + 1 MiB: a SET of the largest value must fit"));
   }
   options.commands.max_reply_bytes = options.max_buffer_bytes;
-  auto server = std::make_unique<RedisDoorServerImpl>(objects, cache, std::move(options));
+  auto server = std::make_unique<RedisDoorServerImpl>(objects, stats, std::move(options));
   if (absl::Status s = server->Listen(); !s.ok()) return s;
   return std::unique_ptr<RedisDoorServer>(std::move(server));
 }

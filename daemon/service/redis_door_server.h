@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/statistics.h"
 #include "daemon/service/redis_commands.h"
 #include "engine/objects/object_cache.h"
 
@@ -42,10 +42,10 @@ struct RedisDoorOptions {
 class RedisDoorServer {
  public:
   // Binds, listens and starts the threads. InvalidArgument for an address it cannot parse;
-  // FailedPrecondition when it cannot bind. `objects` and `cache` (which counts) are borrowed
-  // and must outlive the server.
+  // FailedPrecondition when it cannot bind. `objects` and `stats` (where it counts, redis.*)
+  // are borrowed and must outlive the server.
   static absl::StatusOr<std::unique_ptr<RedisDoorServer>> Start(objects::ObjectCache* objects,
-                                                                ArtifactCache* cache,
+                                                                Statistics* stats,
                                                                 RedisDoorOptions options);
   virtual ~RedisDoorServer() = default;
   // Closes the listener and every connection, joins the threads. Idempotent.
