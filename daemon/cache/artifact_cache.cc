@@ -45,13 +45,13 @@ absl::Status UnsandboxedRefusal() {
 }
 
 absl::Status CheckQuery(const ResolveQuery& query) {
-  int given = int{query.spec != nullptr} + int{query.id.has_value()} + int{!query.name.empty()};
+  int given = int{query.record != nullptr} + int{query.id.has_value()} + int{!query.name.empty()};
   if (given != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a resolve names its kernel by exactly one of spec, id or name; this one gave ", given));
   }
-  if (query.spec) {
-    const KernelRecord& record = *query.spec;
+  if (query.record) {
+    const KernelRecord& record = *query.record;
     if (absl::Status s = ValidateSpecLimits(record.spec, "spec"); !s.ok()) return s;
     if (absl::Status s = ValidateArchRange(record.arch.min_arch, record.arch.max_arch, "spec");
         !s.ok()) {
@@ -75,8 +75,8 @@ class ArtifactCacheImpl : public ArtifactCache {
         memory_(options.memory_bytes) {
     std::vector<Store*> baked;
     for (const std::unique_ptr<Store>& store : baked_) baked.push_back(store.get());
-    tiers_ = std::make_unique<TieredStores>(local_.get(), baked, options.tier_off_initial,
-                                            options.tier_off_max, &stats_);
+    tiers_ = std::make_unique<HealthCheckedTiers>(local_.get(), baked, options.tier_off_initial,
+                                                  options.tier_off_max, &stats_);
     if (options.shared) {  // its URL was checked by NewArtifactCache: Create cannot fail
       shared_ = *SharedTier::Create(*std::move(options.shared), &stats_);
     }
@@ -176,7 +176,7 @@ class ArtifactCacheImpl : public ArtifactCache {
   const std::shared_ptr<Statistics> stats_owner_;  // CacheOptions::statistics, or its own
   Statistics& stats_;
   MemoryLru memory_;
-  std::unique_ptr<TieredStores> tiers_;
+  std::unique_ptr<HealthCheckedTiers> tiers_;
   std::unique_ptr<SharedTier> shared_;  // null: none; outlives flights_, which borrow it
   std::vector<std::unique_ptr<CompileFlights>> flights_;  // one per compiler
   SeenKernels seen_;
@@ -235,7 +235,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query
   if (!hit) hit = FromUnknownDriver(*id, query.device);
   if (!hit) return ResolveMiss(*id, query, tally);
   local_->RecordUse(hit->artifact->meta.key);  // kept from eviction while memory serves it
-  RecordSeen(*id, query, query.spec.get());
+  RecordSeen(*id, query, query.record.get());
   return Serve(std::move(hit->artifact), hit->rule, std::move(hit->reason), CacheTier::kMemory,
                tally);
 }
@@ -248,8 +248,9 @@ absl::StatusOr<KernelId> ArtifactCacheImpl::Identify(const ResolveQuery& query,
   }
   if (query.id) return *query.id;
   if (!query.name.empty()) return FindByName(query.name, tally);
-  RegisterIfNew(query.spec->id, *query.spec);  // the id the edge computed (ResolveQuery::spec)
-  return query.spec->id;
+  RegisterIfNew(query.record->id,
+                *query.record);  // the id the edge computed (ResolveQuery::record)
+  return query.record->id;
 }
 
 std::optional<MemoryEntry> ArtifactCacheImpl::FromUnknownDriver(const KernelId& id,
@@ -343,7 +344,7 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id, const 
                                                       ResolveTally& tally) {
   const Device& device = query.device;
   uint64_t epoch = memory_.epoch();
-  const KernelRecord* sent = query.spec.get();  // used when no store has the record
+  const KernelRecord* sent = query.record.get();  // used when no store has the record
   ResolvePolicy policy{.allow_compile = query.allow_compile && compile_allowed_,
                        .ptx_now = query.ptx_now};
   absl::StatusOr<ResolveDecision> decision =

@@ -36,12 +36,12 @@ enum class CacheTier : int {
 };
 absl::string_view CacheTierName(CacheTier tier);  // "memory", "local_store", ...
 
-// What a worker asks for: exactly one of `spec`, `id`, `name`.
+// What a worker asks for: exactly one of `record` (the spec it sent), `id`, `name`.
 struct ResolveQuery {
   // The spec sent, as the daemon's edge converted it (RecordFromProto, daemon/service/convert.h):
   // its id is this daemon's ComputeKernelId of it, computed there once per request (a sender's
   // id is never trusted), and the cache takes it as is. Shared, never copied.
-  std::shared_ptr<const KernelRecord> spec;
+  std::shared_ptr<const KernelRecord> record;
   std::optional<KernelId> id;
   std::string name;
   Device device;

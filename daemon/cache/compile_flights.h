@@ -37,8 +37,9 @@ using CompileResult = absl::StatusOr<std::shared_ptr<const CompiledSet>>;
 // shared tier).
 class CompileFlights {
  public:
-  CompileFlights(Compiler* compiler, TieredStores* tiers, MemoryLru* memory, Statistics* stats,
-                 absl::Duration limit_backoff = absl::Minutes(10), SharedTier* shared = nullptr)
+  CompileFlights(Compiler* compiler, HealthCheckedTiers* tiers, MemoryLru* memory,
+                 Statistics* stats, absl::Duration limit_backoff = absl::Minutes(10),
+                 SharedTier* shared = nullptr)
       : compiler_(compiler),
         tiers_(tiers),
         memory_(memory),
@@ -94,7 +95,7 @@ class CompileFlights {
   void RememberLimitStop(const std::string& key, const absl::Status& status);
 
   Compiler* compiler_;
-  TieredStores* tiers_;
+  HealthCheckedTiers* tiers_;
   MemoryLru* memory_;
   Statistics* stats_;
   const absl::Duration limit_backoff_;

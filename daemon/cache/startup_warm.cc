@@ -17,7 +17,7 @@ struct Candidate {
 
 // Every servable artifact of every tier, most recently used first; an artifact several tiers
 // hold comes from the upper one (the one a resolve reads first).
-std::vector<Candidate> Candidates(TieredStores& tiers) {
+std::vector<Candidate> Candidates(HealthCheckedTiers& tiers) {
   std::vector<Candidate> out;
   absl::flat_hash_set<std::string> seen;
   for (size_t t = 0; t < tiers.size(); ++t) {
@@ -37,7 +37,7 @@ std::vector<Candidate> Candidates(TieredStores& tiers) {
 
 }  // namespace
 
-StartupWarmResult WarmFromStores(TieredStores& tiers, uint64_t budget_bytes,
+StartupWarmResult WarmFromStores(HealthCheckedTiers& tiers, uint64_t budget_bytes,
                                  const std::function<void(std::shared_ptr<const Artifact>)>& each,
                                  const std::function<bool()>& keep_going) {
   StartupWarmResult result;

@@ -23,7 +23,7 @@ namespace kcache {
 // in that order while their payloads fit `budget_bytes`, with their kernel's record and
 // listing. Each artifact read is handed to `each` (may be empty). Stops early when
 // `keep_going` answers false (checked before each read). A tier that fails is skipped.
-StartupWarmResult WarmFromStores(TieredStores& tiers, uint64_t budget_bytes,
+StartupWarmResult WarmFromStores(HealthCheckedTiers& tiers, uint64_t budget_bytes,
                                  const std::function<void(std::shared_ptr<const Artifact>)>& each,
                                  const std::function<bool()>& keep_going);
 

@@ -30,19 +30,20 @@ void TierHealth::RecordSuccess() {
   backoff_ = initial_;
 }
 
-TieredStores::TieredStores(Store* local, const std::vector<Store*>& baked,
-                           absl::Duration off_initial, absl::Duration off_max, Statistics* stats)
+HealthCheckedTiers::HealthCheckedTiers(Store* local, const std::vector<Store*>& baked,
+                                       absl::Duration off_initial, absl::Duration off_max,
+                                       Statistics* stats)
     : stats_(stats) {
   tiers_.push_back(std::make_unique<Tier>(local, off_initial, off_max));
   for (Store* store : baked) tiers_.push_back(std::make_unique<Tier>(store, off_initial, off_max));
   checksum_failures_.assign(tiers_.size(), 0);
 }
 
-bool TieredStores::available(size_t tier) const {
+bool HealthCheckedTiers::available(size_t tier) const {
   return tiers_[tier]->health.Available(absl::Now());
 }
 
-absl::Status TieredStores::Call(size_t tier, absl::FunctionRef<absl::Status(Store&)> call) {
+absl::Status HealthCheckedTiers::Call(size_t tier, absl::FunctionRef<absl::Status(Store&)> call) {
   Tier& t = *tiers_[tier];
   if (!t.health.Available(absl::Now())) {
     stats_->Add(Statistic::kTierSkips);
@@ -61,8 +62,8 @@ absl::Status TieredStores::Call(size_t tier, absl::FunctionRef<absl::Status(Stor
 }
 
 template <typename T>
-absl::StatusOr<T> TieredStores::CallFor(size_t tier,
-                                        absl::FunctionRef<absl::StatusOr<T>(Store&)> call) {
+absl::StatusOr<T> HealthCheckedTiers::CallFor(size_t tier,
+                                              absl::FunctionRef<absl::StatusOr<T>(Store&)> call) {
   std::optional<absl::StatusOr<T>> result;
   absl::Status s = Call(tier, [&](Store& store) {
     result.emplace(call(store));
@@ -72,44 +73,44 @@ absl::StatusOr<T> TieredStores::CallFor(size_t tier,
   return *std::move(result);
 }
 
-absl::StatusOr<KernelRecord> TieredStores::GetKernel(size_t tier, const KernelId& id) {
+absl::StatusOr<KernelRecord> HealthCheckedTiers::GetKernel(size_t tier, const KernelId& id) {
   return CallFor<KernelRecord>(tier, [&](Store& s) { return s.GetKernel(id); });
 }
 
-absl::StatusOr<std::vector<ArtifactMeta>> TieredStores::ListArtifacts(size_t tier,
-                                                                      const KernelId& id) {
+absl::StatusOr<std::vector<ArtifactMeta>> HealthCheckedTiers::ListArtifacts(size_t tier,
+                                                                            const KernelId& id) {
   return CallFor<std::vector<ArtifactMeta>>(tier, [&](Store& s) { return s.ListArtifacts(id); });
 }
 
-absl::StatusOr<Artifact> TieredStores::Get(size_t tier, const ArtifactKey& key) {
+absl::StatusOr<Artifact> HealthCheckedTiers::Get(size_t tier, const ArtifactKey& key) {
   return CallFor<Artifact>(tier, [&](Store& s) { return s.Get(key); });
 }
 
-absl::Status TieredStores::Put(size_t tier, const Artifact& artifact) {
+absl::Status HealthCheckedTiers::Put(size_t tier, const Artifact& artifact) {
   return Call(tier, [&](Store& s) { return s.Put(artifact); });
 }
 
-absl::Status TieredStores::PutCopy(size_t tier, const Artifact& artifact) {
+absl::Status HealthCheckedTiers::PutCopy(size_t tier, const Artifact& artifact) {
   return Call(tier, [&](Store& s) { return s.PutCopy(artifact); });
 }
 
-absl::Status TieredStores::PutKernel(size_t tier, const KernelRecord& record) {
+absl::Status HealthCheckedTiers::PutKernel(size_t tier, const KernelRecord& record) {
   return Call(tier, [&](Store& s) { return s.PutKernel(record); });
 }
 
-absl::StatusOr<std::vector<KernelRecord>> TieredStores::ListKernels(size_t tier) {
+absl::StatusOr<std::vector<KernelRecord>> HealthCheckedTiers::ListKernels(size_t tier) {
   return CallFor<std::vector<KernelRecord>>(tier, [&](Store& s) { return s.ListKernels(); });
 }
 
-absl::StatusOr<std::vector<ArtifactMeta>> TieredStores::ListAllArtifacts(size_t tier) {
+absl::StatusOr<std::vector<ArtifactMeta>> HealthCheckedTiers::ListAllArtifacts(size_t tier) {
   return CallFor<std::vector<ArtifactMeta>>(tier, [&](Store& s) { return s.ListAllArtifacts(); });
 }
 
-absl::StatusOr<StoreStats> TieredStores::Stats(size_t tier) {
+absl::StatusOr<StoreStats> HealthCheckedTiers::Stats(size_t tier) {
   return CallFor<StoreStats>(tier, [&](Store& s) { return s.Stats(); });
 }
 
-TiersSnapshot TieredStores::Snapshot() {
+TiersSnapshot HealthCheckedTiers::Snapshot() {
   TiersSnapshot snapshot;
   absl::MutexLock lock(&snapshot_mu_);
   for (size_t t = 0; t < tiers_.size(); ++t) {
@@ -135,7 +136,7 @@ TiersSnapshot TieredStores::Snapshot() {
   return snapshot;
 }
 
-absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(TieredStores& tiers) {
+absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(HealthCheckedTiers& tiers) {
   std::map<KernelId, ListedKernelInfo> kernels;
   std::set<KernelId> with_record;
   std::set<ArtifactKey> listed;

@@ -52,12 +52,14 @@ struct TiersSnapshot {
   StoreStats writable;
 };
 
-// Tier 0 is the writable store, tiers 1..n the baked stores in order. Thread-safe.
-class TieredStores : public StoreTiers {
+// The daemon's StoreTiers (the interface the serving rules read, engine/resolve/decide.h), each
+// behind a TierHealth. Tier 0 is the writable store, tiers 1..n the baked stores in order.
+// Thread-safe.
+class HealthCheckedTiers : public StoreTiers {
  public:
   // `local` and `baked` are borrowed and must outlive this; `stats` too.
-  TieredStores(Store* local, const std::vector<Store*>& baked, absl::Duration off_initial,
-               absl::Duration off_max, Statistics* stats);
+  HealthCheckedTiers(Store* local, const std::vector<Store*>& baked, absl::Duration off_initial,
+                     absl::Duration off_max, Statistics* stats);
 
   size_t size() const override { return tiers_.size(); }
   absl::StatusOr<KernelRecord> GetKernel(size_t tier, const KernelId& id) override;
@@ -112,7 +114,7 @@ class TieredStores : public StoreTiers {
 // held by several tiers is listed once, in the upper one; a record in an upper tier wins).
 // Kernels without a record are listed with their id and the name their artifacts carry.
 // Sorted by name. A failing tier is skipped; Unavailable when every tier fails.
-absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(TieredStores& tiers);
+absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(HealthCheckedTiers& tiers);
 
 }  // namespace kcache
 

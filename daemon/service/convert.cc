@@ -62,7 +62,7 @@ ResolveQuery QueryFromProto(const v1::ResolveRequest& request) {
   ResolveQuery query;
   switch (request.kernel_case()) {
     case v1::ResolveRequest::kSpec:
-      query.spec = std::make_shared<const KernelRecord>(RecordFromProto(request.spec()));
+      query.record = std::make_shared<const KernelRecord>(RecordFromProto(request.spec()));
       break;
     case v1::ResolveRequest::kKernelId:
       if (auto id = KernelId::FromBytes(request.kernel_id()); id.ok()) query.id = *id;

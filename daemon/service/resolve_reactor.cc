@@ -35,9 +35,9 @@ std::string FirstLine(absl::string_view text) {
 }
 
 std::string Describe(const ResolveQuery& query) {
-  std::string kernel = query.spec ? query.spec->spec.name + " " + query.spec->id.ShortHex()
-                       : query.id ? query.id->ShortHex()
-                                  : "name " + query.name;
+  std::string kernel = query.record ? query.record->spec.name + " " + query.record->id.ShortHex()
+                       : query.id   ? query.id->ShortHex()
+                                    : "name " + query.name;
   return absl::StrCat(kernel, " for ", query.device.sm.ToString(),
                       query.client.empty() ? "" : " from " + query.client.substr(0, 64));
 }

@@ -55,7 +55,7 @@ void CheckResolve(const v1::ResolveRequest& request) {
   CheckRefusal(valid);
   if (!valid.ok()) return;
   ResolveQuery query = QueryFromProto(request);
-  FUZZ_CHECK((query.spec != nullptr) + query.id.has_value() + !query.name.empty() == 1,
+  FUZZ_CHECK((query.record != nullptr) + query.id.has_value() + !query.name.empty() == 1,
              "a valid request names exactly one kernel");
   absl::Status device = ValidateDeviceSm(query.device.sm.major, query.device.sm.minor);
   FUZZ_CHECK(device.ok(), device.ToString());

@@ -43,7 +43,8 @@ class StartupWarmOrderTest : public ::testing::Test {
     read_only.read_only = true;
     baked_.reset();
     baked_ = *OpenStore(dir_ / "baked", read_only);
-    TieredStores tiers(local_.get(), {baked_.get()}, absl::Seconds(5), absl::Minutes(1), &stats_);
+    HealthCheckedTiers tiers(local_.get(), {baked_.get()}, absl::Seconds(5), absl::Minutes(1),
+                             &stats_);
     std::vector<std::string> order;
     StartupWarmResult result = WarmFromStores(
         tiers, budget,
