@@ -125,8 +125,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelCacheService::Resolve(
                            *request);
 }
 
-grpc::ServerWriteReactor<v1::ResolveManyResponse>* KernelCacheService::ResolveMany(
-    grpc::CallbackServerContext* context, const v1::ResolveManyRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelCacheService::ResolveMany(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return NewResolveManyReactor(cache_, pool_, tracker_, {ticker_, options_.compile_limit}, context,
                                *request);
 }

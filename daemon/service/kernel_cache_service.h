@@ -1,9 +1,10 @@
 // KernelCacheService: the gRPC front end of kcached (service kcache.v1.KernelCache, callback
 // API). It validates requests (request_limits.h), converts them (convert.h), calls the
 // ArtifactCache and nothing beneath it, and maps errors in one place (grpc_status.h).
-// Blocking cache calls run on a BlockingPool, never on gRPC's callback threads. Resolve is
-// served raw (ByteBuffers): its chunks are slices of the cached artifact's bytes, shared by
-// every call that streams them, never copied per call.
+// Blocking cache calls run on a BlockingPool, never on gRPC's callback threads. Resolve and
+// ResolveMany are served raw (ByteBuffers): their chunks are slices of the cached artifact's
+// bytes, shared by every call that streams them, never copied per call. The three streams write
+// through one StreamWriter (stream_writer.h).
 #ifndef KCACHE_DAEMON_SERVICE_KERNEL_CACHE_SERVICE_H_
 #define KCACHE_DAEMON_SERVICE_KERNEL_CACHE_SERVICE_H_
 
@@ -31,7 +32,7 @@ struct ServiceOptions {
 };
 
 using KernelCacheServiceBase = v1::KernelCache::WithRawCallbackMethod_Resolve<
-    v1::KernelCache::WithCallbackMethod_ResolveMany<v1::KernelCache::WithCallbackMethod_Warm<
+    v1::KernelCache::WithRawCallbackMethod_ResolveMany<v1::KernelCache::WithCallbackMethod_Warm<
         v1::KernelCache::WithCallbackMethod_Stat<v1::KernelCache::WithCallbackMethod_List<
             v1::KernelCache::WithCallbackMethod_ExportManifest<v1::KernelCache::Service>>>>>>;
 
@@ -47,8 +48,8 @@ class KernelCacheService final : public KernelCacheServiceBase {
 
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Resolve(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request) override;
-  grpc::ServerWriteReactor<v1::ResolveManyResponse>* ResolveMany(
-      grpc::CallbackServerContext* context, const v1::ResolveManyRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* ResolveMany(grpc::CallbackServerContext* context,
+                                                          const grpc::ByteBuffer* request) override;
   grpc::ServerWriteReactor<v1::WarmProgress>* Warm(grpc::CallbackServerContext* context,
                                                    const v1::WarmRequest* request) override;
   grpc::ServerUnaryReactor* Stat(grpc::CallbackServerContext* context,
@@ -75,9 +76,9 @@ class KernelCacheService final : public KernelCacheServiceBase {
 grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(
     ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
     grpc::CallbackServerContext* context, const grpc::ByteBuffer& request);
-grpc::ServerWriteReactor<v1::ResolveManyResponse>* NewResolveManyReactor(
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveManyReactor(
     ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
-    grpc::CallbackServerContext* context, const v1::ResolveManyRequest& request);
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request);
 grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache, BlockingPool* pool,
                                                            CallTracker* tracker,
                                                            grpc::CallbackServerContext* context,

@@ -2,22 +2,17 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
-#include <deque>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "core/manifest.h"
 #include "daemon/service/convert.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/kernel_cache_service.h"
 #include "daemon/service/request_limits.h"
+#include "daemon/service/stream_writer.h"
 
 namespace kcache {
 namespace {
@@ -47,17 +42,17 @@ absl::Status PrepareWarm(const v1::WarmRequest& request, const ServiceOptions& s
   return absl::OkStatus();
 }
 
-class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>,
-                          private WarmObserver,
-                          private TrackedCall {
+// The warm itself runs on when the call breaks (what it builds is stored) and keeps this object
+// alive until it returns; what it reports then is dropped (StreamWriter).
+class WarmReactor final : public StreamWriter<v1::WarmProgress>, private WarmObserver {
  public:
   WarmReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
               grpc::CallbackServerContext* context, const ServiceOptions& service,
               const v1::WarmRequest& request)
-      : TrackedCall(tracker) {
+      : StreamWriter(tracker) {
     CallTracker::Admission admission = tracker_->Enter(this);
     if (admission != CallTracker::Admission::kAdmitted) {
-      Finish(RefusedStatus(admission, *tracker_, cache, context));
+      End(RefusedStatus(admission, *tracker_, cache, context));
       return;
     }
     auto manifest = std::make_shared<Manifest>();
@@ -65,7 +60,7 @@ class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>,
     absl::Status prepared = PrepareWarm(request, service, manifest.get(), &options);
     if (!prepared.ok()) {
       spdlog::info("warm refused: {}", std::string(prepared.message()));
-      Finish(ToGrpcStatus(prepared));
+      End(ToGrpcStatus(prepared));
       return;
     }
     spdlog::info("warm: {} kernels x {} targets", manifest->kernels.size(), options.targets.size());
@@ -76,96 +71,24 @@ class WarmReactor final : public grpc::ServerWriteReactor<v1::WarmProgress>,
         spdlog::info("warm done: {} built, {} cached, {} skipped, {} failed in {} ms",
                      summary->built, summary->cached, summary->skipped, summary->failed,
                      summary->wall_micros / 1000);
-        v1::WarmProgress last;
-        SummaryToProto(*summary, last.mutable_summary());
-        Push(std::move(last), grpc::Status::OK);
+        std::vector<v1::WarmProgress> last(1);
+        SummaryToProto(*summary, last[0].mutable_summary());
+        Send(std::move(last), grpc::Status::OK);
       } else {
         spdlog::warn("warm failed: {}", std::string(summary.status().message()));
-        Push(std::nullopt, ToGrpcStatus(summary.status()));
+        End(ToGrpcStatus(summary.status()));
       }
       Unref();
     });
   }
 
-  void OnWriteDone(bool ok) override {
-    {
-      absl::MutexLock lock(&mu_);
-      writing_ = false;
-      if (!ok) {  // the client went away: drop what is queued; the warm itself runs on
-        broken_ = true;
-        queue_.clear();
-        end_ = ToGrpcStatus(absl::CancelledError("client cancelled"));
-      }
-    }
-    WriteNext();
-  }
-
-  // The client gave up: finish now; the warm itself runs on (what it builds is stored) and
-  // keeps this object alive until it returns.
-  void OnCancel() override { CancelNow(absl::CancelledError("call cancelled")); }
-
-  // Shutdown's grace ran out (or OnCancel): drop what is queued and finish with `status` once
-  // no write is in flight.
-  void CancelNow(const absl::Status& status) override {
-    {
-      absl::MutexLock lock(&mu_);
-      if (broken_) return;
-      broken_ = true;
-      queue_.clear();
-      end_ = ToGrpcStatus(status);
-    }
-    WriteNext();
-  }
-
-  void OnDone() override { Unref(); }
-
  private:
   // WarmObserver (called from the cache's threads, never concurrently).
   void OnJobDone(const WarmJobResult& result, int done, int total) override {
-    v1::WarmProgress progress;
-    JobDoneToProto(result, done, total, progress.mutable_job());
-    Push(std::move(progress), std::nullopt);
+    std::vector<v1::WarmProgress> progress(1);
+    JobDoneToProto(result, done, total, progress[0].mutable_job());
+    Send(std::move(progress));
   }
-
-  // Queues a message and/or the final status, and writes if no write is in flight.
-  void Push(std::optional<v1::WarmProgress> message, std::optional<grpc::Status> end) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (broken_) return;
-      if (message) queue_.push_back(*std::move(message));
-      if (end) end_ = *std::move(end);
-    }
-    WriteNext();
-  }
-
-  // Starts the next write, or finishes once the queue is empty and the end is known.
-  // gRPC calls are made outside mu_ (a reaction may run inline).
-  void WriteNext() {
-    bool write = false;
-    std::optional<grpc::Status> finish;
-    {
-      absl::MutexLock lock(&mu_);
-      if (writing_ || finished_) return;
-      if (!queue_.empty()) {
-        current_ = std::move(queue_.front());
-        queue_.pop_front();
-        writing_ = write = true;
-      } else if (end_) {
-        finished_ = true;
-        finish = end_;
-      }
-    }
-    if (write) StartWrite(&current_);
-    if (finish) Finish(*finish);
-  }
-
-  absl::Mutex mu_;
-  std::deque<v1::WarmProgress> queue_ ABSL_GUARDED_BY(mu_);
-  v1::WarmProgress current_;  // the message in flight; written only when !writing_
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool broken_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<grpc::Status> end_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
