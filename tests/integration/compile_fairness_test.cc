@@ -13,9 +13,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/testutil/daemon_process.h"
+#include "tests/testutil/http.h"
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -26,6 +28,7 @@ using ::kcache::testing::DaemonProcess;
 using ::kcache::testing::ResolveOutcome;
 using ::kcache::testing::ResolveSpec;
 using ::kcache::testing::StatCounter;
+using ::kcache::testing::WaitFor;
 using ::kcache::testing::WireSpec;
 using Clock = std::chrono::steady_clock;
 
@@ -49,13 +52,15 @@ v1::ResolveRequest Small(int n, const std::string& client) {
 class CompileFairnessTest : public ::testing::Test {
  protected:
   void StartDaemon(int workers, int wall_seconds) {
-    daemon_.options().extra_flags = {
-        "--compile-worker",
-        KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty",
-        "--compile-workers",
-        std::to_string(workers),
-        "--compile-timeout-seconds",
-        std::to_string(wall_seconds)};
+    daemon_.options().extra_flags = {"--compile-worker",
+                                     KCACHE_BINARY_DIR
+                                     "/engine/workers/kcache-compile-worker-faulty",
+                                     "--compile-workers",
+                                     std::to_string(workers),
+                                     "--compile-timeout-seconds",
+                                     std::to_string(wall_seconds),
+                                     "--probe-port",
+                                     std::to_string(port_)};
     ASSERT_TRUE(daemon_.Start().ok()) << daemon_.Log();
     stub_ = ::kcache::testing::NewStub(daemon_.address());
   }
@@ -63,12 +68,20 @@ class CompileFairnessTest : public ::testing::Test {
   // Waits (up to 30 s) until the counter reaches `value`; its last value.
   uint64_t AwaitCounter(const std::string& name, uint64_t value) {
     uint64_t now = 0;
-    for (int i = 0; i < 300 && (now = StatCounter(*stub_, name)) < value; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    WaitFor([&] { return (now = StatCounter(*stub_, name)) >= value; }, std::chrono::seconds(30));
     return now;
   }
 
+  // Waits until kcached is answering `calls` gRPC calls (its /metrics gauge): each call the test
+  // started has reached the daemon and asked for its compile. The only worker is idle until the
+  // first, so the first bomb holds it from then on.
+  void AwaitCallsInFlight(int calls) {
+    ASSERT_TRUE(WaitFor([&] {
+      return ::kcache::testing::ScrapeSample(port_, "kcache_calls_in_flight") >= calls;
+    })) << daemon_.Log();
+  }
+
+  int port_ = ::kcache::testing::FreePort();
   DaemonProcess daemon_;
   std::unique_ptr<v1::KernelCache::Stub> stub_;
 };
@@ -77,7 +90,7 @@ class CompileFairnessTest : public ::testing::Test {
 TEST_F(CompileFairnessTest, MissesNobodyWaitsForLeaveTheQueue) {
   StartDaemon(/*workers=*/1, /*wall_seconds=*/4);
   std::thread bomb([&] { CallResolve(*stub_, Bomb(0, "bomber")); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the bomb takes the worker
+  AwaitCallsInFlight(1);  // the bomb takes the worker
   std::vector<std::thread> impatient;
   for (int i = 0; i < 20; ++i) {
     impatient.emplace_back([&, i] {
@@ -100,7 +113,7 @@ TEST_F(CompileFairnessTest, MissesNobodyWaitsForLeaveTheQueue) {
 TEST_F(CompileFairnessTest, AMissItsCallerAsksAgainForStaysQueued) {
   StartDaemon(/*workers=*/1, /*wall_seconds=*/4);
   std::thread bomb([&] { CallResolve(*stub_, Bomb(0, "bomber")); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the bomb takes the worker
+  AwaitCallsInFlight(1);  // the bomb takes the worker
   ResolveOutcome gave_up = CallResolve(*stub_, Small(0, "retrier"), std::chrono::seconds(1));
   EXPECT_EQ(gave_up.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -120,12 +133,12 @@ TEST_F(CompileFairnessTest, TheNextFreeWorkerGoesToAClientNotYetServed) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   };
   std::thread first([&] { CallResolve(*stub_, Bomb(1, "bomber")); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  AwaitCallsInFlight(1);
   std::thread second([&] {
     CallResolve(*stub_, Bomb(2, "bomber"));
     second_bomb_done = since();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  AwaitCallsInFlight(2);  // the second bomb is queued
   ResolveOutcome small = CallResolve(*stub_, Small(1, "victim"));
   small_done = since();
   EXPECT_TRUE(small.status.ok()) << small.status.error_message();

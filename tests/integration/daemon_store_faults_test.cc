@@ -15,6 +15,7 @@
 #include "tests/testutil/store_faults.h"
 #include "tests/testutil/synthetic.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -29,6 +30,7 @@ using ::kcache::testing::Record;
 using ::kcache::testing::ResolveOutcome;
 using ::kcache::testing::StatCounter;
 using ::kcache::testing::TestPayload;
+using ::kcache::testing::WaitFor;
 
 v1::ResolveRequest ByName(const std::string& name) {
   v1::ResolveRequest request;
@@ -112,11 +114,7 @@ TEST_F(DaemonStoreFaultsTest, WritableStoreStaysWithinStoreMaxBytesAndCountsEvic
     ASSERT_TRUE(out.status.ok()) << out.status.error_message();
   }
   // The write-backs run after the answers, on kcached's writer thread: wait for all six.
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (StatCounter(*stub_, "tier.write_backs") < names.size() &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return StatCounter(*stub_, "tier.write_backs") >= names.size(); });
   ASSERT_EQ(StatCounter(*stub_, "tier.write_backs"), names.size()) << daemon_.Log();
   EXPECT_GE(StatCounter(*stub_, "store.evictions"), 3u);
   EXPECT_GE(StatCounter(*stub_, "store.evicted_bytes"), 60000u);

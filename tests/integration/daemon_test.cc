@@ -20,10 +20,12 @@
 #include "core/manifest.h"
 #include "engine/store/store.h"
 #include "tests/testutil/daemon_process.h"
+#include "tests/testutil/http.h"
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/synthetic.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -39,6 +41,7 @@ using ::kcache::testing::Record;
 using ::kcache::testing::ResolveOutcome;
 using ::kcache::testing::ResolveSpec;
 using ::kcache::testing::StatCounter;
+using ::kcache::testing::WaitFor;
 using ::kcache::testing::WireSpec;
 
 std::string FaultyWorker() {
@@ -391,19 +394,28 @@ TEST_F(DaemonTest, StaleSocketIsReplacedButALiveDaemonIsNot) {
   ExpectAlive();
 }
 
+// True once kcached (started with --probe-port `port`) is answering a gRPC call.
+bool ACallIsInFlight(int port) {
+  return WaitFor(
+      [&] { return ::kcache::testing::ScrapeSample(port, "kcache_calls_in_flight") >= 1; });
+}
+
 TEST_F(DaemonTest, SigtermLetsAnInFlightCompileFinishAndExitsZero) {
-  StartDaemon();
+  int port = ::kcache::testing::FreePort();
+  StartDaemon({"--probe-port", std::to_string(port)});
   v1::ResolveRequest request = ResolveSpec(WireSpec("slow", ::kcache::testing::kSlowSource), 8, 6);
   auto call = std::async(std::launch::async, [&] { return CallResolve(*stub_, request); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the compile is running
+  ASSERT_TRUE(ACallIsInFlight(port)) << daemon_.Log();  // its compile is queued or running
   ASSERT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
       << "the compile finished before SIGTERM: make kSlowSource slower";
   daemon_.Kill(SIGTERM);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Once kcached has read the signal, a new call (on a new connection) is refused...
+  EXPECT_TRUE(WaitFor([&] {
+    return StatCounter(*::kcache::testing::NewStub(daemon_.address()), "resolve.requests") ==
+           UINT64_MAX;
+  })) << "new calls were still accepted after SIGTERM";
+  // ... while the compile in flight goes on.
   ASSERT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
-  EXPECT_EQ(StatCounter(*::kcache::testing::NewStub(daemon_.address()), "resolve.requests"),
-            UINT64_MAX)
-      << "a new call was accepted while shutting down";
   ResolveOutcome out = call.get();
   EXPECT_TRUE(out.status.ok()) << out.status.error_message() << daemon_.Log();
   EXPECT_EQ(out.header.rule(), v1::SERVE_RULE_COMPILED);
@@ -430,13 +442,14 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
 }
 
 TEST_F(DaemonTest, SigtermPastTheGraceCancelsTheCallAndStopsItsCompileWorker) {
+  int port = ::kcache::testing::FreePort();
   StartDaemon({"--compile-worker", FaultyWorker(), "--compile-workers", "1",
-               "--shutdown-grace-seconds", "1"});
+               "--shutdown-grace-seconds", "1", "--probe-port", std::to_string(port)});
   v1::ResolveRequest request = ResolveSpec(
       WireSpec("hang", "// KCACHE_TEST_HANG\n" + std::string(::kcache::testing::kSaxpySource)), 8,
       6);
   auto call = std::async(std::launch::async, [&] { return CallResolve(*stub_, request); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(ACallIsInFlight(port)) << daemon_.Log();
   std::vector<pid_t> workers = ChildrenOf(daemon_.pid());
   ASSERT_FALSE(workers.empty());
   auto stopping = std::chrono::steady_clock::now();
@@ -449,12 +462,9 @@ TEST_F(DaemonTest, SigtermPastTheGraceCancelsTheCallAndStopsItsCompileWorker) {
   EXPECT_EQ(daemon_.Wait(std::chrono::seconds(20)), 0) << daemon_.Log();
   EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(10));
   for (pid_t worker : workers) {
-    bool gone = false;
-    for (int i = 0; i < 200 && !gone; ++i) {
-      gone = kill(worker, 0) != 0 && errno == ESRCH;
-      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    EXPECT_TRUE(gone) << "compile worker " << worker << " outlived the daemon";
+    EXPECT_TRUE(
+        WaitFor([&] { return kill(worker, 0) != 0 && errno == ESRCH; }, std::chrono::seconds(2)))
+        << "compile worker " << worker << " outlived the daemon";
   }
 }
 

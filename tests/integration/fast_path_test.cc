@@ -27,6 +27,7 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/fast_socket.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -37,6 +38,7 @@ using client::Device;
 using client::FetchedKernel;
 using ::kcache::testing::DaemonProcess;
 using ::kcache::testing::FastSocket;
+using ::kcache::testing::WaitFor;
 
 constexpr Device kSm89{8, 9, 13000};
 
@@ -346,10 +348,8 @@ TEST(FastPathTest, ResolveManyAnswersInOrder) {
   EXPECT_EQ(fast.served(), 98u);
   EXPECT_EQ(Counter(*grpc, "fast.leases_held"), 98u);
   answers.clear();  // every lease given back
-  for (int i = 0; i < 100 && Counter(*grpc, "fast.leases_held") != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_EQ(Counter(*grpc, "fast.leases_held"), 0u);
+  EXPECT_TRUE(WaitFor([&] { return Counter(*grpc, "fast.leases_held") == 0; }))
+      << Counter(*grpc, "fast.leases_held") << " leases still held";
 }
 
 // Client::ResolveMany takes what it can from the fast path in one pipelined exchange and asks
@@ -522,10 +522,8 @@ TEST(FastPathTest, ClosingTheConnectionFreesItsLeases) {
     }
     EXPECT_EQ(Counter(*admin, "fast.leases_held"), 5u);
   }  // closed without releasing anything
-  for (int i = 0; i < 100 && Counter(*admin, "fast.leases_held") != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_EQ(Counter(*admin, "fast.leases_held"), 0u);
+  EXPECT_TRUE(WaitFor([&] { return Counter(*admin, "fast.leases_held") == 0; }))
+      << Counter(*admin, "fast.leases_held") << " leases still held";
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "tests/testutil/run.h"
 #include "tests/testutil/synthetic.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -37,6 +38,7 @@ namespace {
 using ::kcache::testing::Contains;
 using ::kcache::testing::DaemonProcess;
 using ::kcache::testing::StatCounter;
+using ::kcache::testing::WaitFor;
 
 // The resident set of process `pid`, in bytes (0 when unreadable).
 uint64_t RssBytes(pid_t pid) {
@@ -82,16 +84,6 @@ std::unique_ptr<v1::KernelCache::Stub> NarrowWindowStub(const std::string& addre
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 10);
   return v1::KernelCache::NewStub(
       grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
-}
-
-template <typename Predicate>
-bool WaitFor(Predicate predicate, std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  auto give_up = std::chrono::steady_clock::now() + timeout;
-  while (!predicate()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
 }
 
 TEST(HostileClientsTest, AbandonedResolveStreamsStayWithinTheDaemonsBounds) {

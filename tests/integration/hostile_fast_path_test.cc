@@ -29,6 +29,7 @@
 #include "kcache/v1/fast_path.pb.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/fast_socket.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -39,6 +40,7 @@ using client::Device;
 using client::FetchedKernel;
 using ::kcache::testing::DaemonProcess;
 using ::kcache::testing::FastSocket;
+using ::kcache::testing::WaitFor;
 
 constexpr Device kSm89{8, 9, 13000};
 constexpr size_t kPayload = 200 * 1000;
@@ -204,9 +206,7 @@ TEST(HostileFastPathTest, hostile_AThousandMappingsStayWithinTheArena) {
     EXPECT_LE(Counter(*admin, "fast.arena_bytes"), uint64_t{8} << 20);
   }  // every view and connection dropped
   EXPECT_EQ(served, 1000);
-  for (int i = 0; i < 100 && Counter(*admin, "fast.leases_held") != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return Counter(*admin, "fast.leases_held") == 0; });
   EXPECT_EQ(Counter(*admin, "fast.leases_held"), 0u);
   EXPECT_LE(Counter(*admin, "fast.arena_bytes"), 4 * (kPayload + 64));  // one slot each
   uint64_t rss_after = RssBytes(daemon.pid());
@@ -323,9 +323,7 @@ TEST(HostileFastPathTest, hostile_ObjectLookupsAreCheckedAsOverGrpc) {
     ASSERT_TRUE(brief.Send(note));
   }
   std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
-  for (int i = 0; i < 100 && Counter(*admin, "objects.uncached_response_file") != 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return Counter(*admin, "objects.uncached_response_file") == 2; });
   EXPECT_EQ(Counter(*admin, "objects.uncached_response_file"), 2u);
   EXPECT_EQ(Counter(*admin, "fast.leases_held"), 1u);  // the listing's, until released
   EXPECT_EQ(Counter(*admin, "objects.served"), 0u);
@@ -372,9 +370,7 @@ TEST(HostileFastPathTest, hostile_RandomPacketsCrashNothing) {
   ASSERT_TRUE(daemon.Running()) << daemon.Log();
   ExpectServedIntact(daemon.address(), ids[0], 0);
   std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
-  for (int i = 0; i < 100 && Counter(*admin, "fast.leases_held") != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return Counter(*admin, "fast.leases_held") == 0; });
   EXPECT_EQ(Counter(*admin, "fast.leases_held"), 0u);
 }
 

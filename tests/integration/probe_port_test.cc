@@ -44,11 +44,8 @@ class ProbePortTest : public ::testing::Test {
   }
   std::string probe() const { return "127.0.0.1:" + std::to_string(port_); }
 
-  // The value of the sample whose line starts with `series` ("name{labels}"), or -1.
-  double Sample(const std::string& metrics, const std::string& series) {
-    size_t at = metrics.find("\n" + series + " ");
-    if (at == std::string::npos) return -1;
-    return std::stod(metrics.substr(at + series.size() + 2));
+  static double Sample(const std::string& metrics, const std::string& series) {
+    return ::kcache::testing::MetricSample(metrics, series);
   }
 
   DaemonProcess daemon_;

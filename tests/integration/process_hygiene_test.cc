@@ -16,6 +16,7 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/run.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -24,6 +25,7 @@ using ::kcache::testing::CheckHealth;
 using ::kcache::testing::Contains;
 using ::kcache::testing::DaemonProcess;
 using ::kcache::testing::HealthStatus;
+using ::kcache::testing::WaitFor;
 
 mode_t ModeOf(const std::string& path) {
   struct stat st {};
@@ -37,9 +39,7 @@ TEST(ProcessHygieneTest, HangupAndUserSignalsAreLoggedAndIgnored) {
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   for (int signo : {SIGHUP, SIGUSR1, SIGUSR2}) daemon.Kill(signo);
   // Each is logged as it is read; wait for the last line rather than a fixed time.
-  for (int i = 0; i < 500 && !Contains(daemon.Log(), "received SIGUSR2: ignored"); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return Contains(daemon.Log(), "received SIGUSR2: ignored"); });
   std::string log = daemon.Log();
   EXPECT_TRUE(Contains(log, "received SIGHUP: ignored")) << log;
   EXPECT_TRUE(Contains(log, "received SIGUSR1: ignored")) << log;

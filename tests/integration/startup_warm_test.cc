@@ -19,6 +19,7 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/synthetic.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -68,13 +69,11 @@ uint64_t Counter(Client& client, absl::string_view name) {
   return stats.ok() ? stats->Counter(name) : 0;
 }
 
-// Waits (up to 20 s) until the warm has read `bytes`; the counter's last value.
+// Waits (up to testing::kWaitTimeout) until the warm has read `bytes`; the counter's last value.
 uint64_t AwaitWarmed(Client& client, uint64_t bytes) {
   uint64_t warmed = 0;
-  for (int i = 0; i < 400 && warmed < bytes; ++i) {
-    warmed = Counter(client, "startup.warmed_bytes");
-    if (warmed < bytes) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ::kcache::testing::WaitFor(
+      [&] { return (warmed = Counter(client, "startup.warmed_bytes")) >= bytes; });
   return warmed;
 }
 
@@ -185,9 +184,8 @@ TEST(StartupWarmTest, BakedHitIsCopiedIntoTheWritableStore) {
   ASSERT_TRUE(k.ok()) << k.status();
   EXPECT_EQ(k->served_from, client::ServedFrom::kDaemonBakedStore);
   EXPECT_TRUE(k->data() == stored[0].bytes);
-  for (int i = 0; i < 500 && Counter(*c, "tier.write_backs") == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // copied after the request
-  }
+  // Copied after the request, on kcached's writer thread.
+  EXPECT_TRUE(::kcache::testing::WaitFor([&] { return Counter(*c, "tier.write_backs") != 0; }));
   EXPECT_EQ(Counter(*c, "tier.write_backs"), 1u);
   c.reset();
   ASSERT_EQ(daemon.Stop(), 0) << daemon.Log();

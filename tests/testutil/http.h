@@ -76,6 +76,19 @@ inline HttpResponse HttpGet(int port, const std::string& path) {
   return HttpRequest(port, "GET", path);
 }
 
+// The value of the sample in `metrics` (a /metrics body) whose line starts with `series`
+// ("name{labels}"), or -1.
+inline double MetricSample(const std::string& metrics, const std::string& series) {
+  size_t at = metrics.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(metrics.substr(at + series.size() + 2));
+}
+
+// The value of `series` on kcached's /metrics at 127.0.0.1:port now (-1 when not answered).
+inline double ScrapeSample(int port, const std::string& series) {
+  return MetricSample(HttpGet(port, "/metrics").body, series);
+}
+
 }  // namespace kcache::testing
 
 #endif  // KCACHE_TESTS_TESTUTIL_HTTP_H_

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/toolkit.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -344,7 +347,14 @@ TEST_F(ProcessPoolTest, WorkerKilledWhileIdleIsReplacedWithoutFailingTheNextComp
   ASSERT_NE(pool, nullptr);
   pid_t first = pool->worker_pids().at(0);
   ASSERT_EQ(kill(first, SIGKILL), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Dead before the next compile: a zombie the pool has not reaped yet, or gone.
+  ASSERT_TRUE(::kcache::testing::WaitFor([first] {
+    std::ifstream stat("/proc/" + std::to_string(first) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t state = line.rfind(") ");
+    return state == std::string::npos || line[state + 2] == 'Z' || line[state + 2] == 'X';
+  }));
   ExpectServes(*pool);
   EXPECT_NE(pool->worker_pids().at(0), first);
 }
@@ -465,9 +475,7 @@ TEST_F(ProcessPoolTest, WaitForAFreeWorkerIsReportedApartFromTheCompile) {
   absl::Status hang;
   std::thread first(
       [&] { hang = pool->Compile(Job(Faulty("KCACHE_TEST_HANG"), "sm_89")).status(); });
-  for (int i = 0; i < 2000 && pool->stats().compiles == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  EXPECT_TRUE(::kcache::testing::WaitFor([&] { return pool->stats().compiles > 0; }));
   ASSERT_EQ(pool->stats().compiles, 1u);  // the hang holds the worker until its 1 s limit
   absl::StatusOr<CompileOutput> queued = pool->Compile(Job(Saxpy(), "sm_89"));
   first.join();
@@ -487,9 +495,7 @@ TEST_F(ProcessPoolTest, QueuedJobNobodyWantsLeavesTheQueue) {
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
   ASSERT_NE(pool, nullptr);
   std::thread hang([&] { (void)pool->Compile(Job(Faulty("KCACHE_TEST_HANG"), "sm_89")); });
-  for (int i = 0; i < 2000 && pool->stats().compiles == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  EXPECT_TRUE(::kcache::testing::WaitFor([&] { return pool->stats().compiles > 0; }));
   std::atomic<bool> wanted{true};
   CompileJob job = Job(Saxpy(), "sm_89");
   job.demand = CompileDemand{"impatient", [&wanted] { return wanted.load(); }, nullptr};
@@ -522,9 +528,7 @@ TEST_F(ProcessPoolTest, ReserveWorkerServesAnotherClientWhileEveryWorkerRunsABom
     (void)pool->Compile(bomb);
     bomb_done = true;
   });
-  for (int i = 0; i < 2000 && pool->stats().compiles == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  EXPECT_TRUE(::kcache::testing::WaitFor([&] { return pool->stats().compiles > 0; }));
   CompileJob small = Job(Saxpy(), "sm_89");
   small.demand.client = "victim";
   absl::StatusOr<CompileOutput> out = pool->Compile(small);
