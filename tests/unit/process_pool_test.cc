@@ -405,9 +405,6 @@ TEST_F(ProcessPoolTest, DefaultWorkerPathFindsTheBuiltWorker) {
   EXPECT_EQ(DefaultCompileWorkerPath(), kWorker);
 }
 
-// Not a benchmark: prints the pool's per-compile overhead for a tiny kernel and checks that
-// it stays small next to the compile itself. Runs alternate so that load from elsewhere on
-// the machine hits both sides alike.
 // The pool's worker compiles what the engine compiles in-process, byte for byte, and every job,
 // even one refused at once, makes the round trip; the times are printed for a reader (the
 // speed goals live in bench/, not here).
@@ -427,6 +424,7 @@ TEST_F(ProcessPoolTest, WorkerOutputMatchesInProcessAndEveryJobMakesTheRoundTrip
     EXPECT_TRUE(from_pool->artifacts[i].bytes == in_process->artifacts[i].bytes)
         << "artifact " << i << " differs between the worker and the in-process compiler";
   }
+  // Runs alternate so that load from elsewhere on the machine hits both sides alike.
   std::vector<double> in_process_ms, pool_ms;
   for (int i = 0; i < 7; ++i) {
     for (auto [compiler, ms] : {std::pair{local.get(), &in_process_ms},
