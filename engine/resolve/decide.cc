@@ -220,46 +220,20 @@ CompileJob CompileJobFor(const KernelRecord& record, const Device& device) {
                     {}};
 }
 
-absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId& id,
-                                              const KernelRecord* sent, const Device& device,
-                                              const ResolvePolicy& policy,
-                                              absl::Span<const Toolkit* const> toolkits) {
-  if (absl::Status s = ValidateDeviceSm(device.sm.major, device.sm.minor); !s.ok()) return s;
-  absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device, policy.held);
-  if (!lookup.ok()) return lookup.status();
-  ResolveDecision decision;
-  if (lookup->record) {
-    decision.record = std::move(lookup->record);
-  } else if (sent != nullptr) {
-    if (absl::Status s = CheckArchRange(*sent, device); !s.ok()) return s;
-    decision.record = *sent;
-    decision.record->id = id;
-  }
-  if (lookup->hit) {
-    decision.stored = std::move(lookup->hit);
-    decision.stored_tier = lookup->hit_tier;
-  }
-  if (decision.stored && !decision.stored->needs_jit()) return decision;  // SASS: serve it
+namespace {
 
-  std::optional<size_t> toolkit;
-  if (decision.record && policy.allow_compile) {
-    toolkit = PickToolkit(toolkits, device.driver, device.sm.arch());
-  }
-  if (toolkit) {
-    decision.compile = CompileJobFor(*decision.record, device);
-    decision.toolkit = *toolkit;
-    decision.action = decision.stored && policy.ptx_now ? ResolveDecision::Action::kServeAndCompile
-                                                        : ResolveDecision::Action::kCompile;
-    return decision;
-  }
-  if (decision.stored) return decision;  // PTX, and nothing can build SASS: the driver JITs
-
-  // Nothing stored runs here, and no SASS can be built: why.
+// DecideResolve's last rows: nothing stored runs on the device and no SASS can be built for
+// it. A compile of the PTX of a lower arch when a toolkit builds one the driver loads;
+// otherwise the miss, and why.
+absl::StatusOr<ResolveDecision> NothingFits(ResolveDecision decision, const StoredLookup& lookup,
+                                            const KernelId& id, const Device& device,
+                                            const ResolvePolicy& policy, size_t tier_count,
+                                            absl::Span<const Toolkit* const> toolkits) {
   if (!decision.record) {
-    if (lookup->tiers_answered == 0 && tiers.size() > 0) {
+    if (lookup.tiers_answered == 0 && tier_count > 0) {
       return WithMissReason(
           absl::UnavailableError(
-              absl::StrCat("every store tier is failing (", lookup->first_failure.message(),
+              absl::StrCat("every store tier is failing (", lookup.first_failure.message(),
                            ") and the kernel's spec is unknown; retry shortly or send the spec")),
           MissReason::kNothingServable);
     }
@@ -273,9 +247,9 @@ absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId&
   }
   std::string nothing = absl::StrCat("no stored artifact of ", decision.record->spec.name,
                                      " runs on ", device.sm.ToString());
-  if (lookup->refused_min_driver != 0) {
+  if (lookup.refused_min_driver != 0) {
     absl::StrAppend(&nothing, " with driver ", DriverText(device.driver), " (stored ones need ",
-                    DriverText(lookup->refused_min_driver), " or newer)");
+                    DriverText(lookup.refused_min_driver), " or newer)");
   }
   if (!policy.allow_compile) {
     return WithMissReason(
@@ -310,6 +284,45 @@ absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId&
     }
   }
   return NoToolkitFits(nothing, toolkits, device);
+}
+
+}  // namespace
+
+absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId& id,
+                                              const KernelRecord* sent, const Device& device,
+                                              const ResolvePolicy& policy,
+                                              absl::Span<const Toolkit* const> toolkits) {
+  if (absl::Status s = ValidateDeviceSm(device.sm.major, device.sm.minor); !s.ok()) return s;
+  absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device, policy.held);
+  if (!lookup.ok()) return lookup.status();
+  ResolveDecision decision;
+  if (lookup->record) {
+    decision.record = std::move(lookup->record);
+  } else if (sent != nullptr) {
+    if (absl::Status s = CheckArchRange(*sent, device); !s.ok()) return s;
+    decision.record = *sent;
+    decision.record->id = id;
+  }
+  if (lookup->hit) {
+    decision.stored = std::move(lookup->hit);
+    decision.stored_tier = lookup->hit_tier;
+  }
+  if (decision.stored && !decision.stored->needs_jit()) return decision;  // SASS: serve it
+
+  std::optional<size_t> toolkit;
+  if (decision.record && policy.allow_compile) {
+    toolkit = PickToolkit(toolkits, device.driver, device.sm.arch());
+  }
+  if (toolkit) {
+    decision.compile = CompileJobFor(*decision.record, device);
+    decision.toolkit = *toolkit;
+    decision.action = decision.stored && policy.ptx_now ? ResolveDecision::Action::kServeAndCompile
+                                                        : ResolveDecision::Action::kCompile;
+    return decision;
+  }
+  if (decision.stored) return decision;  // PTX, and nothing can build SASS: the driver JITs
+
+  return NothingFits(std::move(decision), *lookup, id, device, policy, tiers.size(), toolkits);
 }
 
 ArtifactKind ServedKindOf(const CompileJob& job) {

@@ -17,6 +17,7 @@
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/synthetic.h"
+#include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
@@ -40,6 +41,10 @@ class ProbePortTest : public ::testing::Test {
     daemon_.options().extra_flags = std::move(flags);
     absl::Status started = daemon_.Start();
     ASSERT_TRUE(started.ok()) << started;
+    // Start() returns when the main socket answers; kcached opens the probe port just after.
+    ASSERT_TRUE(::kcache::testing::WaitFor([&] { return HttpGet(port_, "/healthz").status != 0; }))
+        << "the probe port never opened\n"
+        << daemon_.Log();
     stub_ = ::kcache::testing::NewStub(daemon_.address());
   }
   std::string probe() const { return "127.0.0.1:" + std::to_string(port_); }
