@@ -169,14 +169,18 @@ int Main(int argc, char** argv) {
       "redis p50 | redis p99 | redis req/s | fast/redis req/s | gRPC/redis req/s |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   bool all_ok = true;
-  // One client per thread; `fast`: served on the fast path (every answer must be a view).
-  auto kcached = [&](bool fast, const std::string& id, size_t size) {
+  // One client per thread, with the fast path on or off, never compiling for itself.
+  auto connect = [&](bool fast) {
     client::ClientOptions options;
     options.address = daemon.address();
     options.local_compile_fallback = false;
     options.deadline = absl::Seconds(10);
     options.fast_path = fast;
-    std::shared_ptr<client::Client> c = *client::Client::Connect(options);
+    return std::shared_ptr<client::Client>(*client::Client::Connect(options));
+  };
+  // `fast`: served on the fast path (every answer must be a view).
+  auto kcached = [&](bool fast, const std::string& id, size_t size) {
+    std::shared_ptr<client::Client> c = connect(fast);
     return [c, id, size, fast, &device] {
       absl::StatusOr<client::FetchedKernel> k = c->ResolveById(id, device);
       return k.ok() && k->data().size() == size && (k->view_owner != nullptr) == fast;
@@ -216,12 +220,7 @@ int Main(int argc, char** argv) {
   unheld.source = "#include \"big.h\"\nextern \"C\" __global__ void unheld(float* x) { *x = 1; }\n";
   unheld.headers["big.h"] = absl::StrCat("// ", std::string(64 << 10, 'h'), "\n");
   auto miss = [&](bool fast) {
-    client::ClientOptions options;
-    options.address = daemon.address();
-    options.local_compile_fallback = false;
-    options.deadline = absl::Seconds(10);
-    options.fast_path = fast;
-    std::shared_ptr<client::Client> c = *client::Client::Connect(options);
+    std::shared_ptr<client::Client> c = connect(fast);
     return [c, &unheld, &device] {
       absl::StatusOr<client::FetchedKernel> k = c->Resolve(unheld, device);
       return absl::IsNotFound(k.status());
