@@ -72,8 +72,11 @@ print("POD " + json.dumps({"import_s": imported - start, "first_forward_s": firs
 
 def pod(device: str, dirs: Path, prefix: list[str]) -> dict:
     """Runs one pod with its local caches under `dirs`; returns its JSON line."""
+    # A new pod's /tmp is empty too (Inductor keeps its precompiled headers there).
+    (dirs / "tmp").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(dirs / "inductor"),
-               TRITON_CACHE_DIR=str(dirs / "triton"), PYTHONUNBUFFERED="1")
+               TRITON_CACHE_DIR=str(dirs / "triton"), TMPDIR=str(dirs / "tmp"),
+               PYTHONUNBUFFERED="1")
     result = subprocess.run([*prefix, sys.executable, "-c", POD, device], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             timeout=1800)

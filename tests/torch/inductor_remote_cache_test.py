@@ -34,8 +34,12 @@ print("COUNTERS " + json.dumps(dict(counters["inductor"])))
 
 
 def compile_in_a_new_pod(kcache: str, tmp: Path, pod: str, port: int) -> tuple[dict, float]:
+    # A new pod's /tmp is empty too: Inductor puts its precompiled headers (150 MB each) under
+    # the temp dir whatever TORCHINDUCTOR_CACHE_DIR says, so each pod gets its own.
+    (tmp / pod / "tmp").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / pod / "inductor"),
-               TRITON_CACHE_DIR=str(tmp / pod / "triton"), KCACHE_STATE_DIR=str(tmp / "state"))
+               TRITON_CACHE_DIR=str(tmp / pod / "triton"), TMPDIR=str(tmp / pod / "tmp"),
+               KCACHE_STATE_DIR=str(tmp / "state"))
     start = time.monotonic()
     result = subprocess.run([kcache, "run", "--server", f"unix://{tmp}/kcache.sock", "--redis",
                              f"127.0.0.1:{port}", "--", sys.executable, "-c", COMPILE],
