@@ -223,7 +223,7 @@ int RunGetOne(const GetFlags& flags, const std::string& kernel, std::string outp
   for (const std::unique_ptr<Compiler>& c : compilers) compiler_ptrs.push_back(c.get());
   Device device{*sm, flags.driver};
   ResolvePolicy policy{.allow_compile = !flags.no_compile, .ptx_now = flags.ptx_now};
-  absl::StatusOr<Resolution> resolved =
+  absl::StatusOr<InProcessAnswer> resolved =
       ResolveFromStore(**store, id, device, policy, compiler_ptrs);
   if (!resolved.ok()) {
     std::string message(resolved.status().message());
@@ -234,15 +234,15 @@ int RunGetOne(const GetFlags& flags, const std::string& kernel, std::string outp
     std::fprintf(stderr, "kcache: warning: the compiled artifacts were not stored: %s\n",
                  std::string(resolved->write_status.message()).c_str());
   }
-  const ArtifactMeta& meta = resolved->artifact.meta;
+  const ArtifactMeta& meta = resolved->artifact->meta;
   if (into_dir && !output.empty()) {
     output = OutputPathFor(output, meta.kernel_name, meta.key.target.ToString(),
                            std::string(ArtifactKindName(meta.key.kind)));
   }
   if (!output.empty()) {
     std::ofstream out(output, std::ios::binary | std::ios::trunc);
-    out.write(resolved->artifact.bytes.data(),
-              static_cast<std::streamsize>(resolved->artifact.bytes.size()));
+    out.write(resolved->artifact->bytes.data(),
+              static_cast<std::streamsize>(resolved->artifact->bytes.size()));
     out.close();
     if (!out) return Fail(absl::StrCat("cannot write -o ", output));
   }

@@ -70,12 +70,12 @@ absl::StatusOr<FetchedKernel> LocalCompiler::Compile(const KernelSource& source,
   record.id = ComputeKernelId(record.spec);
   record.arch = ArchRange{source.min_arch, source.max_arch};
   Compiler* compilers[] = {compiler->get()};
-  absl::StatusOr<Resolution> resolved = ResolveSpecInProcess(
+  absl::StatusOr<InProcessAnswer> resolved = ResolveSpecInProcess(
       record, ::kcache::Device{Sm{device.sm_major, device.sm_minor}, device.driver_version},
       ResolvePolicy{}, compilers);
   if (!resolved.ok()) return resolved.status();
   // The engine's rule and reason, as the daemon would report them (PTX is ptx_jit), and where.
-  FetchedKernel kernel = FromCoreArtifact(std::move(resolved->artifact));
+  FetchedKernel kernel = FromCoreArtifact(*resolved->artifact);
   kernel.served_from = ServedFrom::kLocalCompile;
   kernel.rule = static_cast<ServeRule>(resolved->rule);  // same numbering (types.cc)
   kernel.needs_jit = resolved->needs_jit();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <variant>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -27,6 +28,29 @@
 #include "engine/store/store.h"
 
 namespace kcache {
+
+// What Find decided for a resolve that needs a compile, for Compile to run.
+struct PendingCompile::State {
+  ResolveDecision decision;  // kCompile, with its job's demand set
+  Device device;
+  uint64_t epoch = 0;  // the memory tier's, when the decision was read
+  std::function<void()> waits_for_compile;
+  CompileWatch* compile_watch = nullptr;
+  ResolveTally tally;  // what the lookup counted, committed with the compile's answer
+  absl::Time start;
+};
+
+PendingCompile::PendingCompile(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PendingCompile::PendingCompile(PendingCompile&&) noexcept = default;
+PendingCompile& PendingCompile::operator=(PendingCompile&&) noexcept = default;
+PendingCompile::~PendingCompile() = default;
+
+absl::StatusOr<Served> ArtifactCache::Resolve(const ResolveQuery& query) {
+  Found found = Find(query);
+  if (auto* pending = std::get_if<PendingCompile>(&found)) return Compile(std::move(*pending));
+  return std::get<absl::StatusOr<Served>>(std::move(found));
+}
+
 namespace {
 
 // Ids known to have a record in some store; past this many the set starts over.
@@ -105,7 +129,8 @@ class ArtifactCacheImpl : public ArtifactCache {
     }
   }
 
-  absl::StatusOr<Served> Resolve(const ResolveQuery& query) override;
+  Found Find(const ResolveQuery& query) override;
+  absl::StatusOr<Served> Compile(PendingCompile pending) override;
   Peeked Peek(ResolveQuery query) override;
   void CommitPeek(const Peeked& peeked) override;
   void RecordRefused(absl::Duration elapsed) override {
@@ -138,20 +163,19 @@ class ArtifactCacheImpl : public ArtifactCache {
   CacheSnapshot Snapshot() const override;
 
  private:
-  // Resolve without its counts: they go into `tally`, for the caller to commit.
-  absl::StatusOr<Served> ResolveTimed(const ResolveQuery& query, ResolveTally& tally);
+  // Find without its counts: they go into `tally`, for the caller to commit.
+  Found Lookup(const ResolveQuery& query, ResolveTally& tally);
   absl::StatusOr<KernelId> Identify(const ResolveQuery& query, ResolveTally& tally);
   // A memory miss for a known driver: the entry for driver 0 carried over (CarryToDriver),
   // remembered under the device's own key.
-  std::optional<MemoryEntry> FromUnknownDriver(const KernelId& id, const Device& device);
+  std::optional<Answer> FromUnknownDriver(const KernelId& id, const Device& device);
   // The start-up warm's read of a cubin: what a store hit would serve its SM with an unknown
   // driver, remembered in memory (and the kernel counted as registered). Whether it was.
   bool RememberForUnknownDriver(const std::shared_ptr<const Artifact>& read);
   void RegisterIfNew(const KernelId& id, const KernelRecord& record);
   absl::StatusOr<KernelId> FindByName(const std::string& name, ResolveTally& tally);
-  absl::StatusOr<Served> ResolveMiss(const KernelId& id, const ResolveQuery& query,
-                                     ResolveTally& tally);
-  Served ServeStored(const KernelId& id, const Device& device, Resolution hit, size_t tier,
+  Found ResolveMiss(const KernelId& id, const ResolveQuery& query, ResolveTally& tally);
+  Served ServeStored(const KernelId& id, const Device& device, Answer hit, size_t tier,
                      bool remember, uint64_t epoch, ResolveTally& tally);
   absl::StatusOr<Served> CompileMiss(ResolveDecision decision, const Device& device, uint64_t epoch,
                                      CompileWatch* watch, ResolveTally& tally);
@@ -160,8 +184,7 @@ class ArtifactCacheImpl : public ArtifactCache {
   bool MayCompile(const KernelId& id);
   // The index of the newest loaded toolkit (warms compile with it); compilers_ is not empty.
   size_t Newest() const;
-  Served Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule, std::string reason,
-               CacheTier tier, ResolveTally& tally);
+  Served Serve(Answer answer, CacheTier tier, ResolveTally& tally);
   absl::Status Miss(absl::Status status, ResolveTally& tally);
   // Counts a resolve's tally, the request, and its latency since `start`.
   void Commit(const ResolveTally& tally, const absl::StatusOr<Served>& served, absl::Time start);
@@ -192,22 +215,38 @@ class ArtifactCacheImpl : public ArtifactCache {
   std::unique_ptr<BackgroundCompiles> background_;
 };
 
-absl::StatusOr<Served> ArtifactCacheImpl::Resolve(const ResolveQuery& query) {
+ArtifactCache::Found ArtifactCacheImpl::Find(const ResolveQuery& query) {
   absl::Time start = absl::Now();
   ResolveTally tally;
-  absl::StatusOr<Served> served = ResolveTimed(query, tally);
-  if (!served.ok() && IsCompileDeferred(served.status()))
-    return served;  // counted when asked again
-  Commit(tally, served, start);
+  Found found = Lookup(query, tally);
+  if (auto* pending = std::get_if<PendingCompile>(&found)) {
+    pending->state().tally = std::move(tally);
+    pending->state().start = start;
+    return found;
+  }
+  Commit(tally, std::get<absl::StatusOr<Served>>(found), start);
+  return found;
+}
+
+absl::StatusOr<Served> ArtifactCacheImpl::Compile(PendingCompile pending) {
+  PendingCompile::State& state = pending.state();
+  if (state.waits_for_compile) state.waits_for_compile();
+  absl::StatusOr<Served> served = CompileMiss(std::move(state.decision), state.device, state.epoch,
+                                              state.compile_watch, state.tally);
+  Commit(state.tally, served, state.start);
   return served;
 }
 
 ArtifactCache::Peeked ArtifactCacheImpl::Peek(ResolveQuery query) {
   Peeked peeked;
   peeked.start = absl::Now();
-  query.allow_compile = false;
-  query.defer_compile = false;
-  peeked.served = ResolveTimed(query, peeked.tally);
+  query.allow_compile = false;  // so the lookup never leaves a compile pending
+  Found found = Lookup(query, peeked.tally);
+  if (std::holds_alternative<PendingCompile>(found)) {
+    peeked.served = absl::InternalError("a lookup that may not compile decided to compile");
+  } else {
+    peeked.served = std::get<absl::StatusOr<Served>>(std::move(found));
+  }
   return peeked;
 }
 
@@ -226,18 +265,15 @@ void ArtifactCacheImpl::Commit(const ResolveTally& tally, const absl::StatusOr<S
   stats_.RecordResolve(outcome, absl::Now() - start);
 }
 
-absl::StatusOr<Served> ArtifactCacheImpl::ResolveTimed(const ResolveQuery& query,
-                                                       ResolveTally& tally) {
+ArtifactCache::Found ArtifactCacheImpl::Lookup(const ResolveQuery& query, ResolveTally& tally) {
   absl::StatusOr<KernelId> id = Identify(query, tally);
   if (!id.ok()) return id.status();
-  std::optional<MemoryEntry> hit =
-      memory_.Lookup(MemoryKey{*id, query.device.sm, query.device.driver});
+  std::optional<Answer> hit = memory_.Lookup(MemoryKey{*id, query.device.sm, query.device.driver});
   if (!hit) hit = FromUnknownDriver(*id, query.device);
   if (!hit) return ResolveMiss(*id, query, tally);
   local_->RecordUse(hit->artifact->meta.key);  // kept from eviction while memory serves it
   RecordSeen(*id, query, query.record.get());
-  return Serve(std::move(hit->artifact), hit->rule, std::move(hit->reason), CacheTier::kMemory,
-               tally);
+  return Serve(*std::move(hit), CacheTier::kMemory, tally);
 }
 
 absl::StatusOr<KernelId> ArtifactCacheImpl::Identify(const ResolveQuery& query,
@@ -253,13 +289,13 @@ absl::StatusOr<KernelId> ArtifactCacheImpl::Identify(const ResolveQuery& query,
   return query.record->id;
 }
 
-std::optional<MemoryEntry> ArtifactCacheImpl::FromUnknownDriver(const KernelId& id,
-                                                                const Device& device) {
+std::optional<Answer> ArtifactCacheImpl::FromUnknownDriver(const KernelId& id,
+                                                           const Device& device) {
   if (device.driver == 0) return std::nullopt;
   uint64_t epoch = memory_.epoch();
-  std::optional<MemoryEntry> unknown = memory_.Lookup(MemoryKey{id, device.sm, 0});
+  std::optional<Answer> unknown = memory_.Lookup(MemoryKey{id, device.sm, 0});
   if (!unknown) return std::nullopt;
-  std::optional<MemoryEntry> carried = CarryToDriver(*unknown, device);
+  std::optional<Answer> carried = CarryToDriver(*unknown, device);
   if (carried) memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver}, *carried, epoch);
   return carried;
 }
@@ -271,7 +307,7 @@ bool ArtifactCacheImpl::RememberForUnknownDriver(const std::shared_ptr<const Art
   uint64_t epoch = memory_.epoch();
   absl::StatusOr<ResolveDecision> decision =
       DecideResolve(*tiers_, key.kernel_id, nullptr, device,
-                    ResolvePolicy{.allow_compile = false, .held = read.get()}, toolkits_);
+                    ResolvePolicy{.allow_compile = false, .held = read}, toolkits_);
   if (!decision.ok() || !decision->record) return false;
   {
     absl::MutexLock lock(&mu_);  // known to a store: a request need not look for its record
@@ -282,13 +318,9 @@ bool ArtifactCacheImpl::RememberForUnknownDriver(const std::shared_ptr<const Art
       decision->stored->needs_jit()) {
     return false;
   }
-  Resolution& hit = *decision->stored;
-  bool same = hit.artifact.meta.key == key && hit.artifact.meta.checksum == read->meta.checksum;
-  std::shared_ptr<const Artifact> artifact =
-      same ? read : std::make_shared<const Artifact>(std::move(hit.artifact));
+  // The answer serves what was read (ResolvePolicy::held), not a second copy of its bytes.
   return memory_.InsertIfCurrent(MemoryKey{key.kernel_id, device.sm, 0},
-                                 MemoryEntry{std::move(artifact), hit.rule, std::move(hit.reason)},
-                                 epoch);
+                                 *std::move(decision->stored), epoch);
 }
 
 void ArtifactCacheImpl::RegisterIfNew(const KernelId& id, const KernelRecord& record) {
@@ -340,8 +372,8 @@ absl::StatusOr<KernelId> ArtifactCacheImpl::FindByName(const std::string& name,
   return Miss(WithMissReason(first_error, MissReason::kNothingServable), tally);  // failing store
 }
 
-absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id, const ResolveQuery& query,
-                                                      ResolveTally& tally) {
+ArtifactCache::Found ArtifactCacheImpl::ResolveMiss(const KernelId& id, const ResolveQuery& query,
+                                                    ResolveTally& tally) {
   const Device& device = query.device;
   uint64_t epoch = memory_.epoch();
   const KernelRecord* sent = query.record.get();  // used when no store has the record
@@ -375,24 +407,24 @@ absl::StatusOr<Served> ArtifactCacheImpl::ResolveMiss(const KernelId& id, const 
       return ServeStored(id, device, *std::move(decision->stored), decision->stored_tier,
                          /*remember=*/false, epoch, tally);
     case ResolveDecision::Action::kCompile:
-      if (query.defer_compile) return CompileDeferredStatus();
       break;
   }
   decision->compile->demand = CompileDemand{query.client, query.still_wanted, nullptr};
-  if (query.waits_for_compile) query.waits_for_compile();
-  return CompileMiss(*std::move(decision), device, epoch, query.compile_watch, tally);
+  auto pending = std::make_unique<PendingCompile::State>();
+  pending->decision = *std::move(decision);
+  pending->device = device;
+  pending->epoch = epoch;
+  pending->waits_for_compile = query.waits_for_compile;
+  pending->compile_watch = query.compile_watch;
+  return PendingCompile(std::move(pending));
 }
 
-Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, Resolution hit,
+Served ArtifactCacheImpl::ServeStored(const KernelId& id, const Device& device, Answer hit,
                                       size_t tier, bool remember, uint64_t epoch,
                                       ResolveTally& tally) {
-  auto artifact = std::make_shared<const Artifact>(std::move(hit.artifact));
-  if (tier > 0) write_behind_->Add(artifact);  // copied into the writable store, not now
-  if (remember) {
-    memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver},
-                            MemoryEntry{artifact, hit.rule, hit.reason}, epoch);
-  }
-  return Serve(std::move(artifact), hit.rule, std::move(hit.reason), tiers_->kind(tier), tally);
+  if (tier > 0) write_behind_->Add(hit.artifact);  // copied into the writable store, not now
+  if (remember) memory_.InsertIfCurrent(MemoryKey{id, device.sm, device.driver}, hit, epoch);
+  return Serve(std::move(hit), tiers_->kind(tier), tally);
 }
 
 absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
@@ -413,21 +445,18 @@ absl::StatusOr<Served> ArtifactCacheImpl::CompileMiss(ResolveDecision decision,
   // Later requests for this device are served it from memory: a cubin as an exact match.
   ServeRule rule = CompiledRule(job);
   ServeRule remembered = rule == ServeRule::kCompiled ? ServeRule::kExactSass : rule;
-  std::string remembered_reason = remembered == rule
-                                      ? CompiledReason(job, artifact->meta, device)
-                                      : ServeReason(remembered, artifact->meta, device);
-  memory_.Insert(MemoryKey{job.id, device.sm, device.driver},
-                 MemoryEntry{artifact, remembered, remembered_reason});
+  Answer remembered_answer{artifact, remembered,
+                           remembered == rule ? CompiledReason(job, artifact->meta, device)
+                                              : ServeReason(remembered, artifact->meta, device)};
+  memory_.Insert(MemoryKey{job.id, device.sm, device.driver}, remembered_answer);
   if ((*result)->from_store) {  // an earlier flight stored it between our lookup and now
-    return Serve(std::move(artifact), remembered, std::move(remembered_reason),
-                 CacheTier::kLocalStore, tally);
+    return Serve(std::move(remembered_answer), CacheTier::kLocalStore, tally);
   }
   if ((*result)->from_shared) {  // another daemon of the fleet compiled it
-    return Serve(std::move(artifact), remembered, std::move(remembered_reason), CacheTier::kShared,
-                 tally);
+    return Serve(std::move(remembered_answer), CacheTier::kShared, tally);
   }
   std::string reason = CompiledReason(job, artifact->meta, device);
-  return Serve(std::move(artifact), rule, std::move(reason), CacheTier::kCompile, tally);
+  return Serve(Answer{std::move(artifact), rule, std::move(reason)}, CacheTier::kCompile, tally);
 }
 
 bool ArtifactCacheImpl::MayCompile(const KernelId& id) {
@@ -448,15 +477,14 @@ size_t ArtifactCacheImpl::Newest() const {
   return best;
 }
 
-Served ArtifactCacheImpl::Serve(std::shared_ptr<const Artifact> artifact, ServeRule rule,
-                                std::string reason, CacheTier tier, ResolveTally& tally) {
+Served ArtifactCacheImpl::Serve(Answer answer, CacheTier tier, ResolveTally& tally) {
   tally.Add(HitStatistic(tier));
-  tally.Add(RuleStatistic(rule));
-  tally.Add(Statistic::kBytesServed, artifact->bytes.size());
+  tally.Add(RuleStatistic(answer.rule));
+  tally.Add(Statistic::kBytesServed, answer.artifact->bytes.size());
   if (tier != CacheTier::kCompile) {
-    tally.Add(Statistic::kCompileMicrosSaved, artifact->meta.compile_micros);
+    tally.Add(Statistic::kCompileMicrosSaved, answer.artifact->meta.compile_micros);
   }
-  return Served{std::move(artifact), rule, std::move(reason), tier};
+  return Served{std::move(answer), tier};
 }
 
 absl::Status ArtifactCacheImpl::Miss(absl::Status status, ResolveTally& tally) {

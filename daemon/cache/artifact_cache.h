@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -74,10 +75,20 @@ class ArtifactCache {
  public:
   virtual ~ArtifactCache() = default;
 
-  virtual absl::StatusOr<Served> Resolve(const ResolveQuery& query) = 0;
+  // A resolve up to the point where it would wait for a compile: the answer (counted), or,
+  // when nothing stored serves without one, the compile it needs, decided and not yet run or
+  // counted. A batch answers every stored kernel this way before it waits for a compile; the
+  // request is looked up once either way.
+  using Found = std::variant<absl::StatusOr<Served>, PendingCompile>;
+  virtual Found Find(const ResolveQuery& query) = 0;
+  // Runs the compile Find decided, serves its output (or the stored fall-back when the compile
+  // fails for a reason other than a compile error), and counts the request.
+  virtual absl::StatusOr<Served> Compile(PendingCompile pending) = 0;
+  // Find, then Compile when it needs one.
+  absl::StatusOr<Served> Resolve(const ResolveQuery& query);
 
-  // The in-pod fast path's lookup: Resolve that never compiles (allow_compile and
-  // defer_compile are ignored) and counts nothing yet. The caller commits it (CommitPeek) when
+  // The in-pod fast path's lookup: Resolve that never compiles (allow_compile is ignored) and
+  // counts nothing yet. The caller commits it (CommitPeek) when
   // it sends the answer; one it leaves to gRPC (a miss, PTX that gRPC may compile, an answer
   // past its own bounds) is not committed, and the gRPC call that follows counts it: each
   // request is counted once, by whoever answers it.

@@ -1,7 +1,5 @@
-// The artifact cache's plain data: tier names and the deferred-compile answer.
+// The artifact cache's plain data: tier names.
 #include "daemon/cache/cache_types.h"
-
-#include "absl/strings/cord.h"
 
 namespace kcache {
 
@@ -19,19 +17,6 @@ absl::string_view CacheTierName(CacheTier tier) {
       return "shared";
   }
   return "unknown";
-}
-
-constexpr char kCompileDeferredPayload[] = "kcache.dev/compile-deferred";
-
-absl::Status CompileDeferredStatus() {
-  absl::Status status =
-      absl::UnavailableError("the kernel needs a compile, deferred by the caller");
-  status.SetPayload(kCompileDeferredPayload, absl::Cord("1"));
-  return status;
-}
-
-bool IsCompileDeferred(const absl::Status& status) {
-  return status.GetPayload(kCompileDeferredPayload).has_value();
 }
 
 }  // namespace kcache

@@ -15,6 +15,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/answer.h"
 #include "core/artifact.h"
 #include "core/compat.h"
 #include "core/kernel_spec.h"
@@ -51,31 +52,36 @@ struct ResolveQuery {
   // True while the caller still waits (its call is not cancelled); a compile it alone waits
   // for leaves the queue when it turns false. Null: always.
   std::function<bool()> still_wanted;
-  // True: when the answer needs a compile (nothing stored that the serving rules take without
-  // one), return CompileDeferredStatus() at once instead of compiling, without counting the
-  // request; the caller asks again with it false when it is ready to wait. A batch uses it to
-  // answer every stored kernel before it waits for the first compile.
-  bool defer_compile = false;
-  // Called once, on the calling thread, when the answer is about to wait for a compile (here
-  // or by another daemon of the fleet): the gRPC call then tells its client (ResolveProgress).
-  // Null: nobody is told.
+  // Called once, on the thread that runs the compile (ArtifactCache::Compile), when the answer
+  // is about to wait for it (here or by another daemon of the fleet): the gRPC call then tells
+  // its client (ResolveProgress). Null: nobody is told.
   std::function<void()> waits_for_compile;
   // When the answer waits for a compile: pointed at where that compile is (queued, compiling,
   // in the shared tier), for the progress the call sends its client. Borrowed: must outlive
-  // Resolve. Null: nobody reads it.
+  // the compile (Resolve, or Compile of what Find left pending). Null: nobody reads it.
   CompileWatch* compile_watch = nullptr;
 };
 
-// ResolveQuery::defer_compile's answer, and its test.
-absl::Status CompileDeferredStatus();
-bool IsCompileDeferred(const absl::Status& status);
-
-struct Served {
-  std::shared_ptr<const Artifact> artifact;  // immutable; shared with the memory tier
-  ServeRule rule = ServeRule::kExactSass;
-  std::string reason;
+// An answer as the daemon serves it: with the tier it came from.
+struct Served : Answer {
   CacheTier tier = CacheTier::kMemory;
-  bool needs_jit() const { return rule == ServeRule::kPtxJit; }
+};
+
+// A resolve that needs a compile, decided (what to compile, with which toolkit, what stored
+// answer to fall back on) and not yet run: what ArtifactCache::Find answers instead of waiting
+// for the compile. ArtifactCache::Compile runs it, once, and counts the request then; one
+// dropped unrun (its caller gave up) is not counted. Move-only; its parts are the cache's.
+class PendingCompile {
+ public:
+  struct State;  // daemon/cache/artifact_cache.cc
+  explicit PendingCompile(std::unique_ptr<State> state);
+  PendingCompile(PendingCompile&&) noexcept;
+  PendingCompile& operator=(PendingCompile&&) noexcept;
+  ~PendingCompile();
+  State& state() { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
 };
 
 // The statistics one resolve adds (a hit's tier, rule and bytes; a miss's reason; a malformed

@@ -4,7 +4,7 @@
 
 namespace kcache {
 
-std::optional<MemoryEntry> MemoryLru::Lookup(const MemoryKey& key) {
+std::optional<Answer> MemoryLru::Lookup(const MemoryKey& key) {
   absl::MutexLock lock(&mu_);
   auto found = index_.find(key);
   if (found == index_.end()) return std::nullopt;
@@ -17,18 +17,18 @@ uint64_t MemoryLru::epoch() const {
   return epoch_;
 }
 
-bool MemoryLru::Insert(const MemoryKey& key, MemoryEntry entry) {
+bool MemoryLru::Insert(const MemoryKey& key, Answer entry) {
   absl::MutexLock lock(&mu_);
   return InsertLocked(key, std::move(entry));
 }
 
-bool MemoryLru::InsertIfCurrent(const MemoryKey& key, MemoryEntry entry, uint64_t epoch) {
+bool MemoryLru::InsertIfCurrent(const MemoryKey& key, Answer entry, uint64_t epoch) {
   absl::MutexLock lock(&mu_);
   if (epoch != epoch_) return false;
   return InsertLocked(key, std::move(entry));
 }
 
-bool MemoryLru::InsertLocked(const MemoryKey& key, MemoryEntry entry) {
+bool MemoryLru::InsertLocked(const MemoryKey& key, Answer entry) {
   if (entry.artifact == nullptr) return false;
   uint64_t bytes = entry.artifact->bytes.size();
   if (auto found = index_.find(key); found != index_.end()) EraseLocked(found->second);

@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "core/answer.h"
 #include "core/artifact.h"
 #include "core/compat.h"
 #include "core/kernel_spec.h"
@@ -32,14 +33,6 @@ struct MemoryKey {
   }
 };
 
-// The answer for a key: the artifact (immutable, shared with every reader) and why it serves
-// the device (the rule it would be served under from a store; never kCompiled).
-struct MemoryEntry {
-  std::shared_ptr<const Artifact> artifact;
-  ServeRule rule = ServeRule::kExactSass;
-  std::string reason;
-};
-
 struct MemoryLruStats {
   uint64_t bytes = 0;  // payload bytes held (an artifact under two keys counts twice)
   uint64_t entries = 0;
@@ -55,8 +48,9 @@ class MemoryLru {
   MemoryLru(const MemoryLru&) = delete;
   MemoryLru& operator=(const MemoryLru&) = delete;
 
-  // The entry for `key` (now the most recently used), or nullopt.
-  std::optional<MemoryEntry> Lookup(const MemoryKey& key);
+  // The answer for `key` (now the most recently used), or nullopt. Its rule is the one it would
+  // be served under from a store: never kCompiled.
+  std::optional<Answer> Lookup(const MemoryKey& key);
 
   // A token to pass to InsertIfCurrent: taken before reading the stores, it lets an insert
   // notice that the kernel was invalidated while the stores were being read.
@@ -65,10 +59,10 @@ class MemoryLru {
   // Inserts or replaces `key`, then evicts least recently used entries until the payload
   // bytes fit the bound. An artifact larger than the whole bound is not kept. Returns false
   // when it kept nothing.
-  bool Insert(const MemoryKey& key, MemoryEntry entry);
+  bool Insert(const MemoryKey& key, Answer entry);
   // As Insert, unless some kernel was invalidated since `epoch` was taken (the stores may
   // have changed under the reader): then nothing is inserted and it returns false.
-  bool InsertIfCurrent(const MemoryKey& key, MemoryEntry entry, uint64_t epoch);
+  bool InsertIfCurrent(const MemoryKey& key, Answer entry, uint64_t epoch);
 
   // Drops every entry of kernel `id` (a new artifact of it was stored: the best answer for
   // some devices may have changed).
@@ -80,12 +74,12 @@ class MemoryLru {
  private:
   struct Node {
     MemoryKey key;
-    MemoryEntry entry;
+    Answer entry;
     uint64_t bytes = 0;
   };
   using Order = std::list<Node>;  // front: most recently used
 
-  bool InsertLocked(const MemoryKey& key, MemoryEntry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool InsertLocked(const MemoryKey& key, Answer entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EraseLocked(Order::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t capacity_;

@@ -5,14 +5,14 @@
 
 namespace kcache {
 
-std::optional<MemoryEntry> CarryToDriver(const MemoryEntry& unknown, const Device& device) {
+std::optional<Answer> CarryToDriver(const Answer& unknown, const Device& device) {
   if (device.driver == 0 || unknown.artifact == nullptr) return std::nullopt;
   if (unknown.rule != ServeRule::kExactSass && unknown.rule != ServeRule::kCompatibleSass) {
     return std::nullopt;
   }
   const ArtifactMeta& meta = unknown.artifact->meta;
   if (!DriverLoads(device.driver, meta.min_driver)) return std::nullopt;
-  return MemoryEntry{unknown.artifact, unknown.rule, ServeReason(unknown.rule, meta, device)};
+  return Answer{unknown.artifact, unknown.rule, ServeReason(unknown.rule, meta, device)};
 }
 
 }  // namespace kcache

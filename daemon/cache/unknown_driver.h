@@ -23,7 +23,7 @@ namespace kcache {
 // the entry's artifact that one stays in and stays the best (the ranking does not depend on
 // the driver); and stored SASS is served, never compiled over, whatever the driver. The reason
 // is rewritten for `device` (no "driver unknown, assumed ...").
-std::optional<MemoryEntry> CarryToDriver(const MemoryEntry& unknown, const Device& device);
+std::optional<Answer> CarryToDriver(const Answer& unknown, const Device& device);
 
 }  // namespace kcache
 

@@ -1,8 +1,8 @@
 // ResolveMany, served raw: every entry of the request answered on its own, in the order the
-// answers are ready. A first pass on one pool thread asks the cache for each entry without
-// compiling (ResolveQuery::defer_compile), so every stored kernel is answered before anything
-// waits; the entries that need a compile then go to at most kResolveManyCompilesPerCall pool
-// threads, each taking the next entry when its compile is done. An answer is queued whole: a
+// answers are ready. A first pass on one pool thread looks each entry up once (ArtifactCache::
+// Find), so every stored kernel is answered before anything waits; the compiles that lookup
+// left pending then go to at most kResolveManyCompilesPerCall pool threads, each taking the
+// next one when its compile is done. An answer is queued whole: a
 // header, then chunks of at most kChunkBytes that are slices of the cached artifact's bytes
 // (ChunkMessages), never copied; the call holds one chunk of the queued-bytes bound. While
 // entries wait for a compile, each that asked (want_progress) gets a ResolveProgress at once and
@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -104,18 +106,16 @@ class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
   }
 
  private:
-  // Every entry without compiling; those that need a compile are queued for CompileNext.
+  // Every entry looked up; the compiles they need are queued for CompileNext.
   void FirstPass(std::vector<std::pair<uint32_t, ResolveQuery>> queries) {
     size_t deferred = 0;
     bool progress = false;
     for (auto& [index, query] : queries) {
       if (gave_up()->load()) return;
-      query.defer_compile = true;
-      absl::StatusOr<Served> served = cache_->Resolve(query);
-      if (!served.ok() && IsCompileDeferred(served.status())) {
-        query.defer_compile = false;
+      ArtifactCache::Found found = cache_->Find(query);
+      if (auto* pending = std::get_if<PendingCompile>(&found)) {
         absl::MutexLock lock(&mu_);
-        compiles_.emplace_back(index, std::move(query));
+        compiles_.emplace_back(index, std::move(*pending));
         if (wants_progress_.contains(index)) {
           waiting_.insert(index);
           progress = true;
@@ -123,7 +123,7 @@ class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
         ++deferred;
         continue;
       }
-      Push(index, std::move(served));
+      Push(index, std::get<absl::StatusOr<Served>>(found));
     }
     if (progress) StartProgress();
     for (size_t i = 0; i < std::min(deferred, kResolveManyCompilesPerCall); ++i) {
@@ -135,17 +135,17 @@ class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
     }
   }
 
-  // Takes the entries that need a compile, one after another, until none is left.
+  // Runs the pending compiles, one after another, until none is left.
   void CompileNext() {
     while (!gave_up()->load()) {
-      std::pair<uint32_t, ResolveQuery> next;
+      std::optional<std::pair<uint32_t, PendingCompile>> next;
       {
         absl::MutexLock lock(&mu_);
         if (compiles_.empty()) return;
-        next = std::move(compiles_.front());
+        next.emplace(std::move(compiles_.front()));
         compiles_.pop_front();
       }
-      Push(next.first, cache_->Resolve(next.second));
+      Push(next->first, cache_->Compile(std::move(next->second)));
     }
   }
 
@@ -209,7 +209,7 @@ class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
   // Per entry: where the compile it waits for is. Set before any background work starts.
   std::unique_ptr<CompileWatch[]> compile_watches_;
 
-  std::deque<std::pair<uint32_t, ResolveQuery>> compiles_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<uint32_t, PendingCompile>> compiles_ ABSL_GUARDED_BY(mu_);
   // Entries that wait for a compile and asked for progress, and those due a message now.
   absl::flat_hash_set<uint32_t> waiting_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> progress_due_ ABSL_GUARDED_BY(mu_);

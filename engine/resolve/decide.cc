@@ -146,7 +146,8 @@ absl::Status CheckArchRange(const KernelRecord& record, const Device& device) {
 }
 
 absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
-                                          const Device& device, const Artifact* held) {
+                                          const Device& device,
+                                          const std::shared_ptr<const Artifact>& held) {
   StoredLookup out;
   auto note = [&out](const absl::Status& s) {
     if (!s.ok() && !absl::IsNotFound(s) && out.first_failure.ok()) out.first_failure = s;
@@ -187,13 +188,17 @@ absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
     bool is_held =
         held != nullptr && held->meta.key == meta.key && held->meta.checksum == meta.checksum;
     for (size_t t : holders[meta.key]) {
-      absl::StatusOr<Artifact> artifact = is_held ? *held : tiers.Get(t, meta.key);
-      if (!artifact.ok()) {
-        note(artifact.status());  // corrupt or vanished: counted by the store; try the next
-        continue;
+      std::shared_ptr<const Artifact> artifact = held;
+      if (!is_held) {
+        absl::StatusOr<Artifact> read = tiers.Get(t, meta.key);
+        if (!read.ok()) {
+          note(read.status());  // corrupt or vanished: counted by the store; try the next
+          continue;
+        }
+        artifact = std::make_shared<const Artifact>(*std::move(read));
       }
       ServeRule rule = *CompatibilityOf(meta.key.target, device.sm);
-      out.hit = Resolution{*std::move(artifact), rule, ServeReason(rule, meta, device), {}};
+      out.hit = Answer{std::move(artifact), rule, ServeReason(rule, meta, device)};
       out.hit_tier = t;
       return out;
     }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/answer.h"
 #include "core/artifact.h"
 #include "core/compat.h"
 #include "core/kernel_spec.h"
@@ -23,18 +25,6 @@
 #include "engine/compile/compiler.h"
 
 namespace kcache {
-
-struct Resolution {
-  Artifact artifact;
-  ServeRule rule = ServeRule::kExactSass;
-  // One line: why this artifact, e.g. "no sm_89 cubin stored; sm_86 cubin runs on 8.9 (same
-  // major, lower minor)". With an unknown driver it ends saying what was assumed.
-  std::string reason;
-  // ResolveInProcess only: OK, or why the compiled output could not be written to the store
-  // (the artifact is served all the same).
-  absl::Status write_status;
-  bool needs_jit() const { return rule == ServeRule::kPtxJit; }
-};
 
 // The artifacts of `id` ordered best first for `device` by the serving rules (CUBIN and PTX
 // only; an artifact whose min_driver is above a known driver is left out). The same target
@@ -66,7 +56,7 @@ class StoreTiers {
 // What the stores hold for one (kernel, device): steps 1-3 of the rules.
 struct StoredLookup {
   std::optional<KernelRecord> record;  // from the first tier that has one
-  std::optional<Resolution> hit;       // the best stored artifact that read back intact
+  std::optional<Answer> hit;           // the best stored artifact that read back intact
   size_t hit_tier = 0;                 // which tier `hit` was read from
   int tiers_answered = 0;              // tiers whose artifact listing succeeded
   absl::Status first_failure;          // the first tier error seen (OK when none)
@@ -84,7 +74,8 @@ struct StoredLookup {
 // caller already read back intact from a tier: a candidate with its key and checksum is taken
 // from it instead of being read again.
 absl::StatusOr<StoredLookup> LookupStored(StoreTiers& tiers, const KernelId& id,
-                                          const Device& device, const Artifact* held = nullptr);
+                                          const Device& device,
+                                          const std::shared_ptr<const Artifact>& held = nullptr);
 
 // What a caller allows when nothing stored is the best answer (docs/serving-rules.md, "The
 // decision").
@@ -97,8 +88,8 @@ struct ResolvePolicy {
   // kcache removes, so the default waits.
   bool ptx_now = false;
   // An artifact the caller already holds, read back intact from a tier (the start-up warm's
-  // read): not read again when it is the answer (LookupStored).
-  const Artifact* held = nullptr;
+  // read): not read again when it is the answer (LookupStored), and served as the same bytes.
+  std::shared_ptr<const Artifact> held;
 };
 
 // What to do for one (kernel, device, policy): the decision table.
@@ -114,7 +105,7 @@ struct ResolveDecision {
   std::optional<KernelRecord> record;  // the kernel's record: stored (first tier) or as sent
   // A stored artifact: the answer (kServe, kServeAndCompile), or the PTX to fall back on when
   // the compile of kCompile fails for a reason other than a compile error.
-  std::optional<Resolution> stored;
+  std::optional<Answer> stored;
   size_t stored_tier = 0;  // which tier `stored` was read from
   // kCompile, kServeAndCompile: the job, for the toolkit at index `toolkit` of those given.
   std::optional<CompileJob> compile;

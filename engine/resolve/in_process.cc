@@ -43,23 +43,25 @@ class OneStore : public StoreTiers {
 
 }  // namespace
 
-absl::StatusOr<Resolution> ResolveInProcess(StoreTiers& tiers, Store* write_to, const KernelId& id,
-                                            const KernelRecord* sent, const Device& device,
-                                            const ResolvePolicy& policy,
-                                            absl::Span<Compiler* const> compilers) {
+absl::StatusOr<InProcessAnswer> ResolveInProcess(StoreTiers& tiers, Store* write_to,
+                                                 const KernelId& id, const KernelRecord* sent,
+                                                 const Device& device, const ResolvePolicy& policy,
+                                                 absl::Span<Compiler* const> compilers) {
   std::vector<const Toolkit*> toolkits;
   for (Compiler* c : compilers) toolkits.push_back(&c->toolkit());
   absl::StatusOr<ResolveDecision> decision =
       DecideResolve(tiers, id, sent, device, policy, toolkits);
   if (!decision.ok()) return decision.status();
-  if (decision->action == ResolveDecision::Action::kServe) return *std::move(decision->stored);
+  if (decision->action == ResolveDecision::Action::kServe) {
+    return InProcessAnswer{*std::move(decision->stored), {}};
+  }
 
   const CompileJob& job = *decision->compile;
   absl::StatusOr<CompileOutput> output = compilers[decision->toolkit]->Compile(job);
   if (!output.ok()) {
     absl::Status miss = MissAfterFailedCompile(*decision, output.status());
     if (!miss.ok()) return miss;
-    return *std::move(decision->stored);
+    return InProcessAnswer{*std::move(decision->stored), {}};
   }
   absl::Status written;
   if (write_to != nullptr) {
@@ -68,29 +70,30 @@ absl::StatusOr<Resolution> ResolveInProcess(StoreTiers& tiers, Store* write_to, 
     }
   }
   if (decision->action == ResolveDecision::Action::kServeAndCompile) {
-    decision->stored->write_status = written;
-    return *std::move(decision->stored);
+    return InProcessAnswer{*std::move(decision->stored), written};
   }
   for (Artifact& artifact : output->artifacts) {
     if (artifact.meta.key.kind != ServedKindOf(job) || artifact.meta.key.target != job.target) {
       continue;
     }
     std::string reason = CompiledReason(job, artifact.meta, device);
-    return Resolution{std::move(artifact), CompiledRule(job), std::move(reason), written};
+    return InProcessAnswer{{std::make_shared<const Artifact>(std::move(artifact)),
+                            CompiledRule(job), std::move(reason)},
+                           written};
   }
   return CompiledNothingServable(job);
 }
 
-absl::StatusOr<Resolution> ResolveFromStore(Store& store, const KernelId& id, const Device& device,
-                                            const ResolvePolicy& policy,
-                                            absl::Span<Compiler* const> compilers) {
+absl::StatusOr<InProcessAnswer> ResolveFromStore(Store& store, const KernelId& id,
+                                                 const Device& device, const ResolvePolicy& policy,
+                                                 absl::Span<Compiler* const> compilers) {
   OneStore tiers(store);
   return ResolveInProcess(tiers, &store, id, nullptr, device, policy, compilers);
 }
 
-absl::StatusOr<Resolution> ResolveSpecInProcess(const KernelRecord& spec, const Device& device,
-                                                const ResolvePolicy& policy,
-                                                absl::Span<Compiler* const> compilers) {
+absl::StatusOr<InProcessAnswer> ResolveSpecInProcess(const KernelRecord& spec, const Device& device,
+                                                     const ResolvePolicy& policy,
+                                                     absl::Span<Compiler* const> compilers) {
   NoTiers none;
   return ResolveInProcess(none, nullptr, spec.id, &spec, device, policy, compilers);
 }

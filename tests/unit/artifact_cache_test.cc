@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <variant>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -209,6 +210,44 @@ TEST_F(ArtifactCacheTest, ABySourceRequestIsHashedOnceFromTheWireToItsCompiledAn
     // The edge's conversion computes the id; nothing below it hashes the spec again.
     EXPECT_EQ(KernelIdsComputed() - before, 1u) << CacheTierName(expected);
   }
+}
+
+TEST_F(ArtifactCacheTest, FindAnswersWhatIsStoredAndLeavesACompilePendingUntilCompileRunsIt) {
+  Make();
+  Place(*local_, saxpy_, ArtifactKind::kCubin, "sm_86");
+  auto query = [&](const std::string& sm) {
+    v1::ResolveRequest request;
+    RecordToProto(saxpy_, request.mutable_spec());
+    ResolveQuery q = QueryFromProto(request);
+    q.device = Device{*ParseSm(sm), 13000};
+    return q;
+  };
+  // Stored: answered and counted by Find.
+  ArtifactCache::Found stored = cache_->Find(query("8.6"));
+  ASSERT_TRUE(std::holds_alternative<absl::StatusOr<Served>>(stored));
+  const absl::StatusOr<Served>& hit = std::get<absl::StatusOr<Served>>(stored);
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  EXPECT_EQ(hit->tier, CacheTier::kLocalStore);
+  EXPECT_EQ(Counter("resolve.requests"), 1u);
+
+  // Nothing for sm_90: a compile decided, not run, not counted; one dropped unrun stays so.
+  ASSERT_TRUE(std::holds_alternative<PendingCompile>(cache_->Find(query("9.0"))));
+  ArtifactCache::Found missing = cache_->Find(query("9.0"));
+  ASSERT_TRUE(std::holds_alternative<PendingCompile>(missing));
+  EXPECT_EQ(compiler_->calls, 0);
+  EXPECT_EQ(Counter("resolve.requests"), 1u);
+  EXPECT_EQ(Counter("resolve.hit.compile"), 0u);
+
+  // Compile runs what Find decided (no second lookup, no second hash) and counts the request.
+  uint64_t ids = KernelIdsComputed();
+  absl::StatusOr<Served> compiled = cache_->Compile(std::get<PendingCompile>(std::move(missing)));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_EQ(compiled->tier, CacheTier::kCompile);
+  EXPECT_EQ(compiled->artifact->meta.key.target.sm.ToString(), "9.0");
+  EXPECT_EQ(compiler_->calls, 1);
+  EXPECT_EQ(KernelIdsComputed(), ids);
+  EXPECT_EQ(Counter("resolve.requests"), 2u);
+  EXPECT_EQ(Counter("resolve.hit.compile"), 1u);
 }
 
 TEST_F(ArtifactCacheTest, SecondResolveIsAMemoryHitSharingTheSameBytes) {

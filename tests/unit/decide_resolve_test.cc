@@ -390,10 +390,10 @@ TEST_P(DecideResolveTest, DecidesAsTheRulesSay) {
   if (row.stored_rule) {
     ASSERT_TRUE(decision->stored.has_value()) << "no stored answer";
     EXPECT_EQ(decision->stored->rule, *row.stored_rule) << decision->stored->reason;
-    EXPECT_EQ(decision->stored->artifact.meta.key.target.ToString(), row.stored_target);
+    EXPECT_EQ(decision->stored->artifact->meta.key.target.ToString(), row.stored_target);
   } else {
     EXPECT_FALSE(decision->stored.has_value())
-        << "stored " << decision->stored->artifact.meta.key.target.ToString();
+        << "stored " << decision->stored->artifact->meta.key.target.ToString();
   }
   if (!row.compile_target.empty()) {
     ASSERT_TRUE(decision->compile.has_value()) << "no compile";
@@ -425,7 +425,7 @@ TEST(DecideResolveHeldTest, AHeldAnswerIsNotReadAgain) {
   ASSERT_TRUE(store.ok()) << store.status();
   KernelRecord record = SaxpyRecord();
   ASSERT_TRUE((*store)->PutKernel(record).ok());
-  std::vector<Artifact> stored;
+  std::vector<std::shared_ptr<const Artifact>> stored;
   for (const char* target : {"sm_89", "sm_86"}) {
     Artifact a;
     a.meta.key =
@@ -435,10 +435,10 @@ TEST(DecideResolveHeldTest, AHeldAnswerIsNotReadAgain) {
     ASSERT_TRUE((*store)->Put(a).ok());
     absl::StatusOr<Artifact> read = (*store)->Get(a.meta.key);  // as the store hands it out
     ASSERT_TRUE(read.ok()) << read.status();
-    stored.push_back(*std::move(read));
+    stored.push_back(std::make_shared<const Artifact>(*std::move(read)));
   }
   Device device{Sm{8, 9}, 0};
-  auto decide = [&](const Artifact* held, int* reads) {
+  auto decide = [&](const std::shared_ptr<const Artifact>& held, int* reads) {
     Tiers tiers({store->get()});
     ResolvePolicy policy{.allow_compile = false, .held = held};
     absl::StatusOr<ResolveDecision> decision =
@@ -447,25 +447,25 @@ TEST(DecideResolveHeldTest, AHeldAnswerIsNotReadAgain) {
     return decision;
   };
   int reads = 0;
-  absl::StatusOr<ResolveDecision> held = decide(&stored[0], &reads);  // the answer: sm_89
+  absl::StatusOr<ResolveDecision> held = decide(stored[0], &reads);  // the answer: sm_89
   ASSERT_TRUE(held.ok()) << held.status();
   ASSERT_TRUE(held->stored.has_value());
   EXPECT_EQ(reads, 0);
-  EXPECT_EQ(held->stored->artifact.bytes, "artifact for sm_89");
+  EXPECT_EQ(held->stored->artifact->bytes, "artifact for sm_89");
   EXPECT_EQ(held->stored->rule, ServeRule::kExactSass);
 
-  absl::StatusOr<ResolveDecision> other = decide(&stored[1], &reads);  // not the answer
+  absl::StatusOr<ResolveDecision> other = decide(stored[1], &reads);  // not the answer
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_EQ(reads, 1);
-  EXPECT_EQ(other->stored->artifact.bytes, "artifact for sm_89");
+  EXPECT_EQ(other->stored->artifact->bytes, "artifact for sm_89");
 
-  Artifact changed = stored[0];
-  changed.meta.checksum ^= 1;  // the same key, other bytes than the store's: read the store's
-  changed.bytes = "not what the store holds";
-  absl::StatusOr<ResolveDecision> stale = decide(&changed, &reads);
+  auto changed = std::make_shared<Artifact>(*stored[0]);
+  changed->meta.checksum ^= 1;  // the same key, other bytes than the store's: read the store's
+  changed->bytes = "not what the store holds";
+  absl::StatusOr<ResolveDecision> stale = decide(changed, &reads);
   ASSERT_TRUE(stale.ok()) << stale.status();
   EXPECT_EQ(reads, 1);
-  EXPECT_EQ(stale->stored->artifact.bytes, "artifact for sm_89");
+  EXPECT_EQ(stale->stored->artifact->bytes, "artifact for sm_89");
 }
 
 }  // namespace

@@ -16,18 +16,18 @@ KernelId IdOf(const std::string& source) {
   return ComputeKernelId(spec);
 }
 
-MemoryEntry EntryOf(size_t bytes, char fill = 'x') {
+Answer EntryOf(size_t bytes, char fill = 'x') {
   auto artifact = std::make_shared<Artifact>();
   artifact->bytes.assign(bytes, fill);
-  return MemoryEntry{artifact, ServeRule::kExactSass, "test"};
+  return Answer{artifact, ServeRule::kExactSass, "test"};
 }
 
 TEST(MemoryLruTest, HitSharesTheStoredArtifactWithoutCopying) {
   MemoryLru lru(1 << 20);
   MemoryKey key{IdOf("a"), {8, 9}, 13000};
-  MemoryEntry entry = EntryOf(1000);
+  Answer entry = EntryOf(1000);
   ASSERT_TRUE(lru.Insert(key, entry));
-  std::optional<MemoryEntry> hit = lru.Lookup(key);
+  std::optional<Answer> hit = lru.Lookup(key);
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(hit->artifact.get(), entry.artifact.get());  // the same object, not a copy
   EXPECT_EQ(hit->rule, ServeRule::kExactSass);

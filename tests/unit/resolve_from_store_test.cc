@@ -37,8 +37,8 @@ class ResolveFromStoreTest : public ::testing::Test {
     ASSERT_TRUE(store_->Put(a).ok());
   }
 
-  absl::StatusOr<Resolution> Resolve(const std::string& sm, uint32_t driver = 0,
-                                     Compiler* compiler = nullptr) {
+  absl::StatusOr<InProcessAnswer> Resolve(const std::string& sm, uint32_t driver = 0,
+                                          Compiler* compiler = nullptr) {
     std::vector<Compiler*> compilers;
     if (compiler != nullptr) compilers.push_back(compiler);
     return ResolveFromStore(*store_, record_.id, Device{*ParseSm(sm), driver}, ResolvePolicy{},
@@ -54,10 +54,10 @@ TEST_F(ResolveFromStoreTest, ExactCubinWins) {
   Place(ArtifactKind::kCubin, "sm_86");
   Place(ArtifactKind::kCubin, "sm_80");
   Place(ArtifactKind::kPtx, "compute_86");
-  absl::StatusOr<Resolution> r = Resolve("8.6");
+  absl::StatusOr<InProcessAnswer> r = Resolve("8.6");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->rule, ServeRule::kExactSass);
-  EXPECT_EQ(r->artifact.bytes, "artifact for sm_86");
+  EXPECT_EQ(r->artifact->bytes, "artifact for sm_86");
   EXPECT_FALSE(r->needs_jit());
 }
 
@@ -65,10 +65,10 @@ TEST_F(ResolveFromStoreTest, CompatibleCubinOfSameMajorLowerMinor) {
   Place(ArtifactKind::kCubin, "sm_80");
   Place(ArtifactKind::kCubin, "sm_86");
   Place(ArtifactKind::kPtx, "compute_86");
-  absl::StatusOr<Resolution> r = Resolve("8.9");
+  absl::StatusOr<InProcessAnswer> r = Resolve("8.9");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->rule, ServeRule::kCompatibleSass);
-  EXPECT_EQ(r->artifact.bytes, "artifact for sm_86");  // the highest compatible minor
+  EXPECT_EQ(r->artifact->bytes, "artifact for sm_86");  // the highest compatible minor
   EXPECT_NE(r->reason.find("sm_86"), std::string::npos) << r->reason;
 }
 
@@ -76,11 +76,11 @@ TEST_F(ResolveFromStoreTest, PtxWithNeedsJitWhenNoCubinFits) {
   Place(ArtifactKind::kCubin, "sm_86");
   Place(ArtifactKind::kPtx, "compute_75");
   Place(ArtifactKind::kPtx, "compute_86");
-  absl::StatusOr<Resolution> r = Resolve("9.0");
+  absl::StatusOr<InProcessAnswer> r = Resolve("9.0");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->rule, ServeRule::kPtxJit);
   EXPECT_TRUE(r->needs_jit());
-  EXPECT_EQ(r->artifact.bytes, "artifact for compute_86");
+  EXPECT_EQ(r->artifact->bytes, "artifact for compute_86");
 }
 
 TEST_F(ResolveFromStoreTest, SmallerDeviceIsNeverHandedNewerSass) {
@@ -88,11 +88,11 @@ TEST_F(ResolveFromStoreTest, SmallerDeviceIsNeverHandedNewerSass) {
   Place(ArtifactKind::kCubin, "sm_86");
   Place(ArtifactKind::kCubin, "sm_90a");
   Place(ArtifactKind::kPtx, "compute_80");
-  absl::StatusOr<Resolution> r = Resolve("7.5");
+  absl::StatusOr<InProcessAnswer> r = Resolve("7.5");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
   r = Resolve("9.0");  // sm_90a is for exactly 9.0
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->artifact.bytes, "artifact for sm_90a");
+  EXPECT_EQ(r->artifact->bytes, "artifact for sm_90a");
   r = Resolve("10.0");  // never sm_90a on 10.0: PTX instead
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rule, ServeRule::kPtxJit);
@@ -102,21 +102,21 @@ TEST_F(ResolveFromStoreTest, DeviceBelowDeclaredMinArchIsRefusedWithTheReason) {
   record_.arch.min_arch = 89;
   ASSERT_TRUE(store_->PutKernel(record_).ok());
   Place(ArtifactKind::kPtx, "compute_75");  // would load, but the kernel says 8.9+
-  absl::StatusOr<Resolution> r = Resolve("8.6");
+  absl::StatusOr<InProcessAnswer> r = Resolve("8.6");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("needs SM 8.9"), absl::string_view::npos) << r.status();
 }
 
 TEST_F(ResolveFromStoreTest, OldDriverSkipsArtifactsItCannotLoad) {
   Place(ArtifactKind::kCubin, "sm_86", /*min_driver=*/13000);
-  absl::StatusOr<Resolution> r = Resolve("8.6", /*driver=*/12080);
+  absl::StatusOr<InProcessAnswer> r = Resolve("8.6", /*driver=*/12080);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(Resolve("8.6", 13000).ok());
   EXPECT_TRUE(Resolve("8.6", 0).ok());  // unknown driver: not filtered
 }
 
 TEST_F(ResolveFromStoreTest, MissWithoutToolkitSaysSo) {
-  absl::StatusOr<Resolution> r = Resolve("8.6");
+  absl::StatusOr<InProcessAnswer> r = Resolve("8.6");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("no toolkit"), absl::string_view::npos) << r.status();
 }
@@ -124,7 +124,7 @@ TEST_F(ResolveFromStoreTest, MissWithoutToolkitSaysSo) {
 TEST_F(ResolveFromStoreTest, UnknownKernelIsNotFound) {
   KernelSpec other;
   other.source = "nothing";
-  absl::StatusOr<Resolution> r =
+  absl::StatusOr<InProcessAnswer> r =
       ResolveFromStore(*store_, ComputeKernelId(other), Device{{8, 6}, 0}, ResolvePolicy{}, {});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("unknown"), absl::string_view::npos) << r.status();
@@ -134,14 +134,14 @@ TEST_F(ResolveFromStoreTest, MissCompilesForTheDeviceStoresAndThenServesExact) {
   absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(Toolkit::DefaultRoot());
   ASSERT_TRUE(toolkit.ok()) << toolkit.status();
   std::unique_ptr<Compiler> compiler = NewNvrtcCompiler(*toolkit);
-  absl::StatusOr<Resolution> r = Resolve("9.0", 0, compiler.get());
+  absl::StatusOr<InProcessAnswer> r = Resolve("9.0", 0, compiler.get());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->rule, ServeRule::kCompiled);
-  EXPECT_EQ(*CubinSmArch(r->artifact.bytes), 90);
-  absl::StatusOr<Resolution> again = Resolve("9.0");
+  EXPECT_EQ(*CubinSmArch(r->artifact->bytes), 90);
+  absl::StatusOr<InProcessAnswer> again = Resolve("9.0");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->rule, ServeRule::kExactSass);
-  EXPECT_EQ(again->artifact.bytes, r->artifact.bytes);
+  EXPECT_EQ(again->artifact->bytes, r->artifact->bytes);
 }
 
 TEST_F(ResolveFromStoreTest, FindKernelByNameIdAndPrefix) {

@@ -12,7 +12,7 @@
 namespace kcache {
 namespace {
 
-MemoryEntry Entry(ServeRule rule, const char* target, uint32_t min_driver) {
+Answer Entry(ServeRule rule, const char* target, uint32_t min_driver) {
   auto artifact = std::make_shared<Artifact>();
   artifact->meta.key.target = *ParseTarget(target);
   artifact->meta.key.kind = artifact->meta.key.target.kind == TargetKind::kSass
@@ -21,13 +21,13 @@ MemoryEntry Entry(ServeRule rule, const char* target, uint32_t min_driver) {
   artifact->meta.min_driver = min_driver;
   artifact->bytes = "code";
   Device unknown{artifact->meta.key.target.sm, 0};
-  return MemoryEntry{artifact, rule, ServeReason(rule, artifact->meta, unknown)};
+  return Answer{artifact, rule, ServeReason(rule, artifact->meta, unknown)};
 }
 
 TEST(CarryToDriverTest, ExactSassServesADriverThatLoadsIt) {
-  MemoryEntry unknown = Entry(ServeRule::kExactSass, "sm_89", 13000);
+  Answer unknown = Entry(ServeRule::kExactSass, "sm_89", 13000);
   ASSERT_TRUE(absl::StrContains(unknown.reason, "driver unknown"));
-  std::optional<MemoryEntry> carried = CarryToDriver(unknown, Device{Sm{8, 9}, 13000});
+  std::optional<Answer> carried = CarryToDriver(unknown, Device{Sm{8, 9}, 13000});
   ASSERT_TRUE(carried.has_value());
   EXPECT_EQ(carried->artifact, unknown.artifact);
   EXPECT_EQ(carried->rule, ServeRule::kExactSass);
@@ -35,26 +35,26 @@ TEST(CarryToDriverTest, ExactSassServesADriverThatLoadsIt) {
 }
 
 TEST(CarryToDriverTest, CompatibleSassCarriesToANewerDriver) {
-  MemoryEntry unknown = Entry(ServeRule::kCompatibleSass, "sm_86", 12040);
-  std::optional<MemoryEntry> carried = CarryToDriver(unknown, Device{Sm{8, 9}, 13000});
+  Answer unknown = Entry(ServeRule::kCompatibleSass, "sm_86", 12040);
+  std::optional<Answer> carried = CarryToDriver(unknown, Device{Sm{8, 9}, 13000});
   ASSERT_TRUE(carried.has_value());
   EXPECT_EQ(carried->rule, ServeRule::kCompatibleSass);
   EXPECT_FALSE(absl::StrContains(carried->reason, "driver unknown")) << carried->reason;
 }
 
 TEST(CarryToDriverTest, NotToADriverThatCannotLoadIt) {
-  MemoryEntry unknown = Entry(ServeRule::kExactSass, "sm_89", 13000);
+  Answer unknown = Entry(ServeRule::kExactSass, "sm_89", 13000);
   EXPECT_FALSE(CarryToDriver(unknown, Device{Sm{8, 9}, 12080}).has_value());
 }
 
 TEST(CarryToDriverTest, NeverPtx) {
   // With a known driver a toolkit may build the SASS: the store decides, not memory.
-  MemoryEntry unknown = Entry(ServeRule::kPtxJit, "compute_75", 12000);
+  Answer unknown = Entry(ServeRule::kPtxJit, "compute_75", 12000);
   EXPECT_FALSE(CarryToDriver(unknown, Device{Sm{8, 9}, 13000}).has_value());
 }
 
 TEST(CarryToDriverTest, NotToAnUnknownDriver) {
-  MemoryEntry unknown = Entry(ServeRule::kExactSass, "sm_89", 13000);
+  Answer unknown = Entry(ServeRule::kExactSass, "sm_89", 13000);
   EXPECT_FALSE(CarryToDriver(unknown, Device{Sm{8, 9}, 0}).has_value());
 }
 
