@@ -16,6 +16,7 @@
 #include "client/lib/daemon_rpc.h"
 #include "client/lib/fast_path.h"
 #include "client/lib/known_kernel_ids.h"
+#include "client/lib/many_calls.h"
 #include "client/lib/startup_grace.h"
 #include "client/lib/wire.h"
 #include "core/kernel_spec.h"
@@ -45,6 +46,12 @@ absl::Status AskById(const KernelSource& source, const Device& device,
   request->set_kernel_id(std::string(KnownKernelId(spec).Bytes()));
   ToWire(device, request->mutable_device());
   return absl::OkStatus();
+}
+
+// Whether the fast path's answer is the one to give: a kernel, or a request it refused as the
+// daemon would over gRPC (InvalidArgument). Nothing, or another failure, goes over gRPC.
+bool ServedFast(const FastPath::Answer& answer) {
+  return answer && (answer->ok() || absl::IsInvalidArgument(answer->status()));
 }
 
 }  // namespace
@@ -152,15 +159,16 @@ struct Client::Impl {
     do {
       daemon.RenewIfFailed();
       status = call();
-    } while (end->unreachable && grace.WaitAgain());
-    if (!end->unreachable) grace.Contacted();
-    *outcome = end->over_limit ? DaemonOutcome::kBusy : DaemonOutcome::kAsked;
-    if (end->over_limit || status.ok() || !IsDaemonFailure(status)) {
+    } while (*end == CallEnd::kUnreachable && grace.WaitAgain());
+    if (*end != CallEnd::kUnreachable) grace.Contacted();
+    bool busy = *end == CallEnd::kOverLimit;
+    *outcome = busy ? DaemonOutcome::kBusy : DaemonOutcome::kAsked;
+    if (busy || status.ok() || !IsDaemonFailure(status)) {
       breaker.RecordSuccess();
     } else {
       breaker.RecordFailure();
     }
-    if (end->over_limit) {
+    if (busy) {
       // The daemon was still working on it (a compile) when the whole wait's limit passed:
       // busy, not away. Not a reason to compile here: a herd of local compiles behind one
       // slow daemon compile is the worst outcome.
@@ -192,14 +200,13 @@ struct Client::Impl {
     }
     Stamp(call, request);
     // The in-pod fast path first; what it does not serve (or serves broken) goes over gRPC.
-    if (FastPath::Answer answer = fast.Resolve(request, DeadlineFor(call));
-        answer && (answer->ok() || answer->status().code() == absl::StatusCode::kInvalidArgument)) {
+    if (FastPath::Answer answer = fast.Resolve(request, DeadlineFor(call)); ServedFast(answer)) {
       breaker.RecordSuccess();
       grace.Contacted();
       return *std::move(answer);
     }
     if (source != nullptr) ToWire(*source, request.mutable_spec());  // replaces the id
-    CallEnd end;
+    CallEnd end = CallEnd::kFinished;
     absl::StatusOr<FetchedKernel> result;
     absl::Status status = WithGrace(
         [&] {
@@ -250,6 +257,8 @@ struct Client::Impl {
     compiled->micros = MicrosSince(start);
     return compiled;
   }
+
+  class Batch;  // one ResolveMany (below)
 
   ClientOptions options;
   DaemonConnection daemon;
@@ -347,112 +356,178 @@ absl::Status RequestFor(const KernelRef& kernel, const Device& device,
 
 }  // namespace
 
-void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& device,
-                         const ResultCallback& on_result, const CallOptions& call) {
-  auto start = std::chrono::steady_clock::now();
-  Impl& impl = *impl_;
-  if (absl::Status s = CheckDevice(device); !s.ok()) {
-    for (size_t i = 0; i < kernels.size(); ++i) on_result(i, s);
-    return;
+// One Client::ResolveMany, step by step. Each kernel's answer goes to `on_result` once: the
+// kernels that have no request, then those the fast path served, then the daemon's answers as
+// they come, then the kernels by source that the daemon did not serve (FallBack).
+class Client::Impl::Batch {
+ public:
+  // How one gRPC call of the batch ended.
+  struct Ended {
+    absl::Status status;
+    DaemonOutcome outcome = DaemonOutcome::kAsked;
+  };
+
+  Batch(Impl& impl, const std::vector<KernelRef>& kernels, const Device& device,
+        const CallOptions& call, const ResultCallback& on_result,
+        std::chrono::steady_clock::time_point start)
+      : impl_(impl),
+        kernels_(kernels),
+        device_(device),
+        call_(call),
+        on_result_(on_result),
+        start_(start) {}
+
+  // The requests, stamped, for the kernels that have one: requests[k] asks for kernel
+  // (*asked)[k]. A kernel that has none gets its error now (RequestFor).
+  std::vector<v1::ResolveRequest> Requests(std::vector<size_t>* asked) {
+    std::vector<v1::ResolveRequest> requests;
+    for (size_t i = 0; i < kernels_.size(); ++i) {
+      v1::ResolveRequest request;
+      if (absl::Status s = RequestFor(kernels_[i], device_, &request); !s.ok()) {
+        on_result_(i, s);
+        continue;
+      }
+      impl_.Stamp(call_, request);
+      requests.push_back(std::move(request));
+      asked->push_back(i);
+    }
+    return requests;
   }
-  std::vector<v1::ResolveRequest> requests;
-  std::vector<size_t> asked;  // requests[k] is for kernels[asked[k]]
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    v1::ResolveRequest request;
-    if (absl::Status s = RequestFor(kernels[i], device, &request); !s.ok()) {
-      on_result(i, s);
-      continue;
+
+  // Sends all `requests` (for the kernels `*asked`) to the in-pod fast path at once, pipelined
+  // on its connection, and gives what it served. Returns the rest for gRPC, a kernel by source
+  // asked for by its spec instead of its id (AskById), and leaves their kernels in `*asked`.
+  std::vector<v1::ResolveRequest> NotServedFast(std::vector<v1::ResolveRequest> requests,
+                                                std::vector<size_t>* asked) {
+    std::vector<FastPath::Answer> fast = impl_.fast.ResolveMany(requests, impl_.DeadlineFor(call_));
+    std::vector<v1::ResolveRequest> rest;
+    std::vector<size_t> rest_asked;
+    for (size_t k = 0; k < requests.size(); ++k) {
+      size_t i = (*asked)[k];
+      if (ServedFast(fast[k])) {
+        if (fast[k]->ok()) (*fast[k])->micros = MicrosSince(start_);
+        on_result_(i, *std::move(fast[k]));
+        continue;
+      }
+      if (kernels_[i].by == KernelRef::By::kSource) {
+        ToWire(kernels_[i].source, requests[k].mutable_spec());  // replaces the id
+      }
+      rest.push_back(std::move(requests[k]));
+      rest_asked.push_back(i);
     }
-    impl.Stamp(call, request);
-    requests.push_back(std::move(request));
-    asked.push_back(i);
+    *asked = std::move(rest_asked);
+    return rest;
   }
-  // The in-pod fast path first, all of them pipelined on its connection; what it does not
-  // serve goes to the daemon over gRPC.
-  std::vector<FastPath::Answer> fast = impl.fast.ResolveMany(requests, impl.DeadlineFor(call));
-  // The entries to ask the daemon for, in calls of at most kMaxResolveManyEntries entries and
-  // kMaxUnaryMessageBytes bytes; sent[k] is the index in `kernels` of a call's entry k.
-  std::vector<v1::ResolveManyRequest> calls;
-  std::vector<std::vector<size_t>> sent;
-  size_t call_bytes = 0;
-  for (size_t k = 0; k < requests.size(); ++k) {
-    size_t i = asked[k];
-    if (fast[k] && (fast[k]->ok() || absl::IsInvalidArgument(fast[k]->status()))) {
-      if (fast[k]->ok()) (*fast[k])->micros = MicrosSince(start);
-      on_result(i, *std::move(fast[k]));
-      continue;
+
+  // Runs `many` through the breaker and the start-up grace: each answer the daemon gives goes
+  // to Answer as it comes; the entries it did not answer get how the call ended.
+  Ended Run(const ManyCall& many) {
+    std::vector<bool> answered(many.sent.size(), false);
+    Ended ended = Send(many, &answered);
+    for (size_t k = 0; k < many.sent.size(); ++k) {
+      if (!answered[k]) NotAnswered(many.sent[k], ended);
     }
-    v1::ResolveRequest& request = requests[k];
-    if (kernels[i].by == KernelRef::By::kSource) {
-      ToWire(kernels[i].source, request.mutable_spec());  // replaces the id (AskById)
-    }
-    size_t size = request.ByteSizeLong() + 8;  // + the field's tag and length
-    if (calls.empty() || calls.back().kernels_size() >= static_cast<int>(kMaxResolveManyEntries) ||
-        call_bytes + size > kMaxUnaryMessageBytes) {
-      calls.emplace_back();
-      sent.emplace_back();
-      call_bytes = 0;
-    }
-    *calls.back().add_kernels() = std::move(request);
-    sent.back().push_back(i);
-    call_bytes += size;
+    return ended;
   }
-  // Kernels by source that the daemon did not serve, for a local compile once its stream is
-  // read (compiling while it streams would stall the stream).
+
+  // Every entry of `many`, a call not sent, gets how an earlier call of the batch ended.
+  void Skip(const ManyCall& many, const Ended& earlier) {
+    for (size_t i : many.sent) NotAnswered(i, earlier);
+  }
+
+  // The kernels by source that the daemon did not serve, each given FallBack's answer (a
+  // local compile, or why not). Called once the daemon's streams are read: compiling while
+  // one streams would stall it.
+  void FallBackLeft() {
+    for (const Left& l : left_) {
+      on_result_(l.index, impl_.FallBack(l.status, l.outcome, kernels_[l.index].source, device_,
+                                         call_, start_));
+    }
+  }
+
+ private:
+  // A kernel by source kept for FallBackLeft.
   struct Left {
     size_t index;
     absl::Status status;
     DaemonOutcome outcome;
   };
-  std::vector<Left> left;
-  DaemonOutcome outcome = DaemonOutcome::kAsked;
-  absl::Status stop;  // why the calls stopped: the circuit, a busy daemon, a daemon failure
-  for (size_t c = 0; c < calls.size(); ++c) {
-    std::vector<bool> answered(sent[c].size(), false);
-    absl::Status status = stop;
-    if (!stop.ok()) {
-      // an earlier call of this batch failed: the rest get its answer
-    } else if (impl.breaker.Allow()) {
-      CallEnd end;
-      auto on_answer = [&](size_t k, absl::StatusOr<FetchedKernel> answer) {
-        answered[k] = true;
-        size_t i = sent[c][k];
-        if (answer.ok()) {
-          answer->micros = MicrosSince(start);
-          on_result(i, std::move(answer));
-        } else if (kernels[i].by == KernelRef::By::kSource &&
-                   impl.ShouldCompileLocally(answer.status(), DaemonOutcome::kAsked,
-                                             kernels[i].source, device, call)) {
-          left.push_back(Left{i, answer.status(), DaemonOutcome::kAsked});
-        } else {
-          on_result(i, answer.status());
-        }
-      };
-      status = impl.WithGrace(
-          [&] {
-            return impl.daemon.ResolveMany(calls[c], impl.LimitsFor(call), on_answer, &end,
-                                           Impl::ProgressFor(call, &sent[c]));
-          },
-          &end, &outcome);
+
+  // Sends `many` unless the circuit is open; (*answered)[k] marks entry k's answer.
+  Ended Send(const ManyCall& many, std::vector<bool>* answered) {
+    if (!impl_.breaker.Allow()) return Ended{impl_.CircuitOpen(), DaemonOutcome::kSkipped};
+    auto on_answer = [&](size_t k, absl::StatusOr<FetchedKernel> answer) {
+      (*answered)[k] = true;
+      Answer(many.sent[k], std::move(answer));
+    };
+    Ended ended;
+    CallEnd end = CallEnd::kFinished;
+    ended.status = impl_.WithGrace(
+        [&] {
+          return impl_.daemon.ResolveMany(many.request, impl_.LimitsFor(call_), on_answer, &end,
+                                          Impl::ProgressFor(call_, &many.sent));
+        },
+        &end, &ended.outcome);
+    return ended;
+  }
+
+  // The daemon's answer for kernel i: given now, or kept for a local compile.
+  void Answer(size_t i, absl::StatusOr<FetchedKernel> answer) {
+    if (answer.ok()) {
+      answer->micros = MicrosSince(start_);
+      on_result_(i, std::move(answer));
+    } else if (kernels_[i].by == KernelRef::By::kSource &&
+               impl_.ShouldCompileLocally(answer.status(), DaemonOutcome::kAsked,
+                                          kernels_[i].source, device_, call_)) {
+      left_.push_back(Left{i, answer.status(), DaemonOutcome::kAsked});
     } else {
-      outcome = DaemonOutcome::kSkipped;
-      status = impl.CircuitOpen();
-    }
-    if (IsDaemonFailure(status) || outcome == DaemonOutcome::kBusy) stop = status;
-    for (size_t k = 0; k < sent[c].size(); ++k) {
-      if (answered[k]) continue;
-      size_t i = sent[c][k];
-      if (kernels[i].by == KernelRef::By::kSource) {
-        left.push_back(Left{i, status, outcome});
-      } else {
-        on_result(i, status);
-      }
+      on_result_(i, answer.status());
     }
   }
-  for (const Left& l : left) {
-    on_result(l.index,
-              impl.FallBack(l.status, l.outcome, kernels[l.index].source, device, call, start));
+
+  // Kernel i got no answer from a call that ended as `ended`: a kernel by source is kept for
+  // FallBackLeft, another gets the call's status now.
+  void NotAnswered(size_t i, const Ended& ended) {
+    if (kernels_[i].by == KernelRef::By::kSource) {
+      left_.push_back(Left{i, ended.status, ended.outcome});
+    } else {
+      on_result_(i, ended.status);
+    }
   }
+
+  Impl& impl_;
+  const std::vector<KernelRef>& kernels_;
+  const Device& device_;
+  const CallOptions& call_;
+  const ResultCallback& on_result_;
+  const std::chrono::steady_clock::time_point start_;
+  std::vector<Left> left_;
+};
+
+void Client::ResolveMany(const std::vector<KernelRef>& kernels, const Device& device,
+                         const ResultCallback& on_result, const CallOptions& call) {
+  auto start = std::chrono::steady_clock::now();
+  if (absl::Status s = CheckDevice(device); !s.ok()) {
+    for (size_t i = 0; i < kernels.size(); ++i) on_result(i, s);
+    return;
+  }
+  Impl::Batch batch(*impl_, kernels, device, call, on_result, start);
+  std::vector<size_t> asked;  // requests[k] asks for kernels[asked[k]]
+  std::vector<v1::ResolveRequest> requests = batch.Requests(&asked);
+  requests = batch.NotServedFast(std::move(requests), &asked);
+  // The daemon gets the rest in calls within its bounds, one after another. After a call that
+  // failed (the circuit, a busy daemon, a daemon failure) the later ones are not sent: their
+  // entries get how it ended.
+  std::optional<Impl::Batch::Ended> failed;
+  for (const ManyCall& many : PackManyCalls(std::move(requests), asked)) {
+    if (failed) {
+      batch.Skip(many, *failed);
+      continue;
+    }
+    Impl::Batch::Ended ended = batch.Run(many);
+    if (IsDaemonFailure(ended.status) || ended.outcome == DaemonOutcome::kBusy) failed = ended;
+  }
+  batch.FallBackLeft();
 }
 
 std::vector<absl::StatusOr<FetchedKernel>> Client::ResolveMany(

@@ -98,20 +98,22 @@ void Heard(CallWatchdog::Watch& watch, const WaitLimits& limits, absl::Time star
   watch.Set(now + limits.silence, until);
 }
 
-// The status of a call the watchdog gave up on (OK when it did not), with *end filled in.
-absl::Status GivenUp(WatchFired fired, const WaitLimits& limits, CallEnd* end) {
+// The status of a call the watchdog gave up on (OK when it did not), with *end set to why.
+// `context`: the call's, after Finish.
+absl::Status GivenUp(WatchFired fired, const WaitLimits& limits, const grpc::ClientContext& context,
+                     CallEnd* end) {
   switch (fired) {
     case WatchFired::kNo:
       return absl::OkStatus();
     case WatchFired::kSilent:
-      end->silent = true;
+      *end = CallEnd::kSilent;
       return absl::DeadlineExceededError(absl::StrCat(
           "nothing came for ", absl::FormatDuration(limits.silence),
-          end->accepted ? " after it had accepted the call (no answer and no progress: is it "
-                          "stopped or overloaded?)"
-                        : ""));
+          Accepted(context) ? " after it had accepted the call (no answer and no progress: is "
+                              "it stopped or overloaded?)"
+                            : ""));
     case WatchFired::kOverLimit:
-      end->over_limit = true;
+      *end = CallEnd::kOverLimit;
       return absl::DeadlineExceededError(
           "it was still working on the call (compiling) when the whole wait's limit passed");
   }
@@ -299,12 +301,11 @@ void DaemonConnection::RenewIfFailed() {
   MakeChannel();
 }
 
-void DaemonConnection::Ended(const grpc::ClientContext& context, const absl::Status& finished,
-                             CallEnd* end) {
-  end->accepted = Accepted(context);
-  if (!absl::IsUnavailable(finished) || end->accepted) return;
+CallEnd DaemonConnection::Ended(const grpc::ClientContext& context, const absl::Status& finished) {
+  if (!absl::IsUnavailable(finished) || Accepted(context)) return CallEnd::kFinished;
   absl::MutexLock lock(&mu_);
-  end->unreachable = channel_->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY;
+  return channel_->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY ? CallEnd::kUnreachable
+                                                                            : CallEnd::kFinished;
 }
 
 absl::Status DaemonConnection::Described(const absl::Status& status) const {
@@ -324,7 +325,6 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
                                                         const ProgressCallback& on_progress) {
   absl::Time start = Now();
   while (true) {
-    *end = CallEnd();
     grpc::ClientContext context;
     std::unique_ptr<CallWatchdog::Watch> watch =
         watchdog_.Start(&context, Now() + limits.silence, UntilOf(limits, start));
@@ -343,8 +343,10 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
       return TakePart(part, &have_header, &kernel, &header);
     });
     absl::Status finished = FromGrpc(reader->Finish());
-    Ended(context, finished, end);
-    if (absl::Status s = GivenUp(watch->fired(), limits, end); !s.ok()) return Described(s);
+    *end = Ended(context, finished);
+    if (absl::Status s = GivenUp(watch->fired(), limits, context, end); !s.ok()) {
+      return Described(s);
+    }
     if (!broken.ok()) return Described(broken);
     if (WaitIfBusy(finished, context, start + limits.silence)) continue;
     if (!finished.ok()) return Described(finished);
@@ -359,7 +361,6 @@ absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request
                                            const ProgressCallback& on_progress) {
   absl::Time start = Now();
   while (true) {
-    *end = CallEnd();
     grpc::ClientContext context;
     std::unique_ptr<CallWatchdog::Watch> watch =
         watchdog_.Start(&context, Now() + limits.silence, UntilOf(limits, start));
@@ -376,8 +377,10 @@ absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request
       return taken;
     });
     absl::Status finished = FromGrpc(reader->Finish());
-    Ended(context, finished, end);
-    if (absl::Status s = GivenUp(watch->fired(), limits, end); !s.ok()) return Described(s);
+    *end = Ended(context, finished);
+    if (absl::Status s = GivenUp(watch->fired(), limits, context, end); !s.ok()) {
+      return Described(s);
+    }
     if (!broken.ok()) return Described(broken);
     if (!any && WaitIfBusy(finished, context, start + limits.silence)) continue;
     if (!finished.ok()) return Described(finished);

@@ -38,13 +38,13 @@ struct WaitLimits {
 };
 
 // How a Resolve or ResolveMany ended, besides its status.
-struct CallEnd {
-  bool accepted = false;    // the daemon took the call (core/protocol.h kAcceptedMetadataKey)
-  bool silent = false;      // given up: nothing from the daemon for WaitLimits::silence
-  bool over_limit = false;  // given up: WaitLimits::whole passed while the daemon still worked
+enum class CallEnd {
+  kFinished,  // the call ran to its end: the daemon's answers, its error, or a broken stream
   // UNAVAILABLE with no connection to a daemon: nothing listens (the socket missing, or the
   // connection refused), as opposed to a daemon that answered UNAVAILABLE.
-  bool unreachable = false;
+  kUnreachable,
+  kSilent,     // given up: nothing from the daemon for WaitLimits::silence
+  kOverLimit,  // given up: WaitLimits::whole passed while the daemon still worked
 };
 
 // Thread-safe. Creating it never waits for the daemon; a call connects if needed and gives
@@ -91,8 +91,9 @@ class DaemonConnection {
 
  private:
   std::shared_ptr<v1::KernelCache::Stub> stub();  // makes the channel if there is none
-  // Fills end->accepted and end->unreachable from a finished call.
-  void Ended(const grpc::ClientContext& context, const absl::Status& finished, CallEnd* end);
+  // How a call that finished with `finished` ended, unless the watchdog gave it up:
+  // kUnreachable or kFinished.
+  CallEnd Ended(const grpc::ClientContext& context, const absl::Status& finished);
   void MakeChannel() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Described(const absl::Status& status) const;
 
