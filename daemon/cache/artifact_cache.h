@@ -63,10 +63,10 @@ struct CacheOptions {
 };
 
 // Thread-safe. Errors: NotFound with the reason (kernel unknown, below min arch, no toolkit,
-// nothing servable and no compile allowed), InvalidArgument (bad query: none or several of
-// spec/id/name, a spec without source or with min_arch above max_arch, a device SM out of
-// range; compile options are the caller's to validate, at its edge: the front end does, and
-// the compile worker checks again), Aborted (compile
+// nothing servable and no compile allowed), InvalidArgument (a query naming none or several of
+// spec/id/name, or an ambiguous id prefix; what a query holds is checked once, where it is
+// made: CheckedQueryFromProto, daemon/service/convert.h, checks sizes, options, arch range
+// and device SM, and the compile worker checks a job's options again), Aborted (compile
 // error; the NVRTC log is in the message and the kCompileLogPayload payload),
 // DeadlineExceeded / ResourceExhausted (compile ran past its limits), Unavailable (every
 // tier failed). A failing tier is switched off for a while and counted: it slows requests,

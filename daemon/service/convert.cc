@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/artifact.h"
+#include "daemon/service/request_limits.h"
 
 namespace kcache {
 
@@ -56,6 +57,11 @@ void DeviceToProto(const Device& device, v1::Device* out) {
   out->set_sm_major(static_cast<uint32_t>(device.sm.major));
   out->set_sm_minor(static_cast<uint32_t>(device.sm.minor));
   out->set_driver_version(device.driver);
+}
+
+absl::StatusOr<ResolveQuery> CheckedQueryFromProto(const v1::ResolveRequest& request) {
+  if (absl::Status valid = ValidateResolveRequest(request); !valid.ok()) return valid;
+  return QueryFromProto(request);
 }
 
 ResolveQuery QueryFromProto(const v1::ResolveRequest& request) {

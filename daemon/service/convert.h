@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
-#include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/cache_types.h"
 #include "engine/warm/warm.h"
 #include "kcache/v1/kcache.pb.h"
 
@@ -27,7 +27,14 @@ void RecordToProto(const KernelRecord& record, v1::KernelSpec* out);
 Device DeviceFromProto(const v1::Device& device);
 void DeviceToProto(const Device& device, v1::Device* out);
 
-// A validated ResolveRequest as a cache query.
+// The edge's one check and conversion of a Resolve request: ValidateResolveRequest
+// (request_limits.h: one kernel, sizes, options, arch range, device SM), then QueryFromProto.
+// What it returns is what the cache takes without checking again; InvalidArgument names what
+// was wrong.
+absl::StatusOr<ResolveQuery> CheckedQueryFromProto(const v1::ResolveRequest& request);
+
+// A ResolveRequest that passed ValidateResolveRequest as a cache query (the spec's id computed
+// here, once). CheckedQueryFromProto does both.
 ResolveQuery QueryFromProto(const v1::ResolveRequest& request);
 
 // Parses WarmRequest.targets ("7.5", "sm_90a", "compute_90"); InvalidArgument naming the bad

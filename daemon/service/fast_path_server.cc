@@ -367,12 +367,12 @@ class FastPathServerImpl final : public FastPathServer {
     v1::FastResponse response;
     response.set_tag(tag);
     absl::Time arrived = absl::Now();
-    if (absl::Status valid = ValidateResolveRequest(request); !valid.ok()) {
+    absl::StatusOr<ResolveQuery> query = CheckedQueryFromProto(request);
+    if (!query.ok()) {
       cache_->RecordRefused(absl::Now() - arrived);
-      return Refusal(tag, valid);
+      return Refusal(tag, query.status());
     }
-    ResolveQuery query = QueryFromProto(request);
-    ArtifactCache::Peeked peeked = cache_->Peek(query);
+    ArtifactCache::Peeked peeked = cache_->Peek(*query);
     if (!peeked.served.ok()) {
       if (absl::IsInvalidArgument(peeked.served.status())) {  // final: the client asks no more
         cache_->CommitPeek(peeked);
@@ -388,7 +388,7 @@ class FastPathServerImpl final : public FastPathServer {
     if (served.artifact == nullptr) {
       return Refusal(tag, absl::InternalError("the cache served no artifact"));
     }
-    if (served.rule == ServeRule::kPtxJit && !query.ptx_now) {  // gRPC may compile the SASS
+    if (served.rule == ServeRule::kPtxJit && !query->ptx_now) {  // gRPC may compile the SASS
       stats_->Add(Statistic::kFastFallbackMiss);
       return Refusal(tag, absl::NotFoundError("not served on the fast path: ask over gRPC"));
     }

@@ -84,12 +84,13 @@ class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
     for (int i = 0; i < request.kernels_size(); ++i) {
       const v1::ResolveRequest& entry = request.kernels(i);
       absl::Time arrived = absl::Now();
-      if (absl::Status valid = ValidateResolveRequest(entry); !valid.ok()) {
+      absl::StatusOr<ResolveQuery> checked = CheckedQueryFromProto(entry);
+      if (!checked.ok()) {
         cache->RecordRefused(absl::Now() - arrived);
-        Push(static_cast<uint32_t>(i), valid);
+        Push(static_cast<uint32_t>(i), checked.status());
         continue;
       }
-      ResolveQuery query = QueryFromProto(entry);
+      ResolveQuery& query = *checked;
       query.still_wanted = [gave_up = gave_up()] { return !gave_up->load(); };
       if (entry.want_progress() && progress_.ticker != nullptr) {
         wants_progress_.insert(static_cast<uint32_t>(i));

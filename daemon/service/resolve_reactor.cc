@@ -53,12 +53,13 @@ class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
     }
     absl::Time arrived = absl::Now();
     v1::ResolveRequest request;
-    absl::Status valid = ParseRawRequest(raw, &request);
-    if (valid.ok()) valid = ValidateResolveRequest(request);
-    if (!valid.ok()) {
+    absl::Status parsed = ParseRawRequest(raw, &request);
+    absl::StatusOr<ResolveQuery> query =
+        parsed.ok() ? CheckedQueryFromProto(request) : absl::StatusOr<ResolveQuery>(parsed);
+    if (!query.ok()) {
       cache->RecordRefused(absl::Now() - arrived);
-      spdlog::info("resolve refused: {}", FirstLine(valid.message()));
-      End(ToGrpcStatus(valid));
+      spdlog::info("resolve refused: {}", FirstLine(query.status().message()));
+      End(ToGrpcStatus(query.status()));
       return;
     }
     // The client now knows the daemon took the call: a deadline that passes from here on
@@ -67,13 +68,12 @@ class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
     StartSendInitialMetadata();
     accepted_ = arrived;
     AddRef();  // the background task's reference
-    ResolveQuery query = QueryFromProto(request);
-    query.still_wanted = [gave_up = gave_up()] { return !gave_up->load(); };
+    query->still_wanted = [gave_up = gave_up()] { return !gave_up->load(); };
     if (request.want_progress() && progress_.ticker != nullptr) {
-      query.waits_for_compile = [this] { StartProgress(); };
-      query.compile_watch = &compile_watch_;
+      query->waits_for_compile = [this] { StartProgress(); };
+      query->compile_watch = &compile_watch_;
     }
-    pool->Submit([this, query = std::move(query)] {
+    pool->Submit([this, query = *std::move(query)] {
       Serve(cache_->Resolve(query), query);
       Unref();
     });

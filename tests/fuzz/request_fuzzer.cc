@@ -51,14 +51,22 @@ void CheckSpec(const v1::KernelSpec& spec) {
 
 void CheckResolve(const v1::ResolveRequest& request) {
   if (request.has_spec()) CheckSpec(request.spec());
-  absl::Status valid = ValidateResolveRequest(request);
-  CheckRefusal(valid);
-  if (!valid.ok()) return;
-  ResolveQuery query = QueryFromProto(request);
+  absl::StatusOr<ResolveQuery> checked = CheckedQueryFromProto(request);
+  CheckRefusal(checked.status());
+  if (!checked.ok()) return;
+  // What the cache takes without checking again (daemon/cache/artifact_cache.h).
+  const ResolveQuery& query = *checked;
   FUZZ_CHECK((query.record != nullptr) + query.id.has_value() + !query.name.empty() == 1,
              "a valid request names exactly one kernel");
   absl::Status device = ValidateDeviceSm(query.device.sm.major, query.device.sm.minor);
   FUZZ_CHECK(device.ok(), device.ToString());
+  if (query.record != nullptr) {
+    absl::Status limits = ValidateSpecLimits(query.record->spec, "spec");
+    FUZZ_CHECK(limits.ok(), limits.ToString());
+    absl::Status range =
+        ValidateArchRange(query.record->arch.min_arch, query.record->arch.max_arch, "spec");
+    FUZZ_CHECK(range.ok(), range.ToString());
+  }
 }
 
 void CheckWarm(const v1::WarmRequest& request) {

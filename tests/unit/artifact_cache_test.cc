@@ -133,13 +133,16 @@ class ArtifactCacheTest : public ::testing::Test {
     return cache_->Resolve(q);
   }
   // As a worker sends it: the record crosses the wire (which carries no id) and the daemon's
-  // edge converts it (QueryFromProto computes the id).
+  // edge checks and converts it (CheckedQueryFromProto computes the id).
   absl::StatusOr<Served> BySpec(const KernelRecord& record, const std::string& sm) {
     v1::ResolveRequest request;
     RecordToProto(record, request.mutable_spec());
-    ResolveQuery q = QueryFromProto(request);
-    q.device = Device{*ParseSm(sm), 13000};
-    return cache_->Resolve(q);
+    request.mutable_device()->set_sm_major(static_cast<uint32_t>(ParseSm(sm)->major));
+    request.mutable_device()->set_sm_minor(static_cast<uint32_t>(ParseSm(sm)->minor));
+    request.mutable_device()->set_driver_version(13000);
+    absl::StatusOr<ResolveQuery> q = CheckedQueryFromProto(request);
+    if (!q.ok()) return q.status();
+    return cache_->Resolve(*q);
   }
 
   uint64_t Counter(const std::string& name) const {
@@ -203,7 +206,9 @@ TEST_F(ArtifactCacheTest, ABySourceRequestIsHashedOnceFromTheWireToItsCompiledAn
   request.mutable_device()->set_driver_version(13000);
   for (CacheTier expected : {CacheTier::kCompile, CacheTier::kMemory}) {
     uint64_t before = KernelIdsComputed();
-    absl::StatusOr<Served> served = cache_->Resolve(QueryFromProto(request));
+    absl::StatusOr<ResolveQuery> query = CheckedQueryFromProto(request);
+    ASSERT_TRUE(query.ok()) << query.status();
+    absl::StatusOr<Served> served = cache_->Resolve(*query);
     ASSERT_TRUE(served.ok()) << served.status();
     EXPECT_EQ(served->tier, expected);
     EXPECT_EQ(served->artifact->meta.key.kernel_id, saxpy_.id);
@@ -218,9 +223,10 @@ TEST_F(ArtifactCacheTest, FindAnswersWhatIsStoredAndLeavesACompilePendingUntilCo
   auto query = [&](const std::string& sm) {
     v1::ResolveRequest request;
     RecordToProto(saxpy_, request.mutable_spec());
-    ResolveQuery q = QueryFromProto(request);
-    q.device = Device{*ParseSm(sm), 13000};
-    return q;
+    request.mutable_device()->set_sm_major(static_cast<uint32_t>(ParseSm(sm)->major));
+    request.mutable_device()->set_sm_minor(static_cast<uint32_t>(ParseSm(sm)->minor));
+    request.mutable_device()->set_driver_version(13000);
+    return *CheckedQueryFromProto(request);
   };
   // Stored: answered and counted by Find.
   ArtifactCache::Found stored = cache_->Find(query("8.6"));
@@ -398,7 +404,7 @@ TEST_F(ArtifactCacheTest, MissesSayNoToolkitCompileNotAllowedOrUnknownKernel) {
   EXPECT_EQ(cache_->Snapshot().toolkits.at(0), toolkit_->identity().id);
 }
 
-TEST_F(ArtifactCacheTest, MalformedQueriesAreInvalidArgument) {
+TEST_F(ArtifactCacheTest, MalformedQueriesAreRefusedAtTheEdgeOrByTheirShape) {
   Make();
   ResolveQuery none;
   none.device = Device{{8, 6}, 0};
@@ -407,13 +413,16 @@ TEST_F(ArtifactCacheTest, MalformedQueriesAreInvalidArgument) {
   two.id = saxpy_.id;
   two.name = "saxpy";
   EXPECT_EQ(cache_->Resolve(two).status().code(), absl::StatusCode::kInvalidArgument);
-  for (Sm bad : {Sm{0, 0}, Sm{100, 0}, Sm{8, 10}, Sm{-1, 5}}) {
-    ResolveQuery q;
-    q.id = saxpy_.id;
-    q.device = Device{bad, 0};
-    EXPECT_EQ(cache_->Resolve(q).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Counter("resolve.invalid"), 2u);
+  // What a query holds is checked where it is made: a bad device never reaches the cache.
+  for (auto [major, minor] : {std::pair{0u, 0u}, {100u, 0u}, {8u, 10u}, {~0u, 5u}}) {
+    v1::ResolveRequest request;
+    request.set_kernel_id(std::string(saxpy_.id.Bytes()));
+    request.mutable_device()->set_sm_major(major);
+    request.mutable_device()->set_sm_minor(minor);
+    absl::StatusOr<ResolveQuery> query = CheckedQueryFromProto(request);
+    EXPECT_EQ(query.status().code(), absl::StatusCode::kInvalidArgument) << major << "." << minor;
   }
-  EXPECT_EQ(Counter("resolve.invalid"), 6u);
   EXPECT_EQ(compiler_->calls.load(), 0);
 }
 
