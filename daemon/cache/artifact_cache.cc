@@ -127,15 +127,6 @@ class ArtifactCacheImpl : public ArtifactCache {
   absl::StatusOr<Served> Compile(PendingCompile pending) override;
   Peeked Peek(ResolveQuery query) override;
   void CommitPeek(const Peeked& peeked) override;
-  void RecordRefused(absl::Duration elapsed) override {
-    stats_.Add(Statistic::kResolveRequests);
-    stats_.Add(Statistic::kInvalidRequests);
-    stats_.RecordResolve(ResolveOutcome::kInvalid, elapsed);
-  }
-  void RecordOverBound(Bound bound) override {
-    stats_.Add(bound == Bound::kCallsInFlight ? Statistic::kCallsRefusedBusy
-                                              : Statistic::kResolveRefusedQueuedBytes);
-  }
   absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                    WarmObserver* observer) override;
   StartupWarmResult WarmAfterStart(uint64_t budget_bytes,

@@ -100,17 +100,6 @@ class ArtifactCache {
   virtual Peeked Peek(ResolveQuery query) = 0;
   virtual void CommitPeek(const Peeked& peeked) = 0;
 
-  // A Resolve the front end refused before asking (InvalidArgument: a malformed request),
-  // `elapsed` after it arrived: counted as a request and as invalid (resolve.requests,
-  // resolve.invalid) and timed under outcome "invalid", as the cache counts its own refusals.
-  virtual void RecordRefused(absl::Duration elapsed) = 0;
-
-  // A call the front end refused RESOURCE_EXHAUSTED because one of the daemon's bounds was
-  // reached, before (kCallsInFlight) or after (kQueuedBytes) asking: counted
-  // (calls.refused_busy, resolve.refused_queued_bytes).
-  enum class Bound { kCallsInFlight, kQueuedBytes };
-  virtual void RecordOverBound(Bound bound) = 0;
-
   // Warms into the writable store through the same compiler (and single-flight) as misses.
   virtual absl::StatusOr<WarmSummary> Warm(const Manifest& manifest, const WarmOptions& options,
                                            WarmObserver* observer) = 0;

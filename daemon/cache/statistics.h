@@ -214,6 +214,14 @@ class Statistics {
     resolve_seconds_[static_cast<size_t>(outcome)].Record(duration);
   }
   void RecordCompile(absl::Duration duration) { compile_seconds_.Record(duration); }
+  // A Resolve refused before it reached the cache (a malformed request), `elapsed` after it
+  // arrived: a request and an invalid one (resolve.requests, resolve.invalid), timed under
+  // outcome "invalid", as the cache counts the queries it refuses itself.
+  void RecordInvalidRequest(absl::Duration elapsed) {
+    Add(Statistic::kResolveRequests);
+    Add(Statistic::kInvalidRequests);
+    RecordResolve(ResolveOutcome::kInvalid, elapsed);
+  }
 
   // "resolve.seconds" once per outcome (label "outcome"), then "compile.seconds".
   std::vector<HistogramValue> Histograms() const;

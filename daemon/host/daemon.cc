@@ -182,8 +182,9 @@ class DaemonImpl final : public Daemon {
     object_service_ = std::make_unique<ObjectCacheService>(
         object_cache_.get(), options_.max_object_bytes, statistics_.get());
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
-    service_ = std::make_unique<KernelCacheService>(cache_.get(), pool_.get(), &tracker_, &ticker_,
-                                                    service_options_);
+    service_ = std::make_unique<KernelCacheService>(
+        ServiceParts{cache_.get(), statistics_.get(), pool_.get(), &tracker_}, &ticker_,
+        service_options_);
 
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -369,7 +369,7 @@ class FastPathServerImpl final : public FastPathServer {
     absl::Time arrived = absl::Now();
     absl::StatusOr<ResolveQuery> query = CheckedQueryFromProto(request);
     if (!query.ok()) {
-      cache_->RecordRefused(absl::Now() - arrived);
+      stats_->RecordInvalidRequest(absl::Now() - arrived);
       return Refusal(tag, query.status());
     }
     ArtifactCache::Peeked peeked = cache_->Peek(*query);

@@ -59,10 +59,10 @@ class UnaryReactor final : public grpc::ServerUnaryReactor {
   explicit UnaryReactor(CallTracker* tracker) : tracker_(tracker) {}
   // Enters the tracker; false (and already finished UNAVAILABLE or RESOURCE_EXHAUSTED) when
   // draining or at the bound of calls in flight (unless not `bounded`).
-  bool Enter(ArtifactCache* cache, grpc::CallbackServerContext* context, bool bounded = true) {
+  bool Enter(Statistics* stats, grpc::CallbackServerContext* context, bool bounded = true) {
     CallTracker::Admission admission = tracker_->Enter(nullptr, bounded);
     if (admission == CallTracker::Admission::kAdmitted) return true;
-    Finish(RefusedStatus(admission, *tracker_, cache, context));
+    Finish(RefusedStatus(admission, *tracker_, stats, context));
     return false;
   }
   void OnDone() override {
@@ -83,9 +83,9 @@ grpc::Status ShuttingDownStatus() {
 }
 
 grpc::Status RefusedStatus(CallTracker::Admission admission, const CallTracker& tracker,
-                           ArtifactCache* cache, grpc::CallbackServerContext* context) {
+                           Statistics* stats, grpc::CallbackServerContext* context) {
   if (admission == CallTracker::Admission::kDraining) return ShuttingDownStatus();
-  cache->RecordOverBound(ArtifactCache::Bound::kCallsInFlight);
+  stats->Add(Statistic::kCallsRefusedBusy);
   AddRetryAfter(context);
   return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
       "kcached is busy: ", tracker.limits().max_calls,
@@ -93,9 +93,9 @@ grpc::Status RefusedStatus(CallTracker::Admission admission, const CallTracker& 
       "or raise the bound if this load is expected")));
 }
 
-grpc::Status QueuedBytesStatus(const CallTracker& tracker, ArtifactCache* cache,
+grpc::Status QueuedBytesStatus(const CallTracker& tracker, Statistics* stats,
                                grpc::CallbackServerContext* context) {
-  cache->RecordOverBound(ArtifactCache::Bound::kQueuedBytes);
+  stats->Add(Statistic::kResolveRefusedQueuedBytes);
   AddRetryAfter(context);
   return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
       "kcached is busy: ", tracker.limits().max_queued_bytes >> 20,
@@ -110,39 +110,32 @@ absl::Status GraceRanOutStatus() {
       "(--shutdown-grace-seconds) ran out; retry against the restarted daemon");
 }
 
-KernelCacheService::KernelCacheService(ArtifactCache* cache, BlockingPool* pool,
-                                       CallTracker* tracker, ProgressTicker* ticker,
+KernelCacheService::KernelCacheService(ServiceParts parts, ProgressTicker* ticker,
                                        ServiceOptions options)
-    : cache_(cache),
-      pool_(pool),
-      tracker_(tracker),
-      ticker_(ticker),
-      options_(std::move(options)) {}
+    : parts_(parts), ticker_(ticker), options_(std::move(options)) {}
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelCacheService::Resolve(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  return NewResolveReactor(cache_, pool_, tracker_, {ticker_, options_.compile_limit}, context,
-                           *request);
+  return NewResolveReactor(parts_, {ticker_, options_.compile_limit}, context, *request);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelCacheService::ResolveMany(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  return NewResolveManyReactor(cache_, pool_, tracker_, {ticker_, options_.compile_limit}, context,
-                               *request);
+  return NewResolveManyReactor(parts_, {ticker_, options_.compile_limit}, context, *request);
 }
 
 grpc::ServerWriteReactor<v1::WarmProgress>* KernelCacheService::Warm(
     grpc::CallbackServerContext* context, const v1::WarmRequest* request) {
-  return NewWarmReactor(cache_, pool_, tracker_, context, options_, *request);
+  return NewWarmReactor(parts_, context, options_, *request);
 }
 
 grpc::ServerUnaryReactor* KernelCacheService::Stat(grpc::CallbackServerContext* context,
                                                    const v1::StatRequest* request,
                                                    v1::StatResponse* response) {
-  auto* reactor = new UnaryReactor(tracker_);
-  if (!reactor->Enter(cache_, context, /*bounded=*/false)) return reactor;
+  auto* reactor = new UnaryReactor(parts_.tracker);
+  if (!reactor->Enter(parts_.stats, context, /*bounded=*/false)) return reactor;
   uint64_t uptime = static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - options_.started));
-  SnapshotToProto(cache_->Snapshot(), uptime, response);
+  SnapshotToProto(parts_.cache->Snapshot(), uptime, response);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -150,10 +143,10 @@ grpc::ServerUnaryReactor* KernelCacheService::Stat(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* KernelCacheService::List(grpc::CallbackServerContext* context,
                                                    const v1::ListRequest* request,
                                                    v1::ListResponse* response) {
-  auto* reactor = new UnaryReactor(tracker_);
-  if (!reactor->Enter(cache_, context)) return reactor;
-  pool_->Submit([this, reactor, response] {  // a scan of every store: may block
-    absl::StatusOr<std::vector<ListedKernelInfo>> kernels = cache_->List();
+  auto* reactor = new UnaryReactor(parts_.tracker);
+  if (!reactor->Enter(parts_.stats, context)) return reactor;
+  parts_.pool->Submit([this, reactor, response] {  // a scan of every store: may block
+    absl::StatusOr<std::vector<ListedKernelInfo>> kernels = parts_.cache->List();
     if (!kernels.ok()) {
       spdlog::warn("list failed: {}", std::string(kernels.status().message()));
       reactor->Finish(ToGrpcStatus(kernels.status()));
@@ -171,10 +164,10 @@ grpc::ServerUnaryReactor* KernelCacheService::List(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* KernelCacheService::ExportManifest(
     grpc::CallbackServerContext* context, const v1::ExportManifestRequest* request,
     v1::ExportManifestResponse* response) {
-  auto* reactor = new UnaryReactor(tracker_);
-  if (!reactor->Enter(cache_, context)) return reactor;
-  pool_->Submit([this, reactor, response] {
-    std::vector<SeenKernel> seen = cache_->Seen();
+  auto* reactor = new UnaryReactor(parts_.tracker);
+  if (!reactor->Enter(parts_.stats, context)) return reactor;
+  parts_.pool->Submit([this, reactor, response] {
+    std::vector<SeenKernel> seen = parts_.cache->Seen();
     std::vector<KernelRecord> records;
     records.reserve(seen.size());
     for (const SeenKernel& kernel : seen) records.push_back(kernel.record);

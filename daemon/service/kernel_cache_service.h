@@ -13,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "daemon/cache/artifact_cache.h"
+#include "daemon/cache/statistics.h"
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/call_tracker.h"
 #include "daemon/service/progress_ticker.h"
@@ -41,10 +42,19 @@ using KernelCacheServiceBase = v1::KernelCache::WithRawCallbackMethod_Resolve<
 // after the pool: a call still waiting for a compile may start ticking until the pool is gone).
 // Every call enters `tracker`: once it drains, new calls are answered UNAVAILABLE; past its bounds
 // (calls in flight, bytes queued for slow readers) RESOURCE_EXHAUSTED with kRetryAfterMetadataKey.
+// What the service's calls share. Every part must outlive the service and every call it started.
+struct ServiceParts {
+  ArtifactCache* cache = nullptr;
+  // The host's statistics, which the cache counts in too (CacheOptions::statistics): the calls
+  // count here what they refuse before asking the cache.
+  Statistics* stats = nullptr;
+  BlockingPool* pool = nullptr;
+  CallTracker* tracker = nullptr;
+};
+
 class KernelCacheService final : public KernelCacheServiceBase {
  public:
-  KernelCacheService(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-                     ProgressTicker* ticker, ServiceOptions options);
+  KernelCacheService(ServiceParts parts, ProgressTicker* ticker, ServiceOptions options);
 
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Resolve(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request) override;
@@ -63,9 +73,7 @@ class KernelCacheService final : public KernelCacheServiceBase {
                                            v1::ExportManifestResponse* response) override;
 
  private:
-  ArtifactCache* const cache_;
-  BlockingPool* const pool_;
-  CallTracker* const tracker_;
+  const ServiceParts parts_;
   ProgressTicker* const ticker_;
   const ServiceOptions options_;
 };
@@ -73,14 +81,14 @@ class KernelCacheService final : public KernelCacheServiceBase {
 // The streaming reactors (resolve_reactor.cc, resolve_many_reactor.cc, warm_reactor.cc). Each
 // deletes itself once gRPC is done with it, its background task has returned and `progress`
 // has stopped ticking it.
-grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(
-    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(const ServiceParts& parts,
+                                                              const ProgressSource& progress,
+                                                              grpc::CallbackServerContext* context,
+                                                              const grpc::ByteBuffer& request);
 grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveManyReactor(
-    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request);
-grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache, BlockingPool* pool,
-                                                           CallTracker* tracker,
+    const ServiceParts& parts, const ProgressSource& progress, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer& request);
+grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(const ServiceParts& parts,
                                                            grpc::CallbackServerContext* context,
                                                            const ServiceOptions& options,
                                                            const v1::WarmRequest& request);
@@ -89,14 +97,15 @@ grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache,
 grpc::Status ShuttingDownStatus();
 
 // The answer to a call that `admission` refused (kDraining: ShuttingDownStatus; kBusy:
-// RESOURCE_EXHAUSTED naming the bound, counted in `cache`, with kRetryAfterMetadataKey added
-// to `context`'s trailing metadata).
+// RESOURCE_EXHAUSTED naming the bound, counted in `stats` (calls.refused_busy), with
+// kRetryAfterMetadataKey added to `context`'s trailing metadata).
 grpc::Status RefusedStatus(CallTracker::Admission admission, const CallTracker& tracker,
-                           ArtifactCache* cache, grpc::CallbackServerContext* context);
+                           Statistics* stats, grpc::CallbackServerContext* context);
 
 // RESOURCE_EXHAUSTED for a Resolve whose payload would pass the bound of bytes queued for
-// clients (counted in `cache`, kRetryAfterMetadataKey added to `context`).
-grpc::Status QueuedBytesStatus(const CallTracker& tracker, ArtifactCache* cache,
+// clients (counted in `stats`: resolve.refused_queued_bytes; kRetryAfterMetadataKey added to
+// `context`).
+grpc::Status QueuedBytesStatus(const CallTracker& tracker, Statistics* stats,
                                grpc::CallbackServerContext* context);
 
 // The answer to a call still running when shutdown's grace ran out (CANCELLED).

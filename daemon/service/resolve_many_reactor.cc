@@ -54,13 +54,12 @@ std::vector<grpc::ByteBuffer> AnswerMessages(uint32_t index, const absl::StatusO
 
 class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
  public:
-  ResolveManyReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-                     const ProgressSource& progress, grpc::CallbackServerContext* context,
-                     const grpc::ByteBuffer& raw)
-      : StreamWriter(tracker), cache_(cache), pool_(pool), progress_(progress) {
+  ResolveManyReactor(const ServiceParts& parts, const ProgressSource& progress,
+                     grpc::CallbackServerContext* context, const grpc::ByteBuffer& raw)
+      : StreamWriter(parts.tracker), cache_(parts.cache), pool_(parts.pool), progress_(progress) {
     CallTracker::Admission admission = tracker_->Enter(this);
     if (admission != CallTracker::Admission::kAdmitted) {
-      End(RefusedStatus(admission, *tracker_, cache, context));
+      End(RefusedStatus(admission, *tracker_, parts.stats, context));
       return;
     }
     v1::ResolveManyRequest request;
@@ -72,7 +71,7 @@ class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
       return;
     }
     if (!ReserveQueued(kChunkBytes)) {
-      End(QueuedBytesStatus(*tracker_, cache, context));
+      End(QueuedBytesStatus(*tracker_, parts.stats, context));
       return;
     }
     context->AddInitialMetadata(kAcceptedMetadataKey, "1");
@@ -86,7 +85,7 @@ class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
       absl::Time arrived = absl::Now();
       absl::StatusOr<ResolveQuery> checked = CheckedQueryFromProto(entry);
       if (!checked.ok()) {
-        cache->RecordRefused(absl::Now() - arrived);
+        parts.stats->RecordInvalidRequest(absl::Now() - arrived);
         Push(static_cast<uint32_t>(i), checked.status());
         continue;
       }
@@ -220,9 +219,9 @@ class ResolveManyReactor final : public StreamWriter<grpc::ByteBuffer> {
 }  // namespace
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveManyReactor(
-    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request) {
-  return new ResolveManyReactor(cache, pool, tracker, progress, context, request);
+    const ServiceParts& parts, const ProgressSource& progress, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer& request) {
+  return new ResolveManyReactor(parts, progress, context, request);
 }
 
 }  // namespace kcache

@@ -42,13 +42,16 @@ std::string Describe(const ResolveQuery& query) {
 // answer is the header and the chunks, queued at once, then the end (StreamWriter).
 class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
  public:
-  ResolveReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-                 const ProgressSource& progress, grpc::CallbackServerContext* context,
-                 const grpc::ByteBuffer& raw)
-      : StreamWriter(tracker), cache_(cache), context_(context), progress_(progress) {
+  ResolveReactor(const ServiceParts& parts, const ProgressSource& progress,
+                 grpc::CallbackServerContext* context, const grpc::ByteBuffer& raw)
+      : StreamWriter(parts.tracker),
+        cache_(parts.cache),
+        stats_(parts.stats),
+        context_(context),
+        progress_(progress) {
     CallTracker::Admission admission = tracker_->Enter(this);
     if (admission != CallTracker::Admission::kAdmitted) {
-      End(RefusedStatus(admission, *tracker_, cache, context));
+      End(RefusedStatus(admission, *tracker_, stats_, context));
       return;
     }
     absl::Time arrived = absl::Now();
@@ -57,7 +60,7 @@ class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
     absl::StatusOr<ResolveQuery> query =
         parsed.ok() ? CheckedQueryFromProto(request) : absl::StatusOr<ResolveQuery>(parsed);
     if (!query.ok()) {
-      cache->RecordRefused(absl::Now() - arrived);
+      stats_->RecordInvalidRequest(absl::Now() - arrived);
       spdlog::info("resolve refused: {}", FirstLine(query.status().message()));
       End(ToGrpcStatus(query.status()));
       return;
@@ -73,7 +76,7 @@ class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
       query->waits_for_compile = [this] { StartProgress(); };
       query->compile_watch = &compile_watch_;
     }
-    pool->Submit([this, query = *std::move(query)] {
+    parts.pool->Submit([this, query = *std::move(query)] {
       Serve(cache_->Resolve(query), query);
       Unref();
     });
@@ -130,7 +133,7 @@ class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
     if (!ReserveQueued(std::min<uint64_t>(kChunkBytes, served->artifact->bytes.size()))) {
       spdlog::debug("resolve {} refused: {} MiB queued for slow readers (--max-queued-mb)",
                     Describe(query), tracker_->limits().max_queued_bytes >> 20);
-      End(QueuedBytesStatus(*tracker_, cache_, context_));
+      End(QueuedBytesStatus(*tracker_, stats_, context_));
       return;
     }
     v1::ResolveResponse header;
@@ -142,6 +145,7 @@ class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
   }
 
   ArtifactCache* const cache_;
+  Statistics* const stats_;
   grpc::CallbackServerContext* const context_;
   const ProgressSource progress_;
   absl::Time accepted_;                             // set before the background task starts
@@ -151,10 +155,11 @@ class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
 
 }  // namespace
 
-grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(
-    ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker, const ProgressSource& progress,
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request) {
-  return new ResolveReactor(cache, pool, tracker, progress, context, request);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewResolveReactor(const ServiceParts& parts,
+                                                              const ProgressSource& progress,
+                                                              grpc::CallbackServerContext* context,
+                                                              const grpc::ByteBuffer& request) {
+  return new ResolveReactor(parts, progress, context, request);
 }
 
 }  // namespace kcache

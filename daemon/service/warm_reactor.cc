@@ -46,13 +46,12 @@ absl::Status PrepareWarm(const v1::WarmRequest& request, const ServiceOptions& s
 // alive until it returns; what it reports then is dropped (StreamWriter).
 class WarmReactor final : public StreamWriter<v1::WarmProgress>, private WarmObserver {
  public:
-  WarmReactor(ArtifactCache* cache, BlockingPool* pool, CallTracker* tracker,
-              grpc::CallbackServerContext* context, const ServiceOptions& service,
-              const v1::WarmRequest& request)
-      : StreamWriter(tracker) {
+  WarmReactor(const ServiceParts& parts, grpc::CallbackServerContext* context,
+              const ServiceOptions& service, const v1::WarmRequest& request)
+      : StreamWriter(parts.tracker) {
     CallTracker::Admission admission = tracker_->Enter(this);
     if (admission != CallTracker::Admission::kAdmitted) {
-      End(RefusedStatus(admission, *tracker_, cache, context));
+      End(RefusedStatus(admission, *tracker_, parts.stats, context));
       return;
     }
     auto manifest = std::make_shared<Manifest>();
@@ -65,7 +64,7 @@ class WarmReactor final : public StreamWriter<v1::WarmProgress>, private WarmObs
     }
     spdlog::info("warm: {} kernels x {} targets", manifest->kernels.size(), options.targets.size());
     AddRef();  // the background task's reference
-    pool->Submit([this, cache, manifest, options = std::move(options)] {
+    parts.pool->Submit([this, cache = parts.cache, manifest, options = std::move(options)] {
       absl::StatusOr<WarmSummary> summary = cache->Warm(*manifest, options, this);
       if (summary.ok()) {
         spdlog::info("warm done: {} built, {} cached, {} skipped, {} failed in {} ms",
@@ -93,12 +92,11 @@ class WarmReactor final : public StreamWriter<v1::WarmProgress>, private WarmObs
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(ArtifactCache* cache, BlockingPool* pool,
-                                                           CallTracker* tracker,
+grpc::ServerWriteReactor<v1::WarmProgress>* NewWarmReactor(const ServiceParts& parts,
                                                            grpc::CallbackServerContext* context,
                                                            const ServiceOptions& options,
                                                            const v1::WarmRequest& request) {
-  return new WarmReactor(cache, pool, tracker, context, options, request);
+  return new WarmReactor(parts, context, options, request);
 }
 
 }  // namespace kcache
