@@ -37,7 +37,8 @@ enum class UncachedReason : uint8_t {
   kProfiling = 9,         // profiling, coverage, plugins, profile-guided use
   kUnknownOption = 10,    // an option this parser does not know
   kNoOutput = 11,         // no -o (an implicit output name)
-  kUserOnlyDeps = 12,     // -MMD: the dependency file leaves out system headers
+  kUserOnlyDeps = 12,     // no longer given: -MMD runs as -MD (CompilerCommand::
+                          // user_only_deps_arg); kept for its number and counter
   kTimeMacros = 13,       // __DATE__/__TIME__/__TIMESTAMP__ in the source or a header
   kUnreadableInput = 14,  // the source, a header or a tool could not be read
   kInputChanged = 15,     // the source or a header changed while it compiled: not stored

@@ -342,67 +342,7 @@ std::vector<FastPath::Viewed> FastPath::Exchange(
   // 4 KiB, while an answer writes only its own few hundred bytes.
   if (buffer_ == nullptr) buffer_.reset(new char[kMaxFastMessageBytes + 1]);
   for (size_t start = 0; start < count && !c->dead.load() && Now() < deadline; start += kWindow) {
-    size_t end = std::min(count, start + kWindow);
-    absl::flat_hash_map<uint64_t, size_t> waiting;  // tag -> index
-    std::vector<std::string> packets;
-    for (size_t i = start; i < end; ++i) {
-      uint64_t tag = next_tag_++;
-      std::string packet = packet_of(i, tag);
-      if (packet.size() > kMaxFastMessageBytes) continue;  // a big request: gRPC
-      packets.push_back(std::move(packet));
-      waiting[tag] = i;
-    }
-    if (!SendPackets(c->fd, packets, deadline)) c->dead = true;
-    while (!waiting.empty() && !c->dead.load()) {
-      ssize_t got =
-          ReceivePacket(c->fd, buffer_.get(), kMaxFastMessageBytes + 1, deadline, nullptr);
-      if (got < 0) {
-        // A deadline leaves the connection usable (late answers are recognized by their tags
-        // and their leases given back); anything else ends it.
-        if (Now() < deadline) c->dead = true;
-        break;
-      }
-      v1::FastResponse response;
-      if (!response.ParseFromArray(buffer_.get(), static_cast<int>(got))) {
-        c->dead = true;
-        break;
-      }
-      auto it = waiting.find(response.tag());
-      if (it == waiting.end()) {  // the answer to a request given up on earlier
-        if (response.code() == 0 && response.lease() != 0) c->Release(response.lease());
-        continue;
-      }
-      size_t index = it->second;
-      waiting.erase(it);
-      if (response.code() == static_cast<int>(absl::StatusCode::kInvalidArgument)) {
-        answers[index] = absl::InvalidArgumentError(response.message());
-        continue;
-      }
-      if (response.code() != 0) continue;
-      auto lease = std::make_shared<LeaseHandle>(c, response.lease());
-      const v1::ArtifactHeader& header = response.header();
-      if (response.offset() > c->size || header.size() >= c->size - response.offset()) {
-        checksum_failures_++;
-        answers[index] = absl::DataLossError(
-            absl::StrCat("kcached's fast path answered a slot outside its arena (offset ",
-                         response.offset(), ", ", header.size(), " bytes)"));
-        continue;
-      }
-      absl::string_view view(c->base + response.offset(), header.size());
-      PopulateReadable(view);
-      uint64_t checksum = PayloadChecksum(view);
-      if (checksum != header.checksum()) {
-        checksum_failures_++;
-        answers[index] = absl::DataLossError(absl::StrCat(
-            "XXH3-64 checksum ", absl::Hex(checksum, absl::kZeroPad16), " of the ", view.size(),
-            " bytes in kcached's arena does not match ",
-            absl::Hex(header.checksum(), absl::kZeroPad16), " in its answer; not used"));
-        continue;
-      }
-      // The answer's own header, moved: nothing reads `response` after this.
-      answers[index] = View{std::move(*response.mutable_header()), view,
-                            std::shared_ptr<const void>(lease, lease.get())};
-    }
+    ExchangeWindow(c, start, std::min(count, start + kWindow), packet_of, deadline, answers);
   }
   for (const Viewed& a : answers) {
     if (a.has_value() && a->ok()) {
@@ -412,6 +352,71 @@ std::vector<FastPath::Viewed> FastPath::Exchange(
     }
   }
   return answers;
+}
+
+void FastPath::ExchangeWindow(const std::shared_ptr<Connection>& c, size_t start, size_t end,
+                              const std::function<std::string(size_t, uint64_t)>& packet_of,
+                              absl::Time deadline, std::vector<Viewed>& answers) {
+  absl::flat_hash_map<uint64_t, size_t> waiting;  // tag -> index
+  std::vector<std::string> packets;
+  for (size_t i = start; i < end; ++i) {
+    uint64_t tag = next_tag_++;
+    std::string packet = packet_of(i, tag);
+    if (packet.size() > kMaxFastMessageBytes) continue;  // a big request: gRPC
+    packets.push_back(std::move(packet));
+    waiting[tag] = i;
+  }
+  if (!SendPackets(c->fd, packets, deadline)) c->dead = true;
+  while (!waiting.empty() && !c->dead.load()) {
+    ssize_t got = ReceivePacket(c->fd, buffer_.get(), kMaxFastMessageBytes + 1, deadline, nullptr);
+    if (got < 0) {
+      // A deadline leaves the connection usable (late answers are recognized by their tags
+      // and their leases given back); anything else ends it.
+      if (Now() < deadline) c->dead = true;
+      return;
+    }
+    v1::FastResponse response;
+    if (!response.ParseFromArray(buffer_.get(), static_cast<int>(got))) {
+      c->dead = true;
+      return;
+    }
+    auto it = waiting.find(response.tag());
+    if (it == waiting.end()) {  // the answer to a request given up on earlier
+      if (response.code() == 0 && response.lease() != 0) c->Release(response.lease());
+      continue;
+    }
+    answers[it->second] = Accept(c, response);
+    waiting.erase(it);
+  }
+}
+
+FastPath::Viewed FastPath::Accept(const std::shared_ptr<Connection>& c,
+                                  v1::FastResponse& response) {
+  if (response.code() == static_cast<int>(absl::StatusCode::kInvalidArgument)) {
+    return absl::InvalidArgumentError(response.message());
+  }
+  if (response.code() != 0) return std::nullopt;
+  auto lease = std::make_shared<LeaseHandle>(c, response.lease());
+  const v1::ArtifactHeader& header = response.header();
+  if (response.offset() > c->size || header.size() >= c->size - response.offset()) {
+    checksum_failures_++;
+    return absl::DataLossError(
+        absl::StrCat("kcached's fast path answered a slot outside its arena (offset ",
+                     response.offset(), ", ", header.size(), " bytes)"));
+  }
+  absl::string_view view(c->base + response.offset(), header.size());
+  PopulateReadable(view);
+  uint64_t checksum = PayloadChecksum(view);
+  if (checksum != header.checksum()) {
+    checksum_failures_++;
+    return absl::DataLossError(
+        absl::StrCat("XXH3-64 checksum ", absl::Hex(checksum, absl::kZeroPad16), " of the ",
+                     view.size(), " bytes in kcached's arena does not match ",
+                     absl::Hex(header.checksum(), absl::kZeroPad16), " in its answer; not used"));
+  }
+  // The answer's own header, moved: nothing reads `response` after this.
+  return View{std::move(*response.mutable_header()), view,
+              std::shared_ptr<const void>(lease, lease.get())};
 }
 
 }  // namespace kcache::client

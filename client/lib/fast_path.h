@@ -103,6 +103,15 @@ class FastPath {
   std::vector<Viewed> Exchange(size_t count,
                                const std::function<std::string(size_t, uint64_t)>& packet_of,
                                absl::Time deadline);
+  // One window of Exchange: requests [start, end) sent, their answers read into `answers`
+  // until each came, the deadline passed or the connection broke (then marked dead).
+  void ExchangeWindow(const std::shared_ptr<Connection>& c, size_t start, size_t end,
+                      const std::function<std::string(size_t, uint64_t)>& packet_of,
+                      absl::Time deadline, std::vector<Viewed>& answers);  // mu_ held
+  // What one answer gives: nullopt for a refusal other than InvalidArgument (gRPC asks
+  // again), InvalidArgument, DataLoss for a slot outside the arena or a checksum mismatch
+  // (counted), else a view of the arena that holds the answer's lease until it goes.
+  Viewed Accept(const std::shared_ptr<Connection>& c, v1::FastResponse& response);
 
   const std::string socket_path_;
   // One exchange at a time. The C library's mutex, not absl's: a worker's start takes it
