@@ -297,7 +297,6 @@ absl::StatusOr<ResolveDecision> DecideResolve(StoreTiers& tiers, const KernelId&
                                               const KernelRecord* sent, const Device& device,
                                               const ResolvePolicy& policy,
                                               absl::Span<const Toolkit* const> toolkits) {
-  if (absl::Status s = ValidateDeviceSm(device.sm.major, device.sm.minor); !s.ok()) return s;
   absl::StatusOr<StoredLookup> lookup = LookupStored(tiers, id, device, policy.held);
   if (!lookup.ok()) return lookup.status();
   ResolveDecision decision;

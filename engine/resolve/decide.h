@@ -118,8 +118,9 @@ struct ResolveDecision {
   Action action = Action::kServe;
 };
 
-// The one decision (the table above). Refuses an invalid device SM (InvalidArgument) and a
-// device outside the kernel's declared range (NotFound, kBelowMinArch / kAboveMaxArch). Reads
+// The one decision (the table above). `device.sm` is valid (ValidateDeviceSm): checked once,
+// where the request was made (kcached's edge, ResolveInProcess). Refuses a device outside the
+// kernel's declared range (NotFound, kBelowMinArch / kAboveMaxArch). Reads
 // the best stored artifact the device and its driver can load (LookupStored). "SASS
 // compilable": the record is known, the policy allows it, and a toolkit the driver can load
 // supports the device's SM; of several, the newest (PickToolkit). When nothing is stored and

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/target.h"
 #include "engine/store/store.h"
 
 namespace kcache {
@@ -47,6 +48,8 @@ absl::StatusOr<InProcessAnswer> ResolveInProcess(StoreTiers& tiers, Store* write
                                                  const KernelId& id, const KernelRecord* sent,
                                                  const Device& device, const ResolvePolicy& policy,
                                                  absl::Span<Compiler* const> compilers) {
+  // The entry of callers with no daemon's edge in front: the device is checked here, once.
+  if (absl::Status s = ValidateDeviceSm(device.sm.major, device.sm.minor); !s.ok()) return s;
   std::vector<const Toolkit*> toolkits;
   for (Compiler* c : compilers) toolkits.push_back(&c->toolkit());
   absl::StatusOr<ResolveDecision> decision =

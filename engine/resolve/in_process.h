@@ -22,11 +22,11 @@ struct InProcessAnswer : Answer {
 };
 
 // Runs DecideResolve to the end in the calling thread (`kcache get --store`, libkcache's local
-// fallback): serves what it says, runs its compile with compilers[decision.toolkit] and writes
-// the output to `write_to` (null: nowhere; a failed write is reported in write_status, never
-// fails the answer). kServeAndCompile serves the PTX after the compile has run and been
-// written. A compile error is Aborted with the NVRTC log (kCompileError); any other compile
-// failure serves the stored PTX when there is one.
+// fallback), after checking the device SM (InvalidArgument): serves what it says, runs its compile
+// with compilers[decision.toolkit] and writes the output to `write_to` (null: nowhere; a failed
+// write is reported in write_status, never fails the answer). kServeAndCompile serves the PTX after
+// the compile has run and been written. A compile error is Aborted with the NVRTC log
+// (kCompileError); any other compile failure serves the stored PTX when there is one.
 absl::StatusOr<InProcessAnswer> ResolveInProcess(StoreTiers& tiers, Store* write_to,
                                                  const KernelId& id, const KernelRecord* sent,
                                                  const Device& device, const ResolvePolicy& policy,

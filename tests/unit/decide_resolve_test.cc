@@ -308,13 +308,6 @@ std::vector<Row> Table() {
   }
   {
     Row r;
-    r.name = "an invalid device SM";
-    r.sm = "0.0";
-    r.code = absl::StatusCode::kInvalidArgument;
-    rows.push_back(std::move(r));
-  }
-  {
-    Row r;
     r.name = "every tier failing and no spec sent";
     r.sm = "8.9";
     r.tier_fails = true;

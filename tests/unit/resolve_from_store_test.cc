@@ -107,6 +107,15 @@ TEST_F(ResolveFromStoreTest, DeviceBelowDeclaredMinArchIsRefusedWithTheReason) {
   EXPECT_NE(r.status().message().find("needs SM 8.9"), absl::string_view::npos) << r.status();
 }
 
+TEST_F(ResolveFromStoreTest, AnInvalidDeviceSmIsRefusedBeforeAnyStoreIsRead) {
+  Place(ArtifactKind::kPtx, "compute_75");  // would load on any SM it took
+  for (Sm bad : {Sm{0, 0}, Sm{100, 0}, Sm{8, 10}, Sm{-1, 5}}) {
+    absl::StatusOr<InProcessAnswer> r =
+        ResolveFromStore(*store_, record_.id, Device{bad, 0}, ResolvePolicy{}, {});
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad.ToString();
+  }
+}
+
 TEST_F(ResolveFromStoreTest, OldDriverSkipsArtifactsItCannotLoad) {
   Place(ArtifactKind::kCubin, "sm_86", /*min_driver=*/13000);
   absl::StatusOr<InProcessAnswer> r = Resolve("8.6", /*driver=*/12080);
