@@ -85,18 +85,33 @@ class ProcessPool final : public ProcessPoolCompiler {
                                 std::chrono::steady_clock::now() - queued)
                                 .count();
     std::unique_ptr<WorkerProcess> worker = TakeUsableWorker(slot);
-    if (worker == nullptr) {
-      absl::StatusOr<std::unique_ptr<WorkerProcess>> started = WorkerProcess::Start(launch_);
+    bool reused = worker != nullptr;
+    if (!reused) {
+      absl::StatusOr<std::unique_ptr<WorkerProcess>> started = StartWorkerIn(slot);
       if (!started.ok()) {
         Release(slot, nullptr);
         return started.status();
       }
       worker = *std::move(started);
-      absl::MutexLock lock(&mu_);
-      slots_[slot].pid = worker->pid();
-      ++stats_.worker_starts;
     }
     absl::StatusOr<CompileOutput> output = worker->Run(job);
+    if (reused && worker->died_before_taking_job()) {
+      // A worker that sat idle may have died (killed, out of memory) just before it took the
+      // job, too late for TakeUsableWorker to see: the job never ran, and goes to a new worker
+      // (once: a new worker that dies too is a failure to report).
+      Count(worker->fate(), worker->last_job_cpu_micros());
+      spdlog::info(
+          "the compile worker that had been idle died as it was given {} ({}); the job "
+          "goes to a new worker",
+          DescribeJob(job), std::string(output.status().message()));
+      absl::StatusOr<std::unique_ptr<WorkerProcess>> started = StartWorkerIn(slot);
+      if (!started.ok()) {
+        Release(slot, nullptr);
+        return started.status();
+      }
+      worker = *std::move(started);
+      output = worker->Run(job);
+    }
     if (output.ok()) {
       output->queued_micros = queued_micros;
       output->cpu_micros = static_cast<int64_t>(worker->last_job_cpu_micros());
@@ -256,6 +271,16 @@ class ProcessPool final : public ProcessPoolCompiler {
     Reorder();
     if (me.status != nullptr) me.status->Compiling();
     return chosen;
+  }
+
+  // A new worker for `slot` (busy: owned by the caller until Release).
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> StartWorkerIn(size_t slot) {
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> started = WorkerProcess::Start(launch_);
+    if (!started.ok()) return started;
+    absl::MutexLock lock(&mu_);
+    slots_[slot].pid = (*started)->pid();
+    ++stats_.worker_starts;
+    return started;
   }
 
   // The slot's worker if it is still running; null when there is none or it died idle.

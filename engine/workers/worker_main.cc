@@ -344,6 +344,9 @@ int WorkerMain(int argc, char** argv) {
       std::fprintf(stderr, "kcache-compile-worker: %s\n", std::string(io.message()).c_str());
       return 1;
     }
+    internal::CompileReply taken;
+    taken.set_taken(true);
+    if (!WriteFrame(flags.fd, taken, absl::InfiniteFuture()).ok()) return 0;
     internal::CompileReply reply = RunJob(*compiler, request, flags.cpu_limit_seconds);
     if (!WriteFrame(flags.fd, reply, absl::InfiniteFuture()).ok()) return 0;
   }

@@ -199,9 +199,16 @@ absl::StatusOr<CompileOutput> WorkerProcess::Run(const CompileJob& job) {
                             ? absl::InfiniteFuture()
                             : absl::Now() + launch_.limits.wall;
   last_job_cpu_micros_ = 0;
+  took_job_ = false;
   absl::Status io = WriteFrame(fd_, JobToProto(job), deadline);
   internal::CompileReply reply;
   if (io.ok()) io = ReadFrame(fd_, &reply, deadline);
+  if (io.ok() && !reply.taken())
+    io = absl::DataLossError("the worker answered a job it never took");
+  if (io.ok()) {
+    took_job_ = true;
+    io = ReadFrame(fd_, &reply, deadline);
+  }
   if (!io.ok()) return Fail(job, io);
   last_job_cpu_micros_ = reply.cpu_micros();
   if (absl::Status s = StatusFromProto(reply.status()); !s.ok()) return s;
@@ -259,6 +266,7 @@ absl::Status WorkerProcess::ExplainExit(const CompileJob& job, int status) {
   }
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {  // not ours
     fate_ = WorkerFate::kLimitKilled;
+    killed_outside_ = true;
     return absl::ResourceExhaustedError(absl::StrCat(
         "the compile worker was killed (SIGKILL) while compiling ", what,
         ", most likely by the kernel's out-of-memory killer; give the daemon more memory or "

@@ -63,6 +63,13 @@ class WorkerProcess {
   bool sandboxed() const { return sandboxed_; }
   const std::string& sandbox() const { return sandbox_; }
   WorkerFate fate() const { return fate_; }
+  // Whether the last job never reached the worker: it died (crashed, or killed from outside)
+  // before it said it had read the job (CompileReply.taken). The job did not run, so it may
+  // run in another worker: ProcessPool does, for a worker that died idle unnoticed.
+  bool died_before_taking_job() const {
+    return !took_job_ && (fate_ == WorkerFate::kCrashed ||
+                          (fate_ == WorkerFate::kLimitKilled && killed_outside_));
+  }
   // CPU time the last job used in the worker, as it reported it (0 when it died).
   uint64_t last_job_cpu_micros() const { return last_job_cpu_micros_; }
 
@@ -97,7 +104,9 @@ class WorkerProcess {
   const WorkerLaunch launch_;
   WorkerFate fate_ = WorkerFate::kAlive;
   bool reaped_ = false;
-  bool killed_here_ = false;  // we sent it SIGKILL (a SIGKILL from elsewhere: the OOM killer)
+  bool killed_here_ = false;     // we sent it SIGKILL (a SIGKILL from elsewhere: the OOM killer)
+  bool killed_outside_ = false;  // a SIGKILL not ours ended it
+  bool took_job_ = false;        // the worker said it read the last job (CompileReply.taken)
   uint64_t last_job_cpu_micros_ = 0;
   bool sandboxed_ = false;
   std::string sandbox_;

@@ -359,6 +359,27 @@ TEST_F(ProcessPoolTest, WorkerKilledWhileIdleIsReplacedWithoutFailingTheNextComp
   EXPECT_NE(pool->worker_pids().at(0), first);
 }
 
+TEST_F(ProcessPoolTest, AJobWhoseIdleWorkerDiesAsItIsHandedOverRunsInANewWorker) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  ASSERT_NE(pool, nullptr);
+  pid_t first = pool->worker_pids().at(0);
+  // Stopped, the worker is alive when the pool hands it the job, and cannot read it; killed
+  // then, it dies before it took the job, as an idle worker the OOM killer picks does.
+  ASSERT_EQ(kill(first, SIGSTOP), 0);
+  absl::StatusOr<CompileOutput> out = absl::UnknownError("not run");
+  std::thread compile([&] { out = pool->Compile(Job(Saxpy(), "sm_89")); });
+  EXPECT_TRUE(::kcache::testing::WaitFor([&] { return pool->stats().compiles == 1; }));
+  // The job on its way to the stopped worker; had the kill come first and the pool seen it,
+  // the answer must be the same.
+  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_EQ(kill(first, SIGKILL), 0);
+  compile.join();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->artifacts.size(), 2u);
+  EXPECT_NE(pool->worker_pids().at(0), first);
+  EXPECT_EQ(pool->stats().compiles, 1u);
+}
+
 TEST_F(ProcessPoolTest, MissingWorkerBinaryIsFailedPreconditionNamingThePath) {
   absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
       NewProcessPoolCompiler(toolkit_, Options("/nonexistent/kcache-compile-worker", 1));
