@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/http.h"
 #include "tests/testutil/kcache_rpc.h"
@@ -73,12 +75,29 @@ class CompileFairnessTest : public ::testing::Test {
   }
 
   // Waits until kcached is answering `calls` gRPC calls (its /metrics gauge): each call the test
-  // started has reached the daemon and asked for its compile. The only worker is idle until the
-  // first, so the first bomb holds it from then on.
+  // started has reached the daemon (its compile may not be queued yet).
   void AwaitCallsInFlight(int calls) {
     ASSERT_TRUE(WaitFor([&] {
       return ::kcache::testing::ScrapeSample(port_, "kcache_calls_in_flight") >= calls;
     })) << daemon_.Log();
+  }
+
+  // Sends `request` on a thread and waits until kcached says its compile runs in the worker
+  // (ResolveProgress stage COMPILING): from then on it holds the worker. A call merely in
+  // flight may not have reached the worker yet, and a later one could take it first.
+  std::thread HoldTheWorker(v1::ResolveRequest request) {
+    request.set_want_progress(true);
+    auto compiling = std::make_shared<absl::Notification>();
+    std::thread call([this, request, compiling] {
+      CallResolve(
+          *stub_, request, std::chrono::seconds(120), [&](const v1::ResolveProgress& progress) {
+            if (progress.stage() == v1::COMPILE_STAGE_COMPILING && !compiling->HasBeenNotified()) {
+              compiling->Notify();
+            }
+          });
+    });
+    EXPECT_TRUE(compiling->WaitForNotificationWithTimeout(absl::Seconds(30))) << daemon_.Log();
+    return call;
   }
 
   int port_ = ::kcache::testing::FreePort();
@@ -89,8 +108,7 @@ class CompileFairnessTest : public ::testing::Test {
 // 20 misses whose callers gave up while they waited behind a busy worker: none compiles.
 TEST_F(CompileFairnessTest, MissesNobodyWaitsForLeaveTheQueue) {
   StartDaemon(/*workers=*/1, /*wall_seconds=*/4);
-  std::thread bomb([&] { CallResolve(*stub_, Bomb(0, "bomber")); });
-  AwaitCallsInFlight(1);  // the bomb takes the worker
+  std::thread bomb = HoldTheWorker(Bomb(0, "bomber"));
   std::vector<std::thread> impatient;
   for (int i = 0; i < 20; ++i) {
     impatient.emplace_back([&, i] {
@@ -112,8 +130,7 @@ TEST_F(CompileFairnessTest, MissesNobodyWaitsForLeaveTheQueue) {
 // queue, and the retry joins it instead of it being dropped and queued anew.
 TEST_F(CompileFairnessTest, AMissItsCallerAsksAgainForStaysQueued) {
   StartDaemon(/*workers=*/1, /*wall_seconds=*/4);
-  std::thread bomb([&] { CallResolve(*stub_, Bomb(0, "bomber")); });
-  AwaitCallsInFlight(1);  // the bomb takes the worker
+  std::thread bomb = HoldTheWorker(Bomb(0, "bomber"));
   ResolveOutcome gave_up = CallResolve(*stub_, Small(0, "retrier"), std::chrono::seconds(1));
   EXPECT_EQ(gave_up.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -132,13 +149,12 @@ TEST_F(CompileFairnessTest, TheNextFreeWorkerGoesToAClientNotYetServed) {
   auto since = [start = Clock::now()] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   };
-  std::thread first([&] { CallResolve(*stub_, Bomb(1, "bomber")); });
-  AwaitCallsInFlight(1);
+  std::thread first = HoldTheWorker(Bomb(1, "bomber"));
   std::thread second([&] {
     CallResolve(*stub_, Bomb(2, "bomber"));
     second_bomb_done = since();
   });
-  AwaitCallsInFlight(2);  // the second bomb is queued
+  AwaitCallsInFlight(2);  // the second bomb reached kcached: queued, or about to be
   ResolveOutcome small = CallResolve(*stub_, Small(1, "victim"));
   small_done = since();
   EXPECT_TRUE(small.status.ok()) << small.status.error_message();

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -61,8 +62,12 @@ struct ResolveOutcome {
   v1::ResolveProgress last_progress;
 };
 
-inline ResolveOutcome CallResolve(v1::KernelCache::Stub& stub, const v1::ResolveRequest& request,
-                                  std::chrono::seconds deadline = std::chrono::seconds(120)) {
+// `on_progress`, when set, sees each ResolveProgress as it comes (the request must ask for them:
+// want_progress).
+inline ResolveOutcome CallResolve(
+    v1::KernelCache::Stub& stub, const v1::ResolveRequest& request,
+    std::chrono::seconds deadline = std::chrono::seconds(120),
+    const std::function<void(const v1::ResolveProgress&)>& on_progress = {}) {
   ResolveOutcome out;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + deadline);
@@ -74,6 +79,7 @@ inline ResolveOutcome CallResolve(v1::KernelCache::Stub& stub, const v1::Resolve
     if (response.has_progress()) {
       out.last_progress = response.progress();
       ++out.progress;
+      if (on_progress) on_progress(response.progress());
       continue;
     }
     if (response.has_header()) {
