@@ -164,7 +164,9 @@ TEST(HostileClientsTest, PastTheQueuedBytesBoundResolveIsRefusedAndSaysWhatToDo)
     ASSERT_TRUE(store.ok()) << store.status();
     ::kcache::testing::PutSynthetic(**store, record, "sm_86", std::string(3 << 20, 'x'));
   }
-  daemon.options().extra_flags = {"--no-toolkit", "--max-queued-mb", "2"};
+  int port = ::kcache::testing::FreePort();
+  daemon.options().extra_flags = {"--no-toolkit", "--max-queued-mb", "2", "--probe-port",
+                                  std::to_string(port)};
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   v1::ResolveRequest request;
   request.set_kernel_id(std::string(record.id.Bytes()));
@@ -179,8 +181,10 @@ TEST(HostileClientsTest, PastTheQueuedBytesBoundResolveIsRefusedAndSaysWhatToDo)
   for (int i = 0; i < 2; ++i) {
     open.push_back(std::make_unique<AbandonedStream>(unread.get(), request, &exhausted, &done));
   }
-  ASSERT_TRUE(WaitFor([&] { return StatCounter(*stub, "resolve.requests") == 2; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Each answered stream holds its chunk (1 MiB) of the bound until its reader reads it.
+  ASSERT_TRUE(WaitFor([&] {
+    return ::kcache::testing::ScrapeSample(port, "kcache_queued_bytes") >= (2 << 20);
+  })) << daemon.Log();
   ::kcache::testing::ResolveOutcome third =
       ::kcache::testing::CallResolve(*stub, request, std::chrono::seconds(10));
   EXPECT_EQ(third.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
