@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,7 +30,7 @@ std::string Summary(const objects::ExportProgress& done) {
                       HumanBytes(done.bytes));
 }
 
-int RunExport(const ExportFlags& flags) {
+int Export(const ExportFlags& flags) {
   absl::StatusOr<std::unique_ptr<Store>> store =
       OpenStoreForCli(flags.to_store, StoreUse::kCreateOrWrite);
   if (!store.ok()) {
@@ -69,6 +70,16 @@ int RunExport(const ExportFlags& flags) {
   }
   std::printf("exported %s into %s\n", Summary(*done).c_str(), flags.to_store.c_str());
   return kExitOk;
+}
+
+// Export, and a failed export leaves no store it created (a daemon out of reach, nothing to
+// export): an empty store would bake into the next image as if it held something.
+int RunExport(const ExportFlags& flags) {
+  std::error_code ec;
+  bool existed = std::filesystem::exists(flags.to_store, ec) || ec;
+  int exit_code = Export(flags);  // the store is closed when it returns
+  if (exit_code != kExitOk && !existed) std::filesystem::remove_all(flags.to_store, ec);
+  return exit_code;
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // `kcache export`: a running kcached's client-made objects (a launcher's object, Redis-door
 // values) copied into a store directory that a new kcached bakes and serves as baked; only
 // the namespaces asked for; many pages; clear errors for a daemon with nothing to export and
-// for a directory that cannot be a store. Skips without c++ or redis-cli.
+// for a directory that cannot be a store; a failed export leaves no store it created. Skips
+// without c++ or redis-cli.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -73,17 +75,32 @@ TEST_F(ObjectExportTest, ManyPagesOfLongNamesAllArrive) {
       << exported.output;
 }
 
-TEST_F(ObjectExportTest, NothingToExportIsAnError) {
+TEST_F(ObjectExportTest, NothingToExportIsAnErrorAndLeavesNoStore) {
   DaemonProcess& pod = StartDaemon({});
   RunResult exported = Export(pod, tmp_ / "baked");
   EXPECT_EQ(exported.exit_code, 1) << exported.output;
   EXPECT_TRUE(testing::Contains(exported.output, "has no client-made objects")) << exported.output;
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "baked"));  // nothing to bake by mistake
 
   EXPECT_EQ(Door(pod, "SET pt2:graph fx-graph-bytes"), "OK");
   exported = Export(pod, tmp_ / "baked2", "--namespace triton");
   EXPECT_EQ(exported.exit_code, 1) << exported.output;
   EXPECT_TRUE(testing::Contains(exported.output, "no client-made objects in triton"))
       << exported.output;
+}
+
+TEST_F(ObjectExportTest, ADaemonOutOfReachIsAnErrorAndLeavesNoStore) {
+  DaemonProcess& pod = StartDaemon({});
+  EXPECT_EQ(Door(pod, "SET pt2:graph fx-graph-bytes"), "OK");
+  pod.Stop();
+  RunResult exported = Export(pod, tmp_ / "baked");
+  EXPECT_NE(exported.exit_code, 0) << exported.output;
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "baked")) << exported.output;
+  // A store that was there before stays, whatever happened.
+  ASSERT_TRUE(std::filesystem::create_directories(tmp_ / "kept"));
+  exported = Export(pod, tmp_ / "kept");
+  EXPECT_NE(exported.exit_code, 0) << exported.output;
+  EXPECT_TRUE(std::filesystem::exists(tmp_ / "kept"));
 }
 
 TEST_F(ObjectExportTest, AnUnusableDirectoryIsABadInput) {
