@@ -198,8 +198,13 @@ class DaemonImpl final : public Daemon {
     warm_ = std::thread([this] { WarmAfterStart(); });
     warmed_.WaitForNotificationWithTimeout(options_.warm_before_ready);
     if (absl::Status s = StartRedisDoor(); !s.ok()) return s;
-    if (absl::Status s = StartMainServer(); !s.ok()) return s;
+    // The probe port before the main socket, answering NOT_SERVING until that listens: a
+    // client that finds the main socket finds the probe port open, and a readiness check is
+    // never early.
     if (absl::Status s = StartProbeServer(); !s.ok()) return s;
+    if (absl::Status s = StartMainServer(); !s.ok()) return s;
+    serving_ = true;
+    if (probe_server_) probe_server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
     spdlog::info(
         "kcached serving on {} (socket mode {:04o}){}; {}; memory cache {} MiB; at most {} "
         "calls in flight and {} MiB queued for clients",
@@ -213,7 +218,10 @@ class DaemonImpl final : public Daemon {
   bool Shutdown() override {
     if (shut_down_) return clean_;
     shut_down_ = true;
-    if (server_ == nullptr) return clean_ = CloseCache();
+    if (server_ == nullptr) {  // Init stopped before the main server: close what it opened
+      StopProbe();
+      return clean_ = CloseCache();
+    }
     spdlog::info("shutting down: {} calls in flight, grace {} s", tracker_.active(),
                  absl::ToInt64Seconds(options_.shutdown_grace));
     absl::Time deadline = absl::Now() + options_.shutdown_grace;
@@ -359,7 +367,7 @@ class DaemonImpl final : public Daemon {
     if (probe_server_ == nullptr) {
       return absl::InternalError("cannot start the probe port's gRPC server");
     }
-    probe_server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+    probe_server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);  // Init says
     ProbeListenerOptions probe;
     probe.address = options_.probe_address;
     probe.port = options_.probe_port;
@@ -441,6 +449,14 @@ class DaemonImpl final : public Daemon {
           door.listen);
     }
     return absl::OkStatus();
+  }
+
+  void StopProbe() {
+    if (probe_listener_) probe_listener_->Stop();
+    if (probe_server_) {
+      probe_server_->Shutdown(absl::ToChronoTime(absl::Now()));
+      probe_server_->Wait();
+    }
   }
 
   void StopRedisDoor() {
@@ -554,8 +570,8 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<grpc::Server> probe_server_;
   std::unique_ptr<ProbeListener> probe_listener_;  // stopped before probe_server_ shuts down
   std::unique_ptr<grpc::Server> server_;
-  ServiceOptions service_options_;  // as the service got them (toolkit, start time) for metrics
-  std::atomic<bool> serving_{true};
+  ServiceOptions service_options_;    // as the service got them (toolkit, start time) for metrics
+  std::atomic<bool> serving_{false};  // from the main socket's start to shutdown's
   std::vector<std::pair<std::string, Store*>> described_;  // the cache's stores, to describe
   std::atomic<bool> stopping_warm_{false};
   // The start-up warm ended (done, or stopped), or read its first kWarmBeforeReadyBytes.

@@ -41,10 +41,13 @@ class ProbePortTest : public ::testing::Test {
     daemon_.options().extra_flags = std::move(flags);
     absl::Status started = daemon_.Start();
     ASSERT_TRUE(started.ok()) << started;
-    // Start() returns when the main socket answers; kcached opens the probe port just after.
-    ASSERT_TRUE(::kcache::testing::WaitFor([&] { return HttpGet(port_, "/healthz").status != 0; }))
-        << "the probe port never opened\n"
-        << daemon_.Log();
+    // Start() returns when the main socket answers. The probe port opened before it (a
+    // connection is answered, never refused) and says SERVING once kcached has marked itself
+    // serving, just after the socket started.
+    EXPECT_NE(HttpGet(port_, "/healthz").status, 0) << daemon_.Log();
+    ASSERT_TRUE(::kcache::testing::WaitFor([&] {
+      return HttpGet(port_, "/healthz").status == 200;
+    })) << daemon_.Log();
     stub_ = ::kcache::testing::NewStub(daemon_.address());
   }
   std::string probe() const { return "127.0.0.1:" + std::to_string(port_); }
