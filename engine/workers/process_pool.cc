@@ -85,32 +85,29 @@ class ProcessPool final : public ProcessPoolCompiler {
                                 std::chrono::steady_clock::now() - queued)
                                 .count();
     std::unique_ptr<WorkerProcess> worker = TakeUsableWorker(slot);
-    bool reused = worker != nullptr;
-    if (!reused) {
-      absl::StatusOr<std::unique_ptr<WorkerProcess>> started = StartWorkerIn(slot);
-      if (!started.ok()) {
-        Release(slot, nullptr);
-        return started.status();
+    // A worker that sat idle may die (killed, out of memory) just before it takes the job, too
+    // late for TakeUsableWorker to see: the job never ran, and goes to a new worker, once (a
+    // new worker that dies too is a failure to report).
+    bool may_retry = worker != nullptr;
+    absl::StatusOr<CompileOutput> output;
+    for (;;) {
+      if (worker == nullptr) {
+        absl::StatusOr<std::unique_ptr<WorkerProcess>> started = StartWorkerIn(slot);
+        if (!started.ok()) {
+          Release(slot, nullptr);
+          return started.status();
+        }
+        worker = *std::move(started);
       }
-      worker = *std::move(started);
-    }
-    absl::StatusOr<CompileOutput> output = worker->Run(job);
-    if (reused && worker->died_before_taking_job()) {
-      // A worker that sat idle may have died (killed, out of memory) just before it took the
-      // job, too late for TakeUsableWorker to see: the job never ran, and goes to a new worker
-      // (once: a new worker that dies too is a failure to report).
-      Count(worker->fate(), worker->last_job_cpu_micros());
+      output = worker->Run(job);
+      if (!may_retry || !worker->died_before_taking_job()) break;
+      may_retry = false;
       spdlog::info(
           "the compile worker that had been idle died as it was given {} ({}); the job "
           "goes to a new worker",
           DescribeJob(job), std::string(output.status().message()));
-      absl::StatusOr<std::unique_ptr<WorkerProcess>> started = StartWorkerIn(slot);
-      if (!started.ok()) {
-        Release(slot, nullptr);
-        return started.status();
-      }
-      worker = *std::move(started);
-      output = worker->Run(job);
+      worker.reset();
+      DiedIdle(slot);
     }
     if (output.ok()) {
       output->queued_micros = queued_micros;
@@ -292,11 +289,16 @@ class ProcessPool final : public ProcessPoolCompiler {
     }
     if (worker != nullptr && !worker->Usable()) {
       worker.reset();
-      absl::MutexLock lock(&mu_);
-      slots_[slot].pid = 0;
-      ++stats_.crashes;
+      DiedIdle(slot);
     }
     return worker;
+  }
+
+  // The slot's worker died while idle (a crash, as the pool counts it); the slot has none.
+  void DiedIdle(size_t slot) {
+    absl::MutexLock lock(&mu_);
+    slots_[slot].pid = 0;
+    ++stats_.crashes;
   }
 
   void Release(size_t slot, std::unique_ptr<WorkerProcess> worker) {
