@@ -367,13 +367,7 @@ ArtifactCache::Found ArtifactCacheImpl::ResolveMiss(const KernelId& id, const Re
   absl::StatusOr<ResolveDecision> decision =
       DecideResolve(*tiers_, id, sent, device, policy, toolkits_);
   RecordSeen(id, query, decision.ok() && decision->record ? &*decision->record : sent);
-  if (!decision.ok()) {
-    if (absl::IsInvalidArgument(decision.status())) {
-      tally.Add(Statistic::kInvalidRequests);
-      return decision.status();
-    }
-    return Miss(decision.status(), tally);
-  }
+  if (!decision.ok()) return Miss(decision.status(), tally);
   if (decision->action != ResolveDecision::Action::kServe && !MayCompile(id)) {
     if (!decision->stored) return Miss(UnsandboxedRefusal(), tally);
     decision->action = ResolveDecision::Action::kServe;  // the stored PTX, not compiled further

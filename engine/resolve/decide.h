@@ -89,7 +89,7 @@ struct ResolvePolicy {
   bool ptx_now = false;
   // An artifact the caller already holds, read back intact from a tier (the start-up warm's
   // read): not read again when it is the answer (LookupStored), and served as the same bytes.
-  std::shared_ptr<const Artifact> held;
+  std::shared_ptr<const Artifact> held = nullptr;
 };
 
 // What to do for one (kernel, device, policy): the decision table.
