@@ -372,7 +372,8 @@ class FastPathServerImpl final : public FastPathServer {
       stats_->RecordInvalidRequest(absl::Now() - arrived);
       return Refusal(tag, query.status());
     }
-    ArtifactCache::Peeked peeked = cache_->Peek(*query);
+    bool ptx_now = query->ptx_now;
+    ArtifactCache::Peeked peeked = cache_->Peek(*std::move(query));
     if (!peeked.served.ok()) {
       if (absl::IsInvalidArgument(peeked.served.status())) {  // final: the client asks no more
         cache_->CommitPeek(peeked);
@@ -388,7 +389,7 @@ class FastPathServerImpl final : public FastPathServer {
     if (served.artifact == nullptr) {
       return Refusal(tag, absl::InternalError("the cache served no artifact"));
     }
-    if (served.rule == ServeRule::kPtxJit && !query->ptx_now) {  // gRPC may compile the SASS
+    if (served.rule == ServeRule::kPtxJit && !ptx_now) {  // gRPC may compile the SASS
       stats_->Add(Statistic::kFastFallbackMiss);
       return Refusal(tag, absl::NotFoundError("not served on the fast path: ask over gRPC"));
     }
