@@ -10,7 +10,8 @@
 #   worker         the example worker through a kcached over a store warmed for this GPU: its
 #                  first start after the daemon started, then three more, then two with the
 #                  manifest baked by `kcache bake-manifest` (--json lines)
-#   torch-compile  bench/torch_compile/bench.py --device cuda (needs redis-py on PYTHONPATH;
+#   torch-compile  bench/torch_compile/bench.py --device cuda, with one local-warm and one new
+#                  pod profiled into LOGS/torch-compile-profile (needs redis-py on PYTHONPATH;
 #                  $KCACHE_BENCH_RUNS pods per warm row, default 2)
 # The machine needs the CUDA toolkit at /usr/local/cuda, a driver, and python3 with pytest,
 # cuda.core, CuPy, torch, transformers and Triton. Run as root: the bundle's libraries that the
@@ -114,7 +115,7 @@ run_worker() {
 run_torch_compile() {
   python3 "$root/bench/torch_compile/bench.py" --device cuda --runs "${KCACHE_BENCH_RUNS:-2}" \
     --kcache "$KCACHE_CLI" \
-    --kcached "$KCACHED" >"$logs/torch-compile.log" 2>&1
+    --kcached "$KCACHED" --profile "$logs/torch-compile-profile" >"$logs/torch-compile.log" 2>&1
   local r=$?
   sed 's/^/  /' "$logs/torch-compile.log" | tail -12
   return $r

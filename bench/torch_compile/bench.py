@@ -2,7 +2,7 @@
 
 Run by hand (not in CI):
     scripts/venv-python bench/torch_compile/bench.py [--device cuda|cpu] [--runs N]
-        [--kcache build/client/cli/kcache --kcached build/daemon/kcached]
+        [--kcache build/client/cli/kcache --kcached build/daemon/kcached] [--profile DIR]
 
 --device cuda (the default; exits 125 without a GPU): a 6-layer GPT-2 in fp16 (transformers'
 config, random weights, batch 1 × 128 tokens; Inductor generates Triton kernels). --device cpu: a
@@ -53,6 +53,11 @@ else:
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(),
                                 torch.nn.LayerNorm(512), torch.nn.Linear(512, 256)).eval()
     inputs = (torch.randn(8, 256),)
+profile_to = os.environ.get("KCACHE_BENCH_PROFILE")
+if profile_to:
+    import cProfile
+    profiler = cProfile.Profile()
+    profiler.enable()
 imported = time.monotonic()
 compiled = torch.compile(model)
 with torch.no_grad():
@@ -60,23 +65,37 @@ with torch.no_grad():
     if device == "cuda":
         torch.cuda.synchronize()
 first = time.monotonic()
+if profile_to:
+    import io, pstats
+    profiler.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text).sort_stats("cumulative")
+    stats.print_stats(60)
+    stats.sort_stats("tottime").print_stats(30)
+    with open(profile_to, "w") as f:
+        f.write(text.getvalue())
 with torch.no_grad():
     compiled(*inputs)
     if device == "cuda":
         torch.cuda.synchronize()
 print("POD " + json.dumps({"import_s": imported - start, "first_forward_s": first - imported,
                            "second_forward_s": time.monotonic() - first,
-                           "inductor": dict(counters["inductor"])}))
+                           "inductor": {**counters["inductor"], **counters["aot_autograd"]}}))
 """
 
 
-def pod(device: str, dirs: Path, prefix: list[str]) -> dict:
-    """Runs one pod with its local caches under `dirs`; returns its JSON line."""
+def pod(device: str, dirs: Path, prefix: list[str], profile: Path | None = None) -> dict:
+    """Runs one pod with its local caches under `dirs`; returns its JSON line. With `profile`,
+    the pod writes cProfile's top functions of its first forward (cumulative, then own time)
+    there; its row's time then includes the profiler's cost."""
     # A new pod's /tmp is empty too (Inductor keeps its precompiled headers there).
     (dirs / "tmp").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(dirs / "inductor"),
                TRITON_CACHE_DIR=str(dirs / "triton"), TMPDIR=str(dirs / "tmp"),
                PYTHONUNBUFFERED="1")
+    env.pop("KCACHE_BENCH_PROFILE", None)
+    if profile:
+        env["KCACHE_BENCH_PROFILE"] = str(profile)
     result = subprocess.run([*prefix, sys.executable, "-c", POD, device], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             timeout=1800)
@@ -118,6 +137,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2, help="measured pods per warm row")
     parser.add_argument("--kcache", default=str(ROOT / "build" / "client" / "cli" / "kcache"))
     parser.add_argument("--kcached", default=str(ROOT / "build" / "daemon" / "kcached"))
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="after the rows, one more local-warm pod and one more new pod "
+                        "under cProfile, each writing its top functions to DIR (where the "
+                        "difference between them goes)")
     args = parser.parse_args()
     try:
         import redis  # noqa: F401
@@ -142,6 +165,10 @@ def main() -> int:
             fill = pod(args.device, tmp / "pod-fill", through)
             served = [pod(args.device, tmp / f"pod-new-{i}", through) for i in range(args.runs)]
             counters = door_counters(args.kcache, f"unix://{tmp}/kcache.sock")
+            if args.profile:
+                args.profile.mkdir(parents=True, exist_ok=True)
+                pod(args.device, tmp / "pod-cold", [], args.profile / "local-warm.txt")
+                pod(args.device, tmp / "pod-new-profiled", through, args.profile / "new-pod.txt")
         finally:
             daemon.terminate()
             daemon.wait(30)

@@ -12,6 +12,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> TorchCompileEnv
     absl::string_view address, bool triton) {
   std::vector<std::pair<std::string, std::string>> env = {
       {"TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE", "1"},
+      {"TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE", "1"},
       {"TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE", "1"},
   };
   absl::string_view path = address;

@@ -428,8 +428,8 @@ TEST_F(CompilerLauncherTest, EnvWithRedisRoutesInductorAndTritonToTheDoor) {
   ASSERT_EQ(tcp.exit_code, 0) << tcp.output;
   for (const char* line :
        {"KCACHE_SERVER=unix:///k.sock", "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE=1",
-        "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE=1", "TORCHINDUCTOR_REDIS_HOST=127.0.0.1",
-        "TORCHINDUCTOR_REDIS_PORT=6390",
+        "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1", "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE=1",
+        "TORCHINDUCTOR_REDIS_HOST=127.0.0.1", "TORCHINDUCTOR_REDIS_PORT=6390",
         "TRITON_CACHE_MANAGER=triton.runtime.cache:RemoteCacheManager",
         "TRITON_REMOTE_CACHE_BACKEND=kcache.triton:Backend", "KCACHE_REDIS_ADDR=127.0.0.1:6390"}) {
     EXPECT_TRUE(testing::Contains(tcp.output, absl::StrCat(line, "\n"))) << line << tcp.output;

@@ -4,7 +4,7 @@ Redis door, end to end.
 Two fresh Python processes, each with empty local caches (TORCHINDUCTOR_CACHE_DIR, a new pod's),
 compile the same small function through `kcache run --server ... --redis ...` (nothing else
 configures Inductor): the first misses and stores its graph in kcached, the second gets an
-FX-graph cache hit from it (torch's own counters). Each process's wall time is printed, not
+AOTAutograd and an FX-graph cache hit from it (torch's own counters). Each process's wall time is printed, not
 asserted. Exits 125 (skipped) when torch or redis-py is not importable.
 
 Usage: inductor_remote_cache_test.py KCACHE KCACHED
@@ -29,7 +29,7 @@ def f(x, y):
     return (torch.sin(x) + y).relu() * 2
 x, y = torch.randn(64), torch.randn(64)
 torch.testing.assert_close(torch.compile(f)(x, y), f(x, y))
-print("COUNTERS " + json.dumps(dict(counters["inductor"])))
+print("COUNTERS " + json.dumps({**counters["inductor"], **counters["aot_autograd"]}))
 """
 
 
@@ -76,7 +76,12 @@ def main() -> int:
             sys.exit("the first pod should miss Inductor's FX-graph cache")
         if second.get("fxgraph_cache_hit", 0) < 1 or second.get("fxgraph_cache_miss", 0) != 0:
             sys.exit("the second pod should hit the FX-graph cache kcached served")
-        print("OK: the second pod's graph came from kcached's Redis door")
+        # AOTAutograd's entry points at the FX graph: a hit skips the tracing before it.
+        if first.get("autograd_cache_miss", 0) < 1 or first.get("autograd_cache_hit", 0) != 0:
+            sys.exit("the first pod should miss AOTAutograd's cache")
+        if second.get("autograd_cache_hit", 0) < 1 or second.get("autograd_cache_miss", 0) != 0:
+            sys.exit("the second pod should hit the AOTAutograd cache kcached served")
+        print("OK: the second pod's graphs came from kcached's Redis door")
     return 0
 
 
