@@ -81,11 +81,12 @@ double StartCompiling(const std::vector<client::KernelSource>& sources,
 }
 
 // The example worker's whole start on `device` against `address`, as it reports it: from
-// making its client to the last kernel (client, manifest, batch; process start-up excluded),
-// without the phase that finds the GPUs (cuInit on a GPU machine, a failed libcuda load here:
-// the driver's, timed apart), and its phases. A new process each time, as a worker starts:
-// $KCACHE_EXAMPLE_WORKER, else the build tree's (as kcached is $KCACHED, else the build
-// tree's). Micros; total -1 when it failed.
+// making its client to the last kernel, the sum of its client, manifest and kernels phases
+// (process start-up excluded), without the phase that finds the GPUs (cuInit on a GPU machine,
+// a failed libcuda load here: the driver's, timed apart) or what it does with the kernels
+// after (loading and checking them on each GPU: the driver's), and its phases. A new process each
+// time, as a worker starts: $KCACHE_EXAMPLE_WORKER, else the build tree's (as kcached is $KCACHED,
+// else the build tree's). Micros; total -1 when it failed.
 struct WorkerTimes {
   double total = -1, manifest = 0, gpus = 0, kernels = 0;
 };
@@ -106,9 +107,10 @@ WorkerTimes WorkerStart(const std::string& manifest, const std::string& device,
     size_t at = json.rfind(absl::StrCat("\"", name, "\": "));
     return at == std::string::npos ? -1.0 : std::atof(json.c_str() + at + name.size() + 4);
   };
-  double total = field("total_micros");
-  double gpus = field("gpus");
-  return WorkerTimes{total < 0 ? -1 : total - gpus, field("manifest"), gpus, field("kernels")};
+  double client = field("client"), manifest_phase = field("manifest"), gpus = field("gpus"),
+         kernels = field("kernels");
+  if (client < 0 || manifest_phase < 0 || gpus < 0 || kernels < 0) return {};
+  return WorkerTimes{client + manifest_phase + kernels, manifest_phase, gpus, kernels};
 }
 
 // Copies every kernel record and artifact of the store at `from` into the one at `to`.
