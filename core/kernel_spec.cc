@@ -1,8 +1,5 @@
 #include "core/kernel_spec.h"
 
-// SHA256_Init/Update/Final: see ComputeKernelId.
-#define OPENSSL_SUPPRESS_DEPRECATED
-#include <openssl/sha.h>
 #include <xxhash.h>
 
 #include <atomic>
@@ -11,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/sha256.h"
 
 namespace kcache {
 namespace {
@@ -121,17 +119,10 @@ uint64_t KernelIdsComputed() { return kernel_ids_computed.load(std::memory_order
 
 KernelId ComputeKernelId(const KernelSpec& spec) {
   kernel_ids_computed.fetch_add(1, std::memory_order_relaxed);
-  std::array<uint8_t, KernelId::kSize> digest;
-  // The same SHA-256 as the one-shot SHA256(), which in OpenSSL 3 fetches the digest from its
-  // providers and, on a process's first call, loads OpenSSL's configuration: ~0.9 ms of a
-  // worker's start, against ~0.08 ms here. Pinned by the test vectors of docs/kernel-id.md.
-  SHA256_CTX context;
-  SHA256_Init(&context);
-  FrameKernel(spec, [&context](absl::string_view piece) {
-    SHA256_Update(&context, piece.data(), piece.size());
-  });
-  SHA256_Final(digest.data(), &context);
-  return KernelId(digest);
+  // Pinned by the test vectors of docs/kernel-id.md.
+  Sha256 sha;
+  FrameKernel(spec, [&sha](absl::string_view piece) { sha.Update(piece); });
+  return KernelId(sha.Finish());
 }
 
 KernelFingerprint FingerprintKernel(const KernelSpec& spec) {

@@ -1,7 +1,5 @@
 #include "engine/compile/compiler.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -11,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/compile_options.h"
+#include "core/sha256.h"
 #include "engine/compile/nvrtc_api.h"
 #include "engine/compile/toolkit.h"
 
@@ -306,11 +305,7 @@ std::string RandomSeedFor(const KernelId& id, const Target& target, absl::string
   framing.append(target_text);
   framing.push_back(static_cast<char>(toolkit_id.size()));
   framing.append(toolkit_id.data(), toolkit_id.size());
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_Digest(framing.data(), framing.size(), digest, &size, EVP_sha256(), nullptr);
-  std::string hex =
-      absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
+  std::string hex = Sha256Hex(framing);
   // 32 bits: NVRTC 13.0 uses a numeric seed of up to 32 bits verbatim, but larger numbers
   // (e.g. 0x0123456789abcdef) give different output from run to run.
   return absl::StrCat("0x", hex.substr(0, 8));

@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/sha256.h"
 #include "engine/compile/nvrtc_api.h"
 
 namespace kcache {
@@ -135,16 +135,14 @@ std::string ReadElfBuildId(const std::string& path) {
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  Sha256 sha;
   std::string buf(1 << 20, '\0');
   while (in.read(buf.data(), buf.size()) || in.gcount() > 0) {
-    EVP_DigestUpdate(ctx.get(), buf.data(), in.gcount());
+    sha.Update(absl::string_view(buf.data(), static_cast<size_t>(in.gcount())));
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &size);
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
+  Sha256Digest digest = sha.Finish();
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 // "build-id:<hex>" from the ELF note, else "sha256:<hex>" of the file's bytes.
@@ -154,13 +152,6 @@ absl::StatusOr<std::string> LibraryBuild(const std::string& path) {
   absl::StatusOr<std::string> sha = Sha256OfFile(path);
   if (!sha.ok()) return sha.status();
   return absl::StrCat("sha256:", *sha);
-}
-
-std::string Sha256Hex(absl::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
 absl::StatusOr<void*> OpenLibrary(const std::string& root, const std::string& path) {

@@ -1,7 +1,6 @@
 #include "engine/objects/file_digests.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/file_io.h"
+#include "core/sha256.h"
 
 namespace kcache::objects {
 namespace {
@@ -68,13 +68,6 @@ bool HasTimeMacro(absl::string_view text) {
 }
 
 }  // namespace
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
-}
 
 FileDigests::FileDigests(std::string table_path, absl::Duration settle)
     : table_path_(std::move(table_path)), settle_(settle) {

@@ -83,9 +83,6 @@ class FileDigests {
   bool dirty_ = false;
 };
 
-// SHA-256 of `data` in hex.
-std::string Sha256Hex(const std::string& data);
-
 }  // namespace kcache::objects
 
 #endif  // KCACHE_ENGINE_OBJECTS_FILE_DIGESTS_H_

@@ -1,13 +1,12 @@
 // Named objects: a client's name and value as an object entry, and back.
 #include "engine/objects/named_object.h"
 
-#include <openssl/sha.h>
-
 #include <array>
 #include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/sha256.h"
 
 namespace kcache::objects {
 namespace {
@@ -18,9 +17,7 @@ KernelId NameKey1(absl::string_view name) {
   std::string framing = kNamedObjectDomain;
   framing.push_back('\0');
   absl::StrAppend(&framing, name);
-  std::array<uint8_t, KernelId::kSize> digest{};
-  SHA256(reinterpret_cast<const unsigned char*>(framing.data()), framing.size(), digest.data());
-  return KernelId(digest);
+  return KernelId(Sha256Of(framing));
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "engine/objects/object_key.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -9,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "core/sha256.h"
 
 namespace kcache::objects {
 namespace {
@@ -124,9 +123,7 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
   std::string framing = kObjectKeyDomain;
   framing.push_back('\0');
   for (const KeyField& field : key.fields) AppendField(framing, field.first, field.second);
-  std::array<uint8_t, KernelId::kSize> digest{};
-  SHA256(reinterpret_cast<const unsigned char*>(framing.data()), framing.size(), digest.data());
-  key.key1 = KernelId(digest);
+  key.key1 = KernelId(Sha256Of(framing));
   return key;
 }
 

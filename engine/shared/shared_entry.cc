@@ -3,7 +3,6 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/sha.h>
 
 #include <cerrno>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/sha256.h"
 #include "engine/store/value_format.h"
 
 namespace kcache {
@@ -119,9 +119,8 @@ absl::StatusOr<SharedKeys> SharedKeys::Load(const std::string& primary_path,
 
 std::string SharedKeyId(absl::string_view key) {
   std::string input = absl::StrCat(absl::string_view("kcache-shared-key-id\0", 21), key);
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
-  return std::string(reinterpret_cast<char*>(digest), 8);
+  Sha256Digest digest = Sha256Of(input);
+  return std::string(reinterpret_cast<const char*>(digest.data()), 8);
 }
 
 std::string SharedEntryRedisKey(const ArtifactKey& key) {

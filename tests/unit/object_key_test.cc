@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/sha256.h"
 #include "engine/objects/object_cache.h"
 #include "tests/testutil/temp_dir.h"
 
