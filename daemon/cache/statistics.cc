@@ -215,6 +215,8 @@ constexpr StatisticInfo kRows[] = {
     // 98-113, objects.uncached_<reason>: added by WithUncachedRows.
     {S::kWriteBacksDropped, "tier.write_backs_dropped",
      "baked-store hits not copied into the writable store: --write-back-queue-mb waited"},
+    {S::kObjectMemoryHits, "objects.memory_hits",
+     "launchers' listings and objects answered from --object-memory-mb, not read from a store"},
 };
 constexpr std::array<StatisticInfo, kStatisticCount> kTable = WithUncachedRows(kRows, Uncached);
 

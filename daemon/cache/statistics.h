@@ -135,9 +135,10 @@ enum class Statistic : int {
   kObjectUncachedInputChanged = 112,
   kObjectUncachedNativeTarget = 113,
   kWriteBacksDropped = 114,
+  kObjectMemoryHits = 115,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 114;
+inline constexpr int kStatisticCount = 115;
 
 struct StatisticInfo {
   Statistic id;

@@ -32,6 +32,7 @@
 #include "daemon/service/kernel_cache_service.h"
 #include "daemon/service/object_cache_service.h"
 #include "engine/compile/toolkit.h"
+#include "engine/objects/memo_object_cache.h"
 #include "engine/objects/tiered_object_cache.h"
 #include "engine/shared/shared_entry.h"
 #include "engine/store/store.h"
@@ -310,6 +311,13 @@ class DaemonImpl final : public Daemon {
         statistics_.get());
     if (!cache.ok()) return cache.status();
     object_cache_ = *std::move(cache);
+    if (options_.object_memory_bytes > 0) {
+      auto memo = std::make_unique<objects::MemoObjectCache>(
+          std::move(object_cache_), options_.object_memory_bytes,
+          [stats = statistics_.get()] { stats->Add(Statistic::kObjectMemoryHits); });
+      object_memo_ = memo.get();
+      object_cache_ = std::move(memo);
+    }
     return absl::OkStatus();
   }
 
@@ -515,6 +523,7 @@ class DaemonImpl final : public Daemon {
     metrics.calls_in_flight_limit = tracker_.limits().max_calls;
     metrics.queued_bytes = tracker_.queued_bytes();
     metrics.queued_bytes_limit = tracker_.limits().max_queued_bytes;
+    metrics.object_memory_bytes = object_memo_ != nullptr ? object_memo_->bytes() : 0;
     metrics.serving = serving_.load();
     return metrics;
   }
@@ -539,6 +548,7 @@ class DaemonImpl final : public Daemon {
     StopRedisDoor();
     service_.reset();
     pool_.reset();
+    object_memo_ = nullptr;
     object_cache_.reset();  // its fleet writer counts into cache_: stopped first
     cache_.reset();         // closes the stores (their writes are synced as they happen)
     pools_.clear();
@@ -560,6 +570,7 @@ class DaemonImpl final : public Daemon {
   ProgressTicker ticker_;
   std::unique_ptr<KernelCacheService> service_;
   std::unique_ptr<objects::ObjectCache> object_cache_;  // over the cache's stores
+  objects::MemoObjectCache* object_memo_ = nullptr;     // object_cache_, --object-memory-mb
   std::unique_ptr<ObjectCacheService> object_service_;
   std::unique_ptr<FastPathServer> fast_;         // stopped before the cache closes
   std::unique_ptr<RedisDoorServer> redis_door_;  // likewise

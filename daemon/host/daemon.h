@@ -76,6 +76,9 @@ struct DaemonOptions {
   // --max-object-bytes: the largest compiler output (object, dependency file and logs) a
   // launcher may put (docs/torch-extensions.md); larger ones are refused, counted.
   uint64_t max_object_bytes = uint64_t{256} << 20;
+  // --object-memory-mb: launchers' listings and objects kept in memory once read from a store
+  // (engine/objects/memo_object_cache.h); 0: none.
+  uint64_t object_memory_bytes = uint64_t{256} << 20;
   // --share-client-objects: client-made objects (the launchers', the Redis door's) also go to
   // and come from the shared tier (engine/objects/fleet_object_cache.h). Needs --shared.
   bool share_client_objects = false;

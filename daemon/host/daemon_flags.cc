@@ -17,6 +17,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   std::string socket_mode = "0660";
   uint64_t memory_cache_mb = o.memory_cache_bytes >> 20;
   uint64_t write_back_queue_mb = o.write_back_queue_bytes >> 20;
+  uint64_t object_memory_mb = o.object_memory_bytes >> 20;
   uint64_t warm_start_mb = o.warm_start_bytes >> 20;
   int64_t warm_before_ready_ms = absl::ToInt64Milliseconds(o.warm_before_ready);
   uint64_t compile_memory_mb = o.compile.memory_bytes_per_worker >> 20;
@@ -42,6 +43,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "Largest compiler output a launcher (kcache nvcc/c++) may store through this "
                  "kcached (e.g. 256MiB); larger ones are refused")
       ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--object-memory-mb", object_memory_mb,
+                 "MiB of launchers' listings and objects kept in memory once read from a store, "
+                 "so the next pod's compile of the same command reads and decompresses nothing "
+                 "(least recently used dropped first; 0: none)")
       ->capture_default_str();
   app.add_option("--baked", o.baked, "Read-only store baked into the image (repeatable)")
       ->check(CLI::ExistingDirectory);
@@ -192,6 +198,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   o.socket_mode = *mode;
   o.memory_cache_bytes = memory_cache_mb << 20;
   o.write_back_queue_bytes = write_back_queue_mb << 20;
+  o.object_memory_bytes = object_memory_mb << 20;
   o.warm_start_bytes = warm_start_mb << 20;
   o.warm_before_ready = absl::Milliseconds(warm_before_ready_ms);
   o.compile.memory_bytes_per_worker = compile_memory_mb << 20;

@@ -201,6 +201,8 @@ constexpr MetricMapping kRows[] = {
     // 98-113, kcache_launcher_uncached_total{reason}: added by WithUncachedRows.
     {S::kWriteBacksDropped, "kcache_write_backs_dropped_total",
      "Baked-store hits not copied into the writable store: its queue was full.", "", ""},
+    {S::kObjectMemoryHits, "kcache_object_memory_hits_total",
+     "Launchers' listings and objects answered from memory, not read from a store.", "", ""},
 };
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = WithUncachedRows(kRows, Uncached);
 
@@ -372,6 +374,9 @@ std::string RenderMetrics(const CacheSnapshot& snapshot, const DaemonMetrics& da
              static_cast<double>(snapshot.memory_bytes));
   out.Sample("kcache_memory_cache_entries", "gauge", "Entries in the memory cache.", "",
              static_cast<double>(snapshot.memory_entries));
+  out.Sample("kcache_object_memory_bytes", "gauge",
+             "Bytes of launchers' listings and objects held in memory (--object-memory-mb).", "",
+             static_cast<double>(daemon.object_memory_bytes));
   Stores(snapshot, out);
   Histograms(snapshot, out);
   return out.Take();

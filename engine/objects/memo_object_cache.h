@@ -1,0 +1,81 @@
+// A bounded memory tier in front of kcached's object cache: the listing of a key1 and the
+// bundle of an entry, once read from the stores (a read and a zstd decompression of ~1 MB of
+// manifest and a few MB of object for a torch extension's compile), are answered from memory
+// until evicted (least recently used first, within a byte budget) or changed.
+//
+// Never a stale answer: Put and Delete go through this cache and drop the key1's listing and
+// the entry's bundle after the inner cache has changed, and an answer read from the inner
+// cache while any Put or Delete ran is not kept (a generation count). An empty listing is not
+// kept either, so the next lookup asks the stores again (a new entry there, or in the fleet
+// tier, is seen at once). What the stores evict by their own LRU bound may still be served
+// from here: the bytes are what that entry held.
+#ifndef KCACHE_ENGINE_OBJECTS_MEMO_OBJECT_CACHE_H_
+#define KCACHE_ENGINE_OBJECTS_MEMO_OBJECT_CACHE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/objects/object_cache.h"
+
+namespace kcache::objects {
+
+// Thread-safe when `inner` is. List and Get answer from memory after the first time; Put,
+// Delete, ListAll and ListClientMade go to `inner` (Put and Delete then forget what they
+// changed). `max_bytes` bounds the bytes held (strings of listings and bundles); an answer
+// larger than a quarter of it is passed through and not kept. `on_hit`, when set, is called
+// once for each answer from memory (kcached counts them).
+class MemoObjectCache final : public ObjectCache {
+ public:
+  MemoObjectCache(std::unique_ptr<ObjectCache> inner, uint64_t max_bytes,
+                  std::function<void()> on_hit = nullptr);
+
+  absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) override;
+  absl::StatusOr<std::string> Get(const ArtifactKey& key) override;
+  absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override;
+  absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override { return inner_->ListAll(); }
+  absl::Status Delete(const ArtifactKey& key) override;
+  absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
+    return inner_->ListClientMade(after);
+  }
+
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  uint64_t max_bytes() const { return max_bytes_; }
+
+ private:
+  using Value = std::variant<std::vector<ObjectEntryMeta>, std::string>;
+  struct Held {
+    std::shared_ptr<const Value> value;
+    uint64_t bytes = 0;
+    std::list<std::string>::iterator recency;  // in recency_, most recent first
+  };
+
+  // The value under `name`, made most recent; null when absent.
+  std::shared_ptr<const Value> Find(const std::string& name);
+  // Keeps `value` under `name` unless a Put or Delete ran since `generation` was read.
+  void Keep(const std::string& name, Value value, uint64_t bytes, uint64_t generation);
+  // Drops `names` and starts a new generation (after the inner cache changed).
+  void Forget(std::initializer_list<std::string> names);
+  void Drop(absl::flat_hash_map<std::string, Held>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t Generation();
+
+  const std::unique_ptr<ObjectCache> inner_;
+  const uint64_t max_bytes_;
+  const std::function<void()> on_hit_;
+  std::atomic<uint64_t> bytes_{0};
+  absl::Mutex mu_;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, Held> held_ ABSL_GUARDED_BY(mu_);
+  std::list<std::string> recency_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kcache::objects
+
+#endif  // KCACHE_ENGINE_OBJECTS_MEMO_OBJECT_CACHE_H_

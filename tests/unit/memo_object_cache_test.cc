@@ -1,0 +1,151 @@
+// engine/objects/memo_object_cache.h over a real store: answers from memory after the first
+// read, never a stale one after a Put or Delete, within its byte bound.
+#include "engine/objects/memo_object_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/sha256.h"
+#include "engine/store/store.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache::objects {
+namespace {
+
+using testing::TempDir;
+
+KernelId Key1(const std::string& name) { return KernelId(Sha256Of(name)); }
+
+ObjectEntryMeta Entry(const KernelId& key1, const std::string& header_digest) {
+  ObjectEntryMeta entry;
+  entry.manifest = {{"@base@/a.h", header_digest}};
+  entry.key = ObjectArtifactKey(key1, entry.manifest);
+  entry.source = "@base@/a.cpp";
+  entry.fields = {{"compiler", "c++"}};
+  return entry;
+}
+
+class MemoObjectCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(uint64_t{64} << 20); }
+
+  // The memo over a store at tmp_/store; `store_` is the same store without the memo (what a
+  // change behind the memo's back would be).
+  void Open(uint64_t max_bytes) {
+    memo_.reset();
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(tmp_ / "store");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = NewStoreObjectCache(store->get());
+    memo_ = std::make_unique<MemoObjectCache>(NewOwningStoreObjectCache(*std::move(store)),
+                                              max_bytes, [this] { ++hits_; });
+  }
+  void TearDown() override {
+    store_.reset();  // borrows the store the memo owns
+    memo_.reset();
+  }
+
+  std::string Got(const ArtifactKey& key) {
+    absl::StatusOr<std::string> bytes = memo_->Get(key);
+    return bytes.ok() ? *bytes : absl::StrCat("<", bytes.status().ToString(), ">");
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<ObjectCache> store_;
+  std::unique_ptr<MemoObjectCache> memo_;
+  std::atomic<int> hits_{0};
+};
+
+TEST_F(MemoObjectCacheTest, ListAndGetAreAnsweredFromMemoryAfterTheirFirstRead) {
+  ObjectEntryMeta entry = Entry(Key1("a"), "d1");
+  ASSERT_TRUE(memo_->Put(entry, "object one").ok());
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::vector<ObjectEntryMeta>> listed = memo_->List(entry.key.kernel_id);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    ASSERT_EQ(listed->size(), 1u);
+    EXPECT_EQ((*listed)[0].manifest, entry.manifest);
+    EXPECT_EQ((*listed)[0].source, entry.source);
+    EXPECT_EQ(Got(entry.key), "object one");
+  }
+  EXPECT_EQ(hits_, 4);  // the first List and Get read the store
+  EXPECT_GT(memo_->bytes(), 0u);
+  // From memory: the store's entry deleted behind the memo is still answered as it was.
+  ASSERT_TRUE(store_->Delete(entry.key).ok());
+  EXPECT_EQ(Got(entry.key), "object one");
+}
+
+TEST_F(MemoObjectCacheTest, PutAndDeleteThroughItAreSeenAtOnce) {
+  KernelId key1 = Key1("a");
+  ObjectEntryMeta first = Entry(key1, "d1"), second = Entry(key1, "d2");
+  ASSERT_TRUE(memo_->Put(first, "old bytes").ok());
+  EXPECT_EQ(Got(first.key), "old bytes");
+  EXPECT_EQ(memo_->List(key1)->size(), 1u);
+  ASSERT_TRUE(memo_->Put(first, "new bytes").ok());
+  ASSERT_TRUE(memo_->Put(second, "second").ok());
+  EXPECT_EQ(Got(first.key), "new bytes");
+  EXPECT_EQ(memo_->List(key1)->size(), 2u);
+  ASSERT_TRUE(memo_->Delete(first.key).ok());
+  EXPECT_FALSE(memo_->Get(first.key).ok());
+  absl::StatusOr<std::vector<ObjectEntryMeta>> listed = memo_->List(key1);
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].key, second.key);
+}
+
+TEST_F(MemoObjectCacheTest, AnEmptyListingIsNotKeptSoAnEntryPutElsewhereIsFound) {
+  ObjectEntryMeta entry = Entry(Key1("a"), "d1");
+  EXPECT_TRUE(memo_->List(entry.key.kernel_id)->empty());
+  ASSERT_TRUE(store_->Put(entry, "put by another path").ok());  // e.g. the fleet tier's
+  EXPECT_EQ(memo_->List(entry.key.kernel_id)->size(), 1u);
+  EXPECT_EQ(hits_, 0);
+}
+
+TEST_F(MemoObjectCacheTest, ItsByteBoundDropsTheLeastRecentlyUsedAndPassesLargeOnesThrough) {
+  Open(4000);  // a quarter, 1000 bytes, the largest kept: four bundles of 900 fit, not five
+  std::vector<ObjectEntryMeta> entries;
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    entries.push_back(Entry(Key1(name), "d"));
+    ASSERT_TRUE(memo_->Put(entries.back(), std::string(900, *name)).ok());
+  }
+  for (int i : {0, 1, 2, 3, 0}) Got(entries[i].key);  // a used last: b the least recently used
+  Got(entries[4].key);                                // e: b goes to make room
+  EXPECT_LE(memo_->bytes(), memo_->max_bytes());
+  hits_ = 0;
+  for (int i : {0, 2, 3, 4}) EXPECT_EQ(Got(entries[i].key), std::string(900, "abcde"[i]));
+  EXPECT_EQ(hits_, 4);
+  EXPECT_EQ(Got(entries[1].key), std::string(900, 'b'));
+  EXPECT_EQ(hits_, 4) << "b was dropped, so it is read from the store";
+
+  ObjectEntryMeta large = Entry(Key1("large"), "d");
+  ASSERT_TRUE(memo_->Put(large, std::string(2000, 'x')).ok());
+  EXPECT_EQ(Got(large.key), std::string(2000, 'x'));
+  EXPECT_EQ(Got(large.key), std::string(2000, 'x'));
+  EXPECT_EQ(hits_, 4) << "over a quarter of the bound: never kept";
+}
+
+TEST_F(MemoObjectCacheTest, ReadersRacingPutsEndWithTheLastPut) {
+  ObjectEntryMeta entry = Entry(Key1("a"), "d1");
+  ASSERT_TRUE(memo_->Put(entry, "v0").ok());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&] {
+      while (!stop) {
+        memo_->Get(entry.key).IgnoreError();
+        memo_->List(entry.key.kernel_id).IgnoreError();
+      }
+    });
+  }
+  for (int v = 1; v <= 200; ++v) ASSERT_TRUE(memo_->Put(entry, absl::StrCat("v", v)).ok());
+  stop = true;
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(Got(entry.key), "v200");
+  EXPECT_EQ(Got(entry.key), "v200");
+}
+
+}  // namespace
+}  // namespace kcache::objects
