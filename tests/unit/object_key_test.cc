@@ -157,7 +157,11 @@ TEST(FileDigestsTest, DigestsFollowTheFileNowAtThePath) {
   // A damaged line is skipped; the others still serve.
   std::string table = ReadAll(tmp / "memo");
   size_t first_line = table.find('\n') + 1;
-  table.insert(first_line, "not a line\n0123\t1\tx y\t/p\n");
+  std::string sha(64, 'a');
+  table.insert(first_line, absl::StrCat("not a line\n0123\t1\tx y\t/p\n", sha,
+                                        "\t0\t1 2 3 4 5x\t/p\n", sha, "\t0\t1 2 3 4\t/p\n", sha,
+                                        "\t0\t1 2 3 4 5\t\n", sha, "\t0\t-1 2 3 4 5\t/p\n"));
+  table += absl::StrCat(sha, "\t0\t1 2 3");  // a table cut short in its last line
   tmp.Write("memo", table);
   FileDigests again(tmp / "memo");
   EXPECT_EQ(again.Digest(file)->sha256, Sha256Hex("three\n"));
