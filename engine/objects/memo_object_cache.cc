@@ -42,7 +42,9 @@ absl::StatusOr<std::vector<ObjectEntryMeta>> MemoObjectCache::List(const KernelI
   uint64_t generation = Generation();
   absl::StatusOr<std::vector<ObjectEntryMeta>> entries = inner_->List(key1);
   if (entries.ok() && !entries->empty()) {
-    Keep(name, *entries, ListingBytes(*entries), generation);
+    if (uint64_t bytes = ListingBytes(*entries); Keeps(bytes)) {
+      Keep(name, *entries, bytes, generation);
+    }
   }
   return entries;
 }
@@ -55,7 +57,9 @@ absl::StatusOr<std::string> MemoObjectCache::Get(const ArtifactKey& key) {
   }
   uint64_t generation = Generation();
   absl::StatusOr<std::string> bytes = inner_->Get(key);
-  if (bytes.ok()) Keep(name, *bytes, bytes->size() + kStringOverhead, generation);
+  if (bytes.ok() && Keeps(bytes->size() + kStringOverhead)) {
+    Keep(name, *bytes, bytes->size() + kStringOverhead, generation);
+  }
   return bytes;
 }
 
@@ -81,7 +85,6 @@ std::shared_ptr<const MemoObjectCache::Value> MemoObjectCache::Find(const std::s
 
 void MemoObjectCache::Keep(const std::string& name, Value value, uint64_t bytes,
                            uint64_t generation) {
-  if (bytes > max_bytes_ / 4) return;
   auto shared = std::make_shared<const Value>(std::move(value));
   absl::MutexLock lock(&mu_);
   if (generation != generation_) return;  // a Put or Delete ran meanwhile: maybe stale

@@ -59,6 +59,9 @@ class MemoObjectCache final : public ObjectCache {
 
   // The value under `name`, made most recent; null when absent.
   std::shared_ptr<const Value> Find(const std::string& name);
+  // Whether an answer of `bytes` is kept at all (at most a quarter of the bound): checked
+  // before the answer is copied.
+  bool Keeps(uint64_t bytes) const { return bytes <= max_bytes_ / 4; }
   // Keeps `value` under `name` unless a Put or Delete ran since `generation` was read.
   void Keep(const std::string& name, Value value, uint64_t bytes, uint64_t generation);
   // Drops `names` and starts a new generation (after the inner cache changed).
