@@ -33,10 +33,11 @@ Sha256Digest Sha256Of(absl::string_view data) {
   return sha.Finish();
 }
 
-std::string Sha256Hex(absl::string_view data) {
-  Sha256Digest digest = Sha256Of(data);
+std::string DigestHex(const Sha256Digest& digest) {
   return absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
+
+std::string Sha256Hex(absl::string_view data) { return DigestHex(Sha256Of(data)); }
 
 }  // namespace kcache

@@ -30,7 +30,8 @@ class Sha256 {
 };
 
 Sha256Digest Sha256Of(absl::string_view data);
-std::string Sha256Hex(absl::string_view data);  // 64 lowercase hex digits
+std::string DigestHex(const Sha256Digest& digest);  // 64 lowercase hex digits
+std::string Sha256Hex(absl::string_view data);      // DigestHex(Sha256Of(data))
 
 }  // namespace kcache
 

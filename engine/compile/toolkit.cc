@@ -140,9 +140,7 @@ absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
   while (in.read(buf.data(), buf.size()) || in.gcount() > 0) {
     sha.Update(absl::string_view(buf.data(), static_cast<size_t>(in.gcount())));
   }
-  Sha256Digest digest = sha.Finish();
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+  return DigestHex(sha.Finish());
 }
 
 // "build-id:<hex>" from the ELF note, else "sha256:<hex>" of the file's bytes.

@@ -1,7 +1,6 @@
 // Named objects: a client's name and value as an object entry, and back.
 #include "engine/objects/named_object.h"
 
-#include <array>
 #include <utility>
 
 #include "absl/strings/escaping.h"

@@ -1,7 +1,6 @@
 #include "engine/objects/object_key.h"
 
 #include <algorithm>
-#include <array>
 #include <filesystem>
 
 #include "absl/strings/match.h"
