@@ -199,6 +199,8 @@ struct Parse {
   bool compile = false;
   bool have_output = false;
   bool language_given = false;
+  bool header_language = false;  // -x c-header / c++-header before the source
+  bool shared = false;           // -shared
   std::vector<std::string> inputs;
   ParsedCompilerCommand failed;  // set when a reason was found
   bool failed_set = false;
@@ -246,7 +248,8 @@ struct Parse {
         }
         break;
       case Role::kLanguage:
-        language_given = true;
+        language_given = value != "none";
+        header_language = value == "c-header" || value == "c++-header";
         break;
       case Role::kDebug:
         command.debug_info = true;
@@ -270,9 +273,26 @@ struct Parse {
   }
 
   ParsedCompilerCommand Finish() {
-    // A command without -c is a link or a query (`c++ a.o -shared -o x.so`, `c++ --version`):
-    // said so, whatever option of it the parser did not know.
-    if (!compile && (!failed_set || failed.uncached == UncachedReason::kUnknownOption)) {
+    // Without -c, gcc compiles one source into a shared object (-shared) or a precompiled
+    // header (-x c++-header); a link of objects or a query (`c++ a.o -shared -o x.so`,
+    // `c++ --version`) is said to be one, whatever option of it the parser did not know.
+    if (!compile && command.family == CompilerFamily::kGcc) {
+      bool one_source = inputs.size() == 1 && (language_given || IsSourceFileName(inputs[0]));
+      if (header_language && one_source) {
+        command.kind = CompilerOutput::kPrecompiledHeader;
+      } else if (shared && one_source) {
+        command.kind = CompilerOutput::kSharedLibrary;
+        // What the linker is told past the driver (-Wl,--version-script=FILE, -Wl,-Map=FILE)
+        // may read or write files its dependency output does not list: never guessed at.
+        for (const std::string& arg : command.args) {
+          if (absl::StartsWith(arg, "-Wl,") || absl::StartsWith(arg, "-fuse-ld")) {
+            Fail(UncachedReason::kUnknownOption, arg);
+          }
+        }
+      }
+    }
+    bool builds = compile || command.kind != CompilerOutput::kObject;
+    if (!builds && (!failed_set || failed.uncached == UncachedReason::kUnknownOption)) {
       return Uncached(UncachedReason::kNotACompile, "no -c");
     }
     if (failed_set) return failed;
@@ -344,6 +364,12 @@ bool ParseNvccOption(Parse& p, const std::vector<std::string>& args, size_t& i) 
 bool ParseGccOption(Parse& p, const std::vector<std::string>& args, size_t& i) {
   absl::string_view arg = args[i];
   absl::string_view body = arg.substr(1);
+  if (IsNativeTuning(arg)) {  // keyed by its expansion on this machine (the launcher's part)
+    p.command.native_args.emplace_back(arg);
+    p.Apply(R::kPlain, U::kNone, arg, "", std::string(arg));
+    return true;
+  }
+  if (body == "shared") p.shared = true;
   UncachedReason why;
   if (IsUncacheableHostOption(arg, &why)) {
     p.Fail(why, arg);
@@ -416,6 +442,13 @@ bool IsSourceFileName(absl::string_view path) {
   return false;
 }
 
+bool IsNativeTuning(absl::string_view option) {
+  for (absl::string_view tuning : {"-march=", "-mcpu=", "-mtune="}) {
+    if (absl::StartsWith(option, tuning) && option.substr(tuning.size()) == "native") return true;
+  }
+  return false;
+}
+
 bool IsUncacheableHostOption(absl::string_view option, UncachedReason* reason) {
   struct Rule {
     absl::string_view prefix;
@@ -452,11 +485,9 @@ bool IsUncacheableHostOption(absl::string_view option, UncachedReason* reason) {
       {"-Xassembler", U::kUnknownOption},
       {"-Xlinker", U::kUnknownOption},
   };
-  for (absl::string_view tuning : {"-march=", "-mcpu=", "-mtune="}) {
-    if (absl::StartsWith(option, tuning) && option.substr(tuning.size()) == "native") {
-      *reason = U::kNativeTarget;  // the code is this CPU's: a hit elsewhere could not run
-      return true;
-    }
+  if (IsNativeTuning(option)) {
+    *reason = U::kNativeTarget;  // the code is this CPU's: a hit elsewhere could not run
+    return true;
   }
   for (const Rule& rule : kRules) {
     // "-p" alone is profiling; "-pthread"/"-pipe"/"-pedantic" are not.

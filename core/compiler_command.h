@@ -1,10 +1,14 @@
 // Reading a compiler command line (nvcc, or a gcc-like c++/cc): is it one cacheable compile
-// of one source to one object, and if so, what are its parts. Pure logic, no I/O: the
+// of one source to one output, and if so, what are its parts. Pure logic, no I/O: the
 // launcher (engine/objects) adds the file system, the tools and the environment.
 //
-// Cacheable: -c (nvcc also -dc), one source file, -o FILE, and only options known here
-// (docs/torch-extensions.md lists them). Everything else is uncached with a reason: a wrong
-// hit is the worst bug, so an option this file does not know is never guessed at.
+// Cacheable: one source file, -o FILE, only options known here (docs/torch-extensions.md
+// lists them), and one of: -c (nvcc also -dc), an object; for gcc, -shared without -c, the
+// source compiled and linked into a shared object (no -Wl, options: the linker's inputs are
+// keyed from its own dependency output, and nothing else it reads may go unseen); for gcc,
+// -x c-header / c++-header without -c, a precompiled header. Everything else is uncached
+// with a reason: a wrong hit is the worst bug, so an option this file does not know is never
+// guessed at.
 #ifndef KCACHE_CORE_COMPILER_COMMAND_H_
 #define KCACHE_CORE_COMPILER_COMMAND_H_
 
@@ -23,10 +27,17 @@ enum class CompilerFamily : uint8_t {
 };
 absl::string_view CompilerFamilyName(CompilerFamily family);  // "nvcc", "gcc"
 
+// What a cacheable command writes at -o.
+enum class CompilerOutput : uint8_t {
+  kObject = 0,             // -c (nvcc also -dc)
+  kSharedLibrary = 1,      // gcc -shared without -c: one source compiled and linked
+  kPrecompiledHeader = 2,  // gcc -x c-header / c++-header without -c
+};
+
 // Why a command is run uncached. Numbered and stable: counted by name.
 enum class UncachedReason : uint8_t {
   kNone = 0,
-  kNotACompile = 1,       // no -c: a link, a version query, a plain `c++`
+  kNotACompile = 1,       // no -c: a link of objects, a version query, a plain `c++`
   kPreprocessOnly = 2,    // -E, -M, -MM (no object is made)
   kOtherOutput = 3,       // -S, -ptx, -cubin, -fatbin, -lib, -dlink, ...: not an object
   kNoSource = 4,          // no source file among the arguments
@@ -42,8 +53,9 @@ enum class UncachedReason : uint8_t {
   kTimeMacros = 13,       // __DATE__/__TIME__/__TIMESTAMP__ in the source or a header
   kUnreadableInput = 14,  // the source, a header or a tool could not be read
   kInputChanged = 15,     // the source or a header changed while it compiled: not stored
-  kNativeTarget = 16,     // -march/-mcpu/-mtune=native, nvcc -arch=native: this machine's CPU
-                          // or GPU decides the output, and the key cannot see which
+  kNativeTarget = 16,     // nvcc -arch=native, -Xcompiler -march/-mcpu/-mtune=native: this
+                          // machine's GPU or CPU decides the output, and the key cannot see
+                          // which (gcc's own -march=native is keyed by its expansion)
 };
 inline constexpr int kUncachedReasonCount = 17;
 // "unknown_option", ...: the one place reasons are named. The launchers' KCACHE_LOG lines say
@@ -64,6 +76,7 @@ constexpr absl::string_view UncachedReasonName(UncachedReason reason) {
 // One cacheable compile, as parsed. Paths are as written (relative to the command's cwd).
 struct CompilerCommand {
   CompilerFamily family = CompilerFamily::kGcc;
+  CompilerOutput kind = CompilerOutput::kObject;
   std::vector<std::string> args;  // every argument after the compiler, unchanged
   std::string source;             // the one source file
   std::string output;             // -o
@@ -75,6 +88,10 @@ struct CompilerCommand {
   int user_only_deps_arg = -1;
   std::string ccbin;        // nvcc -ccbin / --compiler-bindir value; "" when absent
   bool debug_info = false;  // -g (not -g0), -G, -lineinfo: the output holds paths
+  // gcc's -march=native, -mtune=native, -mcpu=native, as written and in order: the launcher
+  // keys what the compiler expands them to on this machine (its CPU model and features), so a
+  // pod on another CPU misses.
+  std::vector<std::string> native_args;
   // The arguments that go into the key: `args` without the output (-o FILE), the dependency
   // file name (-MF FILE) and -ccbin (its compiler is keyed by content), each option and its
   // value as one string ("-I" "x" -> "-Ix" style: "-I\x01x"), in the order given.
@@ -93,6 +110,9 @@ ParsedCompilerCommand ParseCompilerCommand(CompilerFamily family,
 
 // True for the file names a compile takes as its source: .c .cc .cpp .cxx .c++ .cp .C .cu.
 bool IsSourceFileName(absl::string_view path);
+
+// -march=native, -mcpu=native or -mtune=native: this machine's CPU picks the code.
+bool IsNativeTuning(absl::string_view option);
 
 // A gcc option that must never be cached wherever it appears (directly or through nvcc's
 // -Xcompiler): profiling, coverage, plugins, profile use, extra outputs. Sets *reason.

@@ -152,6 +152,19 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
                   "the build directory), e.g. the source tree; KCACHE_BASEDIR");
 }
 
+// The masquerade name for `generic` (c++, cc): GCC's own (g++, gcc) when both name the same
+// compiler in PATH. Tools tell GCC by its --version line, which says the name it was run by:
+// Inductor names its precompiled header .gch only for a compiler it sees as GCC, and GCC
+// reads no other.
+std::string CompilerName(const std::string& generic, const std::string& gnu) {
+  objects::LauncherOptions options = LauncherOptionsFromEnv();
+  absl::StatusOr<std::string> plain = objects::FindCompiler(generic, options.lookup);
+  absl::StatusOr<std::string> named = objects::FindCompiler(gnu, options.lookup);
+  if (!plain.ok() || !named.ok()) return generic;
+  std::error_code ec;
+  return fs::equivalent(*plain, *named, ec) && !ec ? gnu : generic;
+}
+
 // The environment `kcache run` sets and `kcache env` prints, in order.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironment(
     const RoutingFlags& flags) {
@@ -169,8 +182,8 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
     env.emplace_back("KCACHE_SERVER", flags.server);
   }
   env.emplace_back("PYTORCH_NVCC", absl::StrCat(shims, "/nvcc"));
-  env.emplace_back("CXX", absl::StrCat(shims, "/c++"));
-  env.emplace_back("CC", absl::StrCat(shims, "/cc"));
+  env.emplace_back("CXX", absl::StrCat(shims, "/", CompilerName("c++", "g++")));
+  env.emplace_back("CC", absl::StrCat(shims, "/", CompilerName("cc", "gcc")));
   // torch puts ccache or sccache in front of $CXX when one is on PATH: kcache is the cache.
   env.emplace_back("TORCH_NO_COMPILER_WRAPPER", "1");
   if (!flags.arch.empty()) {

@@ -4,8 +4,12 @@
 
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "engine/objects/run_process.h"
 
 extern char** environ;
 
@@ -28,6 +32,23 @@ bool IsExecutable(const std::string& path) {
 std::string Get(const Environment& env, const std::string& name) {
   auto it = env.find(name);
   return it == env.end() ? "" : it->second;
+}
+
+// The program `compiler -print-prog-name=NAME` names, by its real path; a bare name is looked
+// up in PATH. "" when there is none (keyed as absent).
+std::string ProgramOfDriver(const std::string& compiler, const std::string& name,
+                            const ToolLookup& lookup) {
+  absl::StatusOr<ProcessResult> run =
+      RunCaptured({compiler, absl::StrCat("-print-prog-name=", name)});
+  if (!run.ok() || run->exit_code != 0) return "";
+  std::string program(absl::StripAsciiWhitespace(run->stdout_text));
+  if (program.empty()) return "";
+  if (program.find('/') == std::string::npos) {
+    absl::StatusOr<std::string> found = FindCompiler(program, lookup);
+    if (!found.ok()) return "";
+    program = *found;
+  }
+  return RealPath(program);
 }
 
 }  // namespace
@@ -73,6 +94,15 @@ absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
   if (real.empty()) return absl::NotFoundError(absl::StrCat("cannot find ", compiler));
   if (command.family == CompilerFamily::kGcc) {
     tools.push_back({"compiler", real});
+    if (command.kind == CompilerOutput::kSharedLibrary) {
+      std::string linker = ProgramOfDriver(compiler, "ld", lookup);
+      if (linker.empty()) {
+        return absl::NotFoundError(
+            absl::StrCat(compiler, " names no linker (-print-prog-name=ld)"));
+      }
+      tools.push_back({"linker", linker});
+      tools.push_back({"collect2", ProgramOfDriver(compiler, "collect2", lookup)});
+    }
     return tools;
   }
   fs::path bin = fs::path(real).parent_path();
@@ -125,6 +155,28 @@ const std::vector<std::string>& KeyedEnvironment(CompilerFamily family) {
     return names;
   }();
   return family == CompilerFamily::kNvcc ? kNvcc : kGcc;
+}
+
+const std::vector<std::string>& KeyedLinkEnvironment() {
+  static const std::vector<std::string> kLink = {"LIBRARY_PATH",    "LD_RUN_PATH",
+                                                 "LD_LIBRARY_PATH", "GNUTARGET",
+                                                 "LDEMULATION",     "COLLECT_NO_DEMANGLE"};
+  return kLink;
+}
+
+absl::StatusOr<std::string> NativeExpansion(const std::string& compiler,
+                                            const std::vector<std::string>& native_args) {
+  std::vector<std::string> argv = {compiler};
+  argv.insert(argv.end(), native_args.begin(), native_args.end());
+  argv.insert(argv.end(), {"-###", "-E", "-x", "c", "/dev/null"});
+  absl::StatusOr<ProcessResult> run = RunCaptured(argv);
+  if (!run.ok()) return run.status();
+  if (run->exit_code != 0 || run->stderr_text.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(compiler, " could not say what ", absl::StrJoin(native_args, " "),
+                     " means here (", absl::StripAsciiWhitespace(run->stderr_text), ")"));
+  }
+  return run->stderr_text;
 }
 
 }  // namespace kcache::objects

@@ -43,9 +43,10 @@ struct ToolFile {
   std::string path;  // "" when the file is absent (keyed as absent)
 };
 
-// Every file the compile runs: for gcc, the compiler; for nvcc, nvcc, nvcc.profile, cicc,
-// ptxas, cudafe++, fatbinary, nvlink, libdevice and the host compiler (-ccbin, else
-// NVCC_CCBIN, else gcc in PATH).
+// Every file the compile runs: for gcc, the compiler, and when it links (a shared object) the
+// linker and collect2 it runs (`-print-prog-name`, a bare name found in PATH); for nvcc, nvcc,
+// nvcc.profile, cicc, ptxas, cudafe++, fatbinary, nvlink, libdevice and the host compiler
+// (-ccbin, else NVCC_CCBIN, else gcc in PATH). The linker's role is "linker".
 absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
                                                 const std::string& compiler,
                                                 const ToolLookup& lookup);
@@ -53,6 +54,16 @@ absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
 // The environment variables that change what a compile of `family` produces (their values,
 // or their absence, are keyed): NVCC_PREPEND_FLAGS, NVCC_APPEND_FLAGS, CPATH, ...
 const std::vector<std::string>& KeyedEnvironment(CompilerFamily family);
+
+// What a link reads besides its arguments: LIBRARY_PATH, LD_RUN_PATH, LD_LIBRARY_PATH,
+// GNUTARGET, LDEMULATION, COLLECT_NO_DEMANGLE (keyed for shared objects only).
+const std::vector<std::string>& KeyedLinkEnvironment();
+
+// What the compiler expands `native_args` (-march=native, ...) to on this machine: the
+// driver's `-###` lines for an empty compile with them, which name the CPU model and each
+// feature. Keyed, so a pod on another CPU misses.
+absl::StatusOr<std::string> NativeExpansion(const std::string& compiler,
+                                            const std::vector<std::string>& native_args);
 
 }  // namespace kcache::objects
 

@@ -1,16 +1,21 @@
 #include "engine/objects/launcher.h"
 
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/file_io.h"
 #include "engine/objects/file_digests.h"
+#include "engine/objects/precompiled_headers.h"
 #include "engine/objects/prepared_command.h"
 #include "engine/objects/run_process.h"
 
@@ -57,6 +62,11 @@ std::optional<ObjectBundle> Lookup(const LauncherOptions& options, ObjectCache& 
 bool WriteOutputs(const Prepared& prepared, const ObjectBundle& bundle) {
   const CompilerCommand& command = prepared.command;
   if (!WriteFileAtomically(command.output, bundle.object).ok()) return false;
+  if (command.kind == CompilerOutput::kSharedLibrary) {  // executable, as the linker leaves it
+    mode_t mask = umask(0);
+    umask(mask);
+    if (chmod(command.output.c_str(), 0777 & ~mask) != 0) return false;
+  }
   if (command.writes_deps) {
     DepFile deps;
     for (const std::string& target : bundle.deps.targets) {
@@ -77,9 +87,49 @@ int Replay(const Prepared& prepared, const ObjectBundle& bundle) {
   return bundle.exit_code;
 }
 
+// A link's own working files: a private TMPDIR for the compiler's temporary object, and the
+// linker's dependency output (every object, library and script it read) inside it.
+struct LinkFiles {
+  std::string temp_dir;  // "" for a compile that does not link
+  std::string deps() const { return absl::StrCat(temp_dir, "/link.d"); }
+};
+
+// What the compile read besides the headers of its dependency output: any precompiled
+// header it may have read in place of one (precompiled_headers.h); for a link, every input
+// the linker listed but the compiler's temporary object. Sets *why and returns nullopt when
+// the compile cannot be keyed.
+std::optional<std::vector<std::string>> OtherInputs(const LauncherOptions& options,
+                                                    const Prepared& prepared, const LinkFiles& link,
+                                                    std::string* why) {
+  std::vector<std::string> inputs;
+  if (prepared.command.family == CompilerFamily::kGcc) {
+    absl::StatusOr<std::vector<std::string>> headers = PrecompiledHeaders(
+        prepared.command, prepared.compiler_path, prepared.dirs.cwd, options.lookup.env);
+    if (!headers.ok()) {
+      *why = std::string(headers.status().message());
+      return std::nullopt;
+    }
+    inputs = std::move(*headers);
+  }
+  std::set<std::string> seen(inputs.begin(), inputs.end());
+  if (link.temp_dir.empty()) return inputs;
+  absl::StatusOr<std::string> text = ReadWholeFile(link.deps());
+  if (!text.ok()) {
+    *why = "the linker listed no inputs";
+    return std::nullopt;
+  }
+  std::string temporary = absl::StrCat(link.temp_dir, "/");
+  for (const std::string& input : ParseDepFile(*text).deps) {
+    if (absl::StartsWith(input, temporary)) continue;  // the source's object, gone now
+    if (seen.insert(input).second) inputs.push_back(input);
+  }
+  return inputs;
+}
+
 // Stores a successful compile's outputs. Failures only mean the next build compiles again.
 void Store(const LauncherOptions& options, const Prepared& prepared, const std::string& dep_path,
-           const ProcessResult& result, absl::Time compiled_from, FileDigests& digests) {
+           const LinkFiles& link, const ProcessResult& result, absl::Time compiled_from,
+           FileDigests& digests) {
   const BaseDirs& dirs = prepared.dirs;
   absl::StatusOr<std::string> object = ReadWholeFile(prepared.command.output);
   absl::StatusOr<std::string> dep_text = ReadWholeFile(dep_path);
@@ -89,7 +139,23 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const std::
   }
   DepFile deps = ParseDepFile(*dep_text);
   UncachedReason reason = UncachedReason::kNone;
+  std::string why;
+  std::optional<std::vector<std::string>> inputs = OtherInputs(options, prepared, link, &why);
+  if (!inputs.has_value()) {
+    Log(options, absl::StrCat("not stored (unreadable_input): ", why));
+    if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput);
+    return;
+  }
   absl::StatusOr<Manifest> manifest = MakeManifest(deps, dirs, digests, &reason, compiled_from);
+  if (manifest.ok()) {
+    absl::StatusOr<Manifest> more =
+        MakeInputManifest(*inputs, dirs, digests, &reason, compiled_from);
+    if (more.ok()) {
+      manifest->insert(manifest->end(), more->begin(), more->end());
+    } else {
+      manifest = more.status();
+    }
+  }
   if (!manifest.ok()) {
     Log(options, absl::StrCat("not stored (", UncachedReasonName(reason),
                               "): ", manifest.status().message()));
@@ -120,23 +186,69 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const std::
   if (!put.ok()) Log(options, absl::StrCat("not stored: ", put.message()));
 }
 
-// A miss: the real compiler, unchanged but for a dependency file of our own when the command
-// asked for none; its outputs stored when it succeeded.
+// Whether the linker takes --dependency-file (GNU ld 2.35 and later): a link is stored only
+// when the linker lists what it read.
+bool LinkerListsInputs(const Prepared& prepared) {
+  for (const ToolFile& tool : prepared.tools) {
+    if (tool.role != "linker") continue;
+    absl::StatusOr<ProcessResult> help = RunCaptured({tool.path, "--help"});
+    return help.ok() && absl::StrContains(help->stdout_text, "--dependency-file");
+  }
+  return false;
+}
+
+// Runs `argv` with TMPDIR set to `temp_dir` ("" leaves it as it is).
+absl::StatusOr<ProcessResult> RunWithTempDir(const std::vector<std::string>& argv,
+                                             const std::string& temp_dir) {
+  if (temp_dir.empty()) return RunCaptured(argv);
+  const char* before = std::getenv("TMPDIR");
+  std::optional<std::string> saved;
+  if (before != nullptr) saved = before;
+  setenv("TMPDIR", temp_dir.c_str(), 1);
+  absl::StatusOr<ProcessResult> result = RunCaptured(argv);
+  if (saved.has_value()) {
+    setenv("TMPDIR", saved->c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  return result;
+}
+
+// A miss: the real compiler, unchanged but for what lets kcache see every input: a dependency
+// file of our own when the command asked for none, and for a link the
+// linker's dependency output and a private TMPDIR (so the compiler's temporary object is told
+// apart from the linker's real inputs). Its outputs are stored when it succeeded.
 int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
                     const std::vector<std::string>& args, FileDigests& digests) {
   std::vector<std::string> argv = {prepared.compiler_path};
   argv.insert(argv.end(), args.begin(), args.end());
-  if (prepared.command.user_only_deps_arg >= 0) {  // -MMD: every header, for the manifest
-    argv[1 + prepared.command.user_only_deps_arg] = "-MD";
+  const CompilerCommand& command = prepared.command;
+  LinkFiles link;
+  if (command.kind == CompilerOutput::kSharedLibrary) {
+    std::string base = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
+    std::string pattern = absl::StrCat(base, "/kcache-link-XXXXXX");
+    if (!LinkerListsInputs(prepared) || mkdtemp(pattern.data()) == nullptr) {
+      digests.Save();
+      Log(options,
+          "uncached (unreadable_input): the linker cannot list its inputs "
+          "(GNU ld 2.35 or later does: --dependency-file)");
+      if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput);
+      return ExecReplacing(argv);
+    }
+    link.temp_dir = pattern;
+    argv.push_back(absl::StrCat("-Wl,--dependency-file=", link.deps()));
   }
-  std::string dep_path = prepared.command.dep_file;
-  bool own_deps = !prepared.command.writes_deps;
+  if (command.user_only_deps_arg >= 0) {  // -MMD: every header, for the manifest
+    argv[1 + command.user_only_deps_arg] = "-MD";
+  }
+  std::string dep_path = command.dep_file;
+  bool own_deps = !command.writes_deps;
   if (own_deps) {
-    dep_path = absl::StrCat(prepared.command.output, ".kcache-", getpid(), ".d");
+    dep_path = absl::StrCat(command.output, ".kcache-", getpid(), ".d");
     argv.insert(argv.end(), {"-MD", "-MF", dep_path});
   }
   absl::Time compiled_from = CoarseNow();
-  absl::StatusOr<ProcessResult> result = RunCaptured(argv);
+  absl::StatusOr<ProcessResult> result = RunWithTempDir(argv, link.temp_dir);
   if (!result.ok()) {
     std::fprintf(stderr, "kcache: %s\n", std::string(result.status().message()).c_str());
     return 127;
@@ -144,11 +256,12 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
   std::fwrite(result->stdout_text.data(), 1, result->stdout_text.size(), stdout);
   std::fwrite(result->stderr_text.data(), 1, result->stderr_text.size(), stderr);
   std::fflush(stdout);
-  if (result->exit_code == 0) Store(options, prepared, dep_path, *result, compiled_from, digests);
-  if (own_deps) {
-    std::error_code ec;
-    fs::remove(dep_path, ec);
+  if (result->exit_code == 0) {
+    Store(options, prepared, dep_path, link, *result, compiled_from, digests);
   }
+  std::error_code ec;
+  if (own_deps) fs::remove(dep_path, ec);
+  if (!link.temp_dir.empty()) fs::remove_all(link.temp_dir, ec);
   return result->exit_code;
 }
 

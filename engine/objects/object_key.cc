@@ -82,9 +82,12 @@ std::string BaseDirs::Restore(const std::string& text) const {
 absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
                                            const std::vector<ToolFile>& tools,
                                            const Environment& env, const BaseDirs& dirs,
-                                           FileDigests& digests, UncachedReason* reason) {
+                                           FileDigests& digests, UncachedReason* reason,
+                                           const std::string& native_expansion) {
   ObjectKey key;
   key.fields.emplace_back("compiler", std::string(CompilerFamilyName(command.family)));
+  if (command.kind == CompilerOutput::kSharedLibrary) key.fields.emplace_back("output", "shared");
+  if (command.kind == CompilerOutput::kPrecompiledHeader) key.fields.emplace_back("output", "pch");
   for (const std::string& arg : command.keyed_args) {
     key.fields.emplace_back("arg", dirs.Normalize(arg));
   }
@@ -100,12 +103,17 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
     }
     key.fields.emplace_back(absl::StrCat("tool ", tool.role), digest);
   }
-  for (const std::string& name : KeyedEnvironment(command.family)) {
+  std::vector<std::string> names = KeyedEnvironment(command.family);
+  if (command.kind == CompilerOutput::kSharedLibrary) {
+    for (const std::string& name : KeyedLinkEnvironment()) names.push_back(name);
+  }
+  for (const std::string& name : names) {
     auto it = env.find(name);
     key.fields.emplace_back(
         absl::StrCat("env ", name),
         it == env.end() ? "(unset)" : absl::StrCat("=", dirs.Normalize(it->second)));
   }
+  if (!native_expansion.empty()) key.fields.emplace_back("native target", native_expansion);
   absl::StatusOr<FileDigest> source = digests.Digest(Resolve(command.source, dirs));
   if (!source.ok()) {
     *reason = UncachedReason::kUnreadableInput;
@@ -185,19 +193,22 @@ std::string WriteDepFile(const DepFile& deps) {
   return out;
 }
 
-absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
-                                      FileDigests& digests, UncachedReason* reason,
-                                      absl::Time compiled_from) {
+namespace {
+
+// One manifest line per path, in order; `text_rules`: the time-macro rule applies.
+absl::StatusOr<Manifest> ManifestOf(const std::vector<std::string>& paths, const BaseDirs& dirs,
+                                    FileDigests& digests, UncachedReason* reason,
+                                    absl::Time compiled_from, bool text_rules) {
   Manifest manifest;
   digests.BeginPass();
-  for (const std::string& dep : deps.deps) {
+  for (const std::string& dep : paths) {
     std::string normalized = dirs.Normalize(dep);
     absl::StatusOr<FileDigest> digest = digests.Digest(Resolve(normalized, dirs));
     if (!digest.ok()) {
       *reason = UncachedReason::kUnreadableInput;
       return absl::FailedPreconditionError(digest.status().message());
     }
-    if (digest->has_time_macro) {
+    if (text_rules && digest->has_time_macro) {
       *reason = UncachedReason::kTimeMacros;
       return absl::FailedPreconditionError(absl::StrCat(dep, " names a time macro"));
     }
@@ -208,6 +219,20 @@ absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
     manifest.emplace_back(std::move(normalized), digest->sha256);
   }
   return manifest;
+}
+
+}  // namespace
+
+absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
+                                      FileDigests& digests, UncachedReason* reason,
+                                      absl::Time compiled_from) {
+  return ManifestOf(deps.deps, dirs, digests, reason, compiled_from, /*text_rules=*/true);
+}
+
+absl::StatusOr<Manifest> MakeInputManifest(const std::vector<std::string>& paths,
+                                           const BaseDirs& dirs, FileDigests& digests,
+                                           UncachedReason* reason, absl::Time compiled_from) {
+  return ManifestOf(paths, dirs, digests, reason, compiled_from, /*text_rules=*/false);
 }
 
 bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests& digests,

@@ -50,10 +50,14 @@ struct ObjectKey {
 
 // Computes key1. FailedPrecondition (with UncachedReason kUnreadableInput or kTimeMacros in
 // *reason) when a tool or the source cannot be read or the source names a time macro.
+// `native_expansion`: what the command's -march=native (...) means on this machine
+// (NativeExpansion); "" when it has none. A shared object also keys its kind and the link's
+// environment (KeyedLinkEnvironment).
 absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
                                            const std::vector<ToolFile>& tools,
                                            const Environment& env, const BaseDirs& dirs,
-                                           FileDigests& digests, UncachedReason* reason);
+                                           FileDigests& digests, UncachedReason* reason,
+                                           const std::string& native_expansion = "");
 
 // A manifest: (normalized header path, digest), in the compiler's order.
 using Manifest = std::vector<std::pair<std::string, std::string>>;
@@ -75,6 +79,12 @@ std::string WriteDepFile(const DepFile& deps);
 absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
                                       FileDigests& digests, UncachedReason* reason,
                                       absl::Time compiled_from = absl::InfiniteFuture());
+
+// The same for files the compiler read that are not C or C++ text (a precompiled header, the
+// linker's objects and libraries): no time-macro rule, whose bytes may hold those names.
+absl::StatusOr<Manifest> MakeInputManifest(const std::vector<std::string>& paths,
+                                           const BaseDirs& dirs, FileDigests& digests,
+                                           UncachedReason* reason, absl::Time compiled_from);
 
 // Whether every header of `manifest` has its digest here. On false, *first_difference names
 // the first that does not ("header <path> changed" / "... is missing").

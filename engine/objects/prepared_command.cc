@@ -54,9 +54,20 @@ absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily 
     *reason = UncachedReason::kUnreadableInput;
     return tools.status();
   }
+  std::string native;
+  if (!prepared.command.native_args.empty()) {
+    absl::StatusOr<std::string> expansion =
+        NativeExpansion(compiler_path, prepared.command.native_args);
+    if (!expansion.ok()) {
+      *reason = UncachedReason::kNativeTarget;
+      return expansion.status();
+    }
+    native = std::move(*expansion);
+  }
   absl::StatusOr<ObjectKey> key = ComputeObjectKey(prepared.command, *tools, options.lookup.env,
-                                                   prepared.dirs, digests, reason);
+                                                   prepared.dirs, digests, reason, native);
   if (!key.ok()) return key.status();
+  prepared.tools = std::move(*tools);
   prepared.key = std::move(*key);
   return prepared;
 }

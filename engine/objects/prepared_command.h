@@ -16,7 +16,8 @@ namespace kcache::objects {
 
 struct Prepared {
   CompilerCommand command;
-  std::string compiler_path;  // the real compiler
+  std::string compiler_path;    // the real compiler
+  std::vector<ToolFile> tools;  // keyed by content; the linker's role is "linker"
   BaseDirs dirs;
   ObjectKey key;
 };

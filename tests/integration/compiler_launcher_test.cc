@@ -196,6 +196,108 @@ TEST_F(CompilerLauncherTest, LinksVersionQueriesAndUnknownOptionsRunUncached) {
   }
 }
 
+// A shared library for one-source shared objects to link against: built here, not cached.
+std::string BuildLibrary(const testing::TempDir& tmp, const std::string& body) {
+  std::string source = tmp.Write("lib/dep.cpp", body);
+  testing::RunResult built =
+      testing::Run(absl::StrCat("c++ -shared -fPIC ", source, " -o ", tmp / "lib/libdep.so"));
+  EXPECT_EQ(built.exit_code, 0) << built.output;
+  return tmp / "lib";
+}
+
+// Inductor's CPU commands: one source compiled and linked into a shared object.
+std::string LinkCommand(const testing::TempDir& tmp, const std::string& source) {
+  return absl::StrCat("$KCACHE c++ -O2 -fPIC -shared ", source, " -o libk.so -L", tmp / "lib",
+                      " -ldep");
+}
+
+TEST_F(CompilerLauncherTest, OneSourceSharedObjectHitsAndIsExecutable) {
+  BuildLibrary(tmp_, "int dep() { return 1; }\n");
+  std::string source = tmp_.Write("src/k.cpp", "int dep();\nint k() { return dep() + 1; }\n");
+  ASSERT_EQ(Build("b1", LinkCommand(tmp_, source)), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", LinkCommand(tmp_, source)), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/libk.so", tmp_ / "b2/libk.so"));
+  EXPECT_NE(fs::status(tmp_ / "b2/libk.so").permissions() & fs::perms::owner_exec, fs::perms::none);
+  // Nothing of the link is left behind: only the shared object.
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp_ / "b1"), fs::directory_iterator()), 1);
+}
+
+// The linker's inputs are keyed by content: a library rebuilt at the same path misses.
+TEST_F(CompilerLauncherTest, ChangedLinkedLibraryMisses) {
+  BuildLibrary(tmp_, "int dep() { return 1; }\n");
+  std::string source = tmp_.Write("src/k.cpp", "int dep();\nint k() { return dep() + 1; }\n");
+  ASSERT_EQ(Build("b1", LinkCommand(tmp_, source)), Outcome::kMiss) << last_output_;
+  BuildLibrary(tmp_, "int dep() { return 1; }\nint more() { return 2; }\n");
+  EXPECT_EQ(Build("b2", LinkCommand(tmp_, source)), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b3", LinkCommand(tmp_, source)), Outcome::kHit) << last_output_;
+}
+
+// -march=native is keyed by what the compiler expands it to here. A wrapper stands in for
+// the same compiler on another CPU: with FAKE_CPU set (an environment variable kcache does
+// not key), its `-###` expansion names one more feature flag.
+TEST_F(CompilerLauncherTest, NativeTargetIsKeyedByThisMachinesExpansion) {
+  std::string wrapper =
+      tmp_.Write("tools/c++",
+                 "#!/bin/sh\n"
+                 "if [ -n \"$FAKE_CPU\" ]; then\n"
+                 "  for a in \"$@\"; do [ \"$a\" = '-###' ] && exec c++ \"$@\" -mno-avx512f; done\n"
+                 "fi\n"
+                 "exec c++ \"$@\"\n");
+  fs::permissions(wrapper, fs::perms::owner_all);
+  std::string command = Compile("-march=native");
+  command.replace(command.find("$KCACHE c++"), 11, absl::StrCat("$KCACHE -- ", wrapper));
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", command), Outcome::kHit) << last_output_;
+  LauncherEnv other_cpu = env_;
+  other_cpu.extra = "FAKE_CPU=1";
+  EXPECT_EQ(Build("b3", command, &other_cpu), Outcome::kMiss) << last_output_;
+}
+
+// A header precompiled beside the one a source includes stands in for it: GCC's dependency
+// output names neither the .gch nor the header. The .gch is keyed by content: a header edited
+// and precompiled again misses; a .gch left stale beside its header gives what GCC makes
+// from the .gch; with the .gch gone, the header's text is read (and keyed) again.
+TEST_F(CompilerLauncherTest, ChangedPrecompiledHeaderMisses) {
+  std::string header_path = tmp_ / "src/pch/all.h";
+  auto header = [&](int value) {
+    tmp_.Write("src/pch/all.h",
+               absl::StrCat("#include <vector>\ninline int pch_value() { return ", value, "; }\n"));
+  };
+  auto precompile = [&] {
+    testing::RunResult built = testing::Run(
+        absl::StrCat("c++ -x c++-header -O2 -fPIC ", header_path, " -o ", header_path, ".gch"));
+    ASSERT_EQ(built.exit_code, 0) << built.output;
+  };
+  std::string source =
+      tmp_.Write("src/pch/use.cpp", "#include \"all.h\"\nint use() { return pch_value(); }\n");
+  std::string command = absl::StrCat("$KCACHE c++ -O2 -fPIC -MD -MF u.o.d -c ", source, " -o u.o");
+  header(1);
+  precompile();
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", command), Outcome::kHit) << last_output_;
+  header(2);
+  precompile();
+  EXPECT_EQ(Build("b3", command), Outcome::kMiss) << last_output_;
+  EXPECT_FALSE(testing::SameFile(tmp_ / "b1/u.o", tmp_ / "b3/u.o"));
+  // The header's text back to the first, its .gch still the second's: GCC compiles from the
+  // .gch, so the answer is b3's object (the entry whose .gch matches), never b1's.
+  header(1);
+  EXPECT_EQ(Build("b4", command), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b3/u.o", tmp_ / "b4/u.o"));
+  fs::remove(header_path + ".gch");  // without it GCC reads the header's text: b1's object
+  EXPECT_EQ(Build("b5", command), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/u.o", tmp_ / "b5/u.o"));
+}
+
+// Inductor's precompiled header command (-x c++-header without -c) is cached like a compile.
+TEST_F(CompilerLauncherTest, PrecompiledHeaderCommandHits) {
+  std::string header = tmp_.Write("src/p.h", "#include <vector>\ninline int p() { return 3; }\n");
+  std::string command = absl::StrCat("$KCACHE c++ -x c++-header -O2 -fPIC ", header, " -o p.h.gch");
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", command), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/p.h.gch", tmp_ / "b2/p.h.gch"));
+}
+
 TEST_F(CompilerLauncherTest, MasqueradeLinkFindsTheRealCompiler) {
   fs::create_directories(tmp_ / "shims");
   fs::create_symlink(testing::KcacheCli(), tmp_ / "shims/c++");
@@ -401,14 +503,27 @@ TEST_F(CompilerLauncherTest, EightLaunchersCreatingTheStoreAtOnceStoreEveryObjec
   EXPECT_EQ(hits, 8) << second.output;
 }
 
+// The masquerade `kcache run` gives for `generic`: GCC's own name when both are GCC here (as
+// on Debian), so tools that tell GCC by its --version line see it.
+std::string ExpectedCompilerName(const std::string& generic, const std::string& gnu) {
+  auto real = [](const std::string& name) {
+    return testing::Run(absl::StrCat("readlink -f \"$(command -v ", name, ")\"")).output;
+  };
+  std::string plain = real(generic);
+  return !plain.empty() && plain == real(gnu) ? gnu : generic;
+}
+
 TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
   std::string shims = tmp_ / "shims";
+  std::string cxx = ExpectedCompilerName("c++", "g++");
+  EXPECT_EQ(cxx, "g++");  // this machine's c++ is GCC's (Debian's alternatives)
   testing::RunResult env = testing::Run(absl::StrCat(
       testing::KcacheCli(), " env --store ", env_.store, " --arch 8.9,9.0 --shims ", shims));
   ASSERT_EQ(env.exit_code, 0) << env.output;
   for (const std::string& line :
        {absl::StrCat("KCACHE_STORE=", env_.store), absl::StrCat("PYTORCH_NVCC=", shims, "/nvcc"),
-        absl::StrCat("CXX=", shims, "/c++"), absl::StrCat("CC=", shims, "/cc"),
+        absl::StrCat("CXX=", shims, "/", cxx),
+        absl::StrCat("CC=", shims, "/", ExpectedCompilerName("cc", "gcc")),
         std::string("TORCH_CUDA_ARCH_LIST=8.9;9.0"), std::string("TORCH_NO_COMPILER_WRAPPER=1")}) {
     EXPECT_TRUE(testing::Contains(env.output, line + "\n")) << line << "\n" << env.output;
   }
@@ -416,7 +531,7 @@ TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
   testing::RunResult run = testing::Run(
       absl::StrCat(testing::KcacheCli(), " run --store ", env_.store, " --arch 8.9 --shims ", shims,
                    " -- sh -c 'echo $CXX $TORCH_CUDA_ARCH_LIST $KCACHE_STORE'"));
-  EXPECT_EQ(run.output, absl::StrCat(shims, "/c++ 8.9 ", env_.store, "\n"));
+  EXPECT_EQ(run.output, absl::StrCat(shims, "/", cxx, " 8.9 ", env_.store, "\n"));
   EXPECT_NE(testing::Run(absl::StrCat(testing::KcacheCli(), " env --arch 8.9")).exit_code, 0);
 }
 

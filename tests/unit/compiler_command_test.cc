@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -92,6 +93,46 @@ struct UncachedCase {
   UncachedReason reason;
 };
 
+TEST(CompilerCommandTest, OneSourceSharedObjectIsCached) {
+  ParsedCompilerCommand parsed =
+      ParseCompilerCommand(CompilerFamily::kGcc, {"k.cpp", "-O3", "-shared", "-fPIC", "-fopenmp",
+                                                  "-o", "k.so", "-ltorch", "-L/opt/torch/lib"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.kind, CompilerOutput::kSharedLibrary);
+  EXPECT_EQ(parsed.command.source, "k.cpp");
+  EXPECT_EQ(parsed.command.output, "k.so");
+  // The libraries and their directories are keyed as written.
+  EXPECT_NE(
+      std::find(parsed.command.keyed_args.begin(), parsed.command.keyed_args.end(), "-ltorch"),
+      parsed.command.keyed_args.end());
+  EXPECT_NE(std::find(parsed.command.keyed_args.begin(), parsed.command.keyed_args.end(),
+                      "-L/opt/torch/lib"),
+            parsed.command.keyed_args.end());
+}
+
+TEST(CompilerCommandTest, HeaderLanguageWithoutCompileIsAPrecompiledHeader) {
+  ParsedCompilerCommand parsed = ParseCompilerCommand(
+      CompilerFamily::kGcc, {"-x", "c++-header", "p.h", "-O2", "-o", "p.h.gch"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.kind, CompilerOutput::kPrecompiledHeader);
+  EXPECT_EQ(parsed.command.source, "p.h");
+  // `-x none` ends the header language: a plain header is then no source.
+  EXPECT_EQ(ParseCompilerCommand(CompilerFamily::kGcc,
+                                 {"-x", "c++-header", "-x", "none", "p.h", "-o", "p.h.gch"})
+                .uncached,
+            UncachedReason::kNotACompile);
+}
+
+TEST(CompilerCommandTest, NativeTuningIsKeptForTheLauncherToExpand) {
+  ParsedCompilerCommand parsed = ParseCompilerCommand(
+      CompilerFamily::kGcc, {"-march=native", "-O2", "-mtune=native", "-c", "a.cc", "-o", "a.o"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.native_args,
+            (std::vector<std::string>{"-march=native", "-mtune=native"}));
+  EXPECT_TRUE(ParseCompilerCommand(CompilerFamily::kGcc, {"-c", "a.cc", "-o", "a.o"})
+                  .command.native_args.empty());
+}
+
 TEST(CompilerCommandTest, EachUncachedReason) {
   const CompilerFamily kN = CompilerFamily::kNvcc, kG = CompilerFamily::kGcc;
   const std::vector<UncachedCase> cases = {
@@ -125,10 +166,15 @@ TEST(CompilerCommandTest, EachUncachedReason) {
       {kN, {"--frobnicate", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kUnknownOption},
       {kG, {"-B/tmp/evil", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kUnknownOption},
       {kG, {"-c", "a.cc"}, UncachedReason::kNoOutput},
-      // What this machine's CPU or GPU decides: a hit on another machine could not run there.
-      {kG, {"-march=native", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kNativeTarget},
-      {kG, {"-mcpu=native", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kNativeTarget},
-      {kG, {"-mtune=native", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kNativeTarget},
+      // A shared object from one source, but the linker told something past the driver.
+      {kG, {"a.cc", "-shared", "-Wl,-Map=a.map", "-o", "a.so"}, UncachedReason::kUnknownOption},
+      {kG, {"a.cc", "-shared", "-fuse-ld=lld", "-o", "a.so"}, UncachedReason::kUnknownOption},
+      {kG, {"a.cc", "-shared", "-Xlinker", "-T", "-o", "a.so"}, UncachedReason::kUnknownOption},
+      {kG, {"a.cc", "b.cc", "-shared", "-o", "a.so"}, UncachedReason::kNotACompile},
+      {kG, {"-x", "c++-header", "a.h", "b.h", "-o", "a.h.gch"}, UncachedReason::kNotACompile},
+      // nvcc does not link or precompile headers through the launcher.
+      {kN, {"a.cu", "-shared", "-o", "a.so"}, UncachedReason::kNotACompile},
+      // What this machine's CPU or GPU decides, where the key cannot see which.
       {kN,
        {"-Xcompiler", "-O3,-march=native", "-c", "a.cu", "-o", "a.o"},
        UncachedReason::kNativeTarget},
