@@ -4,7 +4,8 @@ Redis door, end to end.
 Two fresh Python processes, each with empty local caches (TORCHINDUCTOR_CACHE_DIR, a new pod's),
 compile the same small function through `kcache run --server ... --redis ...` (nothing else
 configures Inductor): the first misses and stores its graph in kcached, the second gets an
-AOTAutograd and an FX-graph cache hit from it (torch's own counters). Each process's wall time is printed, not
+AOTAutograd and an FX-graph cache hit from it (torch's own counters), and every C++ build the
+first stored through kcache's compiler launchers (kcached's objects.* counters). Each process's wall time is printed, not
 asserted. Exits 125 (skipped) when torch or redis-py is not importable.
 
 Usage: inductor_remote_cache_test.py KCACHE KCACHED
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,22 +35,36 @@ print("COUNTERS " + json.dumps({**counters["inductor"], **counters["aot_autograd
 """
 
 
-def compile_in_a_new_pod(kcache: str, tmp: Path, pod: str, port: int) -> tuple[dict, float]:
-    # A new pod's /tmp is empty too: Inductor puts its precompiled headers (150 MB each) under
-    # the temp dir whatever TORCHINDUCTOR_CACHE_DIR says, so each pod gets its own.
-    (tmp / pod / "tmp").mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / pod / "inductor"),
-               TRITON_CACHE_DIR=str(tmp / pod / "triton"), TMPDIR=str(tmp / pod / "tmp"),
-               KCACHE_STATE_DIR=str(tmp / "state"))
+def compile_in_a_new_pod(kcache: str, tmp: Path, port: int) -> tuple[dict, float]:
+    # Pods of one image see the same paths with nothing in them: Inductor's cache directory, the
+    # temp dir (its precompiled headers, 150 MB each, go there whatever TORCHINDUCTOR_CACHE_DIR
+    # says) and kcache's state directory. Inductor's C++ commands hold those paths (-g1 keys the
+    # working directory), so a pod hits kcache where its paths are the image's.
+    box = tmp / "pod"
+    shutil.rmtree(box, ignore_errors=True)
+    (box / "tmp").mkdir(parents=True)
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(box / "inductor"),
+               TRITON_CACHE_DIR=str(box / "triton"), TMPDIR=str(box / "tmp"),
+               KCACHE_STATE_DIR=str(box / "state"))
     start = time.monotonic()
     result = subprocess.run([kcache, "run", "--server", f"unix://{tmp}/kcache.sock", "--redis",
                              f"127.0.0.1:{port}", "--", sys.executable, "-c", COMPILE],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            timeout=600)
+                            timeout=600, cwd=box)
     lines = [line for line in result.stdout.splitlines() if line.startswith("COUNTERS ")]
     if result.returncode != 0 or not lines:
-        sys.exit(f"torch.compile in {pod} failed (exit {result.returncode}):\n{result.stdout}")
+        sys.exit(f"torch.compile in a new pod failed (exit {result.returncode}):\n{result.stdout}")
     return json.loads(lines[-1][len("COUNTERS "):]), time.monotonic() - start
+
+
+def object_counters(kcache: str, tmp: Path) -> dict:
+    """kcached's compiler-launcher counters (objects.*)."""
+    stat = subprocess.run([kcache, "stat", "--server", f"unix://{tmp}/kcache.sock", "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if stat.returncode != 0:
+        sys.exit(f"kcache stat failed: {stat.stdout}")
+    return {k: v for k, v in json.loads(stat.stdout)["counters"].items()
+            if k.startswith("objects.")}
 
 
 def main() -> int:
@@ -64,8 +80,10 @@ def main() -> int:
         port = free_port()
         daemon = start_kcached(kcached, tmp, port)
         try:
-            first, first_seconds = compile_in_a_new_pod(kcache, tmp, "pod1", port)
-            second, second_seconds = compile_in_a_new_pod(kcache, tmp, "pod2", port)
+            first, first_seconds = compile_in_a_new_pod(kcache, tmp, port)
+            after_first = object_counters(kcache, tmp)
+            second, second_seconds = compile_in_a_new_pod(kcache, tmp, port)
+            after_second = object_counters(kcache, tmp)
         finally:
             daemon.terminate()
             daemon.wait(30)
@@ -81,7 +99,19 @@ def main() -> int:
             sys.exit("the first pod should miss AOTAutograd's cache")
         if second.get("autograd_cache_hit", 0) < 1 or second.get("autograd_cache_miss", 0) != 0:
             sys.exit("the second pod should hit the AOTAutograd cache kcached served")
-        print("OK: the second pod's graphs came from kcached's Redis door")
+        # Inductor's C++ (instruction-set probes and the kernel, each compiled and linked into a
+        # .so with -march=native, and its precompiled header): stored by the first pod, every
+        # one served to the second, which compiles none.
+        stored = after_first.get("objects.stored", 0)
+        served = after_second.get("objects.served", 0) - after_first.get("objects.served", 0)
+        print(f"launchers: {after_first} then {after_second}")
+        if stored < 2:
+            sys.exit(f"the first pod should store Inductor's C++ builds: {after_first}")
+        if served != stored or after_second.get("objects.stored", 0) != stored:
+            sys.exit(f"the second pod should get all {stored} C++ builds from kcached, got "
+                     f"{served}: {after_second}")
+        print("OK: the second pod's graphs came from kcached's Redis door, its C++ builds from "
+              "kcached's object store")
     return 0
 
 
