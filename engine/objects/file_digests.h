@@ -22,7 +22,9 @@
 namespace kcache::objects {
 
 struct FileDigest {
-  std::string sha256;           // 64 lowercase hex digits of the content
+  // 64 lowercase hex digits: the content's SHA-256; for a file of 64 MiB or more, SHA-256
+  // over its size and each 16 MiB chunk's SHA-256, the chunks hashed on several threads.
+  std::string sha256;
   bool has_time_macro = false;  // the content names __DATE__, __TIME__ or __TIMESTAMP__
   absl::Time changed;           // the later of its mtime and ctime
 };

@@ -130,6 +130,39 @@ TEST(FileDigestsTest, MemoSurvivesAProcessAndSeesEdits) {
   EXPECT_EQ(again.Digest(file)->sha256, Sha256Hex("two\n"));
 }
 
+// A file of 64 MiB or more (a linked libtorch_cpu.so) is digested as a tree of 16 MiB chunks
+// hashed on several threads: the same for the same bytes, changed by a byte in any chunk, a
+// time macro found where it straddles two chunks, and never equal to the flat SHA-256.
+TEST(FileDigestsTest, LargeFileIsDigestedAsATreeOfChunks) {
+  TempDir tmp;
+  constexpr size_t kChunk = size_t{16} << 20;
+  std::string bytes(4 * kChunk + 12345, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 131) >> 7);
+  std::string file = tmp.Write("big.so", bytes);
+  FileDigests digests("", absl::ZeroDuration());
+  absl::StatusOr<FileDigest> first = digests.Digest(file);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->sha256.size(), 64u);
+  EXPECT_NE(first->sha256, Sha256Hex(bytes));
+  EXPECT_FALSE(first->has_time_macro);
+  FileDigests fresh("", absl::ZeroDuration());
+  EXPECT_EQ(fresh.Digest(file)->sha256, first->sha256);
+  std::string edited = bytes;
+  edited[edited.size() - 7] ^= 1;  // in the last, short chunk
+  tmp.Write("big.so", edited);
+  FileDigests after_edit("", absl::ZeroDuration());
+  EXPECT_NE(after_edit.Digest(file)->sha256, first->sha256);
+  std::string dated = bytes;
+  dated.replace(2 * kChunk - 4, 8, "__DATE__");  // four bytes in each of chunks 1 and 2
+  tmp.Write("big.so", dated);
+  FileDigests after_macro("", absl::ZeroDuration());
+  EXPECT_TRUE(after_macro.Digest(file)->has_time_macro);
+  // Below 64 MiB the digest is the content's SHA-256.
+  std::string smaller = bytes.substr(0, 3 * kChunk);
+  tmp.Write("small.so", smaller);
+  EXPECT_EQ(after_macro.Digest(tmp / "small.so")->sha256, Sha256Hex(smaller));
+}
+
 // Files are stat'ed through their directory's descriptor: a file renamed over, a directory
 // replaced by another between passes, a table line damaged, more directories than are kept
 // open: each digest is still the content now at the path.
