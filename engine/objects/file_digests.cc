@@ -76,8 +76,9 @@ bool HasTimeMacro(absl::string_view text) {
   return false;
 }
 
-// Reads `size` bytes at `offset` of `fd` into `out` (resized to what was read).
-bool ReadAt(int fd, uint64_t offset, size_t size, std::string& out) {
+// Reads `size` bytes at `offset` of `fd` into `out`, resized to what was read: shorter when
+// the file ended or a read failed.
+void ReadAt(int fd, uint64_t offset, size_t size, std::string& out) {
   out.resize(size);
   size_t done = 0;
   while (done < size) {
@@ -87,7 +88,6 @@ bool ReadAt(int fd, uint64_t offset, size_t size, std::string& out) {
     done += static_cast<size_t>(n);
   }
   out.resize(done);
-  return true;
 }
 
 // The digest of a file of kTreeBytes or more: SHA-256 over a domain, the size and each
