@@ -232,6 +232,24 @@ TEST_F(CompilerLauncherTest, ChangedLinkedLibraryMisses) {
   EXPECT_EQ(Build("b3", LinkCommand(tmp_, source)), Outcome::kHit) << last_output_;
 }
 
+// The link's own inputs besides the files ld lists: the linker binary (another `ld` first in
+// PATH, a wrapper with the same behaviour) and the environment a link reads (LIBRARY_PATH).
+TEST_F(CompilerLauncherTest, AnotherLinkerOrLinkEnvironmentMisses) {
+  BuildLibrary(tmp_, "int dep() { return 1; }\n");
+  std::string source = tmp_.Write("src/k.cpp", "int dep();\nint k() { return dep() + 1; }\n");
+  ASSERT_EQ(Build("b1", LinkCommand(tmp_, source)), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", LinkCommand(tmp_, source)), Outcome::kHit) << last_output_;
+  std::string ld = tmp_.Write("ldwrap/ld", "#!/bin/sh\nexec /usr/bin/ld \"$@\"\n");
+  fs::permissions(ld, fs::perms::owner_all);
+  LauncherEnv other_ld = env_;
+  other_ld.extra = absl::StrCat("PATH=", tmp_ / "ldwrap", ":$PATH");
+  EXPECT_EQ(Build("b3", LinkCommand(tmp_, source), &other_ld), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b4", LinkCommand(tmp_, source), &other_ld), Outcome::kHit) << last_output_;
+  LauncherEnv library_path = env_;
+  library_path.extra = absl::StrCat("LIBRARY_PATH=", tmp_ / "lib");
+  EXPECT_EQ(Build("b5", LinkCommand(tmp_, source), &library_path), Outcome::kMiss) << last_output_;
+}
+
 // -march=native is keyed by what the compiler expands it to here. A wrapper stands in for
 // the same compiler on another CPU: with FAKE_CPU set (an environment variable kcache does
 // not key), its `-###` expansion names one more feature flag.
