@@ -134,6 +134,40 @@ absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
                         std::find(macros.begin(), macros.end(), 1) != macros.end());
 }
 
+// The digest of `path`, opened through `dir` (its directory's descriptor, or AT_FDCWD) at
+// path + name; *st is its stat.
+absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t name,
+                                      struct stat* st) {
+  int fd = openat(dir, path.c_str() + name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string message = absl::StrCat("cannot read ", path, ": ", std::strerror(err));
+    return err == ENOENT ? absl::NotFoundError(message) : absl::FailedPreconditionError(message);
+  }
+  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { close(*f); });
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
+  FileDigest digest;
+  digest.changed = Changed(*st);
+  if (static_cast<uint64_t>(st->st_size) >= kTreeBytes) {
+    absl::StatusOr<std::pair<std::string, bool>> tree =
+        TreeDigest(fd, static_cast<uint64_t>(st->st_size), path);
+    if (!tree.ok()) return tree.status();
+    digest.sha256 = std::move(tree->first);
+    digest.has_time_macro = tree->second;
+  } else {
+    std::string content;
+    ReadAt(fd, 0, static_cast<size_t>(st->st_size), content);
+    if (content.size() != static_cast<size_t>(st->st_size)) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot read all of ", path));
+    }
+    digest.sha256 = Sha256Hex(content);
+    digest.has_time_macro = HasTimeMacro(content);
+  }
+  return digest;
+}
+
 }  // namespace
 
 FileDigests::FileDigests(std::string table_path, absl::Duration settle)
@@ -164,48 +198,58 @@ FileDigests::StatKey FileDigests::KeyOf(const struct stat& st) {
   return key;
 }
 
-// The table is read whole and scanned in place, each field parsed where it lies: a launcher
-// loads thousands of lines for each command (for a torch extension's compile, ~5 900 lines, the
-// load was ~4 ms of a 30 ms hit while each line was split into vectors of fields first; 3.1 ms
-// now, most of it the table's entries made).
+// The table is read whole and indexed in place: each line's path, a view, to a view of its
+// other fields, parsed when the path is looked up. A launcher loads thousands of lines for
+// each command (for a torch extension's compile, ~5 900) and looks up only its own files:
+// making an entry of every line was 3-5 ms of a ~30 ms hit.
 void FileDigests::Load() {
   if (table_path_.empty()) return;
   absl::StatusOr<std::string> read = ReadWholeFile(table_path_);
   if (!read.ok()) return;
-  const std::string& text = *read;
-  const char* at = text.data();
-  const char* const end = text.data() + text.size();
-  // The next `separator`-ended field of the line ending at `line_end`; false past it.
-  auto field = [&at](const char* line_end, char separator, absl::string_view* out) {
-    const char* stop = static_cast<const char*>(memchr(at, separator, line_end - at));
-    if (stop == nullptr) return false;
-    *out = absl::string_view(at, stop - at);
-    at = stop + 1;
-    return true;
-  };
+  table_ = *std::move(read);
+  const char* at = table_.data();
+  const char* const end = table_.data() + table_.size();
   const char* first_end = static_cast<const char*>(memchr(at, '\n', end - at));
   if (first_end == nullptr || absl::string_view(at, first_end - at) != kTableMagic) return;
   at = first_end + 1;
-  entries_.reserve(static_cast<size_t>(std::count(at, end, '\n')));
-  // Each line: sha256 \t time-macro(0/1) \t "dev ino size mtime_ns ctime_ns" \t path
+  loaded_.reserve(static_cast<size_t>(std::count(at, end, '\n')));
+  // Each line: sha256 \t time-macro(0/1) \t "dev ino size mtime_ns ctime_ns" \t path. A line
+  // without its three tabs is skipped here, one whose fields do not parse when looked up.
   while (at < end) {
     const char* line_end = static_cast<const char*>(memchr(at, '\n', end - at));
     if (line_end == nullptr) line_end = end;
-    absl::string_view sha, macro;
-    Entry entry;
-    bool ok = field(line_end, '\t', &sha) && sha.size() == 64 && field(line_end, '\t', &macro);
-    for (int i = 0; i < 5 && ok; ++i) {
-      std::from_chars_result parsed = std::from_chars(at, line_end, entry.stat.values[i]);
-      ok = parsed.ec == std::errc() && parsed.ptr < line_end && *parsed.ptr == (i < 4 ? ' ' : '\t');
-      at = parsed.ptr + 1;
-    }
-    if (ok && at < line_end) {
-      entry.digest.sha256 = std::string(sha);
-      entry.digest.has_time_macro = macro == "1";
-      entries_[absl::string_view(at, line_end - at)] = std::move(entry);
+    absl::string_view line(at, line_end - at);
+    size_t first_tab = line.find('\t');
+    size_t path_tab = first_tab == 64 ? line.find('\t', line.find('\t', 65) + 1) : line.npos;
+    if (path_tab != line.npos && path_tab + 1 < line.size()) {
+      loaded_[line.substr(path_tab + 1)] = line.substr(0, path_tab);
     }
     at = line_end + 1;
   }
+}
+
+std::optional<FileDigests::Known> FileDigests::Find(absl::string_view path) const {
+  if (auto it = entries_.find(path); it != entries_.end()) {
+    return Known{it->second.stat, it->second.digest.sha256, it->second.digest.has_time_macro};
+  }
+  auto it = loaded_.find(path);
+  if (it == loaded_.end()) return std::nullopt;
+  absl::string_view fields = it->second;  // sha256 \t macro \t five numbers
+  Known known;
+  known.sha256 = fields.substr(0, 64);
+  if (fields.size() < 68 || fields[64] != '\t' || fields[66] != '\t') return std::nullopt;
+  known.has_time_macro = fields[65] == '1';
+  const char* at = fields.data() + 67;
+  const char* const end = fields.data() + fields.size();
+  for (int i = 0; i < 5; ++i) {
+    std::from_chars_result parsed = std::from_chars(at, end, known.stat.values[i]);
+    if (parsed.ec != std::errc() ||
+        (i < 4 ? (parsed.ptr == end || *parsed.ptr != ' ') : parsed.ptr != end)) {
+      return std::nullopt;
+    }
+    at = parsed.ptr + 1;
+  }
+  return known;
 }
 
 std::pair<int, size_t> FileDigests::Directory(const std::string& path) {
@@ -234,6 +278,12 @@ void FileDigests::Save() {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(table_path_).parent_path(), ec);
   std::string text = absl::StrCat(kTableMagic, "\n");
+  for (const auto& [path, fields] : loaded_) {
+    // A line learned over here is written below; a damaged one, never again.
+    if (!entries_.contains(path) && Find(path).has_value()) {
+      absl::StrAppend(&text, fields, "\t", path, "\n");
+    }
+  }
   for (const auto& [path, entry] : entries_) {
     if (path.find('\n') != std::string::npos) continue;
     const uint64_t* v = entry.stat.values;
@@ -244,49 +294,99 @@ void FileDigests::Save() {
   dirty_ = false;
 }
 
+void FileDigests::Remember(const std::string& path, const struct stat& st, const FileDigest& digest,
+                           absl::Time read_at) {
+  if (digest.changed + settle_ > read_at) return;
+  entries_[path] = Entry{KeyOf(st), digest};
+  dirty_ = true;
+}
+
 absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path) {
   struct stat st {};
-  auto it = entries_.find(path);
-  if (it != entries_.end() && Stat(path, &st) && S_ISREG(st.st_mode) &&
-      it->second.stat == KeyOf(st)) {
-    FileDigest digest = it->second.digest;
+  std::optional<Known> known = Find(path);
+  if (known.has_value() && Stat(path, &st) && S_ISREG(st.st_mode) && known->stat == KeyOf(st)) {
+    FileDigest digest;
+    digest.sha256 = std::string(known->sha256);
+    digest.has_time_macro = known->has_time_macro;
     digest.changed = Changed(st);
     return digest;
   }
   absl::Time read_at = absl::Now();  // before the read: an edit after it changes the stat
   auto [dir, name] = Directory(path);
-  int fd = openat(dir, path.c_str() + name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    std::string message = absl::StrCat("cannot read ", path, ": ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(message) : absl::FailedPreconditionError(message);
-  }
-  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { close(*f); });
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
-  }
-  FileDigest digest;
-  digest.changed = Changed(st);
-  if (static_cast<uint64_t>(st.st_size) >= kTreeBytes) {
-    absl::StatusOr<std::pair<std::string, bool>> tree =
-        TreeDigest(fd, static_cast<uint64_t>(st.st_size), path);
-    if (!tree.ok()) return tree.status();
-    digest.sha256 = std::move(tree->first);
-    digest.has_time_macro = tree->second;
-  } else {
-    std::string content;
-    ReadAt(fd, 0, static_cast<size_t>(st.st_size), content);
-    if (content.size() != static_cast<size_t>(st.st_size)) {
-      return absl::FailedPreconditionError(absl::StrCat("cannot read all of ", path));
-    }
-    digest.sha256 = Sha256Hex(content);
-    digest.has_time_macro = HasTimeMacro(content);
-  }
-  if (digest.changed + settle_ <= read_at) {
-    entries_[path] = Entry{KeyOf(st), digest};
-    dirty_ = true;
-  }
+  absl::StatusOr<FileDigest> digest = ReadDigest(dir, path, name, &st);
+  if (digest.ok()) Remember(path, st, *digest, read_at);
   return digest;
+}
+
+size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
+  // Serially: each file's directory descriptor (opened here once) and memo entry.
+  struct Check {
+    int dir;
+    size_t name;
+    std::optional<Known> memo;
+  };
+  std::vector<Check> checks;
+  checks.reserve(files.size());
+  for (const Expected& file : files) {
+    auto [dir, name] = Directory(file.path);
+    checks.push_back(Check{dir, name, Find(file.path)});
+  }
+  // In parallel: stat and compare; a file the memo does not vouch for is read and hashed
+  // (kept in `read` to memoize below). `first_bad` only decreases: chunks are taken in order,
+  // so every file before it has been checked when the threads are done.
+  struct Read {
+    struct stat st;
+    FileDigest digest;
+    absl::Time read_at;
+    bool ok = false;
+  };
+  std::vector<Read> read(files.size());
+  constexpr size_t kChunk = 64;
+  std::atomic<size_t> next_chunk{0};
+  std::atomic<size_t> first_bad{files.size()};
+  auto bad = [&first_bad](size_t i) {
+    size_t seen = first_bad.load();
+    while (i < seen && !first_bad.compare_exchange_weak(seen, i)) {
+    }
+  };
+  auto work = [&] {
+    for (size_t begin = kChunk * next_chunk++; begin < files.size();
+         begin = kChunk * next_chunk++) {
+      for (size_t i = begin; i < std::min(begin + kChunk, files.size()); ++i) {
+        if (i >= first_bad.load()) return;
+        const Expected& file = files[i];
+        const Check& check = checks[i];
+        struct stat st {};
+        if (check.memo.has_value() &&
+            fstatat(check.dir, file.path.c_str() + check.name, &st, 0) == 0 &&
+            S_ISREG(st.st_mode) && check.memo->stat == KeyOf(st)) {
+          if (check.memo->sha256 != file.sha256) bad(i);
+          continue;
+        }
+        Read& r = read[i];
+        r.read_at = absl::Now();
+        absl::StatusOr<FileDigest> digest = ReadDigest(check.dir, file.path, check.name, &r.st);
+        if (!digest.ok() || digest->sha256 != file.sha256) bad(i);
+        if (digest.ok()) {
+          r.digest = *std::move(digest);
+          r.ok = true;
+        }
+      }
+    }
+  };
+  size_t threads = 1;
+  if (files.size() >= kParallelFrom) {
+    threads = std::min<size_t>({kMaxCheckThreads, std::max(1u, std::thread::hardware_concurrency()),
+                                (files.size() + kChunk - 1) / kChunk});
+  }
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (read[i].ok) Remember(files[i].path, read[i].st, read[i].digest, read[i].read_at);
+  }
+  return first_bad.load();
 }
 
 }  // namespace kcache::objects

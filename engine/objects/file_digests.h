@@ -12,11 +12,14 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace kcache::objects {
@@ -51,6 +54,22 @@ class FileDigests {
   // cannot be read.
   absl::StatusOr<FileDigest> Digest(const std::string& path);
 
+  // A file and the digest it was recorded with (a manifest's entry, its path resolved).
+  struct Expected {
+    std::string path;
+    absl::string_view sha256;
+  };
+  // The index of the first of `files` whose digest is not the expected one now, or that
+  // cannot be read; files.size() when all match. Checked on up to kMaxCheckThreads threads
+  // when there are kParallelFrom files or more (a torch extension's compile checks ~5 400
+  // headers: their stat calls were a third of a hit): each thread stats and compares its
+  // share, reading and hashing the files the memo does not know (a new pod's first compile
+  // hashes them all); what was read is memoized after. A file past a difference found
+  // earlier may be left unchecked.
+  size_t FirstMismatch(const std::vector<Expected>& files);
+  static constexpr size_t kParallelFrom = 256;
+  static constexpr size_t kMaxCheckThreads = 4;
+
   // Closes the directory descriptors: later lookups open their directories again by path.
   void BeginPass();
 
@@ -69,7 +88,20 @@ class FileDigests {
     StatKey stat;
     FileDigest digest;
   };
+  // What the memo holds for a path: learned in this process, else the loaded table's line
+  // (parsed now: a table is loaded as views of its lines, not made into entries, since a
+  // command looks up only the files it names). Views into entries_ or table_.
+  struct Known {
+    StatKey stat;
+    absl::string_view sha256;
+    bool has_time_macro = false;
+  };
+  std::optional<Known> Find(absl::string_view path) const;
   void Load();
+  // Memoizes `digest` of `path` (whose stat was `st`, read at `read_at`) unless it changed
+  // less than settle_ before it was read.
+  void Remember(const std::string& path, const struct stat& st, const FileDigest& digest,
+                absl::Time read_at);
   // The descriptor to resolve `path` against and the offset of the name to resolve there:
   // its directory's (opened once per pass) and its last component, or AT_FDCWD and the whole
   // path.
@@ -80,7 +112,11 @@ class FileDigests {
 
   std::string table_path_;
   absl::Duration settle_;
-  absl::flat_hash_map<std::string, Entry> entries_;    // by path
+  std::string table_;  // the table file as loaded
+  // path -> its line's fields before the path ("sha256 \t macro \t dev ino size mtime ctime"),
+  // views into table_.
+  absl::flat_hash_map<absl::string_view, absl::string_view> loaded_;
+  absl::flat_hash_map<std::string, Entry> entries_;    // learned here, by path; over loaded_
   absl::flat_hash_map<std::string, int> directories_;  // path -> O_PATH descriptor (or -1)
   bool dirty_ = false;
 };

@@ -238,17 +238,17 @@ absl::StatusOr<Manifest> MakeInputManifest(const std::vector<std::string>& paths
 bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests& digests,
                      std::string* first_difference) {
   digests.BeginPass();
-  for (const auto& [path, recorded] : manifest) {
-    absl::StatusOr<FileDigest> digest = digests.Digest(Resolve(path, dirs));
-    if (!digest.ok() || digest->sha256 != recorded) {
-      if (first_difference != nullptr) {
-        *first_difference =
-            absl::StrCat("header ", dirs.Restore(path), digest.ok() ? " changed" : " is missing");
-      }
-      return false;
-    }
+  std::vector<FileDigests::Expected> files;
+  files.reserve(manifest.size());
+  for (const auto& [path, recorded] : manifest) files.push_back({Resolve(path, dirs), recorded});
+  size_t bad = digests.FirstMismatch(files);
+  if (bad == files.size()) return true;
+  if (first_difference != nullptr) {
+    absl::StatusOr<FileDigest> digest = digests.Digest(files[bad].path);
+    *first_difference = absl::StrCat("header ", dirs.Restore(manifest[bad].first),
+                                     digest.ok() ? " changed" : " is missing");
   }
-  return true;
+  return false;
 }
 
 std::string ManifestId(const Manifest& manifest) {

@@ -10,6 +10,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "core/sha256.h"
 #include "engine/objects/object_cache.h"
 #include "tests/testutil/temp_dir.h"
@@ -224,6 +226,77 @@ TEST(ManifestTest, HeaderChangedAfterTheCompileStartedIsNotStored) {
   EXPECT_EQ(ManifestRefusal("int t;\n", absl::Now() - absl::Hours(1)),
             UncachedReason::kInputChanged);
   EXPECT_EQ(ManifestRefusal("int t;\n", absl::Now() + absl::Seconds(2)), UncachedReason::kNone);
+}
+
+// FirstMismatch checks a manifest-sized list on several threads and answers the first file,
+// in the list's order, whose digest differs or that is gone, whatever thread saw it; what it
+// read (files the memo did not know) is memoized after.
+TEST(FileDigestsTest, FirstMismatchFindsTheFirstDifferenceInOrder) {
+  TempDir tmp;
+  constexpr size_t kFiles = FileDigests::kParallelFrom * 3;
+  std::vector<std::string> digests_of;
+  std::vector<FileDigests::Expected> files;
+  for (size_t i = 0; i < kFiles; ++i) {
+    std::string text = absl::StrCat("int h", i, ";\n");
+    digests_of.push_back(Sha256Hex(text));
+    files.push_back({tmp.Write(absl::StrCat("d", i % 7, "/h", i, ".h"), text), ""});
+  }
+  for (size_t i = 0; i < kFiles; ++i) files[i].sha256 = digests_of[i];
+  {
+    FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
+    EXPECT_EQ(digests.FirstMismatch(files), kFiles);  // every file read and hashed
+    digests.Save();
+  }
+  std::vector<std::string> lines = absl::StrSplit(ReadAll(tmp / "memo"), '\n', absl::SkipEmpty());
+  EXPECT_EQ(lines.size(), kFiles + 1);
+  FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
+  EXPECT_EQ(digests.FirstMismatch(files), kFiles);  // from the memo
+  tmp.Write(absl::StrCat("d", 450 % 7, "/h450.h"), "int changed;\n");
+  EXPECT_EQ(digests.FirstMismatch(files), 450u);
+  tmp.Write(absl::StrCat("d", 700 % 7, "/h700.h"), "int changed;\n");
+  tmp.Write(absl::StrCat("d", 130 % 7, "/h130.h"), "int changed;\n");
+  EXPECT_EQ(digests.FirstMismatch(files), 130u);
+  fs::remove(files[20].path);
+  EXPECT_EQ(digests.FirstMismatch(files), 20u);
+  std::string wrong = digests_of[1];
+  files[0].sha256 = wrong;
+  EXPECT_EQ(digests.FirstMismatch(files), 0u);
+  EXPECT_EQ(digests.FirstMismatch({}), 0u);
+}
+
+// A memo table is loaded as views of its lines: a line that is damaged (a digest of the wrong
+// length, a number that does not parse, no path) is not believed, and the next save leaves it
+// out while keeping the good lines it did not look up.
+TEST(FileDigestsTest, DamagedMemoLinesAreNotBelievedAndNotSavedAgain) {
+  TempDir tmp;
+  std::string one = tmp.Write("one.h", "int one;\n");
+  std::string two = tmp.Write("two.h", "int two;\n");
+  {
+    FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
+    ASSERT_TRUE(digests.Digest(one).ok());
+    ASSERT_TRUE(digests.Digest(two).ok());
+    digests.Save();
+  }
+  std::string table = ReadAll(tmp / "memo");
+  std::vector<std::string> lines = absl::StrSplit(table, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u);
+  std::string two_line = lines[1].find("two.h") != std::string::npos ? lines[1] : lines[2];
+  std::string bad_number = absl::StrReplaceAll(two_line, {{"\t", "\tx"}});
+  // Another file's line with its digest replaced: believed only if damage went unseen.
+  std::string forged = absl::StrCat(std::string(64, 'f'), "\t0\t1 2 3 x 5\t", one);
+  table = absl::StrCat(lines[0], "\n", two_line, "\n", std::string(63, 'a'), "\t0\t1 2 3 4 5\t",
+                       tmp / "short.h", "\n", forged, "\n", bad_number, "\n", "no tabs here\n");
+  { std::ofstream(tmp / "memo") << table; }
+  FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
+  EXPECT_EQ(digests.Digest(one)->sha256, Sha256Hex("int one;\n"));
+  EXPECT_EQ(digests.Digest(two)->sha256, Sha256Hex("int two;\n"));
+  digests.Save();
+  std::string saved = ReadAll(tmp / "memo");
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(saved, '\n', absl::SkipEmpty())).size(), 3u)
+      << saved;
+  EXPECT_FALSE(absl::StrContains(saved, std::string(63, 'a'))) << saved;
+  EXPECT_FALSE(absl::StrContains(saved, std::string(64, 'f'))) << saved;
+  EXPECT_FALSE(absl::StrContains(saved, "no tabs")) << saved;
 }
 
 TEST(BundleTest, RoundTripsAndRefusesDamage) {
