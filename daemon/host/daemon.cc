@@ -411,6 +411,9 @@ class DaemonImpl final : public Daemon {
     fast.arena_bytes = options_.fast_arena_bytes;
     fast.max_leased_bytes = options_.fast_max_leased_bytes;
     fast.max_connections = options_.fast_max_connections;
+    if (object_memo_ != nullptr) {
+      fast.objects_generation = [memo = object_memo_] { return memo->Generation(); };
+    }
     absl::StatusOr<std::unique_ptr<FastPathServer>> server =
         FastPathServer::Start(cache_.get(), statistics_.get(), fast, object_cache_.get());
     if (!server.ok()) {

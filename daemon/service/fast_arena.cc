@@ -74,17 +74,25 @@ absl::StatusOr<FastArena::Placed> FastArena::Place(
   return PlaceBytes(KeyWithChecksum(artifact->meta), artifact->bytes);
 }
 
+FastArena::Placed FastArena::LeaseLocked(Slot& slot) {
+  if (slot.leases++ == 0) {
+    unleased_.erase(slot.lru);
+    unleased_bytes_ -= slot.length;
+  }
+  ++leases_;
+  return Placed{slot.id, slot.offset};
+}
+
+absl::StatusOr<FastArena::Placed> FastArena::LeaseExisting(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return absl::NotFoundError("no slot holds it now");
+  return LeaseLocked(slots_[it->second]);
+}
+
 absl::StatusOr<FastArena::Placed> FastArena::PlaceBytes(std::string key, absl::string_view bytes) {
   absl::MutexLock lock(&mu_);
-  if (auto it = by_key_.find(key); it != by_key_.end()) {
-    Slot& slot = slots_[it->second];
-    if (slot.leases++ == 0) {
-      unleased_.erase(slot.lru);
-      unleased_bytes_ -= slot.length;
-    }
-    ++leases_;
-    return Placed{slot.id, slot.offset};
-  }
+  if (auto it = by_key_.find(key); it != by_key_.end()) return LeaseLocked(slots_[it->second]);
   uint64_t length = SlotLength(bytes.size());
   uint64_t offset = 0;
   // Evicting cannot help when even every unleased slot freed would leave too little room.

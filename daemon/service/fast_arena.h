@@ -53,6 +53,9 @@ class FastArena {
   // The same for bytes that are no artifact (a compiler-object listing or bundle): `key` names
   // them in the arena and must change whenever the bytes do (put their checksum in it).
   absl::StatusOr<Placed> PlaceBytes(std::string key, absl::string_view bytes);
+  // One more lease on the slot already under `key` (PlaceBytes' key); NotFound when there is
+  // none (never placed, or evicted since).
+  absl::StatusOr<Placed> LeaseExisting(const std::string& key);
   // Writes `artifact` into a slot now, unleased (reusable when room is needed), unless it has
   // one; never evicts for it. False when there is no free room.
   bool Preload(const std::shared_ptr<const Artifact>& artifact);
@@ -73,6 +76,8 @@ class FastArena {
   };
 
   FastArena(int fd, char* base, uint64_t size);
+  // One more lease on `slot`.
+  Placed LeaseLocked(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AllocateLocked(uint64_t length, uint64_t* offset) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Copies `bytes` to `offset` (allocated, `length` long) and records a slot for it, with
   // no lease and not yet in unleased_: the caller sets one or the other.

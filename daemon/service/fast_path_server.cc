@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -302,44 +303,99 @@ class FastPathServerImpl final : public FastPathServer {
                                         "this kcached serves no compiler objects on its fast "
                                         "path: use gRPC (kcache.v1.ObjectCache)"));
     }
-    std::string bytes, key;
-    if (request.has_list_objects()) {
-      if (request.list_objects().all()) {
-        return Refusal(request.tag(),
-                       absl::InvalidArgumentError("list_objects: listing every entry (all) is "
-                                                  "gRPC's ListObjects, not the fast path's"));
-      }
-      v1::ListObjectsResponse listing;
-      absl::Status listed = ListObjectsByKey(*objects_, request.list_objects(), &listing);
-      if (!listed.ok()) return Refusal(request.tag(), listed);
-      bytes = listing.SerializeAsString();
-      key = absl::StrCat("objects-list/", request.list_objects().key1());
-    } else {
-      absl::StatusOr<std::string> bundle = GetObjectBytes(*objects_, request.get_object());
-      if (!bundle.ok()) return Refusal(request.tag(), bundle.status());
-      bytes = *std::move(bundle);
-      key = absl::StrCat("object/", request.get_object().key1(), "/",
-                         request.get_object().entry_id());
-      stats_->Add(Statistic::kObjectLookups);
+    bool listing = request.has_list_objects();
+    if (listing && request.list_objects().all()) {
+      return Refusal(request.tag(),
+                     absl::InvalidArgumentError("list_objects: listing every entry (all) is "
+                                                "gRPC's ListObjects, not the fast path's"));
     }
-    uint64_t checksum = PayloadChecksum(bytes);
-    absl::StrAppend(&key, "/", checksum);  // new bytes under the same name: another slot
-    absl::StatusOr<uint64_t> lease =
-        TakeLease(c, bytes.size(), [&] { return arena_->PlaceBytes(std::move(key), bytes); });
-    if (!lease.ok()) return Refusal(request.tag(), lease.status());
-    if (request.has_get_object()) stats_->Add(Statistic::kObjectsServed);
+    std::string name = listing ? absl::StrCat("objects-list/", request.list_objects().key1())
+                               : absl::StrCat("object/", request.get_object().key1(), "/",
+                                              request.get_object().entry_id());
+    uint64_t generation = options_.objects_generation ? options_.objects_generation() : 0;
+    std::optional<Answered> answered = Reanswer(c, name, generation);
+    if (!answered.has_value()) {
+      std::string bytes;
+      if (listing) {
+        v1::ListObjectsResponse entries;
+        absl::Status listed = ListObjectsByKey(*objects_, request.list_objects(), &entries);
+        if (!listed.ok()) return Refusal(request.tag(), listed);
+        bytes = entries.SerializeAsString();
+      } else {
+        absl::StatusOr<std::string> bundle = GetObjectBytes(*objects_, request.get_object());
+        if (!bundle.ok()) return Refusal(request.tag(), bundle.status());
+        bytes = *std::move(bundle);
+      }
+      Answered fresh;
+      fresh.size = bytes.size();
+      fresh.checksum = PayloadChecksum(bytes);
+      // New bytes under the same name: another slot.
+      fresh.slot_key = absl::StrCat(name, "/", fresh.checksum);
+      absl::StatusOr<uint64_t> lease =
+          TakeLease(c, bytes.size(), [&] { return arena_->PlaceBytes(fresh.slot_key, bytes); });
+      if (!lease.ok()) return Refusal(request.tag(), lease.status());
+      fresh.lease = *lease;
+      // An empty listing (no bytes: a ListObjectsResponse without entries) is asked again
+      // next time, so that a new entry in a store or the fleet tier shows at once, as
+      // objects::MemoObjectCache does.
+      if (options_.objects_generation && !(listing && fresh.size == 0)) {
+        Remember(name, fresh, generation);
+      }
+      answered = std::move(fresh);
+    }
+    if (!listing) {
+      stats_->Add(Statistic::kObjectLookups);
+      stats_->Add(Statistic::kObjectsServed);
+    }
     v1::FastResponse response;
     response.set_tag(request.tag());
-    response.mutable_header()->set_size(bytes.size());
-    response.mutable_header()->set_checksum(checksum);
-    response.set_offset(c.leases[*lease].offset);
-    response.set_lease(*lease);
+    response.mutable_header()->set_size(answered->size);
+    response.mutable_header()->set_checksum(answered->checksum);
+    response.set_offset(c.leases[answered->lease].offset);
+    response.set_lease(answered->lease);
     return response;
   }
 
+  // An object answer in the arena: its slot's key, size and checksum; and the lease taken on
+  // it for this request.
+  struct Answered {
+    std::string slot_key;
+    uint64_t size = 0;
+    uint64_t checksum = 0;
+    uint64_t lease = 0;
+  };
+  static constexpr size_t kMaxAnswers = 4096;
+
+  // The answer under `name` given before in this generation, leased again from its slot;
+  // nullopt when there is none, the generation moved on, or its slot was evicted.
+  std::optional<Answered> Reanswer(Connection& c, const std::string& name, uint64_t generation) {
+    if (!options_.objects_generation) return std::nullopt;
+    Answered answered;
+    {
+      absl::MutexLock lock(&answers_mu_);
+      auto it = answers_.find(name);
+      if (it == answers_.end() || it->second.generation != generation) return std::nullopt;
+      answered = it->second.answer;
+    }
+    // Past the lease bound, the fresh answer's path refuses it (and counts that once).
+    if (c.leased_bytes + answered.size > options_.max_leased_bytes) return std::nullopt;
+    absl::StatusOr<uint64_t> lease =
+        TakeLease(c, answered.size, [&] { return arena_->LeaseExisting(answered.slot_key); });
+    if (!lease.ok()) return std::nullopt;  // its slot was evicted: answered afresh
+    answered.lease = *lease;
+    stats_->Add(Statistic::kObjectMemoryHits);
+    return answered;
+  }
+
+  void Remember(const std::string& name, const Answered& answer, uint64_t generation) {
+    absl::MutexLock lock(&answers_mu_);
+    if (answers_.size() >= kMaxAnswers) answers_.clear();  // small records: start over
+    answers_[name] = RememberedAnswer{answer, generation};
+  }
+
   // A new lease of this connection on the `size` bytes `place` puts in the arena (a
-  // FastArena::Place or PlaceBytes), within the connection's lease bound. A refusal (the bound,
-  // or no room in the arena) is counted as fast.fallback_* and says why.
+  // FastArena::Place, PlaceBytes or LeaseExisting), within the connection's lease bound. A refusal
+  // (the bound, or no room in the arena) is counted as fast.fallback_* and says why.
   template <typename PlaceFn>
   absl::StatusOr<uint64_t> TakeLease(Connection& c, uint64_t size, PlaceFn place) {
     if (c.leased_bytes + size > options_.max_leased_bytes) {
@@ -350,7 +406,9 @@ class FastPathServerImpl final : public FastPathServer {
     }
     absl::StatusOr<FastArena::Placed> placed = place();
     if (!placed.ok()) {
-      stats_->Add(Statistic::kFastFallbackArenaFull);
+      if (absl::IsResourceExhausted(placed.status())) {
+        stats_->Add(Statistic::kFastFallbackArenaFull);
+      }
       return placed.status();
     }
     uint64_t lease = c.next_lease++;
@@ -506,6 +564,12 @@ class FastPathServerImpl final : public FastPathServer {
   absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 2;  // 0 and 1 name the listener and the wake fd
   absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
+  struct RememberedAnswer {
+    Answered answer;
+    uint64_t generation = 0;
+  };
+  absl::Mutex answers_mu_;
+  absl::flat_hash_map<std::string, RememberedAnswer> answers_ ABSL_GUARDED_BY(answers_mu_);
   absl::Mutex gauge_mu_;
   uint64_t leases_shown_ ABSL_GUARDED_BY(gauge_mu_) = 0;
   uint64_t bytes_shown_ ABSL_GUARDED_BY(gauge_mu_) = 0;

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,10 @@ struct FastPathOptions {
   uint64_t max_leased_bytes = uint64_t{256} << 20;  // --fast-max-leased-bytes
   int max_connections = 256;                        // --fast-max-connections
   int threads = 2;                                  // serving threads
+  // The object cache's generation (objects::MemoObjectCache::Generation). While it stays the
+  // same, a compiler-object listing or bundle answered once is answered again from its slot
+  // in the arena, not read, encoded and checksummed again per launcher. Unset: never.
+  std::function<uint64_t()> objects_generation;
 };
 
 class FastPathServer {

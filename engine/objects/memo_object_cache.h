@@ -46,6 +46,11 @@ class MemoObjectCache final : public ObjectCache {
     return inner_->ListClientMade(after);
   }
 
+  // How many Puts and Deletes went through so far. An answer of List or Get taken while it
+  // stayed the same is this cache's answer for as long as it still is (kcached's fast path
+  // keeps answers in their wire form under it).
+  uint64_t Generation();
+
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t max_bytes() const { return max_bytes_; }
 
@@ -67,7 +72,6 @@ class MemoObjectCache final : public ObjectCache {
   // Drops `names` and starts a new generation (after the inner cache changed).
   void Forget(std::initializer_list<std::string> names);
   void Drop(absl::flat_hash_map<std::string, Held>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  uint64_t Generation();
 
   const std::unique_ptr<ObjectCache> inner_;
   const uint64_t max_bytes_;

@@ -449,6 +449,38 @@ TEST_F(CompilerLauncherTest, LaunchBinaryHitsOverTheFastPathAndHandsAMissToKcach
   EXPECT_EQ(counters["objects.uncached_preprocess_only"], 1) << counters;
 }
 
+// kcached answers a listing or bundle it has answered before from its slot in the arena (not
+// read, encoded and checksummed again: objects.memory_hits counts each), until a put: a second
+// entry stored under the same key1 (a header edited) is in the next listing at once, and the
+// build with the edited header hits it.
+TEST_F(CompilerLauncherTest, LaunchBinaryAnswersAreReusedUntilAPutChangesThem) {
+  testing::DaemonProcess daemon(KcachedOptions({}));
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  LauncherEnv remote = Through(daemon);
+  std::string command = absl::StrReplaceAll(Compile(), {{"$KCACHE ", "$KCACHE_LAUNCH "}});
+  ASSERT_EQ(Build("b1", command, &remote), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", command, &remote), Outcome::kHit) << last_output_ << daemon.Log();
+  int64_t memory_hits = Counters(daemon)["objects.memory_hits"];
+  ASSERT_EQ(Build("b3", command, &remote), Outcome::kHit) << last_output_ << daemon.Log();
+  EXPECT_EQ(ReadAll(tmp_ / "b3/answer.o"), ReadAll(tmp_ / "b1/answer.o"));
+  json counters = Counters(daemon);
+  EXPECT_EQ(counters["objects.memory_hits"], memory_hits + 2) << counters;  // listing, bundle
+  EXPECT_EQ(counters["objects.served"], 2) << counters;
+  tmp_.Write("src/include/config.h", "#define ANSWER 43\n");
+  ASSERT_EQ(Build("b4", command, &remote), Outcome::kMiss) << last_output_;
+  memory_hits = Counters(daemon)["objects.memory_hits"];
+  // b5's listing and bundle are read again (the put changed the key1's listing), none
+  // answered from before: an old listing would have sent kcache-launch to kcache, which would
+  // have hit over gRPC.
+  ASSERT_EQ(Build("b5", command, &remote), Outcome::kHit) << last_output_ << daemon.Log();
+  EXPECT_EQ(Counters(daemon)["objects.memory_hits"], memory_hits);
+  EXPECT_EQ(ReadAll(tmp_ / "b5/answer.o"), ReadAll(tmp_ / "b4/answer.o"));
+  EXPECT_NE(ReadAll(tmp_ / "b5/answer.o"), ReadAll(tmp_ / "b1/answer.o"));
+  counters = Counters(daemon);
+  EXPECT_EQ(counters["objects.stored"], 2) << counters;
+  EXPECT_EQ(counters["objects.served"], 3) << counters;
+}
+
 // Without a fast socket to ask (a store directory, a dead kcached), kcache-launch hands every
 // command to kcache unchanged, masquerade name included: the build is the same.
 TEST_F(CompilerLauncherTest, LaunchBinaryWithoutAFastPathBehavesAsKcache) {
