@@ -22,10 +22,10 @@ class FastObjectCache final : public objects::ObjectCache {
   absl::StatusOr<std::vector<objects::ObjectEntryMeta>> List(const KernelId& key1) override {
     v1::FastRequest request;
     request.mutable_list_objects()->set_key1(std::string(key1.Bytes()));
-    absl::StatusOr<std::string> bytes = Ask(std::move(request));
+    absl::StatusOr<objects::HeldBytes> bytes = Ask(std::move(request));
     if (!bytes.ok()) return bytes.status();
     v1::ListObjectsResponse listing;
-    if (!listing.ParseFromString(*bytes)) {
+    if (!listing.ParseFromArray(bytes->bytes.data(), static_cast<int>(bytes->bytes.size()))) {
       return absl::DataLossError(
           absl::StrCat("kcached at ", fast_->socket_path(), ": the listing does not parse"));
     }
@@ -43,6 +43,12 @@ class FastObjectCache final : public objects::ObjectCache {
   }
 
   absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+    absl::StatusOr<objects::HeldBytes> held = GetHeld(key);
+    if (!held.ok()) return held.status();
+    return std::string(held->bytes);
+  }
+
+  absl::StatusOr<objects::HeldBytes> GetHeld(const ArtifactKey& key) override {
     v1::FastRequest request;
     request.mutable_get_object()->set_key1(std::string(key.kernel_id.Bytes()));
     request.mutable_get_object()->set_entry_id(key.toolkit);
@@ -57,15 +63,15 @@ class FastObjectCache final : public objects::ObjectCache {
   }
 
  private:
-  // The answer's bytes, copied out of the arena (the lease goes with the view).
-  absl::StatusOr<std::string> Ask(v1::FastRequest request) {
+  // The answer's bytes where they lie in the arena, leased while the owner lives.
+  absl::StatusOr<objects::HeldBytes> Ask(v1::FastRequest request) {
     client::FastPath::Viewed answer = fast_->Ask(std::move(request), absl::Now() + kDeadline);
     if (!answer.has_value()) {
       return absl::UnavailableError(
           absl::StrCat("kcached's fast path at ", fast_->socket_path(), " did not serve it"));
     }
     if (!answer->ok()) return answer->status();
-    return std::string((*answer)->view);
+    return objects::HeldBytes{(*answer)->view, std::move((*answer)->owner)};
   }
 
   std::shared_ptr<client::FastPath> fast_;

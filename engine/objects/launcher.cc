@@ -35,10 +35,16 @@ absl::Time CoarseNow() {
   return absl::TimeFromTimespec(now);
 }
 
+// A hit: the bundle's bytes, held, and the bundle decoded in place.
+struct Hit {
+  HeldBytes held;
+  ObjectBundleView bundle;
+};
+
 // The first entry whose manifest matches, fetched and decoded; nullopt on a miss (a corrupt
 // or unreadable entry is a miss).
-std::optional<ObjectBundle> Lookup(const LauncherOptions& options, ObjectCache& cache,
-                                   const Prepared& prepared, FileDigests& digests) {
+std::optional<Hit> Lookup(const LauncherOptions& options, ObjectCache& cache,
+                          const Prepared& prepared, FileDigests& digests) {
   absl::StatusOr<std::vector<ObjectEntryMeta>> entries = cache.List(prepared.key.key1);
   if (!entries.ok()) {
     Log(options, absl::StrCat("lookup failed: ", entries.status().message()));
@@ -46,20 +52,20 @@ std::optional<ObjectBundle> Lookup(const LauncherOptions& options, ObjectCache& 
   }
   for (const ObjectEntryMeta& entry : *entries) {
     if (!ManifestMatches(entry.manifest, prepared.dirs, digests, nullptr)) continue;
-    absl::StatusOr<std::string> bytes = cache.Get(entry.key);
-    if (!bytes.ok()) {
-      Log(options, absl::StrCat("entry unusable: ", bytes.status().message()));
+    absl::StatusOr<HeldBytes> held = cache.GetHeld(entry.key);
+    if (!held.ok()) {
+      Log(options, absl::StrCat("entry unusable: ", held.status().message()));
       continue;
     }
-    absl::StatusOr<ObjectBundle> bundle = DecodeBundle(*bytes);
-    if (bundle.ok()) return std::move(*bundle);
+    absl::StatusOr<ObjectBundleView> bundle = DecodeBundleView(held->bytes);
+    if (bundle.ok()) return Hit{*std::move(held), *std::move(bundle)};
     Log(options, absl::StrCat("entry unusable: ", bundle.status().message()));
   }
   return std::nullopt;
 }
 
 // Writes the outputs of a hit; false when one could not be written (then compile instead).
-bool WriteOutputs(const Prepared& prepared, const ObjectBundle& bundle) {
+bool WriteOutputs(const Prepared& prepared, const ObjectBundleView& bundle) {
   const CompilerCommand& command = prepared.command;
   if (!WriteFileAtomically(command.output, bundle.object).ok()) return false;
   if (command.kind == CompilerOutput::kSharedLibrary) {  // executable, as the linker leaves it
@@ -78,9 +84,9 @@ bool WriteOutputs(const Prepared& prepared, const ObjectBundle& bundle) {
   return true;
 }
 
-int Replay(const Prepared& prepared, const ObjectBundle& bundle) {
-  std::string out = prepared.dirs.Restore(bundle.stdout_text);
-  std::string err = prepared.dirs.Restore(bundle.stderr_text);
+int Replay(const Prepared& prepared, const ObjectBundleView& bundle) {
+  std::string out = prepared.dirs.Restore(std::string(bundle.stdout_text));
+  std::string err = prepared.dirs.Restore(std::string(bundle.stderr_text));
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fwrite(err.data(), 1, err.size(), stderr);
   std::fflush(stdout);
@@ -294,12 +300,12 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
   absl::StatusOr<std::unique_ptr<ObjectCache>> cache =
       options.open_cache_to_read ? options.open_cache_to_read() : options.open_cache();
   if (cache.ok()) {
-    std::optional<ObjectBundle> hit = Lookup(options, **cache, *prepared, digests);
+    std::optional<Hit> hit = Lookup(options, **cache, *prepared, digests);
     cache->reset();  // a store directory is not held while compiling
-    if (hit.has_value() && WriteOutputs(*prepared, *hit)) {
+    if (hit.has_value() && WriteOutputs(*prepared, hit->bundle)) {
       digests.Save();
       Log(options, absl::StrCat("hit ", prepared->command.source));
-      return Replay(*prepared, *hit);
+      return Replay(*prepared, hit->bundle);
     }
   } else if (!options.hand_off) {
     Log(options, absl::StrCat("cache unavailable: ", cache.status().message()));

@@ -22,14 +22,21 @@ void PutString(std::string& out, absl::string_view text) {
   absl::StrAppend(&out, text);
 }
 
-bool TakeString(absl::string_view& in, std::string* text) {
+bool TakeView(absl::string_view& in, absl::string_view* text) {
   if (in.size() < 8) return false;
   uint64_t size = 0;
   for (int i = 7; i >= 0; --i) size = (size << 8) | static_cast<uint8_t>(in[i]);
   in.remove_prefix(8);
   if (size > in.size()) return false;
-  *text = std::string(in.substr(0, size));
+  *text = in.substr(0, size);
   in.remove_prefix(size);
+  return true;
+}
+
+bool TakeString(absl::string_view& in, std::string* text) {
+  absl::string_view view;
+  if (!TakeView(in, &view)) return false;
+  *text = std::string(view);
   return true;
 }
 
@@ -112,17 +119,36 @@ std::string EncodeBundle(const ObjectBundle& bundle) {
   return out;
 }
 
-absl::StatusOr<ObjectBundle> DecodeBundle(const std::string& bytes) {
+absl::StatusOr<ObjectBundleView> DecodeBundleView(absl::string_view bytes) {
   absl::string_view in = bytes;
-  ObjectBundle bundle;
-  std::string exit_text;
-  bool ok = absl::ConsumePrefix(&in, kBundleMagic) && TakeString(in, &bundle.object) &&
+  ObjectBundleView bundle;
+  absl::string_view exit_text;
+  bool ok = absl::ConsumePrefix(&in, kBundleMagic) && TakeView(in, &bundle.object) &&
             TakeList(in, &bundle.deps.targets) && TakeList(in, &bundle.deps.deps) &&
-            TakeString(in, &bundle.stdout_text) && TakeString(in, &bundle.stderr_text) &&
-            TakeString(in, &exit_text) && absl::SimpleAtoi(exit_text, &bundle.exit_code) &&
+            TakeView(in, &bundle.stdout_text) && TakeView(in, &bundle.stderr_text) &&
+            TakeView(in, &exit_text) && absl::SimpleAtoi(exit_text, &bundle.exit_code) &&
             in.empty();
   if (!ok) return absl::DataLossError("stored compiler output is not a kcache object bundle");
   return bundle;
+}
+
+absl::StatusOr<ObjectBundle> DecodeBundle(absl::string_view bytes) {
+  absl::StatusOr<ObjectBundleView> view = DecodeBundleView(bytes);
+  if (!view.ok()) return view.status();
+  ObjectBundle bundle;
+  bundle.object = std::string(view->object);
+  bundle.deps = std::move(view->deps);
+  bundle.stdout_text = std::string(view->stdout_text);
+  bundle.stderr_text = std::string(view->stderr_text);
+  bundle.exit_code = view->exit_code;
+  return bundle;
+}
+
+absl::StatusOr<HeldBytes> ObjectCache::GetHeld(const ArtifactKey& key) {
+  absl::StatusOr<std::string> bytes = Get(key);
+  if (!bytes.ok()) return bytes.status();
+  auto owned = std::make_shared<const std::string>(*std::move(bytes));
+  return HeldBytes{*owned, owned};
 }
 
 ObjectPage PageOfEntries(std::vector<ObjectEntryMeta> entries, const std::string& after,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/artifact.h"
 #include "engine/objects/object_key.h"
 #include "engine/store/store.h"
@@ -27,9 +28,24 @@ struct ObjectBundle {
   std::string stdout_text, stderr_text;
   int exit_code = 0;
 };
+// The same, decoded in place: its views point into the bytes decoded, which must outlive it
+// (a hit writes the object straight from kcached's fast-path arena).
+struct ObjectBundleView {
+  absl::string_view object;
+  DepFile deps;
+  absl::string_view stdout_text, stderr_text;
+  int exit_code = 0;
+};
 std::string EncodeBundle(const ObjectBundle& bundle);
 // DataLoss when the bytes are not a bundle (a damaged or hostile entry).
-absl::StatusOr<ObjectBundle> DecodeBundle(const std::string& bytes);
+absl::StatusOr<ObjectBundleView> DecodeBundleView(absl::string_view bytes);
+absl::StatusOr<ObjectBundle> DecodeBundle(absl::string_view bytes);
+
+// Bytes, valid while `owner` lives.
+struct HeldBytes {
+  absl::string_view bytes;
+  std::shared_ptr<const void> owner;
+};
 
 // An entry's listing: what lookup checks before fetching the bundle.
 struct ObjectEntryMeta {
@@ -63,6 +79,9 @@ class ObjectCache {
   virtual absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) = 0;
   // One entry's bundle bytes, checksum verified. NotFound when absent or corrupt.
   virtual absl::StatusOr<std::string> Get(const ArtifactKey& key) = 0;
+  // The same bytes, held where they are when the cache can (kcache-launch: in kcached's
+  // fast-path arena, leased until the owner goes) rather than copied; Get's, owned, otherwise.
+  virtual absl::StatusOr<HeldBytes> GetHeld(const ArtifactKey& key);
   virtual absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) = 0;
   // Every entry (metadata only): `kcache explain` looks for the same source among them.
   virtual absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() = 0;
