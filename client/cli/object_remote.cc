@@ -114,8 +114,8 @@ class RemoteObjectCache final : public objects::ObjectCache {
     if (!status.ok()) return FromGrpc(status, address_);
     if (next_page != nullptr) *next_page = response.next_page_after();
     std::vector<objects::ObjectEntryMeta> entries;
-    for (const v1::ObjectEntry& wire : response.entries()) {
-      absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(wire);
+    for (v1::ObjectEntry& wire : *response.mutable_entries()) {
+      absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(std::move(wire));
       if (entry.ok()) entries.push_back(std::move(*entry));
     }
     return entries;

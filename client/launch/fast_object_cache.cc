@@ -30,8 +30,8 @@ class FastObjectCache final : public objects::ObjectCache {
           absl::StrCat("kcached at ", fast_->socket_path(), ": the listing does not parse"));
     }
     std::vector<objects::ObjectEntryMeta> entries;
-    for (const v1::ObjectEntry& wire : listing.entries()) {
-      absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(wire);
+    for (v1::ObjectEntry& wire : *listing.mutable_entries()) {
+      absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(std::move(wire));
       if (!entry.ok()) return entry.status();
       if (entry->key.kernel_id != key1) {
         return absl::DataLossError(

@@ -32,7 +32,7 @@ absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
   v1::ObjectEntry wire;
   wire.set_key1(request.key1());
   wire.set_entry_id(request.entry_id());
-  absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(wire);
+  absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(std::move(wire));
   if (!entry.ok()) return entry.status();
   return cache.Get(entry->key);
 }

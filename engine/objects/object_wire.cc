@@ -21,7 +21,7 @@ void ToWire(const ObjectEntryMeta& entry, v1::ObjectEntry* wire) {
   wire->set_size(entry.size);
 }
 
-absl::StatusOr<ObjectEntryMeta> FromWire(const v1::ObjectEntry& wire) {
+absl::StatusOr<ObjectEntryMeta> FromWire(v1::ObjectEntry wire) {
   absl::StatusOr<KernelId> key1 = KernelId::FromBytes(wire.key1());
   if (!key1.ok()) return absl::InvalidArgumentError("object entry: key1 is not 32 bytes");
   bool hex = wire.entry_id().size() == 64;
@@ -35,12 +35,15 @@ absl::StatusOr<ObjectEntryMeta> FromWire(const v1::ObjectEntry& wire) {
   ObjectEntryMeta entry;
   entry.key.kernel_id = *key1;
   entry.key.kind = ArtifactKind::kObject;
-  entry.key.toolkit = wire.entry_id();
-  entry.source = wire.source();
-  for (const v1::ObjectPair& line : wire.manifest())
-    entry.manifest.emplace_back(line.name(), line.value());
-  for (const v1::ObjectPair& field : wire.fields())
-    entry.fields.emplace_back(field.name(), field.value());
+  entry.key.toolkit = std::move(*wire.mutable_entry_id());
+  entry.source = std::move(*wire.mutable_source());
+  entry.manifest.reserve(wire.manifest_size());
+  for (v1::ObjectPair& line : *wire.mutable_manifest()) {
+    entry.manifest.emplace_back(std::move(*line.mutable_name()), std::move(*line.mutable_value()));
+  }
+  for (v1::ObjectPair& field : *wire.mutable_fields()) {
+    entry.fields.emplace_back(std::move(*field.mutable_name()), std::move(*field.mutable_value()));
+  }
   entry.size = wire.size();
   return entry;
 }
