@@ -17,6 +17,7 @@ commands:
                  memoized, every header is read and hashed (a new pod's first compile)
   kcache-launch server (, new pod)   the same through kcache-launch, what `kcache run`'s
                  masquerade links point at: the lookup over kcached's fast path
+  no compile (`true`)   `true` started the same way: what starting any process from here costs
 It prints the median and fastest milliseconds per command and the ratio of each median to
 ccache's.
 """
@@ -130,6 +131,8 @@ def bench(tmp: Path, kcache: str, kcached: str, runs: int) -> dict[str, list[flo
     launch = str(Path(kcache).parent / "kcache-launch")
     configs["kcache-launch server"] = ([launch, "c++", *args], server_env, False)
     configs["kcache-launch server, new pod"] = ([launch, "c++", *args], server_env, True)
+    # The floor under every row: starting a process that does nothing, the same way.
+    configs["no compile (`true`)"] = (["true"], dict(os.environ), False)
     times = {name: [] for name in configs}
     try:
         for i in range(runs):
