@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/file_io.h"
 #include "engine/objects/file_digests.h"
 #include "engine/objects/precompiled_headers.h"
@@ -279,6 +280,7 @@ CompilerFamily FamilyOfCompiler(const std::string& name) {
 
 int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std::string& compiler,
                 const std::vector<std::string>& args) {
+  absl::Time started = absl::Now();
   absl::StatusOr<std::string> compiler_path = RealCompiler(options, family, compiler);
   if (!compiler_path.ok()) {
     std::fprintf(stderr, "kcache: %s\n", std::string(compiler_path.status().message()).c_str());
@@ -304,7 +306,9 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
     cache->reset();  // a store directory is not held while compiling
     if (hit.has_value() && WriteOutputs(*prepared, hit->bundle)) {
       digests.Save();
-      Log(options, absl::StrCat("hit ", prepared->command.source));
+      int64_t tenths = absl::ToInt64Microseconds(absl::Now() - started) / 100;  // of a ms
+      Log(options, absl::StrCat("hit ", prepared->command.source, " (", tenths / 10, ".",
+                                tenths % 10, " ms)"));
       return Replay(*prepared, hit->bundle);
     }
   } else if (!options.hand_off) {

@@ -36,7 +36,8 @@ struct LauncherOptions {
   // A compile output (object + dependency file + logs) larger than this is not stored
   // (--max-object-bytes, KCACHE_MAX_OBJECT_BYTES; default 256 MiB).
   uint64_t max_object_bytes = uint64_t{256} << 20;
-  // One line on stderr per command saying hit, miss or uncached and why (KCACHE_LOG=1).
+  // One line on stderr per command saying hit (with the milliseconds from the launcher's
+  // start to its outputs written), miss or uncached and why (KCACHE_LOG=1).
   bool log = false;
   // Set by kcache-launch, which serves hits only: a miss, or a cache that cannot be opened,
   // calls it instead of compiling (it execs the full kcache, which asks again over gRPC,

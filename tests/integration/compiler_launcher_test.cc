@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +77,10 @@ class CompilerLauncherTest : public testing::LauncherTest {
 TEST_F(CompilerLauncherTest, SecondBuildInAnotherDirectoryHitsWithIdenticalOutputs) {
   ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
   ASSERT_EQ(Build("b2/deeper", Compile()), Outcome::kHit) << last_output_;
+  // The hit's line says how long it took.
+  EXPECT_TRUE(
+      std::regex_search(last_output_, std::regex(R"(kcache: hit \S+answer\.cpp \(\d+\.\d ms\))")))
+      << last_output_;
   EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/deeper/answer.o"));
   std::string deps = ReadAll(tmp_ / "b2/deeper/answer.o.d");
   EXPECT_TRUE(testing::Contains(deps, "answer.o:")) << deps;
