@@ -268,9 +268,10 @@ std::pair<int, size_t> FileDigests::Directory(const std::string& path) {
   return {it->second, slash + 1};
 }
 
-bool FileDigests::Stat(const std::string& path, struct stat* st) {
-  auto [dir, name] = Directory(path);
-  return fstatat(dir, path.c_str() + name, st, 0) == 0;
+bool FileDigests::Vouches(const std::optional<Known>& known, int dir, const char* name,
+                          struct stat* st) {
+  return known.has_value() && fstatat(dir, name, st, 0) == 0 && S_ISREG(st->st_mode) &&
+         known->stat == KeyOf(*st);
 }
 
 void FileDigests::Save() {
@@ -304,7 +305,8 @@ void FileDigests::Remember(const std::string& path, const struct stat& st, const
 absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path) {
   struct stat st {};
   std::optional<Known> known = Find(path);
-  if (known.has_value() && Stat(path, &st) && S_ISREG(st.st_mode) && known->stat == KeyOf(st)) {
+  auto [dir, name] = Directory(path);
+  if (Vouches(known, dir, path.c_str() + name, &st)) {
     FileDigest digest;
     digest.sha256 = std::string(known->sha256);
     digest.has_time_macro = known->has_time_macro;
@@ -312,7 +314,6 @@ absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path) {
     return digest;
   }
   absl::Time read_at = absl::Now();  // before the read: an edit after it changes the stat
-  auto [dir, name] = Directory(path);
   absl::StatusOr<FileDigest> digest = ReadDigest(dir, path, name, &st);
   if (digest.ok()) Remember(path, st, *digest, read_at);
   return digest;
@@ -357,9 +358,7 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
         const Expected& file = files[i];
         const Check& check = checks[i];
         struct stat st {};
-        if (check.memo.has_value() &&
-            fstatat(check.dir, file.path.c_str() + check.name, &st, 0) == 0 &&
-            S_ISREG(st.st_mode) && check.memo->stat == KeyOf(st)) {
+        if (Vouches(check.memo, check.dir, file.path.c_str() + check.name, &st)) {
           if (check.memo->sha256 != file.sha256) bad(i);
           continue;
         }

@@ -106,8 +106,11 @@ class FileDigests {
   // its directory's (opened once per pass) and its last component, or AT_FDCWD and the whole
   // path.
   std::pair<int, size_t> Directory(const std::string& path);
-  // stat(2) of `path` (following symlinks), through its directory's descriptor.
-  bool Stat(const std::string& path, struct stat* st);
+  // Whether `known` (the memo's entry for a file, if any) still stands for the file at `name`
+  // under `dir` (Directory's): a regular file, stat'ed now (*st, following symlinks), whose
+  // stat is the one recorded.
+  static bool Vouches(const std::optional<Known>& known, int dir, const char* name,
+                      struct stat* st);
   static StatKey KeyOf(const struct stat& st);
 
   std::string table_path_;
