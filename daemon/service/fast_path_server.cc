@@ -313,36 +313,11 @@ class FastPathServerImpl final : public FastPathServer {
                                : absl::StrCat("object/", request.get_object().key1(), "/",
                                               request.get_object().entry_id());
     uint64_t generation = options_.objects_generation ? options_.objects_generation() : 0;
-    std::optional<Answered> answered = Reanswer(c, name, generation);
-    if (!answered.has_value()) {
-      std::string bytes;
-      if (listing) {
-        v1::ListObjectsResponse entries;
-        absl::Status listed = ListObjectsByKey(*objects_, request.list_objects(), &entries);
-        if (!listed.ok()) return Refusal(request.tag(), listed);
-        bytes = entries.SerializeAsString();
-      } else {
-        absl::StatusOr<std::string> bundle = GetObjectBytes(*objects_, request.get_object());
-        if (!bundle.ok()) return Refusal(request.tag(), bundle.status());
-        bytes = *std::move(bundle);
-      }
-      Answered fresh;
-      fresh.size = bytes.size();
-      fresh.checksum = PayloadChecksum(bytes);
-      // New bytes under the same name: another slot.
-      fresh.slot_key = absl::StrCat(name, "/", fresh.checksum);
-      absl::StatusOr<uint64_t> lease =
-          TakeLease(c, bytes.size(), [&] { return arena_->PlaceBytes(fresh.slot_key, bytes); });
-      if (!lease.ok()) return Refusal(request.tag(), lease.status());
-      fresh.lease = *lease;
-      // An empty listing (no bytes: a ListObjectsResponse without entries) is asked again
-      // next time, so that a new entry in a store or the fleet tier shows at once, as
-      // objects::MemoObjectCache does.
-      if (options_.objects_generation && !(listing && fresh.size == 0)) {
-        Remember(name, fresh, generation);
-      }
-      answered = std::move(fresh);
+    absl::StatusOr<Answered> answered = Reanswer(c, name, generation);
+    if (absl::IsNotFound(answered.status())) {
+      answered = AnswerAfresh(c, request, name, generation);
     }
+    if (!answered.ok()) return Refusal(request.tag(), answered.status());
     if (!listing) {
       stats_->Add(Statistic::kObjectLookups);
       stats_->Add(Statistic::kObjectsServed);
@@ -366,25 +341,60 @@ class FastPathServerImpl final : public FastPathServer {
   };
   static constexpr size_t kMaxAnswers = 4096;
 
-  // The answer under `name` given before in this generation, leased again from its slot;
-  // nullopt when there is none, the generation moved on, or its slot was evicted.
-  std::optional<Answered> Reanswer(Connection& c, const std::string& name, uint64_t generation) {
-    if (!options_.objects_generation) return std::nullopt;
+  // The answer under `name` given before in this generation, leased again from its slot.
+  // NotFound when there is none, the generation moved on or its slot was evicted (answer it
+  // afresh); the lease bound's refusal otherwise.
+  absl::StatusOr<Answered> Reanswer(Connection& c, const std::string& name, uint64_t generation) {
+    if (!options_.objects_generation) return absl::NotFoundError("answers are not reused");
     Answered answered;
     {
       absl::MutexLock lock(&answers_mu_);
       auto it = answers_.find(name);
-      if (it == answers_.end() || it->second.generation != generation) return std::nullopt;
+      if (it == answers_.end() || it->second.generation != generation) {
+        return absl::NotFoundError("not answered in this generation");
+      }
       answered = it->second.answer;
     }
-    // Past the lease bound, the fresh answer's path refuses it (and counts that once).
-    if (c.leased_bytes + answered.size > options_.max_leased_bytes) return std::nullopt;
     absl::StatusOr<uint64_t> lease =
         TakeLease(c, answered.size, [&] { return arena_->LeaseExisting(answered.slot_key); });
-    if (!lease.ok()) return std::nullopt;  // its slot was evicted: answered afresh
+    if (!lease.ok()) return lease.status();
     answered.lease = *lease;
     stats_->Add(Statistic::kObjectMemoryHits);
     return answered;
+  }
+
+  // The listing or bundle `request` asks for, read from the object cache, placed in the arena
+  // under `name` and its checksum, and leased; remembered under `generation` for Reanswer.
+  absl::StatusOr<Answered> AnswerAfresh(Connection& c, const v1::FastRequest& request,
+                                        const std::string& name, uint64_t generation) {
+    bool listing = request.has_list_objects();
+    std::string bytes;
+    if (listing) {
+      v1::ListObjectsResponse entries;
+      absl::Status listed = ListObjectsByKey(*objects_, request.list_objects(), &entries);
+      if (!listed.ok()) return listed;
+      bytes = entries.SerializeAsString();
+    } else {
+      absl::StatusOr<std::string> bundle = GetObjectBytes(*objects_, request.get_object());
+      if (!bundle.ok()) return bundle.status();
+      bytes = *std::move(bundle);
+    }
+    Answered fresh;
+    fresh.size = bytes.size();
+    fresh.checksum = PayloadChecksum(bytes);
+    // New bytes under the same name: another slot.
+    fresh.slot_key = absl::StrCat(name, "/", fresh.checksum);
+    absl::StatusOr<uint64_t> lease =
+        TakeLease(c, bytes.size(), [&] { return arena_->PlaceBytes(fresh.slot_key, bytes); });
+    if (!lease.ok()) return lease.status();
+    fresh.lease = *lease;
+    // An empty listing (no bytes: a ListObjectsResponse without entries) is asked again next
+    // time, so that a new entry in a store or the fleet tier shows at once, as
+    // objects::MemoObjectCache does.
+    if (options_.objects_generation && !(listing && fresh.size == 0)) {
+      Remember(name, fresh, generation);
+    }
+    return fresh;
   }
 
   void Remember(const std::string& name, const Answered& answer, uint64_t generation) {
