@@ -47,6 +47,10 @@ class CompilerLauncherTest : public testing::LauncherTest {
     return absl::StrCat("$KCACHE c++ -MD -MF answer.o.d -I", tmp_ / "src/include",
                         " -DOFFSET=1 -O2 -fPIC ", extra, " -c ", src_, " -o answer.o");
   }
+  // The same through kcache-launch, what the masquerade links point at.
+  std::string LaunchCompile() const {
+    return absl::StrReplaceAll(Compile(), {{"$KCACHE ", "$KCACHE_LAUNCH "}});
+  }
 
   static testing::DaemonOptions KcachedOptions(std::vector<std::string> flags) {
     testing::DaemonOptions options;
@@ -418,7 +422,7 @@ TEST_F(CompilerLauncherTest, LaunchBinaryHitsOverTheFastPathAndHandsAMissToKcach
   testing::DaemonProcess daemon(KcachedOptions({}));
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   LauncherEnv remote = Through(daemon);
-  std::string command = absl::StrReplaceAll(Compile(), {{"$KCACHE ", "$KCACHE_LAUNCH "}});
+  std::string command = LaunchCompile();
   ASSERT_EQ(Build("b1", command, &remote), Outcome::kMiss) << last_output_;
   int64_t arena_after_miss = Counters(daemon)["fast.arena_bytes"];  // an empty listing's slot
   ASSERT_EQ(Build("b2", command, &remote), Outcome::kHit) << last_output_ << daemon.Log();
@@ -462,7 +466,7 @@ TEST_F(CompilerLauncherTest, LaunchBinaryAnswersAreReusedUntilAPutChangesThem) {
   testing::DaemonProcess daemon(KcachedOptions({}));
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   LauncherEnv remote = Through(daemon);
-  std::string command = absl::StrReplaceAll(Compile(), {{"$KCACHE ", "$KCACHE_LAUNCH "}});
+  std::string command = LaunchCompile();
   ASSERT_EQ(Build("b1", command, &remote), Outcome::kMiss) << last_output_;
   ASSERT_EQ(Build("b2", command, &remote), Outcome::kHit) << last_output_ << daemon.Log();
   int64_t memory_hits = Counters(daemon)["objects.memory_hits"];
@@ -489,7 +493,7 @@ TEST_F(CompilerLauncherTest, LaunchBinaryAnswersAreReusedUntilAPutChangesThem) {
 // Without a fast socket to ask (a store directory, a dead kcached), kcache-launch hands every
 // command to kcache unchanged, masquerade name included: the build is the same.
 TEST_F(CompilerLauncherTest, LaunchBinaryWithoutAFastPathBehavesAsKcache) {
-  std::string command = absl::StrReplaceAll(Compile(), {{"$KCACHE ", "$KCACHE_LAUNCH "}});
+  std::string command = LaunchCompile();
   EXPECT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
   EXPECT_EQ(Build("b2", command), Outcome::kHit) << last_output_;
   LauncherEnv dead = env_;
