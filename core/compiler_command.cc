@@ -1,5 +1,6 @@
 #include "core/compiler_command.h"
 
+#include <algorithm>
 #include <array>
 
 #include "absl/strings/match.h"
@@ -278,10 +279,14 @@ struct Parse {
     // `c++ --version`) is said to be one, whatever option of it the parser did not know.
     if (!compile && command.family == CompilerFamily::kGcc) {
       bool one_source = inputs.size() == 1 && (language_given || IsSourceFileName(inputs[0]));
+      bool only_objects = !inputs.empty() && !language_given &&
+                          std::all_of(inputs.begin(), inputs.end(), [](const std::string& input) {
+                            return absl::EndsWith(input, ".o");
+                          });
       if (header_language && one_source) {
         command.kind = CompilerOutput::kPrecompiledHeader;
-      } else if (shared && one_source) {
-        command.kind = CompilerOutput::kSharedLibrary;
+      } else if (shared && (one_source || only_objects)) {
+        command.kind = one_source ? CompilerOutput::kSharedLibrary : CompilerOutput::kLinkedLibrary;
         // What the linker is told past the driver (-Wl,--version-script=FILE, -Wl,-Map=FILE)
         // may read or write files its dependency output does not list: never guessed at.
         for (const std::string& arg : command.args) {
@@ -296,6 +301,15 @@ struct Parse {
       return Uncached(UncachedReason::kNotACompile, "no -c");
     }
     if (failed_set) return failed;
+    if (command.kind == CompilerOutput::kLinkedLibrary) {
+      if (!have_output) return Uncached(UncachedReason::kNoOutput, "no -o");
+      // A link reads no source: a dependency file asked of it would be gcc's to leave out.
+      if (command.writes_deps) return Uncached(UncachedReason::kUnknownOption, "-MD on a link");
+      command.objects = std::move(inputs);
+      ParsedCompilerCommand parsed;
+      parsed.command = std::move(command);
+      return parsed;
+    }
     if (inputs.empty()) return Uncached(UncachedReason::kNoSource, "no source file");
     if (inputs.size() > 1) return Uncached(UncachedReason::kSeveralInputs, inputs[1]);
     if (!language_given && !IsSourceFileName(inputs[0])) {

@@ -2,11 +2,12 @@
 // of one source to one output, and if so, what are its parts. Pure logic, no I/O: the
 // launcher (engine/objects) adds the file system, the tools and the environment.
 //
-// Cacheable: one source file, -o FILE, only options known here (docs/torch-extensions.md
-// lists them), and one of: -c (nvcc also -dc), an object; for gcc, -shared without -c, the
-// source compiled and linked into a shared object (no -Wl, options: the linker's inputs are
-// keyed from its own dependency output, and nothing else it reads may go unseen); for gcc,
-// -x c-header / c++-header without -c, a precompiled header. Everything else is uncached
+// Cacheable: -o FILE, only options known here (docs/torch-extensions.md lists them), and one
+// of: one source and -c (nvcc also -dc), an object; for gcc, -shared without -c, one source
+// compiled and linked into a shared object, or object files (.o, no source) linked into one
+// (no -Wl, options: the linker's inputs are keyed from its own dependency output, and nothing
+// else it reads may go unseen); for gcc, one source with -x c-header / c++-header without -c,
+// a precompiled header. Everything else is uncached
 // with a reason: a wrong hit is the worst bug, so an option this file does not know is never
 // guessed at.
 #ifndef KCACHE_CORE_COMPILER_COMMAND_H_
@@ -32,7 +33,13 @@ enum class CompilerOutput : uint8_t {
   kObject = 0,             // -c (nvcc also -dc)
   kSharedLibrary = 1,      // gcc -shared without -c: one source compiled and linked
   kPrecompiledHeader = 2,  // gcc -x c-header / c++-header without -c
+  kLinkedLibrary = 3,      // gcc -shared without -c, object files only: a link, no source
 };
+
+// Whether the command runs the linker: its inputs then include what the linker read.
+constexpr bool RunsLinker(CompilerOutput kind) {
+  return kind == CompilerOutput::kSharedLibrary || kind == CompilerOutput::kLinkedLibrary;
+}
 
 // Why a command is run uncached. Numbered and stable: counted by name.
 enum class UncachedReason : uint8_t {
@@ -77,11 +84,12 @@ constexpr absl::string_view UncachedReasonName(UncachedReason reason) {
 struct CompilerCommand {
   CompilerFamily family = CompilerFamily::kGcc;
   CompilerOutput kind = CompilerOutput::kObject;
-  std::vector<std::string> args;  // every argument after the compiler, unchanged
-  std::string source;             // the one source file
-  std::string output;             // -o
-  std::string dep_file;           // -MF value; "" when none was given
-  bool writes_deps = false;       // -MD or -MMD (and nvcc's long spellings)
+  std::vector<std::string> args;     // every argument after the compiler, unchanged
+  std::string source;                // the one source file; "" for kLinkedLibrary
+  std::vector<std::string> objects;  // kLinkedLibrary: the object files linked, as written
+  std::string output;                // -o
+  std::string dep_file;              // -MF value; "" when none was given
+  bool writes_deps = false;          // -MD or -MMD (and nvcc's long spellings)
   // Index in `args` of a -MMD (dependencies without system headers), or -1. The launcher runs
   // the compiler with -MD there instead: the manifest needs every header, and the dependency
   // file then lists system headers too (ninja and make read it the same).
@@ -110,6 +118,12 @@ ParsedCompilerCommand ParseCompilerCommand(CompilerFamily family,
 
 // True for the file names a compile takes as its source: .c .cc .cpp .cxx .c++ .cp .C .cu.
 bool IsSourceFileName(absl::string_view path);
+
+// What the command's outputs are named by in listings, logs and `kcache explain`: the source,
+// or for a link of objects its output.
+inline const std::string& CommandSubject(const CompilerCommand& command) {
+  return command.kind == CompilerOutput::kLinkedLibrary ? command.output : command.source;
+}
 
 // -march=native, -mcpu=native or -mtune=native: this machine's CPU picks the code.
 bool IsNativeTuning(absl::string_view option);

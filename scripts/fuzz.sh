@@ -8,8 +8,8 @@
 #                                               $KCACHE_FUZZ_SECONDS (20), nproc at a time
 #   ctest --preset fuzz                         the same through ctest (fuzz.<target>)
 #
-# Targets: manifest value_format request compile_options cubin. Each starts from its seeds in
-# tests/fuzz/corpus/<target>/ and from what earlier runs found, kept in
+# Targets: manifest value_format request compile_options cubin resp elf_link_interface. Each
+# starts from its seeds in tests/fuzz/corpus/<target>/ and from what earlier runs found, kept in
 # build-fuzz/tests/fuzz/corpus/<target>/. A crash is written to
 # build-fuzz/tests/fuzz/crashes/<target>/ and fails the run; docs/fuzzing.md says how to turn it
 # into a regression test. Prints, per target, the inputs run and the corpus size; the full
@@ -17,7 +17,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-fuzz
-all_targets=(manifest value_format request compile_options cubin)
+all_targets=(manifest value_format request compile_options cubin resp elf_link_interface)
 seconds=300 ci=0 parallel=1 targets=()
 while (($#)); do
   case $1 in

@@ -93,7 +93,7 @@ absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
   if (real.empty()) return absl::NotFoundError(absl::StrCat("cannot find ", compiler));
   if (command.family == CompilerFamily::kGcc) {
     tools.push_back({"compiler", real});
-    if (command.kind == CompilerOutput::kSharedLibrary) {
+    if (RunsLinker(command.kind)) {
       std::string linker = ProgramOfDriver(compiler, "ld", lookup);
       if (linker.empty()) {
         return absl::NotFoundError(

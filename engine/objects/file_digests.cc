@@ -22,8 +22,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "core/file_io.h"
 #include "core/sha256.h"
+#include "engine/objects/elf_link_interface.h"
 
 namespace kcache::objects {
 namespace {
@@ -134,10 +136,21 @@ absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
                         std::find(macros.begin(), macros.end(), 1) != macros.end());
 }
 
+// The memo's name for `path`'s digest of `kind`.
+std::string MemoKey(const std::string& path, DigestKind kind) {
+  return kind == DigestKind::kContent ? path : absl::StrCat(kLinkInputPrefix, path);
+}
+
+// The kind a recorded digest was made with, and its 64 hex digits.
+std::pair<DigestKind, absl::string_view> KindOf(absl::string_view recorded) {
+  if (absl::ConsumePrefix(&recorded, kLinkInputPrefix)) return {DigestKind::kLinkInput, recorded};
+  return {DigestKind::kContent, recorded};
+}
+
 // The digest of `path`, opened through `dir` (its directory's descriptor, or AT_FDCWD) at
-// path + name; *st is its stat.
+// path + name; *st is its stat. Its 64 hex digits, without kind's prefix.
 absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t name,
-                                      struct stat* st) {
+                                      struct stat* st, DigestKind kind) {
   int fd = openat(dir, path.c_str() + name, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -150,6 +163,14 @@ absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t n
   }
   FileDigest digest;
   digest.changed = Changed(*st);
+  if (kind == DigestKind::kLinkInput) {
+    std::optional<std::string> interface =
+        ElfLinkInterfaceDigest(fd, static_cast<uint64_t>(st->st_size));
+    if (interface.has_value()) {
+      digest.sha256 = *std::move(interface);
+      return digest;
+    }
+  }
   if (static_cast<uint64_t>(st->st_size) >= kTreeBytes) {
     absl::StatusOr<std::pair<std::string, bool>> tree =
         TreeDigest(fd, static_cast<uint64_t>(st->st_size), path);
@@ -302,20 +323,24 @@ void FileDigests::Remember(const std::string& path, const struct stat& st, const
   dirty_ = true;
 }
 
-absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path) {
+absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path, DigestKind kind) {
   struct stat st {};
-  std::optional<Known> known = Find(path);
+  std::string memo_key = MemoKey(path, kind);
+  absl::string_view prefix = kind == DigestKind::kContent ? "" : kLinkInputPrefix;
+  std::optional<Known> known = Find(memo_key);
   auto [dir, name] = Directory(path);
   if (Vouches(known, dir, path.c_str() + name, &st)) {
     FileDigest digest;
-    digest.sha256 = std::string(known->sha256);
+    digest.sha256 = absl::StrCat(prefix, known->sha256);
     digest.has_time_macro = known->has_time_macro;
     digest.changed = Changed(st);
     return digest;
   }
   absl::Time read_at = absl::Now();  // before the read: an edit after it changes the stat
-  absl::StatusOr<FileDigest> digest = ReadDigest(dir, path, name, &st);
-  if (digest.ok()) Remember(path, st, *digest, read_at);
+  absl::StatusOr<FileDigest> digest = ReadDigest(dir, path, name, &st, kind);
+  if (!digest.ok()) return digest;
+  Remember(memo_key, st, *digest, read_at);
+  digest->sha256.insert(0, prefix.data(), prefix.size());
   return digest;
 }
 
@@ -324,13 +349,18 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
   struct Check {
     int dir;
     size_t name;
+    DigestKind kind;
+    absl::string_view sha256;  // the expected digest's hex digits
     std::optional<Known> memo;
   };
   std::vector<Check> checks;
   checks.reserve(files.size());
   for (const Expected& file : files) {
     auto [dir, name] = Directory(file.path);
-    checks.push_back(Check{dir, name, Find(file.path)});
+    auto [kind, sha256] = KindOf(file.sha256);
+    checks.push_back(
+        Check{dir, name, kind, sha256,
+              Find(kind == DigestKind::kContent ? file.path : MemoKey(file.path, kind))});
   }
   // In parallel: stat and compare; a file the memo does not vouch for is read and hashed
   // (kept in `read` to memoize below). `first_bad` only decreases: chunks are taken in order,
@@ -359,13 +389,14 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
         const Check& check = checks[i];
         struct stat st {};
         if (Vouches(check.memo, check.dir, file.path.c_str() + check.name, &st)) {
-          if (check.memo->sha256 != file.sha256) bad(i);
+          if (check.memo->sha256 != check.sha256) bad(i);
           continue;
         }
         Read& r = read[i];
         r.read_at = absl::Now();
-        absl::StatusOr<FileDigest> digest = ReadDigest(check.dir, file.path, check.name, &r.st);
-        if (!digest.ok() || digest->sha256 != file.sha256) bad(i);
+        absl::StatusOr<FileDigest> digest =
+            ReadDigest(check.dir, file.path, check.name, &r.st, check.kind);
+        if (!digest.ok() || digest->sha256 != check.sha256) bad(i);
         if (digest.ok()) {
           r.digest = *std::move(digest);
           r.ok = true;
@@ -383,7 +414,9 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
   work();
   for (std::thread& thread : pool) thread.join();
   for (size_t i = 0; i < files.size(); ++i) {
-    if (read[i].ok) Remember(files[i].path, read[i].st, read[i].digest, read[i].read_at);
+    if (read[i].ok) {
+      Remember(MemoKey(files[i].path, checks[i].kind), read[i].st, read[i].digest, read[i].read_at);
+    }
   }
   return first_bad.load();
 }

@@ -24,9 +24,21 @@
 
 namespace kcache::objects {
 
+// What of a file its digest covers.
+enum class DigestKind : uint8_t {
+  kContent = 0,  // its bytes
+  // The file as a linker reads it: an ELF shared object (64-bit, little-endian) by its link
+  // interface (elf_link_interface.h: its dynamic symbols, versions and dynamic section, not its
+  // code), anything else (an object, an archive, a linker script) by its bytes. Written
+  // kLinkInputPrefix + 64 hex digits, so a manifest says how each file was digested.
+  kLinkInput = 1,
+};
+inline constexpr absl::string_view kLinkInputPrefix = "link:";
+
 struct FileDigest {
   // 64 lowercase hex digits: the content's SHA-256; for a file of 64 MiB or more, SHA-256
   // over its size and each 16 MiB chunk's SHA-256, the chunks hashed on several threads.
+  // DigestKind::kLinkInput's: kLinkInputPrefix and 64 hex digits.
   std::string sha256;
   bool has_time_macro = false;  // the content names __DATE__, __TIME__ or __TIMESTAMP__
   absl::Time changed;           // the later of its mtime and ctime
@@ -51,10 +63,12 @@ class FileDigests {
   FileDigests& operator=(const FileDigests&) = delete;
 
   // The digest of `path` (followed through symlinks). NotFound / FailedPrecondition when it
-  // cannot be read.
-  absl::StatusOr<FileDigest> Digest(const std::string& path);
+  // cannot be read. Each kind is memoized on its own.
+  absl::StatusOr<FileDigest> Digest(const std::string& path,
+                                    DigestKind kind = DigestKind::kContent);
 
-  // A file and the digest it was recorded with (a manifest's entry, its path resolved).
+  // A file and the digest it was recorded with (a manifest's entry, its path resolved); its
+  // kind is the one the digest's spelling says.
   struct Expected {
     std::string path;
     absl::string_view sha256;

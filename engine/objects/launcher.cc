@@ -69,7 +69,7 @@ std::optional<Hit> Lookup(const LauncherOptions& options, ObjectCache& cache,
 bool WriteOutputs(const Prepared& prepared, const ObjectBundleView& bundle) {
   const CompilerCommand& command = prepared.command;
   if (!WriteFileAtomically(command.output, bundle.object).ok()) return false;
-  if (command.kind == CompilerOutput::kSharedLibrary) {  // executable, as the linker leaves it
+  if (RunsLinker(command.kind)) {  // executable, as the linker leaves it
     mode_t mask = umask(0);
     umask(mask);
     if (chmod(command.output.c_str(), 0777 & ~mask) != 0) return false;
@@ -102,35 +102,43 @@ struct LinkFiles {
 };
 
 // What the compile read besides the headers of its dependency output: any precompiled
-// header it may have read in place of one (precompiled_headers.h); for a link, every input
-// the linker listed but the compiler's temporary object. Sets *why and returns nullopt when
-// the compile cannot be keyed.
-std::optional<std::vector<std::string>> OtherInputs(const LauncherOptions& options,
-                                                    const Prepared& prepared, const LinkFiles& link,
-                                                    std::string* why) {
-  std::vector<std::string> inputs;
-  if (prepared.command.family == CompilerFamily::kGcc) {
-    absl::StatusOr<std::vector<std::string>> headers = PrecompiledHeaders(
+// header it may have read in place of one (precompiled_headers.h), by content; for a link,
+// every input the linker listed but the compiler's temporary object, as the linker reads them
+// (DigestKind::kLinkInput). Sets *why and *reason and returns the status when the compile
+// cannot be keyed.
+absl::StatusOr<Manifest> OtherInputs(const LauncherOptions& options, const Prepared& prepared,
+                                     const LinkFiles& link, FileDigests& digests,
+                                     absl::Time compiled_from, UncachedReason* reason) {
+  std::vector<std::string> headers;
+  if (prepared.command.family == CompilerFamily::kGcc && !prepared.command.source.empty()) {
+    absl::StatusOr<std::vector<std::string>> found = PrecompiledHeaders(
         prepared.command, prepared.compiler_path, prepared.dirs.cwd, options.lookup.env);
-    if (!headers.ok()) {
-      *why = std::string(headers.status().message());
-      return std::nullopt;
+    if (!found.ok()) {
+      *reason = UncachedReason::kUnreadableInput;
+      return found.status();
     }
-    inputs = std::move(*headers);
+    headers = std::move(*found);
   }
-  std::set<std::string> seen(inputs.begin(), inputs.end());
-  if (link.temp_dir.empty()) return inputs;
+  absl::StatusOr<Manifest> manifest = MakeInputManifest(headers, prepared.dirs, digests, reason,
+                                                        compiled_from, DigestKind::kContent);
+  if (!manifest.ok() || link.temp_dir.empty()) return manifest;
   absl::StatusOr<std::string> text = ReadWholeFile(link.deps());
   if (!text.ok()) {
-    *why = "the linker listed no inputs";
-    return std::nullopt;
+    *reason = UncachedReason::kUnreadableInput;
+    return absl::FailedPreconditionError("the linker listed no inputs");
   }
+  std::set<std::string> seen(headers.begin(), headers.end());
+  std::vector<std::string> inputs;
   std::string temporary = absl::StrCat(link.temp_dir, "/");
   for (const std::string& input : ParseDepFile(*text).deps) {
     if (absl::StartsWith(input, temporary)) continue;  // the source's object, gone now
     if (seen.insert(input).second) inputs.push_back(input);
   }
-  return inputs;
+  absl::StatusOr<Manifest> linked = MakeInputManifest(inputs, prepared.dirs, digests, reason,
+                                                      compiled_from, DigestKind::kLinkInput);
+  if (!linked.ok()) return linked.status();
+  manifest->insert(manifest->end(), linked->begin(), linked->end());
+  return manifest;
 }
 
 // Stores a successful compile's outputs. Failures only mean the next build compiles again.
@@ -139,24 +147,18 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const std::
            FileDigests& digests) {
   const BaseDirs& dirs = prepared.dirs;
   absl::StatusOr<std::string> object = ReadWholeFile(prepared.command.output);
-  absl::StatusOr<std::string> dep_text = ReadWholeFile(dep_path);
+  // A link of objects reads no source and writes no dependency file: the linker's lists all.
+  absl::StatusOr<std::string> dep_text = dep_path.empty() ? std::string() : ReadWholeFile(dep_path);
   if (!object.ok() || !dep_text.ok()) {
     Log(options, "not stored: the compiler's outputs could not be read");
     return;
   }
   DepFile deps = ParseDepFile(*dep_text);
   UncachedReason reason = UncachedReason::kNone;
-  std::string why;
-  std::optional<std::vector<std::string>> inputs = OtherInputs(options, prepared, link, &why);
-  if (!inputs.has_value()) {
-    Log(options, absl::StrCat("not stored (unreadable_input): ", why));
-    if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput);
-    return;
-  }
   absl::StatusOr<Manifest> manifest = MakeManifest(deps, dirs, digests, &reason, compiled_from);
   if (manifest.ok()) {
     absl::StatusOr<Manifest> more =
-        MakeInputManifest(*inputs, dirs, digests, &reason, compiled_from);
+        OtherInputs(options, prepared, link, digests, compiled_from, &reason);
     if (more.ok()) {
       manifest->insert(manifest->end(), more->begin(), more->end());
     } else {
@@ -222,16 +224,16 @@ absl::StatusOr<ProcessResult> RunWithTempDir(const std::vector<std::string>& arg
 }
 
 // A miss: the real compiler, unchanged but for what lets kcache see every input: a dependency
-// file of our own when the command asked for none, and for a link the
-// linker's dependency output and a private TMPDIR (so the compiler's temporary object is told
-// apart from the linker's real inputs). Its outputs are stored when it succeeded.
+// file of our own when a compile asked for none, and for a link the linker's dependency output and
+// a private TMPDIR (so the compiler's temporary object is told apart from the linker's real
+// inputs). Its outputs are stored when it succeeded.
 int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
                     const std::vector<std::string>& args, FileDigests& digests) {
   std::vector<std::string> argv = {prepared.compiler_path};
   argv.insert(argv.end(), args.begin(), args.end());
   const CompilerCommand& command = prepared.command;
   LinkFiles link;
-  if (command.kind == CompilerOutput::kSharedLibrary) {
+  if (RunsLinker(command.kind)) {
     std::string base = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
     std::string pattern = absl::StrCat(base, "/kcache-link-XXXXXX");
     if (!LinkerListsInputs(prepared) || mkdtemp(pattern.data()) == nullptr) {
@@ -249,7 +251,8 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
     argv[1 + command.user_only_deps_arg] = "-MD";
   }
   std::string dep_path = command.dep_file;
-  bool own_deps = !command.writes_deps;
+  // A link of objects has no source to list the headers of.
+  bool own_deps = !command.writes_deps && command.kind != CompilerOutput::kLinkedLibrary;
   if (own_deps) {
     dep_path = absl::StrCat(command.output, ".kcache-", getpid(), ".d");
     argv.insert(argv.end(), {"-MD", "-MF", dep_path});
@@ -307,7 +310,7 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
     if (hit.has_value() && WriteOutputs(*prepared, hit->bundle)) {
       digests.Save();
       int64_t tenths = absl::ToInt64Microseconds(absl::Now() - started) / 100;  // of a ms
-      Log(options, absl::StrCat("hit ", prepared->command.source, " (", tenths / 10, ".",
+      Log(options, absl::StrCat("hit ", CommandSubject(prepared->command), " (", tenths / 10, ".",
                                 tenths % 10, " ms)"));
       return Replay(*prepared, hit->bundle);
     }
@@ -318,7 +321,7 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
     digests.Save();
     return options.hand_off();
   }
-  Log(options, absl::StrCat("miss ", prepared->command.source));
+  Log(options, absl::StrCat("miss ", CommandSubject(prepared->command)));
   int exit_code = CompileAndStore(options, *prepared, args, digests);
   digests.Save();
   return exit_code;

@@ -44,6 +44,15 @@ bool ChangedDuringCompile(absl::Time changed, absl::Time compiled_from) {
   return changed >= compiled_from - (whole_seconds ? absl::Seconds(1) : absl::ZeroDuration());
 }
 
+// key1 over the fields gathered.
+ObjectKey Finish(ObjectKey key) {
+  std::string framing = kObjectKeyDomain;
+  framing.push_back('\0');
+  for (const KeyField& field : key.fields) AppendField(framing, field.first, field.second);
+  key.key1 = KernelId(Sha256Of(framing));
+  return key;
+}
+
 }  // namespace
 
 std::string BaseDirs::Normalize(const std::string& text) const {
@@ -87,6 +96,7 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
   ObjectKey key;
   key.fields.emplace_back("compiler", std::string(CompilerFamilyName(command.family)));
   if (command.kind == CompilerOutput::kSharedLibrary) key.fields.emplace_back("output", "shared");
+  if (command.kind == CompilerOutput::kLinkedLibrary) key.fields.emplace_back("output", "link");
   if (command.kind == CompilerOutput::kPrecompiledHeader) key.fields.emplace_back("output", "pch");
   for (const std::string& arg : command.keyed_args) {
     key.fields.emplace_back("arg", dirs.Normalize(arg));
@@ -104,7 +114,7 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
     key.fields.emplace_back(absl::StrCat("tool ", tool.role), digest);
   }
   std::vector<std::string> names = KeyedEnvironment(command.family);
-  if (command.kind == CompilerOutput::kSharedLibrary) {
+  if (RunsLinker(command.kind)) {
     for (const std::string& name : KeyedLinkEnvironment()) names.push_back(name);
   }
   for (const std::string& name : names) {
@@ -114,6 +124,19 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
         it == env.end() ? "(unset)" : absl::StrCat("=", dirs.Normalize(it->second)));
   }
   if (!native_expansion.empty()) key.fields.emplace_back("native target", native_expansion);
+  key.source = dirs.Normalize(CommandSubject(command));
+  if (command.kind == CompilerOutput::kLinkedLibrary) {  // its objects, as the linker reads them
+    for (const std::string& object : command.objects) {
+      absl::StatusOr<FileDigest> digest =
+          digests.Digest(Resolve(object, dirs), DigestKind::kLinkInput);
+      if (!digest.ok()) {
+        *reason = UncachedReason::kUnreadableInput;
+        return absl::FailedPreconditionError(digest.status().message());
+      }
+      key.fields.emplace_back(absl::StrCat("object ", dirs.Normalize(object)), digest->sha256);
+    }
+    return Finish(std::move(key));
+  }
   absl::StatusOr<FileDigest> source = digests.Digest(Resolve(command.source, dirs));
   if (!source.ok()) {
     *reason = UncachedReason::kUnreadableInput;
@@ -125,13 +148,7 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
   }
   key.fields.emplace_back("source", source->sha256);
   if (command.debug_info) key.fields.emplace_back("cwd (debug info)", dirs.cwd);
-  key.source = dirs.Normalize(command.source);
-
-  std::string framing = kObjectKeyDomain;
-  framing.push_back('\0');
-  for (const KeyField& field : key.fields) AppendField(framing, field.first, field.second);
-  key.key1 = KernelId(Sha256Of(framing));
-  return key;
+  return Finish(std::move(key));
 }
 
 DepFile ParseDepFile(const std::string& text) {
@@ -198,12 +215,12 @@ namespace {
 // One manifest line per path, in order; `text_rules`: the time-macro rule applies.
 absl::StatusOr<Manifest> ManifestOf(const std::vector<std::string>& paths, const BaseDirs& dirs,
                                     FileDigests& digests, UncachedReason* reason,
-                                    absl::Time compiled_from, bool text_rules) {
+                                    absl::Time compiled_from, bool text_rules, DigestKind kind) {
   Manifest manifest;
   digests.BeginPass();
   for (const std::string& dep : paths) {
     std::string normalized = dirs.Normalize(dep);
-    absl::StatusOr<FileDigest> digest = digests.Digest(Resolve(normalized, dirs));
+    absl::StatusOr<FileDigest> digest = digests.Digest(Resolve(normalized, dirs), kind);
     if (!digest.ok()) {
       *reason = UncachedReason::kUnreadableInput;
       return absl::FailedPreconditionError(digest.status().message());
@@ -226,13 +243,15 @@ absl::StatusOr<Manifest> ManifestOf(const std::vector<std::string>& paths, const
 absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
                                       FileDigests& digests, UncachedReason* reason,
                                       absl::Time compiled_from) {
-  return ManifestOf(deps.deps, dirs, digests, reason, compiled_from, /*text_rules=*/true);
+  return ManifestOf(deps.deps, dirs, digests, reason, compiled_from, /*text_rules=*/true,
+                    DigestKind::kContent);
 }
 
 absl::StatusOr<Manifest> MakeInputManifest(const std::vector<std::string>& paths,
                                            const BaseDirs& dirs, FileDigests& digests,
-                                           UncachedReason* reason, absl::Time compiled_from) {
-  return ManifestOf(paths, dirs, digests, reason, compiled_from, /*text_rules=*/false);
+                                           UncachedReason* reason, absl::Time compiled_from,
+                                           DigestKind kind) {
+  return ManifestOf(paths, dirs, digests, reason, compiled_from, /*text_rules=*/false, kind);
 }
 
 bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests& digests,
@@ -245,8 +264,10 @@ bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests
   if (bad == files.size()) return true;
   if (first_difference != nullptr) {
     absl::StatusOr<FileDigest> digest = digests.Digest(files[bad].path);
-    *first_difference = absl::StrCat("header ", dirs.Restore(manifest[bad].first),
-                                     digest.ok() ? " changed" : " is missing");
+    bool linked = absl::StartsWith(manifest[bad].second, kLinkInputPrefix);
+    *first_difference =
+        absl::StrCat(linked ? "linker input " : "header ", dirs.Restore(manifest[bad].first),
+                     digest.ok() ? " changed" : " is missing");
   }
   return false;
 }

@@ -80,14 +80,16 @@ absl::StatusOr<Manifest> MakeManifest(const DepFile& deps, const BaseDirs& dirs,
                                       FileDigests& digests, UncachedReason* reason,
                                       absl::Time compiled_from = absl::InfiniteFuture());
 
-// The same for files the compiler read that are not C or C++ text (a precompiled header, the
-// linker's objects and libraries): no time-macro rule, whose bytes may hold those names.
+// The same for files the compiler read that are not C or C++ text (a precompiled header; the
+// linker's objects and libraries, DigestKind::kLinkInput): no time-macro rule, whose bytes may
+// hold those names.
 absl::StatusOr<Manifest> MakeInputManifest(const std::vector<std::string>& paths,
                                            const BaseDirs& dirs, FileDigests& digests,
-                                           UncachedReason* reason, absl::Time compiled_from);
+                                           UncachedReason* reason, absl::Time compiled_from,
+                                           DigestKind kind);
 
-// Whether every header of `manifest` has its digest here. On false, *first_difference names
-// the first that does not ("header <path> changed" / "... is missing").
+// Whether every file of `manifest` has its digest here. On false, *first_difference names
+// the first that does not ("header <path> changed", "linker input <path> is missing").
 bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests& digests,
                      std::string* first_difference);
 

@@ -197,9 +197,9 @@ TEST_F(CompilerLauncherTest, CommandWithoutDependencyFileIsCachedAndWritesNone) 
 TEST_F(CompilerLauncherTest, LinksVersionQueriesAndUnknownOptionsRunUncached) {
   ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss);
   for (const std::string& command :
-       {std::string("$KCACHE c++ --version"),
-        std::string("$KCACHE c++ -shared answer.o -o libanswer.so"), Compile("-fprofile-arcs"),
-        Compile("--coverage"), Compile("-save-temps"), Compile("-frobnicate-unknown -Zq")}) {
+       {std::string("$KCACHE c++ --version"), std::string("$KCACHE c++ -r answer.o -o partial.o"),
+        Compile("-fprofile-arcs"), Compile("--coverage"), Compile("-save-temps"),
+        Compile("-frobnicate-unknown -Zq")}) {
     testing::RunResult result = RunIn(tmp_ / "b1", env_, command);
     EXPECT_EQ(OutcomeOf(result.output), Outcome::kUncached) << command << "\n" << result.output;
   }
@@ -257,6 +257,65 @@ TEST_F(CompilerLauncherTest, AnotherLinkerOrLinkEnvironmentMisses) {
   LauncherEnv library_path = env_;
   library_path.extra = absl::StrCat("LIBRARY_PATH=", tmp_ / "lib");
   EXPECT_EQ(Build("b5", LinkCommand(tmp_, source), &library_path), Outcome::kMiss) << last_output_;
+}
+
+// torch's link of an extension: its objects, against libraries, into the module.
+std::string LinkObjects(const testing::TempDir& tmp) {
+  return absl::StrCat("$KCACHE c++ answer.o -shared -L", tmp / "lib", " -ldep -o libanswer.so");
+}
+
+// What the real linker makes of the same command in `dir`, uncached (fresh.so).
+std::string FreshLink(const testing::TempDir& tmp, const std::string& dir) {
+  testing::RunResult linked = testing::Run(absl::StrCat(
+      "cd ", tmp / dir, " && c++ answer.o -shared -L", tmp / "lib", " -ldep -o fresh.so"));
+  EXPECT_EQ(linked.exit_code, 0) << linked.output;
+  return absl::StrCat(tmp / dir, "/fresh.so");
+}
+
+TEST_F(CompilerLauncherTest, LinkOfObjectsHitsInAnotherBuildDirectoryWithTheLinkersBytes) {
+  BuildLibrary(tmp_, "int dep() { return 1; }\n");
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b1", LinkObjects(tmp_)), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", Compile()), Outcome::kHit) << last_output_;
+  ASSERT_EQ(Build("b2", LinkObjects(tmp_)), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "kcache: hit libanswer.so")) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b2/libanswer.so", FreshLink(tmp_, "b2")));
+  EXPECT_NE(fs::status(tmp_ / "b2/libanswer.so").permissions() & fs::perms::owner_exec,
+            fs::perms::none);
+}
+
+// Each input of a link of objects: an object, a library's interface, the libraries named.
+TEST_F(CompilerLauncherTest, LinkOfObjectsMissesForAnotherObjectLibraryOrLibraryList) {
+  BuildLibrary(tmp_, "int dep() { return 1; }\n");
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b1", LinkObjects(tmp_)), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", Compile("-O0")), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b2", LinkObjects(tmp_)), Outcome::kMiss) << last_output_;  // its object
+  BuildLibrary(tmp_, "int dep() { return 1; }\nint more() { return 2; }\n");
+  EXPECT_EQ(Build("b1", LinkObjects(tmp_)), Outcome::kMiss) << last_output_;  // a symbol more
+  EXPECT_EQ(Build("b1", LinkObjects(tmp_) + " -lm"), Outcome::kMiss) << last_output_;
+}
+
+// A library is keyed by its link interface, not its code: rebuilt with another body of the
+// same layout (and no build ID, which would differ), the link hits, and what the hit writes
+// is what the linker makes of it.
+TEST_F(CompilerLauncherTest, LinkOfObjectsHitsWhenOnlyALibrarysCodeChanged) {
+  auto library = [this](int value) {
+    std::string source =
+        tmp_.Write("lib/dep.cpp", absl::StrCat("int dep() { return ", value, "; }\n"));
+    testing::RunResult built = testing::Run(absl::StrCat("c++ -shared -fPIC -Wl,--build-id=none ",
+                                                         source, " -o ", tmp_ / "lib/libdep.so"));
+    ASSERT_EQ(built.exit_code, 0) << built.output;
+  };
+  library(1);
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b1", LinkObjects(tmp_)), Outcome::kMiss) << last_output_;
+  std::string before = testing::ReadAll(tmp_ / "lib/libdep.so");
+  library(2);
+  ASSERT_NE(testing::ReadAll(tmp_ / "lib/libdep.so"), before);
+  ASSERT_EQ(Build("b2", Compile()), Outcome::kHit) << last_output_;
+  EXPECT_EQ(Build("b2", LinkObjects(tmp_)), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b2/libanswer.so", FreshLink(tmp_, "b2")));
 }
 
 // -march=native is keyed by what the compiler expands it to here. A wrapper stands in for
@@ -436,11 +495,10 @@ TEST_F(CompilerLauncherTest, LaunchBinaryHitsOverTheFastPathAndHandsAMissToKcach
   EXPECT_EQ(counters["objects.lookups"], 2) << counters;
   EXPECT_EQ(counters["objects.served"], 1) << counters;
   EXPECT_EQ(counters["objects.stored"], 1) << counters;
-  // Commands run uncached are counted by reason: torch's version query, a link.
+  // Commands run uncached are counted by reason: torch's version query, a partial link.
   EXPECT_EQ(counters["objects.uncached_not_a_compile"], 0) << counters;
   ASSERT_EQ(Build("b3", "$KCACHE_LAUNCH c++ --version", &remote), Outcome::kUncached);
-  ASSERT_EQ(Build("b2", "$KCACHE_LAUNCH c++ answer.o -shared -o answer.so", &remote),
-            Outcome::kUncached)
+  ASSERT_EQ(Build("b2", "$KCACHE_LAUNCH c++ -r answer.o -o partial.o", &remote), Outcome::kUncached)
       << last_output_;
   EXPECT_TRUE(absl::StrContains(last_output_, "uncached (not_a_compile)")) << last_output_;
   ASSERT_EQ(Build("b4", "$KCACHE c++ -E -x c++ /dev/null", &remote), Outcome::kUncached);

@@ -133,13 +133,36 @@ TEST(CompilerCommandTest, NativeTuningIsKeptForTheLauncherToExpand) {
                   .command.native_args.empty());
 }
 
+// torch's link of an extension: its objects into the module, against torch's libraries.
+TEST(CompilerCommandTest, LinkOfObjectsIntoASharedObjectIsCached) {
+  ParsedCompilerCommand parsed = ParseCompilerCommand(
+      CompilerFamily::kGcc, {"ext.o", "ext_kernel.cuda.o", "-shared", "-L/opt/torch/lib", "-lc10",
+                             "-ltorch", "-L/usr/local/cuda/lib64", "-lcudart", "-o", "ext.so"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.kind, CompilerOutput::kLinkedLibrary);
+  EXPECT_TRUE(RunsLinker(parsed.command.kind));
+  EXPECT_EQ(parsed.command.objects, (std::vector<std::string>{"ext.o", "ext_kernel.cuda.o"}));
+  EXPECT_EQ(parsed.command.source, "");
+  EXPECT_EQ(CommandSubject(parsed.command), "ext.so");
+  // The objects are keyed where they stand among the libraries: link order is meaning.
+  EXPECT_EQ(parsed.command.keyed_args.front(), std::string("\x02") + "ext.o");
+  EXPECT_EQ(parsed.command.keyed_args[4], "-lc10");
+}
+
 TEST(CompilerCommandTest, EachUncachedReason) {
   const CompilerFamily kN = CompilerFamily::kNvcc, kG = CompilerFamily::kGcc;
   const std::vector<UncachedCase> cases = {
       {kG, {"a.o", "b.o", "-o", "app"}, UncachedReason::kNotACompile},
       // Links and queries are not compiles, whatever option of theirs is unknown.
       {kG, {"--version"}, UncachedReason::kNotACompile},
-      {kG, {"a.o", "b.o", "-shared", "-o", "x.so"}, UncachedReason::kNotACompile},
+      {kG, {"a.o", "b.cc", "-shared", "-o", "x.so"}, UncachedReason::kNotACompile},
+      {kG, {"a.o", "libb.a", "-shared", "-o", "x.so"}, UncachedReason::kNotACompile},
+      // A link of objects: the linker told something past the driver, a dependency file asked.
+      {kG,
+       {"a.o", "-shared", "-Wl,--version-script=v", "-o", "a.so"},
+       UncachedReason::kUnknownOption},
+      {kG, {"a.o", "-shared", "-MD", "-MF", "a.d", "-o", "a.so"}, UncachedReason::kUnknownOption},
+      {kG, {"a.o", "b.o", "-shared"}, UncachedReason::kNoOutput},
       {kG, {"-E", "a.cc"}, UncachedReason::kPreprocessOnly},
       {kN, {"-M", "a.cu"}, UncachedReason::kPreprocessOnly},
       {kG, {"-S", "-c", "a.cc", "-o", "a.s"}, UncachedReason::kOtherOutput},
