@@ -136,6 +136,33 @@ absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
                         std::find(macros.begin(), macros.end(), 1) != macros.end());
 }
 
+// The SHA-256 of a file under kTreeBytes and whether it names a time macro, read a piece at a
+// time into one buffer that stays in the cache (a new pod digests ~200 MB of nvcc's tools: a
+// buffer the file's size was page faults and zeroing for every byte). Each piece's time-macro
+// scan starts kMacroOverlap bytes into the piece before.
+absl::StatusOr<std::pair<std::string, bool>> StreamDigest(int fd, uint64_t size,
+                                                          const std::string& path) {
+  constexpr size_t kPiece = size_t{256} << 10;
+  std::string piece, seam;  // seam: the piece before's last kMacroOverlap bytes, then this one's
+  Sha256 hash;
+  bool macro = false;
+  for (uint64_t offset = 0; offset < size || offset == 0; offset += kPiece) {
+    size_t length = static_cast<size_t>(std::min<uint64_t>(kPiece, size - offset));
+    ReadAt(fd, offset, length, piece);
+    if (piece.size() != length) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot read all of ", path));
+    }
+    hash.Update(piece);
+    if (!macro) {
+      seam.append(piece, 0, std::min(piece.size(), kMacroOverlap));
+      macro = HasTimeMacro(seam) || HasTimeMacro(piece);
+      seam.assign(piece, piece.size() - std::min(piece.size(), kMacroOverlap));
+    }
+    if (size == 0) break;
+  }
+  return std::make_pair(DigestHex(hash.Finish()), macro);
+}
+
 // The memo's name for `path`'s digest of `kind`.
 std::string MemoKey(const std::string& path, DigestKind kind) {
   return kind == DigestKind::kContent ? path : absl::StrCat(kLinkInputPrefix, path);
@@ -178,13 +205,11 @@ absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t n
     digest.sha256 = std::move(tree->first);
     digest.has_time_macro = tree->second;
   } else {
-    std::string content;
-    ReadAt(fd, 0, static_cast<size_t>(st->st_size), content);
-    if (content.size() != static_cast<size_t>(st->st_size)) {
-      return absl::FailedPreconditionError(absl::StrCat("cannot read all of ", path));
-    }
-    digest.sha256 = Sha256Hex(content);
-    digest.has_time_macro = HasTimeMacro(content);
+    absl::StatusOr<std::pair<std::string, bool>> streamed =
+        StreamDigest(fd, static_cast<uint64_t>(st->st_size), path);
+    if (!streamed.ok()) return streamed.status();
+    digest.sha256 = std::move(streamed->first);
+    digest.has_time_macro = streamed->second;
   }
   return digest;
 }
@@ -342,6 +367,56 @@ absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path, DigestKi
   Remember(memo_key, st, *digest, read_at);
   digest->sha256.insert(0, prefix.data(), prefix.size());
   return digest;
+}
+
+std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
+    const std::vector<std::string>& paths) {
+  std::vector<absl::StatusOr<FileDigest>> digests(paths.size(), absl::UnknownError("not digested"));
+  // Serially: what the memo vouches for; the rest's directories.
+  struct Pending {
+    size_t index;
+    int dir;
+    size_t name;
+    struct stat st;
+    absl::Time read_at;
+  };
+  std::vector<Pending> pending;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    struct stat st {};
+    std::optional<Known> known = Find(paths[i]);
+    auto [dir, name] = Directory(paths[i]);
+    if (Vouches(known, dir, paths[i].c_str() + name, &st)) {
+      FileDigest digest;
+      digest.sha256 = std::string(known->sha256);
+      digest.has_time_macro = known->has_time_macro;
+      digest.changed = Changed(st);
+      digests[i] = std::move(digest);
+    } else {
+      pending.push_back(Pending{i, dir, name, {}, {}});
+    }
+  }
+  // In parallel: read and hash, a file per thread at a time.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t p = next++; p < pending.size(); p = next++) {
+      Pending& file = pending[p];
+      file.read_at = absl::Now();
+      digests[file.index] =
+          ReadDigest(file.dir, paths[file.index], file.name, &file.st, DigestKind::kContent);
+    }
+  };
+  size_t threads = std::min<size_t>(
+      {kMaxCheckThreads, std::max(1u, std::thread::hardware_concurrency()), pending.size()});
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+  for (const Pending& file : pending) {
+    if (digests[file.index].ok()) {
+      Remember(paths[file.index], file.st, *digests[file.index], file.read_at);
+    }
+  }
+  return digests;
 }
 
 size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {

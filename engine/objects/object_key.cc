@@ -101,10 +101,16 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
   for (const std::string& arg : command.keyed_args) {
     key.fields.emplace_back("arg", dirs.Normalize(arg));
   }
+  std::vector<std::string> tool_paths;
+  for (const ToolFile& tool : tools) {
+    if (!tool.path.empty()) tool_paths.push_back(tool.path);
+  }
+  std::vector<absl::StatusOr<FileDigest>> tool_digests = digests.DigestAll(tool_paths);
+  size_t next_digest = 0;
   for (const ToolFile& tool : tools) {
     std::string digest = "absent";
     if (!tool.path.empty()) {
-      absl::StatusOr<FileDigest> file = digests.Digest(tool.path);
+      const absl::StatusOr<FileDigest>& file = tool_digests[next_digest++];
       if (!file.ok()) {
         *reason = UncachedReason::kUnreadableInput;
         return absl::FailedPreconditionError(file.status().message());

@@ -24,11 +24,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   close(fd);
   FUZZ_CHECK(first == again, "two digests of the same bytes differ");
   if (first.has_value()) {
-    FUZZ_CHECK(first->size() == 64 && first->find_first_not_of("0123456789abcdef") ==
-                                          std::string::npos,
-               absl::StrCat("digest '", *first, "'"));
+    FUZZ_CHECK(
+        first->size() == 64 && first->find_first_not_of("0123456789abcdef") == std::string::npos,
+        absl::StrCat("digest '", *first, "'"));
     std::string bytes(reinterpret_cast<const char*>(data), size);
-    FUZZ_CHECK(absl::StartsWith(bytes, "\x7f" "ELF\x02\x01"), "a digest of bytes that are not ELF64");
+    FUZZ_CHECK(absl::StartsWith(bytes,
+                                "\x7f"
+                                "ELF\x02\x01"),
+               "a digest of bytes that are not ELF64");
   }
   return 0;
 }

@@ -112,6 +112,27 @@ TEST(FileDigestsTest, TimeMacrosAreFoundAtEveryOffsetAndNearMissesAreNot) {
   }
 }
 
+// A file is read a piece at a time (256 KiB): a macro across the seam of two pieces is found,
+// and its digest is the SHA-256 of the whole.
+TEST(FileDigestsTest, TimeMacrosAcrossTheSeamOfTwoReadsAreFound) {
+  TempDir tmp;
+  FileDigests digests("");
+  constexpr size_t kPiece = size_t{256} << 10;
+  int n = 0;
+  for (const std::string macro : {"__DATE__", "__TIMESTAMP__"}) {
+    for (size_t before = 1; before < macro.size(); ++before) {
+      std::string text = std::string(kPiece - before, 'x') + macro + std::string(kPiece, 'y');
+      absl::StatusOr<FileDigest> digest =
+          digests.Digest(tmp.Write(absl::StrCat("seam", n++, ".h"), text));
+      ASSERT_TRUE(digest.ok()) << digest.status();
+      EXPECT_TRUE(digest->has_time_macro) << macro << " from " << before << " before the seam";
+      EXPECT_EQ(digest->sha256, Sha256Hex(text));
+    }
+  }
+  std::string near = std::string(kPiece - 4, 'x') + "__TIMESIZE" + std::string(kPiece, 'y');
+  EXPECT_FALSE(digests.Digest(tmp.Write("near.h", near))->has_time_macro);
+}
+
 TEST(ManifestTest, TimeMacrosAreNotCached) {
   EXPECT_EQ(ManifestRefusal("const char* built = __DATE__;\n"), UncachedReason::kTimeMacros);
 }
