@@ -88,7 +88,10 @@ objects::LauncherOptions LauncherOptionsFromEnvironment() {
   }
   options.base_dirs = absl::StrSplit(Env("KCACHE_BASEDIR"), ':', absl::SkipEmpty());
   std::string state = StateDir();
-  if (!state.empty()) options.digest_table = absl::StrCat(state, "/file-digests");
+  if (!state.empty()) {
+    options.digest_table = absl::StrCat(state, "/file-digests");
+    options.lookup.programs_memo = absl::StrCat(state, "/driver-programs");
+  }
   uint64_t max_bytes = 0;
   if (absl::SimpleAtoi(Env("KCACHE_MAX_OBJECT_BYTES"), &max_bytes)) {
     options.max_object_bytes = max_bytes;

@@ -1,13 +1,20 @@
 #include "engine/objects/compiler_tools.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <initializer_list>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "core/file_io.h"
+#include "core/sha256.h"
 #include "engine/objects/run_process.h"
 
 extern char** environ;
@@ -33,21 +40,147 @@ std::string Get(const Environment& env, const std::string& name) {
   return it == env.end() ? "" : it->second;
 }
 
-// The program `compiler -print-prog-name=NAME` names, by its real path; a bare name is looked
-// up in PATH. "" when there is none (keyed as absent).
-std::string ProgramOfDriver(const std::string& compiler, const std::string& name,
-                            const ToolLookup& lookup) {
+// What `compiler -print-prog-name=NAME` answers, as printed ("" when it fails).
+std::string AskDriver(const std::string& compiler, const std::string& name) {
   absl::StatusOr<ProcessResult> run =
       RunCaptured({compiler, absl::StrCat("-print-prog-name=", name)});
   if (!run.ok() || run->exit_code != 0) return "";
-  std::string program(absl::StripAsciiWhitespace(run->stdout_text));
-  if (program.empty()) return "";
-  if (program.find('/') == std::string::npos) {
-    absl::StatusOr<std::string> found = FindCompiler(program, lookup);
-    if (!found.ok()) return "";
-    program = *found;
+  return std::string(absl::StripAsciiWhitespace(run->stdout_text));
+}
+
+// The roles DriverPrograms answers and the program name each asks the driver for.
+constexpr std::pair<const char*, const char*> kDriverPrograms[] = {
+    {"cc1", "cc1"},           {"cc1plus", "cc1plus"}, {"as", "as"},
+    {"collect2", "collect2"}, {"linker", "ld"},
+};
+
+// The directories `compiler -print-search-dirs` searches for programs, in order.
+std::vector<std::string> ProgramDirs(const std::string& compiler) {
+  absl::StatusOr<ProcessResult> run = RunCaptured({compiler, "-print-search-dirs"});
+  std::vector<std::string> dirs;
+  if (!run.ok() || run->exit_code != 0) return dirs;
+  for (absl::string_view line : absl::StrSplit(run->stdout_text, '\n')) {
+    if (!absl::ConsumePrefix(&line, "programs: =")) continue;
+    for (absl::string_view dir : absl::StrSplit(line, ':', absl::SkipEmpty())) {
+      std::string normal = fs::path(std::string(dir)).lexically_normal().string();
+      if (std::find(dirs.begin(), dirs.end(), normal) == dirs.end()) dirs.push_back(normal);
+    }
   }
-  return RealPath(program);
+  return dirs;
+}
+
+// What the driver's answers depend on, hashed: its own stat, each program directory's (a
+// program added to one changes its mtime and ctime) and the environment it searches with.
+std::string DriverFingerprint(const std::string& driver, const std::vector<std::string>& dirs,
+                              const ToolLookup& lookup) {
+  std::string text;
+  auto add = [&text](const std::string& path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+      absl::StrAppend(&text, path, " absent\n");
+      return;
+    }
+    absl::StrAppend(&text, path, " ", st.st_dev, " ", st.st_ino, " ", st.st_size, " ",
+                    st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, " ", st.st_ctim.tv_sec, ".",
+                    st.st_ctim.tv_nsec, "\n");
+  };
+  add(driver);
+  for (const std::string& dir : dirs) add(dir);
+  for (const char* name : {"PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH"}) {
+    absl::StrAppend(&text, name, "=", Get(lookup.env, name), "\n");
+  }
+  return Sha256Hex(text);
+}
+
+// The driver's answers (by role, as printed) from the memo, if its line still holds.
+std::optional<std::vector<std::string>> RecallPrograms(const std::string& memo,
+                                                       const std::string& driver,
+                                                       const ToolLookup& lookup) {
+  absl::StatusOr<std::string> text = ReadWholeFile(memo);
+  if (!text.ok()) return std::nullopt;
+  // Each line: driver \t program dirs (':'-joined) \t fingerprint \t one answer per role.
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> fields = absl::StrSplit(line, '\t');
+    if (fields.size() != 3 + std::size(kDriverPrograms) || fields[0] != driver) continue;
+    std::vector<std::string> dirs = absl::StrSplit(fields[1], ':', absl::SkipEmpty());
+    if (DriverFingerprint(driver, dirs, lookup) != fields[2]) return std::nullopt;
+    return std::vector<std::string>(fields.begin() + 3, fields.end());
+  }
+  return std::nullopt;
+}
+
+// Memoizes the driver's answers: its line replaces any earlier one (written whole and renamed:
+// launchers running at once never see half a file; the last one wins).
+void RememberPrograms(const std::string& memo, const std::string& driver,
+                      const std::vector<std::string>& dirs, const std::string& fingerprint,
+                      const std::vector<std::string>& answers) {
+  auto printable = [](absl::string_view field) {
+    return field.find_first_of("\t\n") == absl::string_view::npos;
+  };
+  if (!printable(driver) || !std::all_of(answers.begin(), answers.end(), printable) ||
+      !std::all_of(dirs.begin(), dirs.end(), printable)) {
+    return;
+  }
+  std::string text;
+  absl::StatusOr<std::string> before = ReadWholeFile(memo);
+  if (before.ok()) {
+    for (absl::string_view line : absl::StrSplit(*before, '\n', absl::SkipEmpty())) {
+      if (!absl::StartsWith(line, absl::StrCat(driver, "\t"))) absl::StrAppend(&text, line, "\n");
+    }
+  }
+  absl::StrAppend(&text, driver, "\t", absl::StrJoin(dirs, ":"), "\t", fingerprint, "\t",
+                  absl::StrJoin(answers, "\t"), "\n");
+  std::error_code ec;
+  fs::create_directories(fs::path(memo).parent_path(), ec);
+  (void)WriteFileAtomically(memo, text);  // only a shortcut
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ToolFile>> DriverPrograms(const std::string& compiler,
+                                                     const ToolLookup& lookup) {
+  std::string driver = RealPath(compiler);
+  if (driver.empty()) return absl::NotFoundError(absl::StrCat("cannot find ", compiler));
+  std::optional<std::vector<std::string>> answers;
+  if (!lookup.programs_memo.empty()) answers = RecallPrograms(lookup.programs_memo, driver, lookup);
+  if (!answers.has_value()) {
+    std::vector<std::string> dirs = ProgramDirs(compiler);
+    std::string fingerprint = DriverFingerprint(driver, dirs, lookup);
+    answers.emplace();
+    for (const auto& [role, name] : kDriverPrograms) answers->push_back(AskDriver(compiler, name));
+    // Unchanged while they were asked: else the next command asks again.
+    if (!lookup.programs_memo.empty() && DriverFingerprint(driver, dirs, lookup) == fingerprint) {
+      RememberPrograms(lookup.programs_memo, driver, dirs, fingerprint, *answers);
+    }
+  }
+  std::vector<ToolFile> programs;
+  for (size_t i = 0; i < std::size(kDriverPrograms); ++i) {
+    std::string program = (*answers)[i];
+    if (!program.empty() && program.find('/') == std::string::npos) {
+      absl::StatusOr<std::string> found = FindCompiler(program, lookup);
+      program = found.ok() ? *found : "";
+    }
+    programs.push_back({kDriverPrograms[i].first, program.empty() ? "" : RealPath(program)});
+  }
+  return programs;
+}
+
+namespace {
+
+// The programs of `driver`'s with the given roles, each named `prefix` + role.
+absl::Status AddDriverPrograms(const std::string& driver, const ToolLookup& lookup,
+                               std::initializer_list<absl::string_view> roles,
+                               absl::string_view prefix, std::vector<ToolFile>& tools) {
+  absl::StatusOr<std::vector<ToolFile>> programs = DriverPrograms(driver, lookup);
+  if (!programs.ok()) return programs.status();
+  for (ToolFile& program : *programs) {
+    if (std::find(roles.begin(), roles.end(), program.role) == roles.end()) continue;
+    if (program.role == "linker" && program.path.empty()) {
+      return absl::NotFoundError(absl::StrCat(driver, " names no linker (-print-prog-name=ld)"));
+    }
+    tools.push_back({absl::StrCat(prefix, program.role), std::move(program.path)});
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -93,15 +226,12 @@ absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
   if (real.empty()) return absl::NotFoundError(absl::StrCat("cannot find ", compiler));
   if (command.family == CompilerFamily::kGcc) {
     tools.push_back({"compiler", real});
-    if (RunsLinker(command.kind)) {
-      std::string linker = ProgramOfDriver(compiler, "ld", lookup);
-      if (linker.empty()) {
-        return absl::NotFoundError(
-            absl::StrCat(compiler, " names no linker (-print-prog-name=ld)"));
-      }
-      tools.push_back({"linker", linker});
-      tools.push_back({"collect2", ProgramOfDriver(compiler, "collect2", lookup)});
-    }
+    absl::Status added =
+        RunsLinker(command.kind)
+            ? AddDriverPrograms(compiler, lookup, {"cc1", "cc1plus", "as", "linker", "collect2"},
+                                "", tools)
+            : AddDriverPrograms(compiler, lookup, {"cc1", "cc1plus", "as"}, "", tools);
+    if (!added.ok()) return added;
     return tools;
   }
   fs::path bin = fs::path(real).parent_path();
@@ -126,6 +256,8 @@ absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
   absl::StatusOr<std::string> host_path = FindCompiler(host, lookup);
   if (!host_path.ok()) return host_path.status();
   tools.push_back({"host compiler", RealPath(*host_path)});
+  absl::Status added = AddDriverPrograms(*host_path, lookup, {"cc1plus", "as"}, "host ", tools);
+  if (!added.ok()) return added;
   return tools;
 }
 

@@ -22,6 +22,9 @@ struct ToolLookup {
   Environment env;  // PATH, CUDA_HOME, NVCC_CCBIN are read from it
   // The kcache binaries (realpaths: kcache and kcache-launch); never chosen as a compiler.
   std::vector<std::string> kcache_binaries;
+  // Where what a gcc driver runs (DriverPrograms) is memoized; "" asks the driver every time.
+  // KCACHE_STATE_DIR/driver-programs by default.
+  std::string programs_memo;
 
   bool IsKcache(const std::string& real_path) const {
     return std::find(kcache_binaries.begin(), kcache_binaries.end(), real_path) !=
@@ -43,10 +46,20 @@ struct ToolFile {
   std::string path;  // "" when the file is absent (keyed as absent)
 };
 
-// Every file the compile runs: for gcc, the compiler, and when it links (a shared object) the
-// linker and collect2 it runs (`-print-prog-name`, a bare name found in PATH); for nvcc, nvcc,
-// nvcc.profile, cicc, ptxas, cudafe++, fatbinary, nvlink, libdevice and the host compiler
-// (-ccbin, else NVCC_CCBIN, else gcc in PATH). The linker's role is "linker".
+// The programs a gcc driver runs for a compile and a link, by role: "cc1", "cc1plus", "as",
+// "collect2", "linker" (ld), each the real path of what `-print-prog-name=NAME` names (a bare
+// name found in PATH), or "" when there is none. Asking the driver takes a process each
+// (~3 ms): the answers are memoized in lookup.programs_memo while the driver's stat, each
+// directory it searches for programs (`-print-search-dirs`; a program added to one shows as
+// its change) and PATH, GCC_EXEC_PREFIX and COMPILER_PATH are what they were; a bare name is
+// looked up in PATH again each time.
+absl::StatusOr<std::vector<ToolFile>> DriverPrograms(const std::string& compiler,
+                                                     const ToolLookup& lookup);
+
+// Every file the compile runs: for gcc, the compiler and DriverPrograms' cc1, cc1plus and as,
+// and when it links (a shared object) its linker and collect2; for nvcc, nvcc, nvcc.profile,
+// cicc, ptxas, cudafe++, fatbinary, nvlink, libdevice and the host compiler (-ccbin, else
+// NVCC_CCBIN, else gcc in PATH) with its cc1plus and as. The linker's role is "linker".
 absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
                                                 const std::string& compiler,
                                                 const ToolLookup& lookup);

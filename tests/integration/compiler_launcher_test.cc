@@ -318,6 +318,30 @@ TEST_F(CompilerLauncherTest, LinkOfObjectsHitsWhenOnlyALibrarysCodeChanged) {
   EXPECT_TRUE(testing::SameFile(tmp_ / "b2/libanswer.so", FreshLink(tmp_, "b2")));
 }
 
+// The programs the driver runs are keyed by content: another assembler first in PATH; one put
+// later into a directory the driver searches for programs (COMPILER_PATH's here), though the
+// environment is the same and what the driver answered before is memoized.
+TEST_F(CompilerLauncherTest, AnotherAssemblerMissesEvenOnceTheDriversAnswersAreMemoized) {
+  ASSERT_EQ(Build("b1", Compile()), Outcome::kMiss) << last_output_;
+  ASSERT_EQ(Build("b2", Compile()), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(fs::exists(tmp_ / "state/driver-programs"));
+  std::string as = tmp_.Write("aswrap/as", "#!/bin/sh\nexec /usr/bin/as \"$@\"\n");
+  fs::permissions(as, fs::perms::owner_all);
+  LauncherEnv other_as = env_;
+  other_as.extra = absl::StrCat("PATH=", tmp_ / "aswrap", ":$PATH");
+  EXPECT_EQ(Build("b3", Compile(), &other_as), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b4", Compile(), &other_as), Outcome::kHit) << last_output_;
+
+  fs::create_directories(tmp_ / "programs");
+  LauncherEnv searched = env_;
+  searched.extra = absl::StrCat("COMPILER_PATH=", tmp_ / "programs");
+  ASSERT_EQ(Build("b5", Compile(), &searched), Outcome::kMiss) << last_output_;  // keyed env
+  ASSERT_EQ(Build("b6", Compile(), &searched), Outcome::kHit) << last_output_;
+  fs::copy_file(as, tmp_ / "programs/as");
+  EXPECT_EQ(Build("b7", Compile(), &searched), Outcome::kMiss) << last_output_;
+  EXPECT_EQ(Build("b8", Compile(), &searched), Outcome::kHit) << last_output_;
+}
+
 // -march=native is keyed by what the compiler expands it to here. A wrapper stands in for
 // the same compiler on another CPU: with FAKE_CPU set (an environment variable kcache does
 // not key), its `-###` expansion names one more feature flag.
