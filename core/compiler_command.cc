@@ -202,6 +202,7 @@ struct Parse {
   bool language_given = false;
   bool header_language = false;  // -x c-header / c++-header before the source
   bool shared = false;           // -shared
+  std::string language;          // the last -x value
   std::vector<std::string> inputs;
   ParsedCompilerCommand failed;  // set when a reason was found
   bool failed_set = false;
@@ -251,6 +252,7 @@ struct Parse {
       case Role::kLanguage:
         language_given = value != "none";
         header_language = value == "c-header" || value == "c++-header";
+        language = std::string(value);
         break;
       case Role::kDebug:
         command.debug_info = true;
@@ -288,9 +290,11 @@ struct Parse {
       } else if (shared && (one_source || only_objects)) {
         command.kind = one_source ? CompilerOutput::kSharedLibrary : CompilerOutput::kLinkedLibrary;
         // What the linker is told past the driver (-Wl,--version-script=FILE, -Wl,-Map=FILE)
-        // may read or write files its dependency output does not list: never guessed at.
+        // may read or write files its dependency output does not list, and a link-time
+        // optimization runs lto1, a tool not keyed: never guessed at.
         for (const std::string& arg : command.args) {
-          if (absl::StartsWith(arg, "-Wl,") || absl::StartsWith(arg, "-fuse-ld")) {
+          if (absl::StartsWith(arg, "-Wl,") || absl::StartsWith(arg, "-fuse-ld") ||
+              absl::StartsWith(arg, "-flto")) {
             Fail(UncachedReason::kUnknownOption, arg);
           }
         }
@@ -317,6 +321,8 @@ struct Parse {
     }
     if (!have_output) return Uncached(UncachedReason::kNoOutput, "no -o");
     command.source = inputs[0];
+    command.c_language = language_given ? (language == "c" || language == "c-header")
+                                        : absl::EndsWith(command.source, ".c");
     ParsedCompilerCommand parsed;
     parsed.command = std::move(command);
     return parsed;

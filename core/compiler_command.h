@@ -94,6 +94,9 @@ struct CompilerCommand {
   // the compiler with -MD there instead: the manifest needs every header, and the dependency
   // file then lists system headers too (ninja and make read it the same).
   int user_only_deps_arg = -1;
+  // gcc compiles the source as C (a .c file, -x c, -x c-header): its compiler proper is cc1,
+  // not cc1plus.
+  bool c_language = false;
   std::string ccbin;        // nvcc -ccbin / --compiler-bindir value; "" when absent
   bool debug_info = false;  // -g (not -g0), -G, -lineinfo: the output holds paths
   // gcc's -march=native, -mtune=native, -mcpu=native, as written and in order: the launcher

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <initializer_list>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -146,8 +146,14 @@ absl::StatusOr<std::vector<ToolFile>> DriverPrograms(const std::string& compiler
   if (!answers.has_value()) {
     std::vector<std::string> dirs = ProgramDirs(compiler);
     std::string fingerprint = DriverFingerprint(driver, dirs, lookup);
-    answers.emplace();
-    for (const auto& [role, name] : kDriverPrograms) answers->push_back(AskDriver(compiler, name));
+    // One process per name (gcc answers one -print-prog-name a run), all at once.
+    answers.emplace(std::size(kDriverPrograms));
+    std::vector<std::thread> asking;
+    for (size_t i = 0; i < std::size(kDriverPrograms); ++i) {
+      asking.emplace_back(
+          [&, i] { (*answers)[i] = AskDriver(compiler, kDriverPrograms[i].second); });
+    }
+    for (std::thread& thread : asking) thread.join();
     // Unchanged while they were asked: else the next command asks again.
     if (!lookup.programs_memo.empty() && DriverFingerprint(driver, dirs, lookup) == fingerprint) {
       RememberPrograms(lookup.programs_memo, driver, dirs, fingerprint, *answers);
@@ -169,7 +175,7 @@ namespace {
 
 // The programs of `driver`'s with the given roles, each named `prefix` + role.
 absl::Status AddDriverPrograms(const std::string& driver, const ToolLookup& lookup,
-                               std::initializer_list<absl::string_view> roles,
+                               const std::vector<absl::string_view>& roles,
                                absl::string_view prefix, std::vector<ToolFile>& tools) {
   absl::StatusOr<std::vector<ToolFile>> programs = DriverPrograms(driver, lookup);
   if (!programs.ok()) return programs.status();
@@ -226,11 +232,13 @@ absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,
   if (real.empty()) return absl::NotFoundError(absl::StrCat("cannot find ", compiler));
   if (command.family == CompilerFamily::kGcc) {
     tools.push_back({"compiler", real});
-    absl::Status added =
-        RunsLinker(command.kind)
-            ? AddDriverPrograms(compiler, lookup, {"cc1", "cc1plus", "as", "linker", "collect2"},
-                                "", tools)
-            : AddDriverPrograms(compiler, lookup, {"cc1", "cc1plus", "as"}, "", tools);
+    // A link of objects runs only the linker; a compile its compiler proper and assembler.
+    std::vector<absl::string_view> roles;
+    if (command.kind != CompilerOutput::kLinkedLibrary) {
+      roles = {command.c_language ? "cc1" : "cc1plus", "as"};
+    }
+    if (RunsLinker(command.kind)) roles.insert(roles.end(), {"linker", "collect2"});
+    absl::Status added = AddDriverPrograms(compiler, lookup, roles, "", tools);
     if (!added.ok()) return added;
     return tools;
   }

@@ -56,8 +56,9 @@ struct ToolFile {
 absl::StatusOr<std::vector<ToolFile>> DriverPrograms(const std::string& compiler,
                                                      const ToolLookup& lookup);
 
-// Every file the compile runs: for gcc, the compiler and DriverPrograms' cc1, cc1plus and as,
-// and when it links (a shared object) its linker and collect2; for nvcc, nvcc, nvcc.profile,
+// Every file the compile runs: for gcc, the compiler, and of DriverPrograms' the compiler
+// proper (cc1 for C, else cc1plus) and as when it compiles, the linker and collect2 when it
+// links (a link of objects only these); for nvcc, nvcc, nvcc.profile,
 // cicc, ptxas, cudafe++, fatbinary, nvlink, libdevice and the host compiler (-ccbin, else
 // NVCC_CCBIN, else gcc in PATH) with its cc1plus and as. The linker's role is "linker".
 absl::StatusOr<std::vector<ToolFile>> ToolFiles(const CompilerCommand& command,

@@ -133,6 +133,21 @@ TEST(CompilerCommandTest, NativeTuningIsKeptForTheLauncherToExpand) {
                   .command.native_args.empty());
 }
 
+// The compiler proper gcc runs follows the language: cc1 for C, cc1plus otherwise.
+TEST(CompilerCommandTest, LanguageSaysWhichCompilerProperRuns) {
+  auto c_language = [](std::vector<std::string> args) {
+    ParsedCompilerCommand parsed = ParseCompilerCommand(CompilerFamily::kGcc, args);
+    EXPECT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+    return parsed.command.c_language;
+  };
+  EXPECT_TRUE(c_language({"-c", "a.c", "-o", "a.o"}));
+  EXPECT_FALSE(c_language({"-c", "a.cc", "-o", "a.o"}));
+  EXPECT_FALSE(c_language({"-c", "a.C", "-o", "a.o"}));
+  EXPECT_TRUE(c_language({"-x", "c", "-c", "a.cc", "-o", "a.o"}));
+  EXPECT_FALSE(c_language({"-x", "c++", "-c", "a.c", "-o", "a.o"}));
+  EXPECT_TRUE(c_language({"-x", "c-header", "a.h", "-o", "a.h.gch"}));
+}
+
 // torch's link of an extension: its objects into the module, against torch's libraries.
 TEST(CompilerCommandTest, LinkOfObjectsIntoASharedObjectIsCached) {
   ParsedCompilerCommand parsed = ParseCompilerCommand(
@@ -162,6 +177,8 @@ TEST(CompilerCommandTest, EachUncachedReason) {
        {"a.o", "-shared", "-Wl,--version-script=v", "-o", "a.so"},
        UncachedReason::kUnknownOption},
       {kG, {"a.o", "-shared", "-MD", "-MF", "a.d", "-o", "a.so"}, UncachedReason::kUnknownOption},
+      {kG, {"a.o", "-shared", "-flto", "-o", "a.so"}, UncachedReason::kUnknownOption},
+      {kG, {"a.cc", "-shared", "-flto=auto", "-o", "a.so"}, UncachedReason::kUnknownOption},
       {kG, {"a.o", "b.o", "-shared"}, UncachedReason::kNoOutput},
       {kG, {"-E", "a.cc"}, UncachedReason::kPreprocessOnly},
       {kN, {"-M", "a.cu"}, UncachedReason::kPreprocessOnly},
