@@ -1,7 +1,7 @@
 """bench/torch_ext: a torch extension's load() as a new pod builds it, with and without caches.
 
 Run by hand (not in CI; each torch-header compile takes a minute on 2 cores):
-    scripts/venv-python bench/torch_ext/bench.py [--archs 8.9 "7.5;8.6;8.9;9.0"]
+    scripts/venv-python bench/torch_ext/bench.py [--archs 8.9 "7.5;8.6;8.9;9.0"] [--pods 3]
 
 For each architecture list, the same extension (tests/torch/ext: a .cpp binding and a .cu with
 a dispatched template kernel, both including torch/extension.h) is built the way a new pod
@@ -15,15 +15,19 @@ builds it — a fresh TORCH_EXTENSIONS_DIR at a new path, a new process — with
   kcache    recorded with `kcache run --store`, served by a new kcached over that store baked,
             `kcache run --server` (configured by kcache run alone), with an empty state
             directory, as a new pod has (no digest memo: every header and library is read)
-It prints load() seconds, the ratio to `none`, and for kcache the hits (the two compiles and
-the link) and the milliseconds per command served when run again alone (from KCACHE_LOG's
-lines).
+Each peer's pod is built --pods times (default 3), each time at a new path (and for kcache with
+a new kcached and state directory), after one fill: it prints the median load() seconds and
+the spread, the ratio to `none` (built once), and for kcache the hits of every pod (the two
+compiles and the link), each served command's milliseconds in the pods (KCACHE_LOG's lines)
+and when run again alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import statistics
 import shutil
 import subprocess
 import sys
@@ -77,7 +81,11 @@ def time_served_commands(build_dir: Path, env_extra: dict) -> list[float]:
     return times
 
 
-def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[str, str]]:
+def summary(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds):.2f} s (of {len(seconds)}: {min(seconds):.2f}-{max(seconds):.2f})"
+
+
+def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path, pods: int) -> list[tuple[str, str]]:
     # torch would put ccache or sccache (when on PATH) in front of $CXX in every configuration.
     arch_env = {"TORCH_CUDA_ARCH_LIST": arch, "MAX_JOBS": str(os.cpu_count() or 2),
                 "TORCH_NO_COMPILER_WRAPPER": "1"}
@@ -85,10 +93,13 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[st
     none_s, _ = load(tmp / "none/a", arch_env)
     rows.append(("none", f"{none_s:.2f} s"))
 
-    shutil.copytree(tmp / "none/a", tmp / "copied/elsewhere", symlinks=True)
-    copied_s, _ = load(tmp / "copied/elsewhere", arch_env)
-    rows.append(("copied", f"{copied_s:.2f} s"))
+    copied = []
+    for pod in range(pods):
+        shutil.copytree(tmp / "none/a", tmp / f"copied/elsewhere{pod}", symlinks=True)
+        copied.append(load(tmp / f"copied/elsewhere{pod}", arch_env)[0])
+    rows.append(("copied", summary(copied)))
 
+    peer = {}
     for tool, env in (("ccache", {"CCACHE_DIR": str(tmp / "ccache-dir"), "CCACHE_BASEDIR": str(tmp),
                                   "CCACHE_NOHASHDIR": "1"}),
                       ("sccache", {"SCCACHE_DIR": str(tmp / "sccache-dir")})):
@@ -99,44 +110,58 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path) -> list[tuple[st
             continue
         env = {**arch_env, **env, **wrappers(tmp, tool, found)}
         load(tmp / tool / "fill", env)
-        seconds, _ = load(tmp / tool / "pod/other", env)
-        rows.append((tool, f"{seconds:.2f} s"))
+        peer[tool] = [load(tmp / tool / f"pod{pod}/other", env)[0] for pod in range(pods)]
+        rows.append((tool, summary(peer[tool])))
 
     store = tmp / "kcache-baked"
     record = [kcache, "run", "--store", str(store), "--shims", str(tmp / "shims"), "--"]
     load(tmp / "kcache/image", {**arch_env, "KCACHE_STATE_DIR": str(tmp / "state")}, record)
-    socket = tmp / "kcache.sock"
-    daemon = subprocess.Popen([kcached, "--store", str(tmp / "pod-store"), "--baked", str(store),
-                               "--no-toolkit", "--listen", f"unix://{socket}"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while not socket.exists():
-            time.sleep(0.05)
-        serve = [kcache, "run", "--server", f"unix://{socket}", "--shims", str(tmp / "shims"), "--"]
-        pod_state = {"KCACHE_STATE_DIR": str(tmp / "pod-state")}
-        seconds, out = load(tmp / "kcache/pod/other", {**arch_env, **pod_state, "KCACHE_LOG": "1"},
-                            serve)
-        per_command = time_served_commands(tmp / "kcache/pod/other/kcache_bench_ext",
-                                           {**pod_state, "KCACHE_SERVER": f"unix://{socket}"})
-    finally:
-        daemon.terminate()
-        daemon.wait(30)
-    hits = out.count("kcache: hit ")
-    rows.append(("kcache", f"{seconds:.2f} s, {hits} commands hit, {out.count('kcache: miss ')} missed"))
-    rows.append(("kcache/none", f"{seconds / none_s:.3f}"))
-    rows.append(("kcache/command", ", ".join(f"{ms:.1f} ms" for ms in per_command)))
+    serve_times, hits, misses, served_ms = [], [], 0, []
+    for pod in range(pods):
+        socket = tmp / f"kcache{pod}.sock"
+        daemon = subprocess.Popen([kcached, "--store", str(tmp / f"pod-store{pod}"), "--baked",
+                                   str(store), "--no-toolkit", "--listen", f"unix://{socket}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while not socket.exists():
+                time.sleep(0.05)
+            serve = [kcache, "run", "--server", f"unix://{socket}", "--shims", str(tmp / "shims"),
+                     "--"]
+            pod_state = {"KCACHE_STATE_DIR": str(tmp / f"pod-state{pod}")}
+            seconds, out = load(tmp / f"kcache/pod{pod}/other",
+                                {**arch_env, **pod_state, "KCACHE_LOG": "1"}, serve)
+            if pod == pods - 1:
+                per_command = time_served_commands(tmp / f"kcache/pod{pod}/other/kcache_bench_ext",
+                                                   {**pod_state, "KCACHE_SERVER": f"unix://{socket}"})
+        finally:
+            daemon.terminate()
+            daemon.wait(30)
+        serve_times.append(seconds)
+        hits.append(out.count("kcache: hit "))
+        misses += out.count("kcache: miss ")
+        served_ms += re.findall(r"kcache: hit \S+ \(([0-9.]+) ms\)", out)
+    rows.append(("kcache", f"{summary(serve_times)}, commands hit per pod {hits}, {misses} missed"))
+    rows.append(("kcache/none", f"{statistics.median(serve_times) / none_s:.3f}"))
+    for name, times in (("copied", copied), *peer.items()):
+        rows.append((f"kcache/{name}",
+                     f"{statistics.median(serve_times) / statistics.median(times):.2f}"))
+    rows.append(("kcache/pods", "commands served in the pods: " +
+                 ", ".join(f"{float(ms):.0f}" for ms in served_ms) + " ms"))
+    rows.append(("kcache/command", "run again alone: " +
+                 ", ".join(f"{ms:.1f} ms" for ms in per_command)))
     return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--archs", nargs="+", default=["8.9", "7.5;8.6;8.9;9.0"])
+    parser.add_argument("--pods", type=int, default=3, help="pods built per peer (median)")
     parser.add_argument("--kcache", default=str(ROOT / "build/client/cli/kcache"))
     parser.add_argument("--kcached", default=str(ROOT / "build/daemon/kcached"))
     args = parser.parse_args()
     for arch in args.archs:
         with tempfile.TemporaryDirectory(prefix="kcache-torch-bench-") as tmp:
-            for name, value in bench_arch(arch, args.kcache, args.kcached, Path(tmp)):
+            for name, value in bench_arch(arch, args.kcache, args.kcached, Path(tmp), args.pods):
                 print(f"TORCH_CUDA_ARCH_LIST={arch:<16} {name:<12} {value}", flush=True)
     return 0
 
