@@ -349,28 +349,12 @@ void FileDigests::Remember(const std::string& path, const struct stat& st, const
 }
 
 absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path, DigestKind kind) {
-  struct stat st {};
-  std::string memo_key = MemoKey(path, kind);
-  absl::string_view prefix = kind == DigestKind::kContent ? "" : kLinkInputPrefix;
-  std::optional<Known> known = Find(memo_key);
-  auto [dir, name] = Directory(path);
-  if (Vouches(known, dir, path.c_str() + name, &st)) {
-    FileDigest digest;
-    digest.sha256 = absl::StrCat(prefix, known->sha256);
-    digest.has_time_macro = known->has_time_macro;
-    digest.changed = Changed(st);
-    return digest;
-  }
-  absl::Time read_at = absl::Now();  // before the read: an edit after it changes the stat
-  absl::StatusOr<FileDigest> digest = ReadDigest(dir, path, name, &st, kind);
-  if (!digest.ok()) return digest;
-  Remember(memo_key, st, *digest, read_at);
-  digest->sha256.insert(0, prefix.data(), prefix.size());
-  return digest;
+  return std::move(DigestAll({path}, kind).front());
 }
 
 std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
-    const std::vector<std::string>& paths) {
+    const std::vector<std::string>& paths, DigestKind kind) {
+  absl::string_view prefix = kind == DigestKind::kContent ? "" : kLinkInputPrefix;
   std::vector<absl::StatusOr<FileDigest>> digests(paths.size(), absl::UnknownError("not digested"));
   // Serially: what the memo vouches for; the rest's directories.
   struct Pending {
@@ -378,16 +362,16 @@ std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
     int dir;
     size_t name;
     struct stat st;
-    absl::Time read_at;
+    absl::Time read_at;  // before the read: an edit after it changes the stat
   };
   std::vector<Pending> pending;
   for (size_t i = 0; i < paths.size(); ++i) {
     struct stat st {};
-    std::optional<Known> known = Find(paths[i]);
+    std::optional<Known> known = Find(MemoKey(paths[i], kind));
     auto [dir, name] = Directory(paths[i]);
     if (Vouches(known, dir, paths[i].c_str() + name, &st)) {
       FileDigest digest;
-      digest.sha256 = std::string(known->sha256);
+      digest.sha256 = absl::StrCat(prefix, known->sha256);
       digest.has_time_macro = known->has_time_macro;
       digest.changed = Changed(st);
       digests[i] = std::move(digest);
@@ -401,8 +385,7 @@ std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
     for (size_t p = next++; p < pending.size(); p = next++) {
       Pending& file = pending[p];
       file.read_at = absl::Now();
-      digests[file.index] =
-          ReadDigest(file.dir, paths[file.index], file.name, &file.st, DigestKind::kContent);
+      digests[file.index] = ReadDigest(file.dir, paths[file.index], file.name, &file.st, kind);
     }
   };
   size_t threads = std::min<size_t>(
@@ -411,10 +394,12 @@ std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (std::thread& thread : pool) thread.join();
+  // Serially: memoized as read (the memo keeps the hex digits), then spelled with the kind.
   for (const Pending& file : pending) {
-    if (digests[file.index].ok()) {
-      Remember(paths[file.index], file.st, *digests[file.index], file.read_at);
-    }
+    absl::StatusOr<FileDigest>& digest = digests[file.index];
+    if (!digest.ok()) continue;
+    Remember(MemoKey(paths[file.index], kind), file.st, *digest, file.read_at);
+    digest->sha256.insert(0, prefix.data(), prefix.size());
   }
   return digests;
 }

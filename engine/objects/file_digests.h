@@ -67,10 +67,11 @@ class FileDigests {
   absl::StatusOr<FileDigest> Digest(const std::string& path,
                                     DigestKind kind = DigestKind::kContent);
 
-  // Digest(path) of each of `paths`, the files the memo does not vouch for read and hashed on
-  // up to kMaxCheckThreads threads at once (nvcc's tools are ~200 MB: a new pod's first .cu
-  // digests them all).
-  std::vector<absl::StatusOr<FileDigest>> DigestAll(const std::vector<std::string>& paths);
+  // Digest(path, kind) of each of `paths`, the files the memo does not vouch for read and
+  // hashed on up to kMaxCheckThreads threads at once (nvcc's tools are ~200 MB: a new pod's
+  // first .cu digests them all).
+  std::vector<absl::StatusOr<FileDigest>> DigestAll(const std::vector<std::string>& paths,
+                                                    DigestKind kind = DigestKind::kContent);
 
   // A file and the digest it was recorded with (a manifest's entry, its path resolved); its
   // kind is the one the digest's spelling says.

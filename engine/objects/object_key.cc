@@ -269,8 +269,10 @@ bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests
   size_t bad = digests.FirstMismatch(files);
   if (bad == files.size()) return true;
   if (first_difference != nullptr) {
-    absl::StatusOr<FileDigest> digest = digests.Digest(files[bad].path);
     bool linked = absl::StartsWith(manifest[bad].second, kLinkInputPrefix);
+    // Digested as recorded: a library's whole bytes would be read for one word.
+    absl::StatusOr<FileDigest> digest =
+        digests.Digest(files[bad].path, linked ? DigestKind::kLinkInput : DigestKind::kContent);
     *first_difference =
         absl::StrCat(linked ? "linker input " : "header ", dirs.Restore(manifest[bad].first),
                      digest.ok() ? " changed" : " is missing");
