@@ -69,4 +69,15 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
   return absl::OkStatus();
 }
 
+size_t PreadFull(int fd, uint64_t offset, char* into, size_t length) {
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n = pread(fd, into + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
 }  // namespace kcache

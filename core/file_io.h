@@ -1,8 +1,11 @@
 // Whole-file reads and atomic writes, for the small files the tools read and write whole: a
-// baked manifest, a launcher's outputs and the compiler's dependency file, the digest memo.
+// baked manifest, a launcher's outputs and the compiler's dependency file, the digest memo;
+// and reads at an offset, for the large ones read a piece at a time.
 #ifndef KCACHE_CORE_FILE_IO_H_
 #define KCACHE_CORE_FILE_IO_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -20,6 +23,10 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 // never part of one. PermissionDenied naming the file and the cause when either step fails;
 // the temporary file is then removed.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
+
+// Reads up to `length` bytes of `fd` at `offset` into `into` (pread, again after EINTR and a
+// short read): the count read, less than `length` only at the file's end or on an error.
+size_t PreadFull(int fd, uint64_t offset, char* into, size_t length);
 
 }  // namespace kcache
 

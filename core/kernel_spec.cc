@@ -1,7 +1,5 @@
 #include "core/kernel_spec.h"
 
-#include <xxhash.h>
-
 #include <atomic>
 
 #include "absl/status/status.h"
@@ -9,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/sha256.h"
+#include "core/xxh128.h"
 
 namespace kcache {
 namespace {
@@ -126,14 +125,10 @@ KernelId ComputeKernelId(const KernelSpec& spec) {
 }
 
 KernelFingerprint FingerprintKernel(const KernelSpec& spec) {
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_128bits_reset(state);
-  FrameKernel(spec, [state](absl::string_view piece) {
-    XXH3_128bits_update(state, piece.data(), piece.size());
-  });
-  XXH128_hash_t hash = XXH3_128bits_digest(state);
-  XXH3_freeState(state);
-  return KernelFingerprint{hash.high64, hash.low64};
+  Xxh128 hash;
+  FrameKernel(spec, [&hash](absl::string_view piece) { hash.Update(piece); });
+  Xxh128Digest digest = hash.Finish();
+  return KernelFingerprint{digest.high, digest.low};
 }
 
 namespace {

@@ -74,7 +74,7 @@ KernelId ComputeKernelId(const KernelSpec& spec);
 // grows with the headers). Tests count it per request: a request is hashed once, at its edge.
 uint64_t KernelIdsComputed();
 
-// XXH3-128 of CanonicalKernelFraming(spec): a fast digest (~10x SHA-256's speed) of exactly
+// XXH3-128 (core/xxh128.h) of CanonicalKernelFraming(spec): a fast digest of exactly
 // what the kernel id covers, for a process to recognise a spec whose id it already knows
 // (client/lib/known_kernel_ids.h). Not collision-resistant: never a key, never sent, never
 // trusted across processes; only ComputeKernelId names a kernel.

@@ -1,5 +1,6 @@
-// SHA-256, the one way kcache computes it (kernel ids, the launchers' keys and file digests,
-// toolkit identities, shared-tier key ids).
+// SHA-256, the one way kcache computes it (kernel ids, the launchers' keys, toolkit identities,
+// shared-tier key ids: names a daemon trusts or shares; files' content digests in a launcher's
+// key are XXH3-128, core/xxh128.h says why).
 //
 // OpenSSL's low-level SHA-256 functions, not its one-shot SHA256() or EVP_Digest: in OpenSSL 3
 // those fetch the digest from a provider and, on a process's first call, load OpenSSL's

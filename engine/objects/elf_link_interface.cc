@@ -1,17 +1,16 @@
 #include "engine/objects/elf_link_interface.h"
 
 #include <elf.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "core/sha256.h"
+#include "core/file_io.h"
+#include "core/xxh128.h"
 
 namespace kcache::objects {
 namespace {
@@ -28,19 +27,11 @@ bool InFile(uint64_t offset, uint64_t length, uint64_t size) {
 }
 
 bool ReadExactly(int fd, uint64_t offset, void* into, size_t length) {
-  auto* out = static_cast<char*>(into);
-  size_t done = 0;
-  while (done < length) {
-    ssize_t n = pread(fd, out + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
+  return PreadFull(fd, offset, static_cast<char*>(into), length) == length;
 }
 
 // Hashes `length` bytes at `offset`, a chunk at a time: a section's size is the file's word.
-bool HashRange(int fd, uint64_t offset, uint64_t length, Sha256& hash) {
+bool HashRange(int fd, uint64_t offset, uint64_t length, Xxh128& hash) {
   std::string buffer;
   while (length > 0) {
     size_t take = static_cast<size_t>(std::min<uint64_t>(length, kReadChunk));
@@ -124,9 +115,9 @@ std::optional<std::string> ElfLinkInterfaceDigest(int fd, uint64_t size) {
     }
   }
 
-  Sha256 hash;
+  Xxh128 hash;
   hash.Update(
-      absl::string_view("kcache.elf-link-interface.v1", sizeof("kcache.elf-link-interface.v1")));
+      absl::string_view("kcache.elf-link-interface.v2", sizeof("kcache.elf-link-interface.v2")));
   hash.Update(absl::string_view(reinterpret_cast<const char*>(&header), sizeof(header)));
   if (!HashRange(fd, header.e_phoff, program_bytes, hash)) return std::nullopt;
   hash.Update(absl::string_view(reinterpret_cast<const char*>(sections.data()), section_bytes));
@@ -135,7 +126,7 @@ std::optional<std::string> ElfLinkInterfaceDigest(int fd, uint64_t size) {
     hash.Update(absl::StrCat("section ", i, "\n"));
     if (!HashRange(fd, sections[i].sh_offset, sections[i].sh_size, hash)) return std::nullopt;
   }
-  return DigestHex(hash.Finish());
+  return hash.Finish().Hex();
 }
 
 }  // namespace kcache::objects

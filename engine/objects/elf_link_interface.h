@@ -28,9 +28,10 @@
 
 namespace kcache::objects {
 
-// The link interface digest (64 lowercase hex digits) of the file open at `fd`, `size` bytes
-// long; nullopt when it is not a 64-bit little-endian ELF shared object (ET_DYN) whose
-// headers are all inside the file, or cannot be read whole: then only its bytes identify it.
+// The link interface digest (XXH3-128, core/xxh128.h: 32 lowercase hex digits) of the file
+// open at `fd`, `size` bytes long; nullopt when it is not a 64-bit little-endian ELF shared
+// object (ET_DYN) whose headers are all inside the file, or cannot be read whole: then only its
+// bytes identify it.
 std::optional<std::string> ElfLinkInterfaceDigest(int fd, uint64_t size);
 
 }  // namespace kcache::objects

@@ -24,14 +24,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/file_io.h"
-#include "core/sha256.h"
+#include "core/xxh128.h"
 #include "engine/objects/elf_link_interface.h"
 
 namespace kcache::objects {
 namespace {
 
-// 2: files from kTreeBytes on are digested as a tree of chunks (FileDigest::sha256).
-constexpr char kTableMagic[] = "kcache-file-digests 2";
+// 2: files from kTreeBytes on are digested as a tree of chunks (FileDigest::hex).
+// 3: XXH3-128, not SHA-256.
+constexpr char kTableMagic[] = "kcache-file-digests 3";
 
 constexpr size_t kTreeBytes = size_t{64} << 20;
 constexpr size_t kTreeChunk = size_t{16} << 20;
@@ -82,24 +83,17 @@ bool HasTimeMacro(absl::string_view text) {
 // the file ended or a read failed.
 void ReadAt(int fd, uint64_t offset, size_t size, std::string& out) {
   out.resize(size);
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = pread(fd, out.data() + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  out.resize(done);
+  out.resize(PreadFull(fd, offset, out.data(), size));
 }
 
-// The digest of a file of kTreeBytes or more: SHA-256 over a domain, the size and each
-// kTreeChunk's SHA-256 in order, the chunks read and hashed on up to 8 threads
+// The digest of a file of kTreeBytes or more: XXH3-128 over a domain, the size and each
+// kTreeChunk's XXH3-128 in order, the chunks read and hashed on up to 8 threads
 // (libtorch_cpu.so, 450 MB, is linked by every Inductor kernel: a new pod digests it first).
 // Each chunk's time-macro scan reaches kMacroOverlap bytes into the next.
 absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
                                                         const std::string& path) {
   size_t chunks = static_cast<size_t>((size + kTreeChunk - 1) / kTreeChunk);
-  std::vector<Sha256Digest> digests(chunks);
+  std::vector<Xxh128Digest> digests(chunks);
   std::vector<char> macros(chunks, 0), failed(chunks, 0);
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -114,7 +108,7 @@ absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
         failed[i] = 1;
         continue;
       }
-      digests[i] = Sha256Of(absl::string_view(buffer.data(), length));
+      digests[i] = Xxh128Of(absl::string_view(buffer.data(), length));
       macros[i] = HasTimeMacro(buffer) ? 1 : 0;
     }
   };
@@ -126,17 +120,15 @@ absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
   if (std::find(failed.begin(), failed.end(), 1) != failed.end()) {
     return absl::FailedPreconditionError(absl::StrCat("cannot read all of ", path));
   }
-  Sha256 tree;
-  tree.Update("kcache.file-tree.v1");
+  Xxh128 tree;
+  tree.Update("kcache.file-tree.v2");
   tree.Update(absl::StrCat(":", size, ":", kTreeChunk, ":"));
-  for (const auto& digest : digests) {
-    tree.Update(absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
-  }
-  return std::make_pair(DigestHex(tree.Finish()),
+  for (const Xxh128Digest& digest : digests) tree.Update(digest.Hex());
+  return std::make_pair(tree.Finish().Hex(),
                         std::find(macros.begin(), macros.end(), 1) != macros.end());
 }
 
-// The SHA-256 of a file under kTreeBytes and whether it names a time macro, read a piece at a
+// The XXH3-128 of a file under kTreeBytes and whether it names a time macro, read a piece at a
 // time into one buffer that stays in the cache (a new pod digests ~200 MB of nvcc's tools: a
 // buffer the file's size was page faults and zeroing for every byte). Each piece's time-macro
 // scan starts kMacroOverlap bytes into the piece before.
@@ -144,7 +136,7 @@ absl::StatusOr<std::pair<std::string, bool>> StreamDigest(int fd, uint64_t size,
                                                           const std::string& path) {
   constexpr size_t kPiece = size_t{256} << 10;
   std::string piece, seam;  // seam: the piece before's last kMacroOverlap bytes, then this one's
-  Sha256 hash;
+  Xxh128 hash;
   bool macro = false;
   for (uint64_t offset = 0; offset < size || offset == 0; offset += kPiece) {
     size_t length = static_cast<size_t>(std::min<uint64_t>(kPiece, size - offset));
@@ -160,7 +152,7 @@ absl::StatusOr<std::pair<std::string, bool>> StreamDigest(int fd, uint64_t size,
     }
     if (size == 0) break;
   }
-  return std::make_pair(DigestHex(hash.Finish()), macro);
+  return std::make_pair(hash.Finish().Hex(), macro);
 }
 
 // The memo's name for `path`'s digest of `kind`.
@@ -168,14 +160,14 @@ std::string MemoKey(const std::string& path, DigestKind kind) {
   return kind == DigestKind::kContent ? path : absl::StrCat(kLinkInputPrefix, path);
 }
 
-// The kind a recorded digest was made with, and its 64 hex digits.
+// The kind a recorded digest was made with, and its hex digits.
 std::pair<DigestKind, absl::string_view> KindOf(absl::string_view recorded) {
   if (absl::ConsumePrefix(&recorded, kLinkInputPrefix)) return {DigestKind::kLinkInput, recorded};
   return {DigestKind::kContent, recorded};
 }
 
 // The digest of `path`, opened through `dir` (its directory's descriptor, or AT_FDCWD) at
-// path + name; *st is its stat. Its 64 hex digits, without kind's prefix.
+// path + name; *st is its stat. Its hex digits, without kind's prefix.
 absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t name,
                                       struct stat* st, DigestKind kind) {
   int fd = openat(dir, path.c_str() + name, O_RDONLY | O_CLOEXEC);
@@ -194,7 +186,7 @@ absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t n
     std::optional<std::string> interface =
         ElfLinkInterfaceDigest(fd, static_cast<uint64_t>(st->st_size));
     if (interface.has_value()) {
-      digest.sha256 = *std::move(interface);
+      digest.hex = *std::move(interface);
       return digest;
     }
   }
@@ -202,13 +194,13 @@ absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t n
     absl::StatusOr<std::pair<std::string, bool>> tree =
         TreeDigest(fd, static_cast<uint64_t>(st->st_size), path);
     if (!tree.ok()) return tree.status();
-    digest.sha256 = std::move(tree->first);
+    digest.hex = std::move(tree->first);
     digest.has_time_macro = tree->second;
   } else {
     absl::StatusOr<std::pair<std::string, bool>> streamed =
         StreamDigest(fd, static_cast<uint64_t>(st->st_size), path);
     if (!streamed.ok()) return streamed.status();
-    digest.sha256 = std::move(streamed->first);
+    digest.hex = std::move(streamed->first);
     digest.has_time_macro = streamed->second;
   }
   return digest;
@@ -259,14 +251,16 @@ void FileDigests::Load() {
   if (first_end == nullptr || absl::string_view(at, first_end - at) != kTableMagic) return;
   at = first_end + 1;
   loaded_.reserve(static_cast<size_t>(std::count(at, end, '\n')));
-  // Each line: sha256 \t time-macro(0/1) \t "dev ino size mtime_ns ctime_ns" \t path. A line
+  // Each line: hex \t time-macro(0/1) \t "dev ino size mtime_ns ctime_ns" \t path. A line
   // without its three tabs is skipped here, one whose fields do not parse when looked up.
   while (at < end) {
     const char* line_end = static_cast<const char*>(memchr(at, '\n', end - at));
     if (line_end == nullptr) line_end = end;
     absl::string_view line(at, line_end - at);
     size_t first_tab = line.find('\t');
-    size_t path_tab = first_tab == 64 ? line.find('\t', line.find('\t', 65) + 1) : line.npos;
+    size_t path_tab = first_tab == kDigestHexDigits
+                          ? line.find('\t', line.find('\t', kDigestHexDigits + 1) + 1)
+                          : line.npos;
     if (path_tab != line.npos && path_tab + 1 < line.size()) {
       loaded_[line.substr(path_tab + 1)] = line.substr(0, path_tab);
     }
@@ -276,16 +270,19 @@ void FileDigests::Load() {
 
 std::optional<FileDigests::Known> FileDigests::Find(absl::string_view path) const {
   if (auto it = entries_.find(path); it != entries_.end()) {
-    return Known{it->second.stat, it->second.digest.sha256, it->second.digest.has_time_macro};
+    return Known{it->second.stat, it->second.digest.hex, it->second.digest.has_time_macro};
   }
   auto it = loaded_.find(path);
   if (it == loaded_.end()) return std::nullopt;
-  absl::string_view fields = it->second;  // sha256 \t macro \t five numbers
+  absl::string_view fields = it->second;  // hex \t macro \t five numbers
+  constexpr size_t kMacro = kDigestHexDigits + 1, kNumbers = kDigestHexDigits + 3;
   Known known;
-  known.sha256 = fields.substr(0, 64);
-  if (fields.size() < 68 || fields[64] != '\t' || fields[66] != '\t') return std::nullopt;
-  known.has_time_macro = fields[65] == '1';
-  const char* at = fields.data() + 67;
+  known.hex = fields.substr(0, kDigestHexDigits);
+  if (fields.size() < kNumbers + 1 || fields[kMacro - 1] != '\t' || fields[kMacro + 1] != '\t') {
+    return std::nullopt;
+  }
+  known.has_time_macro = fields[kMacro] == '1';
+  const char* at = fields.data() + kNumbers;
   const char* const end = fields.data() + fields.size();
   for (int i = 0; i < 5; ++i) {
     std::from_chars_result parsed = std::from_chars(at, end, known.stat.values[i]);
@@ -334,7 +331,7 @@ void FileDigests::Save() {
   for (const auto& [path, entry] : entries_) {
     if (path.find('\n') != std::string::npos) continue;
     const uint64_t* v = entry.stat.values;
-    absl::StrAppend(&text, entry.digest.sha256, "\t", entry.digest.has_time_macro ? "1" : "0", "\t",
+    absl::StrAppend(&text, entry.digest.hex, "\t", entry.digest.has_time_macro ? "1" : "0", "\t",
                     v[0], " ", v[1], " ", v[2], " ", v[3], " ", v[4], "\t", path, "\n");
   }
   if (!WriteFileAtomically(table_path_, text).ok()) return;  // the memo is only a shortcut
@@ -371,7 +368,7 @@ std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
     auto [dir, name] = Directory(paths[i]);
     if (Vouches(known, dir, paths[i].c_str() + name, &st)) {
       FileDigest digest;
-      digest.sha256 = absl::StrCat(prefix, known->sha256);
+      digest.hex = absl::StrCat(prefix, known->hex);
       digest.has_time_macro = known->has_time_macro;
       digest.changed = Changed(st);
       digests[i] = std::move(digest);
@@ -399,7 +396,7 @@ std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
     absl::StatusOr<FileDigest>& digest = digests[file.index];
     if (!digest.ok()) continue;
     Remember(MemoKey(paths[file.index], kind), file.st, *digest, file.read_at);
-    digest->sha256.insert(0, prefix.data(), prefix.size());
+    digest->hex.insert(0, prefix.data(), prefix.size());
   }
   return digests;
 }
@@ -410,16 +407,16 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
     int dir;
     size_t name;
     DigestKind kind;
-    absl::string_view sha256;  // the expected digest's hex digits
+    absl::string_view hex;  // the expected digest's hex digits
     std::optional<Known> memo;
   };
   std::vector<Check> checks;
   checks.reserve(files.size());
   for (const Expected& file : files) {
     auto [dir, name] = Directory(file.path);
-    auto [kind, sha256] = KindOf(file.sha256);
+    auto [kind, hex] = KindOf(file.digest);
     checks.push_back(
-        Check{dir, name, kind, sha256,
+        Check{dir, name, kind, hex,
               Find(kind == DigestKind::kContent ? file.path : MemoKey(file.path, kind))});
   }
   // In parallel: stat and compare; a file the memo does not vouch for is read and hashed
@@ -449,14 +446,14 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
         const Check& check = checks[i];
         struct stat st {};
         if (Vouches(check.memo, check.dir, file.path.c_str() + check.name, &st)) {
-          if (check.memo->sha256 != check.sha256) bad(i);
+          if (check.memo->hex != check.hex) bad(i);
           continue;
         }
         Read& r = read[i];
         r.read_at = absl::Now();
         absl::StatusOr<FileDigest> digest =
             ReadDigest(check.dir, file.path, check.name, &r.st, check.kind);
-        if (!digest.ok() || digest->sha256 != check.sha256) bad(i);
+        if (!digest.ok() || digest->hex != check.hex) bad(i);
         if (digest.ok()) {
           r.digest = *std::move(digest);
           r.ok = true;

@@ -30,16 +30,24 @@ enum class DigestKind : uint8_t {
   // The file as a linker reads it: an ELF shared object (64-bit, little-endian) by its link
   // interface (elf_link_interface.h: its dynamic symbols, versions and dynamic section, not its
   // code), anything else (an object, an archive, a linker script) by its bytes. Written
-  // kLinkInputPrefix + 64 hex digits, so a manifest says how each file was digested.
+  // kLinkInputPrefix + the hex digits, so a manifest says how each file was digested.
   kLinkInput = 1,
 };
 inline constexpr absl::string_view kLinkInputPrefix = "link:";
 
+// A digest's hex digits: XXH3-128 (core/xxh128.h), not SHA-256. The key a launcher looks up and
+// the object it puts are both made on the client's side: a client that could make two headers
+// collide could as well put any object under any key, which the trust rule already covers
+// (docs/torch-extensions.md); against accidents 128 bits suffice. It is ~5x SHA-256's speed:
+// a new pod's first compile of a torch extension digests ~60 MB of headers and ~30 MB of
+// cc1plus, a .cu ~230 MB of nvcc's tools, and SHA-256 was 40% of it.
+inline constexpr size_t kDigestHexDigits = 32;
+
 struct FileDigest {
-  // 64 lowercase hex digits: the content's SHA-256; for a file of 64 MiB or more, SHA-256
-  // over its size and each 16 MiB chunk's SHA-256, the chunks hashed on several threads.
-  // DigestKind::kLinkInput's: kLinkInputPrefix and 64 hex digits.
-  std::string sha256;
+  // kDigestHexDigits lowercase hex digits: the content's XXH3-128; for a file of 64 MiB or
+  // more, XXH3-128 over its size and each 16 MiB chunk's XXH3-128, the chunks hashed on several
+  // threads. DigestKind::kLinkInput's: kLinkInputPrefix and the hex digits.
+  std::string hex;
   bool has_time_macro = false;  // the content names __DATE__, __TIME__ or __TIMESTAMP__
   absl::Time changed;           // the later of its mtime and ctime
 };
@@ -77,7 +85,7 @@ class FileDigests {
   // kind is the one the digest's spelling says.
   struct Expected {
     std::string path;
-    absl::string_view sha256;
+    absl::string_view digest;  // FileDigest::hex
   };
   // The index of the first of `files` whose digest is not the expected one now, or that
   // cannot be read; files.size() when all match. Checked on up to kMaxCheckThreads threads
@@ -113,7 +121,7 @@ class FileDigests {
   // command looks up only the files it names). Views into entries_ or table_.
   struct Known {
     StatKey stat;
-    absl::string_view sha256;
+    absl::string_view hex;
     bool has_time_macro = false;
   };
   std::optional<Known> Find(absl::string_view path) const;
@@ -136,7 +144,7 @@ class FileDigests {
   std::string table_path_;
   absl::Duration settle_;
   std::string table_;  // the table file as loaded
-  // path -> its line's fields before the path ("sha256 \t macro \t dev ino size mtime ctime"),
+  // path -> its line's fields before the path ("hex \t macro \t dev ino size mtime ctime"),
   // views into table_.
   absl::flat_hash_map<absl::string_view, absl::string_view> loaded_;
   absl::flat_hash_map<std::string, Entry> entries_;    // learned here, by path; over loaded_

@@ -115,7 +115,7 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
         *reason = UncachedReason::kUnreadableInput;
         return absl::FailedPreconditionError(file.status().message());
       }
-      digest = file->sha256;
+      digest = file->hex;
     }
     key.fields.emplace_back(absl::StrCat("tool ", tool.role), digest);
   }
@@ -139,7 +139,7 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
         *reason = UncachedReason::kUnreadableInput;
         return absl::FailedPreconditionError(digest.status().message());
       }
-      key.fields.emplace_back(absl::StrCat("object ", dirs.Normalize(object)), digest->sha256);
+      key.fields.emplace_back(absl::StrCat("object ", dirs.Normalize(object)), digest->hex);
     }
     return Finish(std::move(key));
   }
@@ -152,7 +152,7 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
     *reason = UncachedReason::kTimeMacros;
     return absl::FailedPreconditionError(absl::StrCat(command.source, " names a time macro"));
   }
-  key.fields.emplace_back("source", source->sha256);
+  key.fields.emplace_back("source", source->hex);
   if (command.debug_info) key.fields.emplace_back("cwd (debug info)", dirs.cwd);
   return Finish(std::move(key));
 }
@@ -239,7 +239,7 @@ absl::StatusOr<Manifest> ManifestOf(const std::vector<std::string>& paths, const
       *reason = UncachedReason::kInputChanged;
       return absl::FailedPreconditionError(absl::StrCat(dep, " changed while it compiled"));
     }
-    manifest.emplace_back(std::move(normalized), digest->sha256);
+    manifest.emplace_back(std::move(normalized), digest->hex);
   }
   return manifest;
 }

@@ -1,7 +1,7 @@
 // Fuzzes the shared object reader of the link interface digest (engine/objects/
-// elf_link_interface.h): any bytes give nullopt (left to their bytes) or 64 lowercase hex
-// digits, the same twice, and a digest only for bytes that start as a 64-bit ELF shared object;
-// never a read past the file, whatever its headers say.
+// elf_link_interface.h): any bytes give nullopt (left to their bytes) or kDigestHexDigits
+// lowercase hex digits, the same twice, and a digest only for bytes that start as a 64-bit ELF
+// shared object; never a read past the file, whatever its headers say.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/objects/elf_link_interface.h"
+#include "engine/objects/file_digests.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -24,9 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   close(fd);
   FUZZ_CHECK(first == again, "two digests of the same bytes differ");
   if (first.has_value()) {
-    FUZZ_CHECK(
-        first->size() == 64 && first->find_first_not_of("0123456789abcdef") == std::string::npos,
-        absl::StrCat("digest '", *first, "'"));
+    FUZZ_CHECK(first->size() == kcache::objects::kDigestHexDigits &&
+                   first->find_first_not_of("0123456789abcdef") == std::string::npos,
+               absl::StrCat("digest '", *first, "'"));
     std::string bytes(reinterpret_cast<const char*>(data), size);
     FUZZ_CHECK(absl::StartsWith(bytes,
                                 "\x7f"

@@ -16,7 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/sha256.h"
+#include "core/xxh128.h"
 #include "engine/objects/file_digests.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
@@ -87,7 +87,7 @@ TEST(ElfLinkInterfaceTest, CodeOfTheSameLayoutDoesNotChangeItAndDoesChangeTheByt
   WriteBytes(copy, patched);
   ASSERT_TRUE(InterfaceOf(lib).has_value());
   EXPECT_EQ(InterfaceOf(lib), InterfaceOf(copy));
-  EXPECT_NE(Sha256Hex(bytes), Sha256Hex(patched));
+  EXPECT_NE(Xxh128Hex(bytes), Xxh128Hex(patched));
 }
 
 TEST(ElfLinkInterfaceTest, EachPartOfTheInterfaceChangesIt) {
@@ -142,18 +142,18 @@ TEST(ElfLinkInterfaceTest, FileDigestsSpellAndMemoizeEachKindApart) {
   std::string content, link;
   {
     FileDigests digests(memo, /*settle=*/absl::ZeroDuration());
-    content = digests.Digest(lib).value().sha256;
-    link = digests.Digest(lib, DigestKind::kLinkInput).value().sha256;
-    EXPECT_EQ(content, Sha256Hex(ReadBytes(lib)));
+    content = digests.Digest(lib).value().hex;
+    link = digests.Digest(lib, DigestKind::kLinkInput).value().hex;
+    EXPECT_EQ(content, Xxh128Hex(ReadBytes(lib)));
     EXPECT_EQ(link, absl::StrCat(kLinkInputPrefix, *InterfaceOf(lib)));
     // Not a shared object: its bytes, spelled as a link input.
-    EXPECT_EQ(digests.Digest(script, DigestKind::kLinkInput).value().sha256,
-              absl::StrCat(kLinkInputPrefix, Sha256Hex(ReadBytes(script))));
+    EXPECT_EQ(digests.Digest(script, DigestKind::kLinkInput).value().hex,
+              absl::StrCat(kLinkInputPrefix, Xxh128Hex(ReadBytes(script))));
     digests.Save();
   }
   FileDigests again(memo);
-  EXPECT_EQ(again.Digest(lib).value().sha256, content);
-  EXPECT_EQ(again.Digest(lib, DigestKind::kLinkInput).value().sha256, link);
+  EXPECT_EQ(again.Digest(lib).value().hex, content);
+  EXPECT_EQ(again.Digest(lib, DigestKind::kLinkInput).value().hex, link);
   // A manifest's check takes the kind from the recorded spelling.
   EXPECT_EQ(again.FirstMismatch({{lib, link}, {lib, content}}), 2u);
   EXPECT_EQ(again.FirstMismatch({{lib, content}, {lib, absl::StrCat(kLinkInputPrefix, content)}}),

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "core/sha256.h"
+#include "core/xxh128.h"
 #include "engine/objects/object_cache.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -113,7 +113,7 @@ TEST(FileDigestsTest, TimeMacrosAreFoundAtEveryOffsetAndNearMissesAreNot) {
 }
 
 // A file is read a piece at a time (256 KiB): a macro across the seam of two pieces is found,
-// and its digest is the SHA-256 of the whole.
+// and its digest is the XXH3-128 of the whole.
 TEST(FileDigestsTest, TimeMacrosAcrossTheSeamOfTwoReadsAreFound) {
   TempDir tmp;
   FileDigests digests("");
@@ -126,7 +126,7 @@ TEST(FileDigestsTest, TimeMacrosAcrossTheSeamOfTwoReadsAreFound) {
           digests.Digest(tmp.Write(absl::StrCat("seam", n++, ".h"), text));
       ASSERT_TRUE(digest.ok()) << digest.status();
       EXPECT_TRUE(digest->has_time_macro) << macro << " from " << before << " before the seam";
-      EXPECT_EQ(digest->sha256, Sha256Hex(text));
+      EXPECT_EQ(digest->hex, Xxh128Hex(text));
     }
   }
   std::string near = std::string(kPiece - 4, 'x') + "__TIMESIZE" + std::string(kPiece, 'y');
@@ -143,19 +143,19 @@ TEST(FileDigestsTest, MemoSurvivesAProcessAndSeesEdits) {
   std::string first;
   {
     FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
-    first = digests.Digest(file)->sha256;
+    first = digests.Digest(file)->hex;
     digests.Save();
   }
   FileDigests again(tmp / "memo");
-  EXPECT_EQ(again.Digest(file)->sha256, first);
+  EXPECT_EQ(again.Digest(file)->hex, first);
   tmp.Write("h.h", "two\n");
-  EXPECT_NE(again.Digest(file)->sha256, first);
-  EXPECT_EQ(again.Digest(file)->sha256, Sha256Hex("two\n"));
+  EXPECT_NE(again.Digest(file)->hex, first);
+  EXPECT_EQ(again.Digest(file)->hex, Xxh128Hex("two\n"));
 }
 
 // A file of 64 MiB or more (a linked libtorch_cpu.so) is digested as a tree of 16 MiB chunks
 // hashed on several threads: the same for the same bytes, changed by a byte in any chunk, a
-// time macro found where it straddles two chunks, and never equal to the flat SHA-256.
+// time macro found where it straddles two chunks, and never equal to the flat XXH3-128.
 TEST(FileDigestsTest, LargeFileIsDigestedAsATreeOfChunks) {
   TempDir tmp;
   constexpr size_t kChunk = size_t{16} << 20;
@@ -165,25 +165,25 @@ TEST(FileDigestsTest, LargeFileIsDigestedAsATreeOfChunks) {
   FileDigests digests("", absl::ZeroDuration());
   absl::StatusOr<FileDigest> first = digests.Digest(file);
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->sha256.size(), 64u);
-  EXPECT_NE(first->sha256, Sha256Hex(bytes));
+  EXPECT_EQ(first->hex.size(), kDigestHexDigits);
+  EXPECT_NE(first->hex, Xxh128Hex(bytes));
   EXPECT_FALSE(first->has_time_macro);
   FileDigests fresh("", absl::ZeroDuration());
-  EXPECT_EQ(fresh.Digest(file)->sha256, first->sha256);
+  EXPECT_EQ(fresh.Digest(file)->hex, first->hex);
   std::string edited = bytes;
   edited[edited.size() - 7] ^= 1;  // in the last, short chunk
   tmp.Write("big.so", edited);
   FileDigests after_edit("", absl::ZeroDuration());
-  EXPECT_NE(after_edit.Digest(file)->sha256, first->sha256);
+  EXPECT_NE(after_edit.Digest(file)->hex, first->hex);
   std::string dated = bytes;
   dated.replace(2 * kChunk - 4, 8, "__DATE__");  // four bytes in each of chunks 1 and 2
   tmp.Write("big.so", dated);
   FileDigests after_macro("", absl::ZeroDuration());
   EXPECT_TRUE(after_macro.Digest(file)->has_time_macro);
-  // Below 64 MiB the digest is the content's SHA-256.
+  // Below 64 MiB the digest is the content's XXH3-128.
   std::string smaller = bytes.substr(0, 3 * kChunk);
   tmp.Write("small.so", smaller);
-  EXPECT_EQ(after_macro.Digest(tmp / "small.so")->sha256, Sha256Hex(smaller));
+  EXPECT_EQ(after_macro.Digest(tmp / "small.so")->hex, Xxh128Hex(smaller));
 }
 
 // Files are stat'ed through their directory's descriptor: a file renamed over, a directory
@@ -193,20 +193,20 @@ TEST(FileDigestsTest, DigestsFollowTheFileNowAtThePath) {
   TempDir tmp;
   std::string file = tmp.Write("gen/h.h", "one\n");
   FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
-  EXPECT_EQ(digests.Digest(file)->sha256, Sha256Hex("one\n"));
+  EXPECT_EQ(digests.Digest(file)->hex, Xxh128Hex("one\n"));
   tmp.Write("gen/h.h.new", "two\n");
   fs::rename(tmp / "gen/h.h.new", file);
-  EXPECT_EQ(digests.Digest(file)->sha256, Sha256Hex("two\n"));
+  EXPECT_EQ(digests.Digest(file)->hex, Xxh128Hex("two\n"));
   digests.BeginPass();
   fs::rename(tmp / "gen", tmp / "old-gen");
   tmp.Write("gen/h.h", "three\n");
-  EXPECT_EQ(digests.Digest(file)->sha256, Sha256Hex("three\n"));
+  EXPECT_EQ(digests.Digest(file)->hex, Xxh128Hex("three\n"));
   std::vector<std::string> many;
   for (size_t i = 0; i < FileDigests::kMaxDirectories + 8; ++i) {
     many.push_back(tmp.Write(absl::StrCat("d", i, "/x.h"), absl::StrCat(i, "\n")));
   }
   for (size_t i = 0; i < many.size(); ++i) {
-    EXPECT_EQ(digests.Digest(many[i])->sha256, Sha256Hex(absl::StrCat(i, "\n"))) << many[i];
+    EXPECT_EQ(digests.Digest(many[i])->hex, Xxh128Hex(absl::StrCat(i, "\n"))) << many[i];
   }
   EXPECT_FALSE(digests.Digest(tmp / "gen/absent.h").ok());
   digests.Save();
@@ -220,8 +220,8 @@ TEST(FileDigestsTest, DigestsFollowTheFileNowAtThePath) {
   table += absl::StrCat(sha, "\t0\t1 2 3");  // a table cut short in its last line
   tmp.Write("memo", table);
   FileDigests again(tmp / "memo");
-  EXPECT_EQ(again.Digest(file)->sha256, Sha256Hex("three\n"));
-  EXPECT_EQ(again.Digest(many.back())->sha256, Sha256Hex(absl::StrCat(many.size() - 1, "\n")));
+  EXPECT_EQ(again.Digest(file)->hex, Xxh128Hex("three\n"));
+  EXPECT_EQ(again.Digest(many.back())->hex, Xxh128Hex(absl::StrCat(many.size() - 1, "\n")));
 }
 
 // ccache's "file too new": a file that changed less than `settle` before it was read could
@@ -259,10 +259,10 @@ TEST(FileDigestsTest, FirstMismatchFindsTheFirstDifferenceInOrder) {
   std::vector<FileDigests::Expected> files;
   for (size_t i = 0; i < kFiles; ++i) {
     std::string text = absl::StrCat("int h", i, ";\n");
-    digests_of.push_back(Sha256Hex(text));
+    digests_of.push_back(Xxh128Hex(text));
     files.push_back({tmp.Write(absl::StrCat("d", i % 7, "/h", i, ".h"), text), ""});
   }
-  for (size_t i = 0; i < kFiles; ++i) files[i].sha256 = digests_of[i];
+  for (size_t i = 0; i < kFiles; ++i) files[i].digest = digests_of[i];
   {
     FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
     EXPECT_EQ(digests.FirstMismatch(files), kFiles);  // every file read and hashed
@@ -280,7 +280,7 @@ TEST(FileDigestsTest, FirstMismatchFindsTheFirstDifferenceInOrder) {
   fs::remove(files[20].path);
   EXPECT_EQ(digests.FirstMismatch(files), 20u);
   std::string wrong = digests_of[1];
-  files[0].sha256 = wrong;
+  files[0].digest = wrong;
   EXPECT_EQ(digests.FirstMismatch(files), 0u);
   EXPECT_EQ(digests.FirstMismatch({}), 0u);
 }
@@ -304,19 +304,20 @@ TEST(FileDigestsTest, DamagedMemoLinesAreNotBelievedAndNotSavedAgain) {
   std::string two_line = lines[1].find("two.h") != std::string::npos ? lines[1] : lines[2];
   std::string bad_number = absl::StrReplaceAll(two_line, {{"\t", "\tx"}});
   // Another file's line with its digest replaced: believed only if damage went unseen.
-  std::string forged = absl::StrCat(std::string(64, 'f'), "\t0\t1 2 3 x 5\t", one);
-  table = absl::StrCat(lines[0], "\n", two_line, "\n", std::string(63, 'a'), "\t0\t1 2 3 4 5\t",
-                       tmp / "short.h", "\n", forged, "\n", bad_number, "\n", "no tabs here\n");
+  std::string forged = absl::StrCat(std::string(kDigestHexDigits, 'f'), "\t0\t1 2 3 x 5\t", one);
+  table = absl::StrCat(lines[0], "\n", two_line, "\n", std::string(kDigestHexDigits - 1, 'a'),
+                       "\t0\t1 2 3 4 5\t", tmp / "short.h", "\n", forged, "\n", bad_number, "\n",
+                       "no tabs here\n");
   { std::ofstream(tmp / "memo") << table; }
   FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
-  EXPECT_EQ(digests.Digest(one)->sha256, Sha256Hex("int one;\n"));
-  EXPECT_EQ(digests.Digest(two)->sha256, Sha256Hex("int two;\n"));
+  EXPECT_EQ(digests.Digest(one)->hex, Xxh128Hex("int one;\n"));
+  EXPECT_EQ(digests.Digest(two)->hex, Xxh128Hex("int two;\n"));
   digests.Save();
   std::string saved = ReadAll(tmp / "memo");
   EXPECT_EQ(std::vector<std::string>(absl::StrSplit(saved, '\n', absl::SkipEmpty())).size(), 3u)
       << saved;
-  EXPECT_FALSE(absl::StrContains(saved, std::string(63, 'a'))) << saved;
-  EXPECT_FALSE(absl::StrContains(saved, std::string(64, 'f'))) << saved;
+  EXPECT_FALSE(absl::StrContains(saved, std::string(kDigestHexDigits - 1, 'a'))) << saved;
+  EXPECT_FALSE(absl::StrContains(saved, std::string(kDigestHexDigits, 'f'))) << saved;
   EXPECT_FALSE(absl::StrContains(saved, "no tabs")) << saved;
 }
 
