@@ -86,12 +86,12 @@ void ReadAt(int fd, uint64_t offset, size_t size, std::string& out) {
   out.resize(PreadFull(fd, offset, out.data(), size));
 }
 
-// The digest of a file of kTreeBytes or more: XXH3-128 over a domain, the size and each
-// kTreeChunk's XXH3-128 in order, the chunks read and hashed on up to 8 threads
-// (libtorch_cpu.so, 450 MB, is linked by every Inductor kernel: a new pod digests it first).
-// Each chunk's time-macro scan reaches kMacroOverlap bytes into the next.
+// The digest of a file of kTreeBytes or more, and whether it names a time macro when `scan`:
+// XXH3-128 over a domain, the size and each kTreeChunk's XXH3-128 in order, the chunks read and
+// hashed on up to 8 threads (libtorch_cpu.so, 450 MB, is linked by every Inductor kernel: a new pod
+// digests it first). Each chunk's time-macro scan reaches kMacroOverlap bytes into the next.
 absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
-                                                        const std::string& path) {
+                                                        const std::string& path, bool scan) {
   size_t chunks = static_cast<size_t>((size + kTreeChunk - 1) / kTreeChunk);
   std::vector<Xxh128Digest> digests(chunks);
   std::vector<char> macros(chunks, 0), failed(chunks, 0);
@@ -109,7 +109,7 @@ absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
         continue;
       }
       digests[i] = Xxh128Of(absl::string_view(buffer.data(), length));
-      macros[i] = HasTimeMacro(buffer) ? 1 : 0;
+      macros[i] = scan && HasTimeMacro(buffer) ? 1 : 0;
     }
   };
   size_t threads = std::min<size_t>({chunks, 8, std::max(1u, std::thread::hardware_concurrency())});
@@ -128,12 +128,12 @@ absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
                         std::find(macros.begin(), macros.end(), 1) != macros.end());
 }
 
-// The XXH3-128 of a file under kTreeBytes and whether it names a time macro, read a piece at a
-// time into one buffer that stays in the cache (a new pod digests ~200 MB of nvcc's tools: a
-// buffer the file's size was page faults and zeroing for every byte). Each piece's time-macro
-// scan starts kMacroOverlap bytes into the piece before.
+// The XXH3-128 of a file under kTreeBytes and, when `scan`, whether it names a time macro,
+// read a piece at a time into one buffer that stays in the cache (a new pod digests ~200 MB of
+// nvcc's tools: a buffer the file's size was page faults and zeroing for every byte). Each
+// piece's time-macro scan starts kMacroOverlap bytes into the piece before.
 absl::StatusOr<std::pair<std::string, bool>> StreamDigest(int fd, uint64_t size,
-                                                          const std::string& path) {
+                                                          const std::string& path, bool scan) {
   constexpr size_t kPiece = size_t{256} << 10;
   std::string piece, seam;  // seam: the piece before's last kMacroOverlap bytes, then this one's
   Xxh128 hash;
@@ -145,7 +145,7 @@ absl::StatusOr<std::pair<std::string, bool>> StreamDigest(int fd, uint64_t size,
       return absl::FailedPreconditionError(absl::StrCat("cannot read all of ", path));
     }
     hash.Update(piece);
-    if (!macro) {
+    if (scan && !macro) {
       seam.append(piece, 0, std::min(piece.size(), kMacroOverlap));
       macro = HasTimeMacro(seam) || HasTimeMacro(piece);
       seam.assign(piece, piece.size() - std::min(piece.size(), kMacroOverlap));
@@ -155,9 +155,22 @@ absl::StatusOr<std::pair<std::string, bool>> StreamDigest(int fd, uint64_t size,
   return std::make_pair(hash.Finish().Hex(), macro);
 }
 
+// How a digest of `kind` is spelled: its prefix before the hex digits.
+absl::string_view SpelledPrefix(DigestKind kind) {
+  return kind == DigestKind::kLinkInput ? kLinkInputPrefix : "";
+}
+
 // The memo's name for `path`'s digest of `kind`.
 std::string MemoKey(const std::string& path, DigestKind kind) {
-  return kind == DigestKind::kContent ? path : absl::StrCat(kLinkInputPrefix, path);
+  switch (kind) {
+    case DigestKind::kContent:
+      return path;
+    case DigestKind::kLinkInput:
+      return absl::StrCat(kLinkInputPrefix, path);
+    case DigestKind::kTool:
+      return absl::StrCat("tool:", path);
+  }
+  return path;
 }
 
 // The kind a recorded digest was made with, and its hex digits.
@@ -192,13 +205,13 @@ absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t n
   }
   if (static_cast<uint64_t>(st->st_size) >= kTreeBytes) {
     absl::StatusOr<std::pair<std::string, bool>> tree =
-        TreeDigest(fd, static_cast<uint64_t>(st->st_size), path);
+        TreeDigest(fd, static_cast<uint64_t>(st->st_size), path, kind != DigestKind::kTool);
     if (!tree.ok()) return tree.status();
     digest.hex = std::move(tree->first);
     digest.has_time_macro = tree->second;
   } else {
     absl::StatusOr<std::pair<std::string, bool>> streamed =
-        StreamDigest(fd, static_cast<uint64_t>(st->st_size), path);
+        StreamDigest(fd, static_cast<uint64_t>(st->st_size), path, kind != DigestKind::kTool);
     if (!streamed.ok()) return streamed.status();
     digest.hex = std::move(streamed->first);
     digest.has_time_macro = streamed->second;
@@ -351,7 +364,7 @@ absl::StatusOr<FileDigest> FileDigests::Digest(const std::string& path, DigestKi
 
 std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
     const std::vector<std::string>& paths, DigestKind kind) {
-  absl::string_view prefix = kind == DigestKind::kContent ? "" : kLinkInputPrefix;
+  absl::string_view prefix = SpelledPrefix(kind);
   std::vector<absl::StatusOr<FileDigest>> digests(paths.size(), absl::UnknownError("not digested"));
   // Serially: what the memo vouches for; the rest's directories.
   struct Pending {

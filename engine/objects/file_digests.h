@@ -32,6 +32,11 @@ enum class DigestKind : uint8_t {
   // code), anything else (an object, an archive, a linker script) by its bytes. Written
   // kLinkInputPrefix + the hex digits, so a manifest says how each file was digested.
   kLinkInput = 1,
+  // A program the compile runs (nvcc, cicc, cc1plus): its bytes, as kContent, without the
+  // search for time macros that only a file the preprocessor reads needs (cicc and cc1plus
+  // name __DATE__ three quarters of the way in: a new pod's first .cu scanned ~220 MB of
+  // tools for nothing). Spelled as kContent, memoized apart from it; has_time_macro is false.
+  kTool = 2,
 };
 inline constexpr absl::string_view kLinkInputPrefix = "link:";
 

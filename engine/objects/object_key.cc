@@ -105,7 +105,8 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
   for (const ToolFile& tool : tools) {
     if (!tool.path.empty()) tool_paths.push_back(tool.path);
   }
-  std::vector<absl::StatusOr<FileDigest>> tool_digests = digests.DigestAll(tool_paths);
+  std::vector<absl::StatusOr<FileDigest>> tool_digests =
+      digests.DigestAll(tool_paths, DigestKind::kTool);
   size_t next_digest = 0;
   for (const ToolFile& tool : tools) {
     std::string digest = "absent";

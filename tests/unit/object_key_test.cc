@@ -153,6 +153,34 @@ TEST(FileDigestsTest, MemoSurvivesAProcessAndSeesEdits) {
   EXPECT_EQ(again.Digest(file)->hex, Xxh128Hex("two\n"));
 }
 
+// A tool (cc1plus names __DATE__) is digested as its bytes without the time-macro search, and
+// memoized apart: a header's digest of the same file, asked after the tool's was memoized,
+// still finds the macro, before and after a save.
+TEST(FileDigestsTest, ToolDigestIsTheContentDigestWithoutTheTimeMacroSearch) {
+  TempDir tmp;
+  std::string text = "built on __DATE__\n";
+  std::string file = tmp.Write("cc1plus", text);
+  {
+    FileDigests digests(tmp / "memo", /*settle=*/absl::ZeroDuration());
+    absl::StatusOr<FileDigest> tool = digests.Digest(file, DigestKind::kTool);
+    ASSERT_TRUE(tool.ok()) << tool.status();
+    EXPECT_EQ(tool->hex, Xxh128Hex(text));
+    EXPECT_FALSE(tool->has_time_macro);
+    absl::StatusOr<FileDigest> header = digests.Digest(file);
+    EXPECT_EQ(header->hex, tool->hex);
+    EXPECT_TRUE(header->has_time_macro);
+    digests.Save();
+  }
+  FileDigests again(tmp / "memo");
+  EXPECT_FALSE(again.Digest(file, DigestKind::kTool)->has_time_macro);
+  EXPECT_TRUE(again.Digest(file)->has_time_macro);
+  std::string big(size_t{64} << 20, 'x');
+  big.replace(big.size() / 2, 8, "__TIME__");
+  std::string large = tmp.Write("cicc", big);
+  EXPECT_FALSE(again.Digest(large, DigestKind::kTool)->has_time_macro);
+  EXPECT_TRUE(again.Digest(large)->has_time_macro);
+}
+
 // A file of 64 MiB or more (a linked libtorch_cpu.so) is digested as a tree of 16 MiB chunks
 // hashed on several threads: the same for the same bytes, changed by a byte in any chunk, a
 // time macro found where it straddles two chunks, and never equal to the flat XXH3-128.
