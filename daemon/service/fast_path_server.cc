@@ -316,6 +316,9 @@ class FastPathServerImpl final : public FastPathServer {
     absl::StatusOr<Answered> answered = Reanswer(c, name, generation);
     if (absl::IsNotFound(answered.status())) {
       answered = AnswerAfresh(c, request, name, generation);
+    } else if (answered.ok() && !listing) {
+      // Served from the arena, not the cache: the stores' LRU bound is told all the same.
+      RecordObjectUse(*objects_, request.get_object());
     }
     if (!answered.ok()) return Refusal(request.tag(), answered.status());
     if (!listing) {

@@ -27,14 +27,29 @@ absl::Status ListObjectsByKey(objects::ObjectCache& cache, const v1::ListObjects
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
-                                           const v1::GetObjectRequest& request) {
+namespace {
+
+// The entry `request` names (InvalidArgument for a malformed key1 or entry_id).
+absl::StatusOr<ArtifactKey> KeyOf(const v1::GetObjectRequest& request) {
   v1::ObjectEntry wire;
   wire.set_key1(request.key1());
   wire.set_entry_id(request.entry_id());
   absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(std::move(wire));
   if (!entry.ok()) return entry.status();
-  return cache.Get(entry->key);
+  return entry->key;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
+                                           const v1::GetObjectRequest& request) {
+  absl::StatusOr<ArtifactKey> key = KeyOf(request);
+  if (!key.ok()) return key.status();
+  return cache.Get(*key);
+}
+
+void RecordObjectUse(objects::ObjectCache& cache, const v1::GetObjectRequest& request) {
+  if (absl::StatusOr<ArtifactKey> key = KeyOf(request); key.ok()) cache.RecordUse(*key);
 }
 
 grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,

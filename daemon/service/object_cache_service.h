@@ -23,6 +23,9 @@ absl::Status ListObjectsByKey(objects::ObjectCache& cache, const v1::ListObjects
 // NotFound when absent or corrupt).
 absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
                                            const v1::GetObjectRequest& request);
+// Notes that the bundle `request` names was served again from above the cache (the fast
+// path's arena): ObjectCache::RecordUse. Nothing for a malformed request.
+void RecordObjectUse(objects::ObjectCache& cache, const v1::GetObjectRequest& request);
 
 // Thread-safe. `cache` is borrowed and must outlive the service and its calls (the daemon
 // shuts the gRPC server down before destroying the stores).

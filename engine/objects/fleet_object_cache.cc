@@ -81,6 +81,8 @@ class FleetObjectCache final : public ObjectCache {
 
   absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override { return pod_->ListAll(); }
 
+  void RecordUse(const ArtifactKey& key) override { pod_->RecordUse(key); }
+
   absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
     absl::StatusOr<std::string> local = pod_->Get(key);
     if (local.ok()) return local;

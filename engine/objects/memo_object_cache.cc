@@ -53,6 +53,7 @@ absl::StatusOr<std::string> MemoObjectCache::Get(const ArtifactKey& key) {
   std::string name = BundleName(key);
   if (std::shared_ptr<const Value> held = Find(name)) {
     if (on_hit_) on_hit_();
+    inner_->RecordUse(key);  // the store's LRU bound sees what memory serves
     return std::get<std::string>(*held);
   }
   uint64_t generation = Generation();

@@ -7,8 +7,9 @@
 // the entry's bundle after the inner cache has changed, and an answer read from the inner
 // cache while any Put or Delete ran is not kept (a generation count). An empty listing is not
 // kept either, so the next lookup asks the stores again (a new entry there, or in the fleet
-// tier, is seen at once). What the stores evict by their own LRU bound may still be served
-// from here: the bytes are what that entry held.
+// tier, is seen at once). A bundle answered from memory is recorded as used in the stores
+// (ObjectCache::RecordUse), so their LRU bound does not evict what is served most; what they
+// evict all the same may still be served from here: the bytes are what that entry held.
 #ifndef KCACHE_ENGINE_OBJECTS_MEMO_OBJECT_CACHE_H_
 #define KCACHE_ENGINE_OBJECTS_MEMO_OBJECT_CACHE_H_
 
@@ -42,6 +43,7 @@ class MemoObjectCache final : public ObjectCache {
   absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override;
   absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override { return inner_->ListAll(); }
   absl::Status Delete(const ArtifactKey& key) override;
+  void RecordUse(const ArtifactKey& key) override { inner_->RecordUse(key); }
   absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
     return inner_->ListClientMade(after);
   }

@@ -81,6 +81,8 @@ class StoreObjectCache final : public ObjectCache {
 
   absl::Status Delete(const ArtifactKey& key) override { return store_->Delete(key); }
 
+  void RecordUse(const ArtifactKey& key) override { store_->RecordUse(key); }
+
   absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
     absl::StatusOr<std::vector<ObjectEntryMeta>> all = ListAll();
     if (!all.ok()) return all.status();

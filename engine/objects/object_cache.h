@@ -85,6 +85,10 @@ class ObjectCache {
   virtual absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) = 0;
   // Every entry (metadata only): `kcache explain` looks for the same source among them.
   virtual absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() = 0;
+  // Notes that the entry under `key` was just served from a tier above this cache (kcached's
+  // memory, its fast path's arena), so that the writable store's LRU bound sees it as
+  // recently used (Store::RecordUse: cheap, batched). Does nothing where no store has a bound.
+  virtual void RecordUse(const ArtifactKey& key) {}
   // Deletes one entry (OK when absent). Unimplemented where the cache cannot delete.
   virtual absl::Status Delete(const ArtifactKey& key) {
     return absl::UnimplementedError("this object cache cannot delete entries");

@@ -48,6 +48,9 @@ class TieredObjectCache final : public ObjectCache {
   // The writable store's entry only: a baked store's stays (it is read-only).
   absl::Status Delete(const ArtifactKey& key) override { return caches_.back()->Delete(key); }
 
+  // The writable store's, the one with a bound (a key it does not hold is passed over there).
+  void RecordUse(const ArtifactKey& key) override { caches_.back()->RecordUse(key); }
+
   // Client-made: the writable store's.
   absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
     return caches_.back()->ListClientMade(after);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/sha256.h"
+#include "engine/objects/tiered_object_cache.h"
 #include "engine/store/store.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -174,6 +175,50 @@ TEST_F(MemoObjectCacheTest, ReadersRacingPutsEndWithTheLastPut) {
   stop = true;
   for (std::thread& t : readers) t.join();
   for (int i = 0; i < 2; ++i) EXPECT_EQ(*racing.Get(entry.key), "v200");
+}
+
+// A bundle answered from memory is recorded as used in the writable store (through the tiered
+// cache kcached puts under the memo), so the store's LRU bound evicts what memory does not
+// serve: entries put with old last-use times (the store rewrites a use only a minute after the
+// last one recorded), the served one set back behind the memo's back, then pushed past the bound.
+TEST(MemoObjectCacheBoundTest, BundlesServedFromMemoryAreKeptFromTheStoresEviction) {
+  TempDir tmp;
+  StoreOptions options;
+  options.max_bytes = 100000;
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(tmp / "store", options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  MemoObjectCache memo(NewTieredObjectCache(store->get(), {}, uint64_t{1} << 20),
+                       uint64_t{64} << 20);
+  std::vector<ObjectEntryMeta> entries;
+  for (int i = 0; i < 8; ++i) entries.push_back(Entry(Key1(absl::StrCat("k", i)), "d"));
+  auto put_used_at = [&](int i, int64_t used) {
+    Artifact artifact =
+        ArtifactFromEntry(entries[i], std::string(20000, static_cast<char>('a' + i)));
+    artifact.meta.created_unix_ms = used;
+    artifact.meta.last_used_unix_ms = used;
+    return (*store)->Put(artifact);
+  };
+  auto stored = [&](int i) {  // a listing, which records no use
+    absl::StatusOr<std::vector<ArtifactMeta>> metas =
+        (*store)->ListArtifacts(entries[i].key.kernel_id);
+    return metas.ok() && !metas->empty();
+  };
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(put_used_at(i, i + 1).ok());  // at the bound
+  ASSERT_TRUE(memo.Get(entries[0].key).ok());  // read from the store, kept in memory
+  ASSERT_TRUE(put_used_at(5, 6).ok());         // past the bound: 1 and 2 go
+  ASSERT_TRUE(stored(0));
+  ASSERT_FALSE(stored(1));
+  ASSERT_FALSE(stored(2));
+  ASSERT_TRUE(put_used_at(0, 1).ok());  // entry 0's last use set back, the memo unaware
+  absl::StatusOr<std::string> served = memo.Get(entries[0].key);  // from memory
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(*served, std::string(20000, 'a'));
+  ASSERT_TRUE(put_used_at(6, 7).ok());
+  ASSERT_TRUE(put_used_at(7, 8).ok());  // past the bound again: the two least recently used go
+  EXPECT_TRUE(stored(0)) << "served from memory, yet evicted as unused";
+  EXPECT_FALSE(stored(3));
+  EXPECT_FALSE(stored(4));
+  for (int i : {5, 6, 7}) EXPECT_TRUE(stored(i)) << i;
 }
 
 }  // namespace
