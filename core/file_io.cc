@@ -26,13 +26,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
         absl::StrCat("cannot read '", path, "': not a regular file"));
   }
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
+  size_t got = PreadFull(fd, 0, bytes.data(), bytes.size());
   close(fd);
   if (got != bytes.size()) {
     return absl::FailedPreconditionError(
