@@ -12,7 +12,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 out=${2:-$root/.gpu}
-binaries=(daemon/kcached client/cli/kcache client/cli/kcache-launch engine/workers/kcache-compile-worker
+binaries=(daemon/kcached client/cli/kcache client/cli/kcache-launch client/cli/libkcache-observe.so
+          engine/workers/kcache-compile-worker
           examples/worker/kcache-example-worker client/lib/libkcache.so tests/kernels_gpu_test
           tests/node_gpu_test bench/kcache_bench_startup)
 stage=$(mktemp -d)

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/objects/observed_manifest.h"
 #include "engine/objects/run_process.h"
 
 namespace kcache::launch {
@@ -97,6 +98,7 @@ objects::LauncherOptions LauncherOptionsFromEnvironment() {
     options.max_object_bytes = max_bytes;
   }
   options.log = Env("KCACHE_LOG") == "1";
+  options.observe_library = objects::FindObserveLibrary(self);
   return options;
 }
 

@@ -63,7 +63,7 @@ std::string ExplainCompile(const LauncherOptions& options, CompilerFamily family
   std::string first_difference;
   for (const ObjectEntryMeta& entry : *entries) {
     std::string difference;
-    if (ManifestMatches(entry.manifest, prepared->dirs, digests, &difference)) {
+    if (ManifestMatches(entry.manifest, prepared->dirs, options.lookup.env, digests, &difference)) {
       return absl::StrCat("hit: entry ", entry.key.ToString());
     }
     if (first_difference.empty()) first_difference = difference;

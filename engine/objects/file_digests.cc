@@ -1,5 +1,6 @@
 #include "engine/objects/file_digests.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,10 +14,12 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -173,10 +176,88 @@ std::string MemoKey(const std::string& path, DigestKind kind) {
   return path;
 }
 
-// The kind a recorded digest was made with, and its hex digits.
-std::pair<DigestKind, absl::string_view> KindOf(absl::string_view recorded) {
-  if (absl::ConsumePrefix(&recorded, kLinkInputPrefix)) return {DigestKind::kLinkInput, recorded};
-  return {DigestKind::kContent, recorded};
+// What a manifest line's value asks a check to find.
+enum class Want : uint8_t {
+  kDigest,    // the content digest (of a DigestKind)
+  kAbsent,    // ENOENT or ENOTDIR
+  kExists,    // stat's type
+  kLexists,   // lstat's type
+  kFailed,    // stat failing with an errno
+  kReadlink,  // readlink's target
+  kRealpath,  // realpath's answer
+  kListing,   // ListingDigest's
+};
+struct Wanted {
+  Want want = Want::kDigest;
+  DigestKind kind = DigestKind::kContent;
+  absl::string_view value;  // the hex digits, the type, the errno, the target or the answer
+};
+
+// What a recorded value asks for, and its value without its prefix.
+Wanted WantOf(absl::string_view recorded) {
+  if (absl::ConsumePrefix(&recorded, kLinkInputPrefix)) {
+    return {Want::kDigest, DigestKind::kLinkInput, recorded};
+  }
+  if (absl::ConsumePrefix(&recorded, kToolPrefix))
+    return {Want::kDigest, DigestKind::kTool, recorded};
+  if (recorded == kAbsentFact) return {Want::kAbsent, DigestKind::kContent, recorded};
+  struct Prefix {
+    absl::string_view prefix;
+    Want want;
+  };
+  static constexpr Prefix kFacts[] = {
+      {kExistsPrefix, Want::kExists},     {kLexistsPrefix, Want::kLexists},
+      {kFailedPrefix, Want::kFailed},     {kReadlinkPrefix, Want::kReadlink},
+      {kRealpathPrefix, Want::kRealpath}, {kListingPrefix, Want::kListing},
+  };
+  for (const Prefix& fact : kFacts) {
+    if (absl::ConsumePrefix(&recorded, fact.prefix)) {
+      return {fact.want, DigestKind::kContent, recorded};
+    }
+  }
+  return {Want::kDigest, DigestKind::kContent, recorded};
+}
+
+// Whether the fact `wanted` (not a digest) holds for `path` (`name` its last component's
+// offset, `dir` its directory's descriptor or AT_FDCWD). `real_dir`: realpath of the path's
+// directory (kRealpath), "" when it has none.
+bool FactHolds(const Wanted& wanted, int dir, const std::string& path, size_t name,
+               const std::string& real_dir) {
+  const char* at = path.c_str() + name;
+  struct stat st {};
+  switch (wanted.want) {
+    case Want::kDigest:
+      return false;
+    case Want::kAbsent:
+      return fstatat(dir, at, &st, 0) != 0 && (errno == ENOENT || errno == ENOTDIR);
+    case Want::kExists:
+      return fstatat(dir, at, &st, 0) == 0 && FileTypeName(st) == wanted.value;
+    case Want::kLexists:
+      return fstatat(dir, at, &st, AT_SYMLINK_NOFOLLOW) == 0 && FileTypeName(st) == wanted.value;
+    case Want::kFailed:
+      return fstatat(dir, at, &st, 0) != 0 && absl::StrCat(errno) == wanted.value;
+    case Want::kReadlink: {
+      char target[4096];
+      ssize_t n = readlinkat(dir, at, target, sizeof target);
+      return n >= 0 && static_cast<size_t>(n) < sizeof target &&
+             absl::string_view(target, static_cast<size_t>(n)) == wanted.value;
+    }
+    case Want::kRealpath: {
+      absl::string_view last(at);
+      // No symbolic link in the last component: the directory's realpath and the name.
+      if (!real_dir.empty() && last != "." && last != ".." && !last.empty() &&
+          fstatat(dir, at, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode)) {
+        return absl::StrCat(real_dir == "/" ? "" : real_dir, "/", last) == wanted.value;
+      }
+      std::unique_ptr<char, void (*)(void*)> real(realpath(path.c_str(), nullptr), free);
+      return real != nullptr && wanted.value == real.get();
+    }
+    case Want::kListing: {
+      absl::StatusOr<std::string> listing = ListingDigest(path);
+      return listing.ok() && *listing == wanted.value;
+    }
+  }
+  return false;
 }
 
 // The digest of `path`, opened through `dir` (its directory's descriptor, or AT_FDCWD) at
@@ -220,6 +301,33 @@ absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t n
 }
 
 }  // namespace
+
+absl::string_view FileTypeName(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return "file";
+  if (S_ISDIR(st.st_mode)) return "dir";
+  if (S_ISLNK(st.st_mode)) return "symlink";
+  return "other";
+}
+
+absl::StatusOr<std::string> ListingDigest(const std::string& dir) {
+  std::unique_ptr<DIR, int (*)(DIR*)> stream(opendir(dir.c_str()), closedir);
+  if (stream == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot list ", dir, ": ", std::strerror(errno)));
+  }
+  std::vector<std::string> names;
+  while (dirent* entry = readdir(stream.get())) {
+    absl::string_view name(entry->d_name);
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  Xxh128 hash;
+  for (const std::string& name : names) {
+    hash.Update(name);
+    hash.Update(absl::string_view("\0", 1));
+  }
+  return hash.Finish().Hex();
+}
 
 FileDigests::FileDigests(std::string table_path, absl::Duration settle)
     : table_path_(std::move(table_path)), settle_(settle) {
@@ -419,18 +527,57 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
   struct Check {
     int dir;
     size_t name;
-    DigestKind kind;
-    absl::string_view hex;  // the expected digest's hex digits
+    Wanted wanted;
     std::optional<Known> memo;
+    const std::string* real_dir;  // kRealpath: realpath of the path's directory ("" if none)
+    bool no_link;                 // Expected::resolves_to_itself
   };
+  // Whether each directory prefix seen is a directory and no symbolic link (lstat'ed once).
+  absl::flat_hash_map<std::string, bool> real_prefixes;
+  auto resolves_to_itself = [&real_prefixes](const std::string& path) {
+    for (size_t slash = path.find('/', 1); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      auto [it, inserted] = real_prefixes.try_emplace(path.substr(0, slash), false);
+      if (inserted) {
+        struct stat st {};
+        absl::string_view last = absl::string_view(it->first).substr(it->first.rfind('/') + 1);
+        it->second = last != "." && last != ".." && lstat(it->first.c_str(), &st) == 0 &&
+                     S_ISDIR(st.st_mode);
+      }
+      if (!it->second) return false;
+    }
+    return true;
+  };
+  size_t first_unresolved = files.size();  // the first whose directories hold a link
   std::vector<Check> checks;
   checks.reserve(files.size());
+  // Each directory a realpath answer is checked in, resolved once (a compile's preprocessor
+  // asks it of every header: thousands of headers in a few hundred directories).
+  std::unordered_map<std::string, std::string> real_dirs;  // stable: checks point into it
+  static const std::string kNoDir;
   for (const Expected& file : files) {
     auto [dir, name] = Directory(file.path);
-    auto [kind, hex] = KindOf(file.digest);
-    checks.push_back(
-        Check{dir, name, kind, hex,
-              Find(kind == DigestKind::kContent ? file.path : MemoKey(file.path, kind))});
+    Wanted wanted = WantOf(file.digest);
+    const std::string* real_dir = &kNoDir;
+    std::optional<Known> memo;
+    if (wanted.want == Want::kDigest) {
+      memo =
+          Find(wanted.kind == DigestKind::kContent ? file.path : MemoKey(file.path, wanted.kind));
+    } else if (wanted.want == Want::kRealpath) {
+      size_t slash = file.path.rfind('/');
+      std::string parent = slash == 0 ? "/" : file.path.substr(0, slash);
+      auto [it, inserted] = real_dirs.try_emplace(parent);
+      if (inserted && slash != std::string::npos) {
+        std::unique_ptr<char, void (*)(void*)> real(realpath(parent.c_str(), nullptr), free);
+        if (real != nullptr) it->second = real.get();
+      }
+      real_dir = &it->second;
+    }
+    if (file.resolves_to_itself && first_unresolved == files.size() &&
+        !resolves_to_itself(file.path)) {
+      first_unresolved = checks.size();
+    }
+    checks.push_back(Check{dir, name, wanted, std::move(memo), real_dir, file.resolves_to_itself});
   }
   // In parallel: stat and compare; a file the memo does not vouch for is read and hashed
   // (kept in `read` to memoize below). `first_bad` only decreases: chunks are taken in order,
@@ -457,16 +604,26 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
         if (i >= first_bad.load()) return;
         const Expected& file = files[i];
         const Check& check = checks[i];
+        if (check.wanted.want != Want::kDigest) {
+          if (!FactHolds(check.wanted, check.dir, file.path, check.name, *check.real_dir)) bad(i);
+          continue;
+        }
         struct stat st {};
+        if (check.no_link &&
+            (fstatat(check.dir, file.path.c_str() + check.name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+             S_ISLNK(st.st_mode))) {
+          bad(i);
+          continue;
+        }
         if (Vouches(check.memo, check.dir, file.path.c_str() + check.name, &st)) {
-          if (check.memo->hex != check.hex) bad(i);
+          if (check.memo->hex != check.wanted.value) bad(i);
           continue;
         }
         Read& r = read[i];
         r.read_at = absl::Now();
         absl::StatusOr<FileDigest> digest =
-            ReadDigest(check.dir, file.path, check.name, &r.st, check.kind);
-        if (!digest.ok() || digest->hex != check.hex) bad(i);
+            ReadDigest(check.dir, file.path, check.name, &r.st, check.wanted.kind);
+        if (!digest.ok() || digest->hex != check.wanted.value) bad(i);
         if (digest.ok()) {
           r.digest = *std::move(digest);
           r.ok = true;
@@ -485,10 +642,11 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
   for (std::thread& thread : pool) thread.join();
   for (size_t i = 0; i < files.size(); ++i) {
     if (read[i].ok) {
-      Remember(MemoKey(files[i].path, checks[i].kind), read[i].st, read[i].digest, read[i].read_at);
+      Remember(MemoKey(files[i].path, checks[i].wanted.kind), read[i].st, read[i].digest,
+               read[i].read_at);
     }
   }
-  return first_bad.load();
+  return std::min(first_bad.load(), first_unresolved);
 }
 
 }  // namespace kcache::objects

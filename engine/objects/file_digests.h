@@ -39,6 +39,22 @@ enum class DigestKind : uint8_t {
   kTool = 2,
 };
 inline constexpr absl::string_view kLinkInputPrefix = "link:";
+// kTool's digest as a manifest spells it (key1 spells it as kContent's).
+inline constexpr absl::string_view kToolPrefix = "tool:";
+
+// Besides a digest, a manifest line may record another fact of its path, which a check finds
+// true again or not (engine/objects/observed_manifest.h says which compiles record them):
+inline constexpr absl::string_view kAbsentFact = "absent";         // ENOENT or ENOTDIR
+inline constexpr absl::string_view kExistsPrefix = "exists:";      // stat's type: file dir other
+inline constexpr absl::string_view kLexistsPrefix = "lexists:";    // lstat's: ... symlink
+inline constexpr absl::string_view kFailedPrefix = "failed:";      // stat failed with this errno
+inline constexpr absl::string_view kReadlinkPrefix = "readlink:";  // the link's target
+inline constexpr absl::string_view kRealpathPrefix = "realpath:";  // realpath(3)'s answer
+inline constexpr absl::string_view kListingPrefix = "listing:";    // + ListingDigest's
+// The type a stat or lstat of `st` is spelled with after kExistsPrefix / kLexistsPrefix.
+absl::string_view FileTypeName(const struct stat& st);
+// XXH3-128 of a directory's entry names (sorted, without "." and ".."), or why not.
+absl::StatusOr<std::string> ListingDigest(const std::string& dir);
 
 // A digest's hex digits: XXH3-128 (core/xxh128.h), not SHA-256. The key a launcher looks up and
 // the object it puts are both made on the client's side: a client that could make two headers
@@ -87,10 +103,15 @@ class FileDigests {
                                                     DigestKind kind = DigestKind::kContent);
 
   // A file and the digest it was recorded with (a manifest's entry, its path resolved); its
-  // kind is the one the digest's spelling says.
+  // kind is the one the digest's spelling says. Or one of the facts above (kAbsentFact, ...),
+  // a readlink target or realpath answer with its base directories restored.
   struct Expected {
     std::string path;
-    absl::string_view digest;  // FileDigest::hex
+    absl::string_view digest;  // FileDigest::hex, or a fact
+    // With a digest: also that realpath(path) is the path itself (no symbolic link in it), as
+    // a preprocessor found for each header; checked with the file's own stat, and each
+    // directory's components once per pass, not as a realpath line of its own.
+    bool resolves_to_itself = false;
   };
   // The index of the first of `files` whose digest is not the expected one now, or that
   // cannot be read; files.size() when all match. Checked on up to kMaxCheckThreads threads

@@ -16,9 +16,11 @@
 #include "absl/time/clock.h"
 #include "core/file_io.h"
 #include "engine/objects/file_digests.h"
-#include "engine/objects/precompiled_headers.h"
+#include "engine/objects/observed_manifest.h"
 #include "engine/objects/prepared_command.h"
 #include "engine/objects/run_process.h"
+
+extern char** environ;
 
 namespace kcache::objects {
 namespace {
@@ -52,7 +54,9 @@ std::optional<Hit> Lookup(const LauncherOptions& options, ObjectCache& cache,
     return std::nullopt;
   }
   for (const ObjectEntryMeta& entry : *entries) {
-    if (!ManifestMatches(entry.manifest, prepared.dirs, digests, nullptr)) continue;
+    if (!ManifestMatches(entry.manifest, prepared.dirs, options.lookup.env, digests, nullptr)) {
+      continue;
+    }
     absl::StatusOr<HeldBytes> held = cache.GetHeld(entry.key);
     if (!held.ok()) {
       Log(options, absl::StrCat("entry unusable: ", held.status().message()));
@@ -94,83 +98,71 @@ int Replay(const Prepared& prepared, const ObjectBundleView& bundle) {
   return bundle.exit_code;
 }
 
-// A link's own working files: a private TMPDIR for the compiler's temporary object, and the
-// linker's dependency output (every object, library and script it read) inside it.
-struct LinkFiles {
-  std::string temp_dir;  // "" for a compile that does not link
-  std::string deps() const { return absl::StrCat(temp_dir, "/link.d"); }
-};
-
-// What the compile read besides the headers of its dependency output: any precompiled
-// header it may have read in place of one (precompiled_headers.h), by content; for a link,
-// every input the linker listed but the compiler's temporary object, as the linker reads them
-// (DigestKind::kLinkInput). Sets *why and *reason and returns the status when the compile
-// cannot be keyed.
-absl::StatusOr<Manifest> OtherInputs(const LauncherOptions& options, const Prepared& prepared,
-                                     const LinkFiles& link, FileDigests& digests,
-                                     absl::Time compiled_from, UncachedReason* reason) {
-  std::vector<std::string> headers;
-  if (prepared.command.family == CompilerFamily::kGcc && !prepared.command.source.empty()) {
-    absl::StatusOr<std::vector<std::string>> found = PrecompiledHeaders(
-        prepared.command, prepared.compiler_path, prepared.dirs.cwd, options.lookup.env);
-    if (!found.ok()) {
-      *reason = UncachedReason::kUnreadableInput;
-      return found.status();
-    }
-    headers = std::move(*found);
+// The realpaths of the programs whose reads are a link's inputs: the linker and collect2.
+std::vector<std::string> Linkers(const Prepared& prepared) {
+  std::vector<std::string> linkers;
+  for (const ToolFile& tool : prepared.tools) {
+    if (tool.path.empty() || (tool.role != "linker" && tool.role != "collect2")) continue;
+    std::error_code ec;
+    linkers.push_back(fs::weakly_canonical(tool.path, ec).string());
   }
-  absl::StatusOr<Manifest> manifest = MakeInputManifest(headers, prepared.dirs, digests, reason,
-                                                        compiled_from, DigestKind::kContent);
-  if (!manifest.ok() || link.temp_dir.empty()) return manifest;
-  absl::StatusOr<std::string> text = ReadWholeFile(link.deps());
-  if (!text.ok()) {
-    *reason = UncachedReason::kUnreadableInput;
-    return absl::FailedPreconditionError("the linker listed no inputs");
-  }
-  std::set<std::string> seen(headers.begin(), headers.end());
-  std::vector<std::string> inputs;
-  std::string temporary = absl::StrCat(link.temp_dir, "/");
-  for (const std::string& input : ParseDepFile(*text).deps) {
-    if (absl::StartsWith(input, temporary)) continue;  // the source's object, gone now
-    if (seen.insert(input).second) inputs.push_back(input);
-  }
-  absl::StatusOr<Manifest> linked = MakeInputManifest(inputs, prepared.dirs, digests, reason,
-                                                      compiled_from, DigestKind::kLinkInput);
-  if (!linked.ok()) return linked.status();
-  manifest->insert(manifest->end(), linked->begin(), linked->end());
-  return manifest;
+  return linkers;
 }
 
-// Stores a successful compile's outputs. Failures only mean the next build compiles again.
-void Store(const LauncherOptions& options, const Prepared& prepared, const std::string& dep_path,
-           const LinkFiles& link, const ProcessResult& result, absl::Time compiled_from,
-           FileDigests& digests) {
+std::string Absolute(const BaseDirs& dirs, const std::string& path) {
+  return !path.empty() && path[0] == '/' ? path : absl::StrCat(dirs.cwd, "/", path);
+}
+
+// "N inputs: F files, A paths absent, V variables, O other facts" for KCACHE_LOG.
+std::string DescribeManifest(const Manifest& manifest) {
+  size_t files = 0, absent = 0, variables = 0;
+  for (const auto& [path, value] : manifest) {
+    if (!path.empty() && path[0] == '$') {
+      ++variables;
+    } else if (value == kAbsentFact) {
+      ++absent;
+    } else if (value.find(':') == std::string::npos || absl::StartsWith(value, kToolPrefix) ||
+               absl::StartsWith(value, kLinkInputPrefix)) {
+      ++files;
+    }
+  }
+  return absl::StrCat(manifest.size(), " inputs: ", files, " files, ", absent, " paths absent, ",
+                      variables, " variables, ", manifest.size() - files - absent - variables,
+                      " other facts");
+}
+
+// Stores a successful compile's outputs, under the manifest of what it was observed to read.
+// Failures only mean the next build compiles again.
+void Store(const LauncherOptions& options, const Prepared& prepared, const Observation& observation,
+           const ProcessResult& result, absl::Time compiled_from, FileDigests& digests) {
   const BaseDirs& dirs = prepared.dirs;
-  absl::StatusOr<std::string> object = ReadWholeFile(prepared.command.output);
-  // A link of objects reads no source and writes no dependency file: the linker's lists all.
-  absl::StatusOr<std::string> dep_text = dep_path.empty() ? std::string() : ReadWholeFile(dep_path);
-  if (!object.ok() || !dep_text.ok()) {
+  const CompilerCommand& command = prepared.command;
+  absl::StatusOr<std::string> object = ReadWholeFile(command.output);
+  absl::StatusOr<std::string> dep_text =
+      command.writes_deps ? ReadWholeFile(command.dep_file) : std::string();
+  absl::StatusOr<observe::ObservedReads> reads = observation.Read();
+  if (!object.ok() || !dep_text.ok() || !reads.ok()) {
     Log(options, "not stored: the compiler's outputs could not be read");
     return;
   }
-  DepFile deps = ParseDepFile(*dep_text);
+  ObservedCompile observed;
+  observed.dirs = &dirs;
+  observed.env = &options.lookup.env;
+  observed.temp_dir = observation.temp_dir();
+  observed.library = observation.library();
+  observed.outputs = {Absolute(dirs, command.output)};
+  if (command.writes_deps) observed.outputs.push_back(Absolute(dirs, command.dep_file));
+  observed.linkers = Linkers(prepared);
   UncachedReason reason = UncachedReason::kNone;
-  absl::StatusOr<Manifest> manifest = MakeManifest(deps, dirs, digests, &reason, compiled_from);
-  if (manifest.ok()) {
-    absl::StatusOr<Manifest> more =
-        OtherInputs(options, prepared, link, digests, compiled_from, &reason);
-    if (more.ok()) {
-      manifest->insert(manifest->end(), more->begin(), more->end());
-    } else {
-      manifest = more.status();
-    }
-  }
+  absl::StatusOr<Manifest> manifest =
+      ObservedManifest(*reads, observed, digests, compiled_from, &reason);
   if (!manifest.ok()) {
     Log(options, absl::StrCat("not stored (", UncachedReasonName(reason),
                               "): ", manifest.status().message()));
     if (options.note_uncached) options.note_uncached(reason);
     return;
   }
+  DepFile deps = ParseDepFile(*dep_text);
   ObjectBundle bundle;
   bundle.object = std::move(*object);
   for (const std::string& target : deps.targets)
@@ -192,73 +184,35 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const std::
   entry.fields = prepared.key.fields;
   absl::StatusOr<std::unique_ptr<ObjectCache>> cache = options.open_cache();
   absl::Status put = cache.ok() ? (*cache)->Put(entry, bytes) : cache.status();
-  if (!put.ok()) Log(options, absl::StrCat("not stored: ", put.message()));
-}
-
-// Whether the linker takes --dependency-file (GNU ld 2.35 and later): a link is stored only
-// when the linker lists what it read.
-bool LinkerListsInputs(const Prepared& prepared) {
-  for (const ToolFile& tool : prepared.tools) {
-    if (tool.role != "linker") continue;
-    absl::StatusOr<ProcessResult> help = RunCaptured({tool.path, "--help"});
-    return help.ok() && absl::StrContains(help->stdout_text, "--dependency-file");
+  if (!put.ok()) {
+    Log(options, absl::StrCat("not stored: ", put.message()));
+    return;
   }
-  return false;
+  if (options.log) Log(options, absl::StrCat("stored: ", DescribeManifest(entry.manifest)));
 }
 
-// Runs `argv` with TMPDIR set to `temp_dir` ("" leaves it as it is).
-absl::StatusOr<ProcessResult> RunWithTempDir(const std::vector<std::string>& argv,
-                                             const std::string& temp_dir) {
-  if (temp_dir.empty()) return RunCaptured(argv);
-  const char* before = std::getenv("TMPDIR");
-  std::optional<std::string> saved;
-  if (before != nullptr) saved = before;
-  setenv("TMPDIR", temp_dir.c_str(), 1);
-  absl::StatusOr<ProcessResult> result = RunCaptured(argv);
-  if (saved.has_value()) {
-    setenv("TMPDIR", saved->c_str(), 1);
-  } else {
-    unsetenv("TMPDIR");
-  }
-  return result;
-}
-
-// A miss: the real compiler, unchanged but for what lets kcache see every input: a dependency
-// file of our own when a compile asked for none, and for a link the linker's dependency output and
-// a private TMPDIR (so the compiler's temporary object is told apart from the linker's real
-// inputs). Its outputs are stored when it succeeded.
+// A miss: the real compiler, unchanged, observed (observed_manifest.h: every process it runs
+// records what it reads, and its temporaries go to a directory of its own). Its outputs are
+// stored when it succeeded. Where it cannot be observed it runs uncached.
 int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
                     const std::vector<std::string>& args, FileDigests& digests) {
   std::vector<std::string> argv = {prepared.compiler_path};
   argv.insert(argv.end(), args.begin(), args.end());
-  const CompilerCommand& command = prepared.command;
-  LinkFiles link;
-  if (RunsLinker(command.kind)) {
-    std::string base = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
-    std::string pattern = absl::StrCat(base, "/kcache-link-XXXXXX");
-    if (!LinkerListsInputs(prepared) || mkdtemp(pattern.data()) == nullptr) {
-      digests.Save();
-      Log(options,
-          "uncached (unreadable_input): the linker cannot list its inputs "
-          "(GNU ld 2.35 or later does: --dependency-file)");
-      if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput);
-      return ExecReplacing(argv);
-    }
-    link.temp_dir = pattern;
-    argv.push_back(absl::StrCat("-Wl,--dependency-file=", link.deps()));
+  absl::StatusOr<Observation> observation =
+      Observation::Begin(options.observe_library, options.lookup.kcache_binaries);
+  if (!observation.ok()) {
+    digests.Save();
+    Log(options, absl::StrCat("uncached (unreadable_input): the compile cannot be observed: ",
+                              observation.status().message()));
+    if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput);
+    return ExecReplacing(argv);
   }
-  if (command.user_only_deps_arg >= 0) {  // -MMD: every header, for the manifest
-    argv[1 + command.user_only_deps_arg] = "-MD";
-  }
-  std::string dep_path = command.dep_file;
-  // A link of objects has no source to list the headers of.
-  bool own_deps = !command.writes_deps && command.kind != CompilerOutput::kLinkedLibrary;
-  if (own_deps) {
-    dep_path = absl::StrCat(command.output, ".kcache-", getpid(), ".d");
-    argv.insert(argv.end(), {"-MD", "-MF", dep_path});
-  }
+  std::vector<std::string> env = observation->Environment(environ);
+  RunSettings settings;
+  settings.env = &env;
+  settings.started = [&](pid_t pid) { observation->NoteStarted(pid, prepared.compiler_path); };
   absl::Time compiled_from = CoarseNow();
-  absl::StatusOr<ProcessResult> result = RunWithTempDir(argv, link.temp_dir);
+  absl::StatusOr<ProcessResult> result = RunCaptured(argv, settings);
   if (!result.ok()) {
     std::fprintf(stderr, "kcache: %s\n", std::string(result.status().message()).c_str());
     return 127;
@@ -267,11 +221,8 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
   std::fwrite(result->stderr_text.data(), 1, result->stderr_text.size(), stderr);
   std::fflush(stdout);
   if (result->exit_code == 0) {
-    Store(options, prepared, dep_path, link, *result, compiled_from, digests);
+    Store(options, prepared, *observation, *result, compiled_from, digests);
   }
-  std::error_code ec;
-  if (own_deps) fs::remove(dep_path, ec);
-  if (!link.temp_dir.empty()) fs::remove_all(link.temp_dir, ec);
   return result->exit_code;
 }
 

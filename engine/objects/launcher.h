@@ -46,6 +46,9 @@ struct LauncherOptions {
   // Told of every command that runs uncached, or whose compile is not stored, with the reason
   // (kcached counts them: objects.uncached_<reason>). Unset: only the KCACHE_LOG line says it.
   std::function<void(UncachedReason)> note_uncached;
+  // libkcache-observe.so (FindObserveLibrary, observed_manifest.h), preloaded into a miss's
+  // compile to record what it reads; "" (not installed): every compile runs uncached.
+  std::string observe_library;
   ToolLookup lookup;
 };
 

@@ -1,18 +1,23 @@
 #include "engine/objects/object_key.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "core/sha256.h"
 
 namespace kcache::objects {
 namespace {
 
-// Bumped whenever what goes into key1 changes: old entries then simply miss.
-constexpr char kObjectKeyDomain[] = "kcache.object.v1";
+// Bumped whenever what goes into key1 or an entry's manifest changes: old entries then simply
+// miss. v2: manifests record what the compile was observed to read (observed_manifest.h).
+constexpr char kObjectKeyDomain[] = "kcache.object.v2";
 
 bool IsBoundary(const std::string& text, size_t pos) {
   if (pos >= text.size()) return true;
@@ -261,22 +266,104 @@ absl::StatusOr<Manifest> MakeInputManifest(const std::vector<std::string>& paths
   return ManifestOf(paths, dirs, digests, reason, compiled_from, /*text_rules=*/false, kind);
 }
 
-bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests& digests,
-                     std::string* first_difference) {
+std::string EnvironmentFact(const std::string& name, const Environment& env, const BaseDirs& dirs) {
+  auto it = env.find(name);
+  if (it == env.end()) return "(unset)";
+  if (name == "PWD") {
+    // gcc (getpwd) and others use $PWD for the working directory only when it names it.
+    struct stat pwd {
+    }, cwd{};
+    if (it->second.empty() || it->second[0] != '/' || stat(it->second.c_str(), &pwd) != 0 ||
+        stat(dirs.cwd.c_str(), &cwd) != 0 || pwd.st_dev != cwd.st_dev || pwd.st_ino != cwd.st_ino) {
+      return "(not the working directory)";
+    }
+  }
+  return absl::StrCat("=", dirs.Normalize(it->second));
+}
+
+namespace {
+
+// Whether a manifest value is a file's digest (not another fact).
+bool IsDigest(absl::string_view value) {
+  if (value == kAbsentFact) return false;
+  return value.find(':') == absl::string_view::npos || absl::StartsWith(value, kToolPrefix) ||
+         absl::StartsWith(value, kLinkInputPrefix);
+}
+
+// What a manifest line says of its path, for a message.
+std::string Difference(const std::pair<std::string, std::string>& line, const std::string& path,
+                       FileDigests& digests) {
+  absl::string_view value = line.second;
+  if (value == kAbsentFact) return absl::StrCat(path, " exists now");
+  for (absl::string_view prefix : {kExistsPrefix, kLexistsPrefix, kFailedPrefix, kReadlinkPrefix,
+                                   kRealpathPrefix, kListingPrefix}) {
+    if (absl::StartsWith(value, prefix)) {
+      return absl::StrCat(path, " is not what it was (recorded ", value, ")");
+    }
+  }
+  bool linked = absl::StartsWith(value, kLinkInputPrefix);
+  bool tool = absl::StartsWith(value, kToolPrefix);
+  // Digested as recorded: a library's whole bytes would be read for one word.
+  absl::StatusOr<FileDigest> digest = digests.Digest(
+      path, linked ? DigestKind::kLinkInput : (tool ? DigestKind::kTool : DigestKind::kContent));
+  return absl::StrCat(linked ? "linker input " : (tool ? "program " : "header "), path,
+                      digest.ok() ? " changed" : " is missing");
+}
+
+}  // namespace
+
+bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, const Environment& env,
+                     FileDigests& digests, std::string* first_difference) {
+  for (const auto& [path, recorded] : manifest) {
+    if (path.empty() || path[0] != '$') continue;
+    std::string name = path.substr(1);
+    std::string now = EnvironmentFact(name, env, dirs);
+    if (now == recorded) continue;
+    if (first_difference != nullptr) {
+      *first_difference = absl::StrCat("environment ", name, " differs: recorded '", recorded,
+                                       "', now '", now, "'");
+    }
+    return false;
+  }
   digests.BeginPass();
   std::vector<FileDigests::Expected> files;
+  std::vector<size_t> lines;          // files[i] is manifest[lines[i]]
+  std::vector<std::string> restored;  // a link target or realpath answer, with this machine's dirs
+  restored.reserve(manifest.size());
   files.reserve(manifest.size());
-  for (const auto& [path, recorded] : manifest) files.push_back({Resolve(path, dirs), recorded});
+  // A header whose realpath is itself (the common case, and one line a header): checked
+  // with its digest's line (FileDigests::Expected::resolves_to_itself).
+  absl::flat_hash_map<absl::string_view, size_t> digest_line;  // path -> its digest's line
+  for (size_t i = 0; i < manifest.size(); ++i) {
+    if (IsDigest(manifest[i].second)) digest_line.emplace(manifest[i].first, i);
+  }
+  std::vector<bool> folded(manifest.size(), false), itself(manifest.size(), false);
+  for (size_t i = 0; i < manifest.size(); ++i) {
+    absl::string_view value = manifest[i].second;
+    if (!absl::ConsumePrefix(&value, kRealpathPrefix) || value != manifest[i].first) continue;
+    auto it = digest_line.find(manifest[i].first);
+    if (it == digest_line.end()) continue;
+    folded[i] = true;
+    itself[it->second] = true;
+  }
+  for (size_t i = 0; i < manifest.size(); ++i) {
+    const auto& [path, recorded] = manifest[i];
+    if ((!path.empty() && path[0] == '$') || folded[i]) continue;
+    absl::string_view value = recorded;
+    for (absl::string_view prefix : {kReadlinkPrefix, kRealpathPrefix}) {
+      if (absl::StartsWith(value, prefix)) {
+        restored.push_back(
+            absl::StrCat(prefix, dirs.Restore(std::string(value.substr(prefix.size())))));
+        value = restored.back();
+      }
+    }
+    files.push_back({Resolve(path, dirs), value, itself[i]});
+    lines.push_back(i);
+  }
   size_t bad = digests.FirstMismatch(files);
   if (bad == files.size()) return true;
   if (first_difference != nullptr) {
-    bool linked = absl::StartsWith(manifest[bad].second, kLinkInputPrefix);
-    // Digested as recorded: a library's whole bytes would be read for one word.
-    absl::StatusOr<FileDigest> digest =
-        digests.Digest(files[bad].path, linked ? DigestKind::kLinkInput : DigestKind::kContent);
-    *first_difference =
-        absl::StrCat(linked ? "linker input " : "header ", dirs.Restore(manifest[bad].first),
-                     digest.ok() ? " changed" : " is missing");
+    *first_difference = Difference(manifest[lines[bad]], files[bad].path, digests);
   }
   return false;
 }

@@ -88,10 +88,18 @@ absl::StatusOr<Manifest> MakeInputManifest(const std::vector<std::string>& paths
                                            UncachedReason* reason, absl::Time compiled_from,
                                            DigestKind kind);
 
-// Whether every file of `manifest` has its digest here. On false, *first_difference names
-// the first that does not ("header <path> changed", "linker input <path> is missing").
-bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, FileDigests& digests,
-                     std::string* first_difference);
+// Whether every line of `manifest` holds here: each file has its digest, each other fact of a
+// path (file_digests.h: absent, a type, a link's target, ...) is still true, and each "$NAME"
+// line (an environment variable the compile read) is what EnvironmentFact says of `env` now.
+// On false, *first_difference names the first that does not ("header <path> changed",
+// "linker input <path> is missing", "<path> exists now", "environment NAME differs: ...").
+bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, const Environment& env,
+                     FileDigests& digests, std::string* first_difference);
+
+// A manifest's "$NAME" line value for the variable as `env` has it: "=VALUE" (base directories
+// normalized) or "(unset)"; for PWD what a compiler makes of it (it uses it only when it names
+// the working directory): its value then, else "(not the working directory)".
+std::string EnvironmentFact(const std::string& name, const Environment& env, const BaseDirs& dirs);
 
 // The id of an entry under key1: SHA-256 of its manifest, in hex.
 std::string ManifestId(const Manifest& manifest);

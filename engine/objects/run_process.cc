@@ -51,7 +51,8 @@ void Drain(int out_fd, int err_fd, ProcessResult& result) {
 
 }  // namespace
 
-absl::StatusOr<ProcessResult> RunCaptured(const std::vector<std::string>& argv) {
+absl::StatusOr<ProcessResult> RunCaptured(const std::vector<std::string>& argv,
+                                          const RunSettings& settings) {
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -64,8 +65,11 @@ absl::StatusOr<ProcessResult> RunCaptured(const std::vector<std::string>& argv) 
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   std::vector<char*> c_argv = CArgv(argv);
+  std::vector<char*> c_env;
+  if (settings.env != nullptr) c_env = CArgv(*settings.env);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, c_argv[0], &actions, nullptr, c_argv.data(), environ);
+  int rc = posix_spawn(&pid, c_argv[0], &actions, nullptr, c_argv.data(),
+                       settings.env != nullptr ? c_env.data() : environ);
   posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -74,6 +78,7 @@ absl::StatusOr<ProcessResult> RunCaptured(const std::vector<std::string>& argv) 
     close(err_pipe[0]);
     return absl::InternalError(absl::StrCat("cannot run ", argv[0], ": ", std::strerror(rc)));
   }
+  if (settings.started) settings.started(pid);
   ProcessResult result;
   Drain(out_pipe[0], err_pipe[0], result);
   int status = 0;

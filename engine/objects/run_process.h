@@ -3,6 +3,9 @@
 #ifndef KCACHE_ENGINE_OBJECTS_RUN_PROCESS_H_
 #define KCACHE_ENGINE_OBJECTS_RUN_PROCESS_H_
 
+#include <sys/types.h>
+
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,9 +18,18 @@ struct ProcessResult {
   std::string stdout_text, stderr_text;
 };
 
-// Runs `argv` (argv[0] a path) with this process's environment and stdin; returns its exit
-// code and everything it wrote. Internal when it cannot be started.
-absl::StatusOr<ProcessResult> RunCaptured(const std::vector<std::string>& argv);
+// How RunCaptured runs its command.
+struct RunSettings {
+  // The environment (NAME=VALUE entries); null: this process's.
+  const std::vector<std::string>* env = nullptr;
+  // Told the process's pid once it started, before its output is read.
+  std::function<void(pid_t)> started;
+};
+
+// Runs `argv` (argv[0] a path) with this process's stdin; returns its exit code and everything
+// it wrote. Internal when it cannot be started.
+absl::StatusOr<ProcessResult> RunCaptured(const std::vector<std::string>& argv,
+                                          const RunSettings& settings = {});
 
 // Replaces this process with `argv`. Returns only on failure (then 127, with a message on
 // stderr), like a shell.

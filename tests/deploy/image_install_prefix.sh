@@ -35,9 +35,20 @@ prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
   { cat "$work/install.log" >&2; die "cmake --install $build"; }
 for f in bin/kcached bin/kcache-compile-worker bin/kcache bin/kcache-example-worker lib/libkcache.so \
-         include/kcache/kcache.h include/kcache/kcache_c.h; do
+         lib/kcache/libkcache-observe.so include/kcache/kcache.h include/kcache/kcache_c.h; do
   [[ -e $prefix/$f ]] || die "cmake --install does not install $f"
 done
+
+# The installed launcher finds its observer (lib/kcache/): a compile is recorded, then served.
+echo 'int f(void) { return 1; }' >"$work/launch.c"
+for b in b1 b2; do
+  mkdir -p "$work/$b"
+  (cd "$work/$b" && KCACHE_STORE=$work/objects KCACHE_STATE_DIR=$work/state KCACHE_LOG=1 \
+    "$prefix/bin/kcache" cc -c "$work/launch.c" -o f.o) 2>>"$work/launch.log" ||
+    { cat "$work/launch.log" >&2; die "the installed kcache cc"; }
+done
+grep -q "kcache: hit" "$work/launch.log" ||
+  { cat "$work/launch.log" >&2; die "the installed kcache did not serve the compile it recorded"; }
 
 # -- 2. warm stage ---------------------------------------------------------------------------
 # Two bundled kernels: one with cuda_fp16/bf16 headers, one with CUB (CCCL).

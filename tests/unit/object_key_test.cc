@@ -65,12 +65,12 @@ TEST(ManifestTest, MatchesUntilAHeaderChangesOrGoes) {
   ASSERT_TRUE(manifest.ok()) << manifest.status();
   EXPECT_EQ((*manifest)[0].first, "@cwd@/a.h");
   std::string difference;
-  EXPECT_TRUE(ManifestMatches(*manifest, dirs, digests, &difference));
+  EXPECT_TRUE(ManifestMatches(*manifest, dirs, Environment{}, digests, &difference));
   tmp.Write("b.h", "int b2;\n");
-  EXPECT_FALSE(ManifestMatches(*manifest, dirs, digests, &difference));
+  EXPECT_FALSE(ManifestMatches(*manifest, dirs, Environment{}, digests, &difference));
   EXPECT_NE(difference.find("b.h changed"), std::string::npos) << difference;
   std::filesystem::remove(tmp / "a.h");
-  EXPECT_FALSE(ManifestMatches(*manifest, dirs, digests, &difference));
+  EXPECT_FALSE(ManifestMatches(*manifest, dirs, Environment{}, digests, &difference));
   EXPECT_NE(difference.find("missing"), std::string::npos) << difference;
 }
 

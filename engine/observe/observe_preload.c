@@ -1,0 +1,1131 @@
+/* libkcache-observe.so: preloaded (LD_PRELOAD) into every process of a compile a launcher
+ * records, it writes down what the process read: the files it opened, the paths it looked at
+ * and did not find, the environment variables it asked for, whether it read the clock, the
+ * programs it started (engine/observe/observe_log.h has the records). It changes nothing the
+ * process does: each call goes to the C library's own function, and errno is kept.
+ *
+ * Why interposing the C library is sound here, and where it stops (docs/torch-extensions.md,
+ * "What a compile reads"): compilers, assemblers and linkers reach files through the C
+ * library's calls wrapped below, and a program they start inherits LD_PRELOAD (put back by
+ * the exec and spawn wrappers when a process dropped it). What this library cannot see makes
+ * itself known: a program that could not load it (statically linked, set-user-ID, another
+ * machine's code) is recorded as unobservable before it runs, and a started program that never
+ * records its start is noticed by the reader; either leaves the compile uncached.
+ *
+ * Written in C, with no allocation on the paths that may run in a vfork child (exec), and
+ * without the C++ runtime: it loads into every compiler process. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <link.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/observe/observe_log.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+extern char** environ;
+
+/* ---------------------------------------------------------------- state */
+
+static int g_log_fd = -1; /* the log, at a high descriptor (LogFd) */
+static int g_recording;   /* this process records */
+static int g_quiet;       /* ... only its start and the programs it starts (a skipped one) */
+static int g_observing;   /* KCACHE_OBSERVE_LOG was set: keep it in started programs */
+static char g_log_path[4096];
+static char g_self[4096];          /* this library's path, for LD_PRELOAD */
+static char g_preload_entry[4200]; /* "LD_PRELOAD=<g_self>" */
+static char g_log_entry[4200];     /* "KCACHE_OBSERVE_LOG=<g_log_path>" */
+
+/* Records already written by this process (a hash each), so a header looked up a hundred
+ * times is one record. Open addressing; when full, records are simply written again. */
+#define SEEN_SLOTS (1u << 16)
+static uint64_t g_seen[SEEN_SLOTS];
+
+/* The C library's own functions, found on first use. Every function wrapped here is one glibc
+ * 2.33 and later exports (stat and its kin became symbols of their own in 2.33): the library
+ * is built on the machine whose compilers it observes. */
+static void* Next(const char* name) {
+  void* found = dlsym(RTLD_NEXT, name);
+  return found;
+}
+#define REAL(name)                                                         \
+  static __typeof__(name)* real_##name;                                    \
+  static __typeof__(name)* Real_##name(void) {                             \
+    if (real_##name == NULL) real_##name = (__typeof__(name)*)Next(#name); \
+    return real_##name;                                                    \
+  }
+#define RESOLVE(name) Real_##name()
+
+static long RawPid(void) { return syscall(SYS_getpid); }
+
+/* The real getenv, without recording: environ scanned as glibc does. */
+static char* PlainGetenv(const char* name) {
+  if (name == NULL || environ == NULL) return NULL;
+  size_t length = strlen(name);
+  for (char** entry = environ; *entry != NULL; ++entry) {
+    if (strncmp(*entry, name, length) == 0 && (*entry)[length] == '=') return *entry + length + 1;
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- writing records */
+
+static uint64_t Hash(char kind, const char* a, const char* b) {
+  uint64_t h = 1469598103934665603ull ^ (unsigned char)kind;
+  for (const char* p = a; p != NULL && *p; ++p) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  h = (h ^ 0xff) * 1099511628211ull;
+  for (const char* p = b; p != NULL && *p; ++p) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h == 0 ? 1 : h;
+}
+
+/* Whether the record was written before (and marks it written). */
+static int Seen(uint64_t h) {
+  uint32_t slot = (uint32_t)h & (SEEN_SLOTS - 1);
+  for (int probe = 0; probe < 32; ++probe) {
+    uint32_t at = (slot + (uint32_t)probe) & (SEEN_SLOTS - 1);
+    uint64_t was = 0;
+    if (__atomic_compare_exchange_n(&g_seen[at], &was, h, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      return 0;
+    }
+    if (was == h) return 1;
+  }
+  return 0;
+}
+
+static size_t Append(char* out, size_t at, size_t cap, const char* text, int escape) {
+  for (const char* p = text; p != NULL && *p && at + 2 < cap; ++p) {
+    if (escape && (*p == '\\' || *p == '\n' || *p == '\t')) {
+      out[at++] = '\\';
+      out[at++] = *p == '\n' ? 'n' : (*p == '\t' ? 't' : '\\');
+    } else {
+      out[at++] = *p;
+    }
+  }
+  return at;
+}
+
+static int OpenLog(void) {
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return -1;
+  /* High, so that a program's dup2 onto a low number or its own opens never meet it. */
+  int high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 900);
+  syscall(SYS_close, fd);
+  return high;
+}
+
+/* Writes "<kind> <pid> <a>[\t<b>]\n". A log that cannot be written loses the record: the
+ * reader then misses a start or an exec's outcome and leaves the compile uncached. */
+static int g_always; /* the next record is written even if it was before (an exec's outcome) */
+
+static void Record(char kind, const char* a, const char* b) {
+  if (!g_recording) return;
+  if (g_quiet && kind != KCACHE_OBSERVE_START && kind != KCACHE_OBSERVE_EXEC &&
+      kind != KCACHE_OBSERVE_UNOBSERVABLE) {
+    return;
+  }
+  if (!g_always && Seen(Hash(kind, a, b))) return;
+  char line[8500];
+  int n = snprintf(line, sizeof line, "%c %ld ", kind, RawPid());
+  size_t at = (size_t)n;
+  at = Append(line, at, sizeof line, a, 1);
+  if (b != NULL) {
+    line[at++] = '\t';
+    at = Append(line, at, sizeof line, b, 1);
+  }
+  line[at++] = '\n';
+  int saved = errno;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (g_log_fd < 0) g_log_fd = OpenLog();
+    if (g_log_fd < 0) break;
+    long written = syscall(SYS_write, g_log_fd, line, at);
+    if (written == (long)at) break;
+    if (written < 0 && errno == EBADF) { /* the program closed it: open it again */
+      g_log_fd = -1;
+      continue;
+    }
+    break;
+  }
+  errno = saved;
+}
+
+/* The absolute form of `path`, relative to `dir` (a descriptor or AT_FDCWD), into out. */
+static const char* Absolute(int dir, const char* path, char* out, size_t cap) {
+  if (path == NULL) return NULL;
+  if (path[0] == '/') return path;
+  char base[4096];
+  long length;
+  if (dir == AT_FDCWD) {
+    length = syscall(SYS_getcwd, base, sizeof base);
+    if (length <= 0) return path;
+    length = (long)strlen(base);
+  } else {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dir);
+    length = syscall(SYS_readlinkat, AT_FDCWD, link, base, sizeof base - 1);
+    if (length <= 0) return path;
+    base[length] = '\0';
+  }
+  if (path[0] == '\0') {
+    snprintf(out, cap, "%s", base);
+  } else {
+    snprintf(out, cap, "%s%s%s", base, length > 1 ? "/" : "", path);
+  }
+  return out;
+}
+
+static void RecordPath(char kind, int dir, const char* path) {
+  if (!g_recording || path == NULL) return;
+  char buffer[8192];
+  Record(kind, Absolute(dir, path, buffer, sizeof buffer), NULL);
+}
+
+/* A look at `path` that failed with `err`. */
+static void RecordFailure(int dir, const char* path, int err) {
+  if (!g_recording || path == NULL) return;
+  if (err == ENOENT || err == ENOTDIR) {
+    RecordPath(KCACHE_OBSERVE_ABSENT, dir, path);
+    return;
+  }
+  char buffer[8192], number[16];
+  snprintf(number, sizeof number, "%d", err);
+  Record(KCACHE_OBSERVE_FAILED, number, Absolute(dir, path, buffer, sizeof buffer));
+}
+
+static void RecordOpen(int dir, const char* path, int flags, int result, int err) {
+  if (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) {
+    if (result >= 0 || err == EEXIST) RecordPath(KCACHE_OBSERVE_WRITE, dir, path);
+    return;
+  }
+  if (result < 0) {
+    RecordFailure(dir, path, err);
+  } else {
+    RecordPath((flags & O_PATH) ? KCACHE_OBSERVE_EXISTS : KCACHE_OBSERVE_READ, dir, path);
+  }
+}
+
+/* ---------------------------------------------------------------- start */
+
+static int IsSkipped(const char* exe) {
+  const char* list = PlainGetenv(KCACHE_OBSERVE_SKIP_VAR);
+  size_t length = strlen(exe);
+  while (list != NULL && *list) {
+    const char* end = strchr(list, ':');
+    size_t item = end != NULL ? (size_t)(end - list) : strlen(list);
+    if (item == length && strncmp(list, exe, length) == 0) return 1;
+    list = end != NULL ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+static int RecordLoaded(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  (void)data;
+  const char* name = info->dlpi_name;
+  if (name == NULL || name[0] != '/' || strcmp(name, g_self) == 0) return 0;
+  Record(KCACHE_OBSERVE_LOADED, name, NULL);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- shells */
+
+/* A shell reads its variables from the environment it was given, not through getenv: what it
+ * expands is recorded as if asked for, from the `$NAME` and `${NAME` in its command (-c) or
+ * its script. (A file it sources is recorded as read; its expansions are not.) */
+static int IsShell(const char* exe) {
+  const char* base = strrchr(exe, '/');
+  base = base != NULL ? base + 1 : exe;
+  static const char* const kShells[] = {"sh", "dash", "bash", "zsh", "ksh", "mksh", "busybox"};
+  for (size_t i = 0; i < sizeof kShells / sizeof kShells[0]; ++i) {
+    if (strcmp(base, kShells[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+static void RecordExpansions(const char* text, size_t length) {
+  char name[256];
+  for (size_t i = 0; i + 1 < length; ++i) {
+    if (text[i] != '$') continue;
+    size_t at = i + 1;
+    if (text[at] == '{') ++at;
+    size_t n = 0;
+    while (at < length && n + 1 < sizeof name &&
+           (text[at] == '_' || (text[at] >= 'A' && text[at] <= 'Z') ||
+            (text[at] >= 'a' && text[at] <= 'z') ||
+            (n > 0 && text[at] >= '0' && text[at] <= '9'))) {
+      name[n++] = text[at++];
+    }
+    if (n == 0) continue;
+    name[n] = '\0';
+    getenv(name); /* recorded, with what this shell was given */
+  }
+}
+
+static char g_text[1 << 20]; /* a shell's command line, then its script */
+
+static void RecordShellExpansions(void) {
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  long length = 0, got;
+  while (length < (long)sizeof g_text &&
+         (got = syscall(SYS_read, fd, g_text + length, sizeof g_text - (size_t)length)) > 0) {
+    length += got;
+  }
+  syscall(SYS_close, fd);
+  if (length >= (long)sizeof g_text) {
+    Record(KCACHE_OBSERVE_UNOBSERVABLE, "a shell", "a command line over 1 MiB");
+    return;
+  }
+  /* argv[0] \0 argv[1] \0 ...: the text after -c, else the first argument not an option. */
+  const char* script = NULL;
+  int after_c = 0;
+  for (long at = (long)strlen(g_text) + 1; at < length; at += (long)strlen(g_text + at) + 1) {
+    const char* arg = g_text + at;
+    if (after_c) {
+      RecordExpansions(arg, strlen(arg));
+      return;
+    }
+    if (arg[0] == '-' && strchr(arg, 'c') != NULL && arg[1] != '-') {
+      after_c = 1;
+    } else if (arg[0] != '-' && script == NULL) {
+      script = arg;
+      break;
+    }
+  }
+  if (script == NULL) return;
+  fd = (int)syscall(SYS_openat, AT_FDCWD, script, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  length = 0;
+  while (length < (long)sizeof g_text &&
+         (got = syscall(SYS_read, fd, g_text + length, sizeof g_text - (size_t)length)) > 0) {
+    length += got;
+  }
+  syscall(SYS_close, fd);
+  if (length >= (long)sizeof g_text) {
+    Record(KCACHE_OBSERVE_UNOBSERVABLE, script, "a shell script over 1 MiB");
+    return;
+  }
+  RecordExpansions(g_text, (size_t)length);
+}
+
+/* Interpreters that read the environment whole (os.environ, %ENV): what they use of it
+ * cannot be told, so a compile that runs one is not cached. */
+static int ReadsEnvironmentWhole(const char* exe) {
+  const char* base = strrchr(exe, '/');
+  base = base != NULL ? base + 1 : exe;
+  static const char* const kInterpreters[] = {"python", "perl",  "ruby", "node",
+                                              "lua",    "tclsh", "php"};
+  for (size_t i = 0; i < sizeof kInterpreters / sizeof kInterpreters[0]; ++i) {
+    if (strncmp(base, kInterpreters[i], strlen(kInterpreters[i])) == 0) return 1;
+  }
+  return 0;
+}
+
+__attribute__((constructor)) static void Start(void) {
+  const char* log = PlainGetenv(KCACHE_OBSERVE_LOG_VAR);
+  if (log == NULL || log[0] != '/' || strlen(log) >= sizeof g_log_path) return;
+  snprintf(g_log_path, sizeof g_log_path, "%s", log);
+  Dl_info self;
+  if (dladdr((void*)&Start, &self) == 0 || self.dli_fname == NULL) return;
+  snprintf(g_self, sizeof g_self, "%s", self.dli_fname);
+  snprintf(g_preload_entry, sizeof g_preload_entry, "LD_PRELOAD=%s", g_self);
+  snprintf(g_log_entry, sizeof g_log_entry, "%s=%s", KCACHE_OBSERVE_LOG_VAR, g_log_path);
+  g_observing = 1;
+  char exe[4096];
+  long length = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
+  if (length <= 0) return;
+  exe[length] = '\0';
+  g_quiet = IsSkipped(exe);
+  g_recording = 1;
+  char parent[24];
+  snprintf(parent, sizeof parent, "%ld", (long)getppid());
+  Record(KCACHE_OBSERVE_START, parent, exe);
+  dl_iterate_phdr(RecordLoaded, NULL);
+  if (g_quiet) return;
+  if (IsShell(exe)) RecordShellExpansions();
+  if (ReadsEnvironmentWhole(exe)) {
+    Record(KCACHE_OBSERVE_UNOBSERVABLE, exe, "an interpreter that reads the environment whole");
+  }
+}
+
+/* ---------------------------------------------------------------- programs started */
+
+/* Whether the program at `path` will load this library, and if not, why (a static string). */
+static const char* WhyUnobservable(const char* path, int depth) {
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL; /* exec fails; the failure is recorded */
+  struct stat st;
+  unsigned char head[4096];
+  long got = -1;
+  if (syscall(SYS_fstat, fd, &st) == 0) got = syscall(SYS_pread64, fd, head, sizeof head, 0);
+  const char* why = NULL;
+  if (got < 0) {
+    why = NULL;
+  } else if (st.st_mode & (S_ISUID | S_ISGID)) {
+    why = "set-user-ID or set-group-ID: the dynamic loader ignores LD_PRELOAD";
+  } else if (got >= 2 && head[0] == '#' && head[1] == '!') {
+    char interpreter[4096];
+    size_t i = 2, o = 0;
+    while (i < (size_t)got && (head[i] == ' ' || head[i] == '\t')) ++i;
+    while (i < (size_t)got && head[i] != ' ' && head[i] != '\t' && head[i] != '\n' &&
+           o + 1 < sizeof interpreter) {
+      interpreter[o++] = (char)head[i++];
+    }
+    interpreter[o] = '\0';
+    why = depth > 3 ? "a script whose interpreters nest too deep"
+                    : WhyUnobservable(interpreter, depth + 1);
+  } else if (got >= (long)sizeof(Elf64_Ehdr) && memcmp(head, ELFMAG, SELFMAG) == 0) {
+    const Elf64_Ehdr* header = (const Elf64_Ehdr*)head;
+    Elf64_Half machine = 0;
+#if defined(__x86_64__)
+    machine = EM_X86_64;
+#elif defined(__aarch64__)
+    machine = EM_AARCH64;
+#endif
+    if (head[EI_CLASS] != ELFCLASS64 || header->e_machine != machine) {
+      why = "built for another machine or word size";
+    } else {
+      int dynamic = 0;
+      for (Elf64_Half i = 0; i < header->e_phnum && !dynamic; ++i) {
+        Elf64_Phdr phdr;
+        uint64_t at = header->e_phoff + (uint64_t)i * header->e_phentsize;
+        if (syscall(SYS_pread64, fd, &phdr, sizeof phdr, at) != (long)sizeof phdr) break;
+        if (phdr.p_type == PT_INTERP) dynamic = 1;
+      }
+      if (!dynamic) why = "statically linked";
+    }
+  }
+  syscall(SYS_close, fd);
+  return why;
+}
+
+/* An exec of `path` that returned: its failure, written even if that path's absence was
+ * recorded before (the reader pairs it with the exec). */
+static void RecordExecFailure(const char* path, int err) {
+  g_always = 1;
+  RecordFailure(AT_FDCWD, path, err);
+  g_always = 0;
+}
+
+/* Notes that `pid` is about to run `path` (already searched for), or that it cannot be
+ * observed. */
+static void RecordExec(long pid, const char* path) {
+  if (!g_recording || path == NULL) return;
+  char absolute[8192], number[24];
+  const char* full = Absolute(AT_FDCWD, path, absolute, sizeof absolute);
+  const char* why = WhyUnobservable(full, 0);
+  if (why != NULL) Record(KCACHE_OBSERVE_UNOBSERVABLE, full, why);
+  snprintf(number, sizeof number, "%ld", pid);
+  Record(KCACHE_OBSERVE_EXEC, number, full);
+}
+
+/* `file` searched in PATH as execvp does, each directory that lacks it recorded absent; the
+ * path found (or `file` itself when it has a slash or nothing was found) into out. */
+static const char* Search(const char* file, char* out, size_t cap) {
+  if (file == NULL || strchr(file, '/') != NULL) return file;
+  const char* path = PlainGetenv("PATH");
+  if (path == NULL) path = "/bin:/usr/bin";
+  while (*path) {
+    const char* end = strchr(path, ':');
+    size_t length = end != NULL ? (size_t)(end - path) : strlen(path);
+    snprintf(out, cap, "%.*s%s%s", (int)length, path, length > 0 ? "/" : "./", file);
+    if (syscall(SYS_faccessat, AT_FDCWD, out, X_OK) == 0) {
+      struct stat st;
+      if (syscall(SYS_newfstatat, AT_FDCWD, out, &st, 0) == 0 && S_ISREG(st.st_mode)) return out;
+    }
+    RecordFailure(AT_FDCWD, out, errno == 0 ? ENOENT : errno);
+    if (end == NULL) break;
+    path = end + 1;
+  }
+  return file;
+}
+
+/* `envp` with LD_PRELOAD naming this library and KCACHE_OBSERVE_LOG set, into `out` (room for
+ * count + 3 pointers) and `preload` (room for a combined LD_PRELOAD). No allocation: it may run
+ * in a vfork child. */
+static char* const* KeepObserving(char* const* envp, char** out, char* preload, size_t cap) {
+  if (!g_observing || envp == NULL) return envp;
+  size_t o = 0;
+  int has_log = 0, has_preload = 0;
+  for (char* const* e = envp; *e != NULL; ++e) {
+    if (strncmp(*e, "LD_PRELOAD=", 11) == 0) {
+      if (strstr(*e, g_self) != NULL) {
+        out[o++] = *e;
+      } else {
+        snprintf(preload, cap, "%s:%s", g_preload_entry, *e + 11);
+        out[o++] = preload;
+      }
+      has_preload = 1;
+    } else if (strncmp(*e, KCACHE_OBSERVE_LOG_VAR "=", sizeof KCACHE_OBSERVE_LOG_VAR) == 0) {
+      out[o++] = g_log_entry;
+      has_log = 1;
+    } else {
+      out[o++] = *e;
+    }
+  }
+  if (!has_preload) out[o++] = g_preload_entry;
+  if (!has_log) out[o++] = g_log_entry;
+  out[o] = NULL;
+  return out;
+}
+
+static size_t Count(char* const* list) {
+  size_t n = 0;
+  while (list != NULL && list[n] != NULL) ++n;
+  return n;
+}
+
+#define WITH_OBSERVED_ENV(envp, name)                                       \
+  char** name##_room = __builtin_alloca((Count(envp) + 3) * sizeof(char*)); \
+  char* name##_preload = __builtin_alloca(8400);                            \
+  char* const* name = KeepObserving(envp, name##_room, name##_preload, 8400)
+
+REAL(execve);
+EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  RecordExec(RawPid(), path);
+  WITH_OBSERVED_ENV(envp, env);
+  int rc = RESOLVE(execve)(path, argv, env);
+  int err = errno;
+  RecordExecFailure(path, err);
+  errno = err;
+  return rc;
+}
+
+EXPORT int execv(const char* path, char* const argv[]) { return execve(path, argv, environ); }
+
+REAL(execvpe);
+EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  char found[8192];
+  const char* path = Search(file, found, sizeof found);
+  int searched = strchr(path, '/') != NULL; /* else not found: the exec fails */
+  if (searched) RecordExec(RawPid(), path);
+  WITH_OBSERVED_ENV(envp, env);
+  int rc = RESOLVE(execvpe)(file, argv, env);
+  int err = errno;
+  if (searched) RecordExecFailure(path, err);
+  errno = err;
+  return rc;
+}
+
+EXPORT int execvp(const char* file, char* const argv[]) { return execvpe(file, argv, environ); }
+
+REAL(fexecve);
+EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  long length = syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof path - 1);
+  path[length > 0 ? length : 0] = '\0';
+  RecordExec(RawPid(), path);
+  WITH_OBSERVED_ENV(envp, env);
+  int rc = RESOLVE(fexecve)(fd, argv, env);
+  int err = errno;
+  RecordExecFailure(path, err);
+  errno = err;
+  return rc;
+}
+
+/* execl, execlp, execle: their arguments gathered, then as execve/execvpe. */
+#define GATHER_ARGS(first, last_named, argv_name, envp_out)                            \
+  size_t argc_##argv_name = 1;                                                         \
+  {                                                                                    \
+    va_list count;                                                                     \
+    va_start(count, last_named);                                                       \
+    while (va_arg(count, char*) != NULL) ++argc_##argv_name;                           \
+    va_end(count);                                                                     \
+  }                                                                                    \
+  char** argv_name = __builtin_alloca((argc_##argv_name + 1) * sizeof(char*));         \
+  {                                                                                    \
+    va_list take;                                                                      \
+    va_start(take, last_named);                                                        \
+    argv_name[0] = (char*)(first);                                                     \
+    for (size_t i = 1; i <= argc_##argv_name; ++i) argv_name[i] = va_arg(take, char*); \
+    if (envp_out) *envp_out = va_arg(take, char* const*);                              \
+    va_end(take);                                                                      \
+  }
+
+EXPORT int execl(const char* path, const char* arg, ...) {
+  char* const** no_envp = NULL;
+  GATHER_ARGS(arg, arg, argv, no_envp);
+  return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char* file, const char* arg, ...) {
+  char* const** no_envp = NULL;
+  GATHER_ARGS(arg, arg, argv, no_envp);
+  return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char* path, const char* arg, ...) {
+  char* const* envp = NULL;
+  char* const** envp_out = &envp;
+  GATHER_ARGS(arg, arg, argv, envp_out);
+  return execve(path, argv, envp);
+}
+
+REAL(posix_spawn);
+EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+                       const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  pid_t child = 0;
+  WITH_OBSERVED_ENV(envp, env);
+  int rc = RESOLVE(posix_spawn)(&child, path, actions, attr, argv, env);
+  if (pid != NULL) *pid = child;
+  if (rc == 0) {
+    RecordExec(child, path);
+  } else {
+    RecordFailure(AT_FDCWD, path, rc);
+  }
+  return rc;
+}
+
+REAL(posix_spawnp);
+EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+                        const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  char found[8192];
+  const char* path = Search(file, found, sizeof found);
+  pid_t child = 0;
+  WITH_OBSERVED_ENV(envp, env);
+  int rc = RESOLVE(posix_spawnp)(&child, file, actions, attr, argv, env);
+  if (pid != NULL) *pid = child;
+  if (rc == 0) {
+    RecordExec(child, path); /* found, or the spawn had failed */
+  } else if (strchr(path, '/') != NULL) {
+    RecordFailure(AT_FDCWD, path, rc);
+  }
+  return rc;
+}
+
+/* system and popen run /bin/sh with this process's environment. */
+static void ShellWillRun(void) {
+  if (!g_recording) return;
+  const char* why = WhyUnobservable("/bin/sh", 0);
+  if (why != NULL) Record(KCACHE_OBSERVE_UNOBSERVABLE, "/bin/sh", why);
+  const char* preload = PlainGetenv("LD_PRELOAD");
+  if (preload == NULL || strstr(preload, g_self) == NULL) {
+    Record(KCACHE_OBSERVE_UNOBSERVABLE, "/bin/sh", "started without LD_PRELOAD");
+  }
+}
+
+REAL(system);
+EXPORT int system(const char* command) {
+  ShellWillRun();
+  return RESOLVE(system)(command);
+}
+
+REAL(popen);
+EXPORT FILE* popen(const char* command, const char* mode) {
+  ShellWillRun();
+  return RESOLVE(popen)(command, mode);
+}
+
+/* ---------------------------------------------------------------- files opened */
+
+#define OPEN_MODE(flags, mode)             \
+  mode_t mode = 0;                         \
+  if ((flags) & (O_CREAT | __O_TMPFILE)) { \
+    va_list ap;                            \
+    va_start(ap, flags);                   \
+    mode = (mode_t)va_arg(ap, int);        \
+    va_end(ap);                            \
+  }
+
+#define DEFINE_OPEN(name)                             \
+  REAL(name);                                         \
+  EXPORT int name(const char* path, int flags, ...) { \
+    OPEN_MODE(flags, mode);                           \
+    int fd = RESOLVE(name)(path, flags, mode);        \
+    int err = errno;                                  \
+    RecordOpen(AT_FDCWD, path, flags, fd, err);       \
+    errno = err;                                      \
+    return fd;                                        \
+  }
+DEFINE_OPEN(open)
+DEFINE_OPEN(open64)
+
+#define DEFINE_OPENAT(name)                                    \
+  REAL(name);                                                  \
+  EXPORT int name(int dir, const char* path, int flags, ...) { \
+    OPEN_MODE(flags, mode);                                    \
+    int fd = RESOLVE(name)(dir, path, flags, mode);            \
+    int err = errno;                                           \
+    RecordOpen(dir, path, flags, fd, err);                     \
+    errno = err;                                               \
+    return fd;                                                 \
+  }
+DEFINE_OPENAT(openat)
+DEFINE_OPENAT(openat64)
+
+/* The fortified forms (_FORTIFY_SOURCE): no mode. */
+int __open_2(const char* path, int flags);
+int __open64_2(const char* path, int flags);
+int __openat_2(int dir, const char* path, int flags);
+int __openat64_2(int dir, const char* path, int flags);
+#define DEFINE_OPEN2(name)                       \
+  REAL(name);                                    \
+  EXPORT int name(const char* path, int flags) { \
+    int fd = RESOLVE(name)(path, flags);         \
+    int err = errno;                             \
+    RecordOpen(AT_FDCWD, path, flags, fd, err);  \
+    errno = err;                                 \
+    return fd;                                   \
+  }
+DEFINE_OPEN2(__open_2)
+DEFINE_OPEN2(__open64_2)
+#define DEFINE_OPENAT2(name)                              \
+  REAL(name);                                             \
+  EXPORT int name(int dir, const char* path, int flags) { \
+    int fd = RESOLVE(name)(dir, path, flags);             \
+    int err = errno;                                      \
+    RecordOpen(dir, path, flags, fd, err);                \
+    errno = err;                                          \
+    return fd;                                            \
+  }
+DEFINE_OPENAT2(__openat_2)
+DEFINE_OPENAT2(__openat64_2)
+
+#define DEFINE_CREAT(name)                            \
+  REAL(name);                                         \
+  EXPORT int name(const char* path, mode_t mode) {    \
+    int fd = RESOLVE(name)(path, mode);               \
+    int err = errno;                                  \
+    RecordPath(KCACHE_OBSERVE_WRITE, AT_FDCWD, path); \
+    errno = err;                                      \
+    return fd;                                        \
+  }
+DEFINE_CREAT(creat)
+DEFINE_CREAT(creat64)
+
+static int WritesMode(const char* mode) {
+  return mode != NULL && (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'));
+}
+
+#define DEFINE_FOPEN(name)                                                                    \
+  REAL(name);                                                                                 \
+  EXPORT FILE* name(const char* path, const char* mode) {                                     \
+    FILE* file = RESOLVE(name)(path, mode);                                                   \
+    int err = errno;                                                                          \
+    RecordOpen(AT_FDCWD, path, WritesMode(mode) ? O_WRONLY : O_RDONLY, file != NULL ? 0 : -1, \
+               err);                                                                          \
+    errno = err;                                                                              \
+    return file;                                                                              \
+  }
+DEFINE_FOPEN(fopen)
+DEFINE_FOPEN(fopen64)
+
+#define DEFINE_FREOPEN(name)                                                                    \
+  REAL(name);                                                                                   \
+  EXPORT FILE* name(const char* path, const char* mode, FILE* stream) {                         \
+    FILE* file = RESOLVE(name)(path, mode, stream);                                             \
+    int err = errno;                                                                            \
+    if (path != NULL) {                                                                         \
+      RecordOpen(AT_FDCWD, path, WritesMode(mode) ? O_WRONLY : O_RDONLY, file != NULL ? 0 : -1, \
+                 err);                                                                          \
+    }                                                                                           \
+    errno = err;                                                                                \
+    return file;                                                                                \
+  }
+DEFINE_FREOPEN(freopen)
+DEFINE_FREOPEN(freopen64)
+
+/* Temporary files made from a template: outputs. */
+#define DEFINE_MKSTEMP(name, params, args)                                  \
+  REAL(name);                                                               \
+  EXPORT int name params {                                                  \
+    int fd = RESOLVE(name) args;                                            \
+    int err = errno;                                                        \
+    if (fd >= 0) RecordPath(KCACHE_OBSERVE_WRITE, AT_FDCWD, template_path); \
+    errno = err;                                                            \
+    return fd;                                                              \
+  }
+DEFINE_MKSTEMP(mkstemp, (char* template_path), (template_path))
+DEFINE_MKSTEMP(mkstemp64, (char* template_path), (template_path))
+DEFINE_MKSTEMP(mkostemp, (char* template_path, int flags), (template_path, flags))
+DEFINE_MKSTEMP(mkostemp64, (char* template_path, int flags), (template_path, flags))
+DEFINE_MKSTEMP(mkstemps, (char* template_path, int suffix), (template_path, suffix))
+DEFINE_MKSTEMP(mkstemps64, (char* template_path, int suffix), (template_path, suffix))
+DEFINE_MKSTEMP(mkostemps, (char* template_path, int suffix, int flags),
+               (template_path, suffix, flags))
+DEFINE_MKSTEMP(mkostemps64, (char* template_path, int suffix, int flags),
+               (template_path, suffix, flags))
+
+/* Paths changed: outputs. */
+static void Wrote2(int dir1, const char* a, int dir2, const char* b) {
+  RecordPath(KCACHE_OBSERVE_WRITE, dir1, a);
+  RecordPath(KCACHE_OBSERVE_WRITE, dir2, b);
+}
+REAL(rename);
+EXPORT int rename(const char* from, const char* to) {
+  int rc = RESOLVE(rename)(from, to);
+  int err = errno;
+  Wrote2(AT_FDCWD, from, AT_FDCWD, to);
+  errno = err;
+  return rc;
+}
+REAL(renameat);
+EXPORT int renameat(int from_dir, const char* from, int to_dir, const char* to) {
+  int rc = RESOLVE(renameat)(from_dir, from, to_dir, to);
+  int err = errno;
+  Wrote2(from_dir, from, to_dir, to);
+  errno = err;
+  return rc;
+}
+REAL(renameat2);
+EXPORT int renameat2(int from_dir, const char* from, int to_dir, const char* to, unsigned flags) {
+  int rc = RESOLVE(renameat2)(from_dir, from, to_dir, to, flags);
+  int err = errno;
+  Wrote2(from_dir, from, to_dir, to);
+  errno = err;
+  return rc;
+}
+#define DEFINE_WRITE1(name, params, args, path)       \
+  REAL(name);                                         \
+  EXPORT int name params {                            \
+    int rc = RESOLVE(name) args;                      \
+    int err = errno;                                  \
+    RecordPath(KCACHE_OBSERVE_WRITE, AT_FDCWD, path); \
+    errno = err;                                      \
+    return rc;                                        \
+  }
+DEFINE_WRITE1(unlink, (const char* path), (path), path)
+DEFINE_WRITE1(remove, (const char* path), (path), path)
+DEFINE_WRITE1(mkdir, (const char* path, mode_t mode), (path, mode), path)
+DEFINE_WRITE1(rmdir, (const char* path), (path), path)
+DEFINE_WRITE1(link, (const char* from, const char* to), (from, to), to)
+DEFINE_WRITE1(symlink, (const char* target, const char* path), (target, path), path)
+DEFINE_WRITE1(truncate, (const char* path, off_t length), (path, length), path)
+REAL(unlinkat);
+EXPORT int unlinkat(int dir, const char* path, int flags) {
+  int rc = RESOLVE(unlinkat)(dir, path, flags);
+  int err = errno;
+  RecordPath(KCACHE_OBSERVE_WRITE, dir, path);
+  errno = err;
+  return rc;
+}
+REAL(mkdirat);
+EXPORT int mkdirat(int dir, const char* path, mode_t mode) {
+  int rc = RESOLVE(mkdirat)(dir, path, mode);
+  int err = errno;
+  RecordPath(KCACHE_OBSERVE_WRITE, dir, path);
+  errno = err;
+  return rc;
+}
+
+/* ---------------------------------------------------------------- paths looked at */
+
+static void RecordLook(char found, int dir, const char* path, int rc, int err) {
+  if (rc == 0) {
+    RecordPath(found, dir, path);
+  } else {
+    RecordFailure(dir, path, err);
+  }
+}
+
+#define DEFINE_STAT(name, type, kind)                  \
+  REAL(name);                                          \
+  EXPORT int name(const char* path, struct type* st) { \
+    int rc = RESOLVE(name)(path, st);                  \
+    int err = errno;                                   \
+    RecordLook(kind, AT_FDCWD, path, rc, err);         \
+    errno = err;                                       \
+    return rc;                                         \
+  }
+DEFINE_STAT(stat, stat, KCACHE_OBSERVE_EXISTS)
+DEFINE_STAT(stat64, stat64, KCACHE_OBSERVE_EXISTS)
+DEFINE_STAT(lstat, stat, KCACHE_OBSERVE_LEXISTS)
+DEFINE_STAT(lstat64, stat64, KCACHE_OBSERVE_LEXISTS)
+
+/* The versioned forms older programs call. */
+int __xstat(int ver, const char* path, struct stat* st);
+int __xstat64(int ver, const char* path, struct stat64* st);
+int __lxstat(int ver, const char* path, struct stat* st);
+int __lxstat64(int ver, const char* path, struct stat64* st);
+int __fxstatat(int ver, int dir, const char* path, struct stat* st, int flags);
+int __fxstatat64(int ver, int dir, const char* path, struct stat64* st, int flags);
+#define DEFINE_XSTAT(name, type, kind)                          \
+  REAL(name);                                                   \
+  EXPORT int name(int ver, const char* path, struct type* st) { \
+    int rc = RESOLVE(name)(ver, path, st);                      \
+    int err = errno;                                            \
+    RecordLook(kind, AT_FDCWD, path, rc, err);                  \
+    errno = err;                                                \
+    return rc;                                                  \
+  }
+DEFINE_XSTAT(__xstat, stat, KCACHE_OBSERVE_EXISTS)
+DEFINE_XSTAT(__xstat64, stat64, KCACHE_OBSERVE_EXISTS)
+DEFINE_XSTAT(__lxstat, stat, KCACHE_OBSERVE_LEXISTS)
+DEFINE_XSTAT(__lxstat64, stat64, KCACHE_OBSERVE_LEXISTS)
+
+static char KindOfFlags(int flags) {
+  return (flags & AT_SYMLINK_NOFOLLOW) ? KCACHE_OBSERVE_LEXISTS : KCACHE_OBSERVE_EXISTS;
+}
+/* A descriptor's own stat (AT_EMPTY_PATH with "") is not a look at a path. */
+static int IsDescriptorStat(const char* path, int flags) {
+  return path == NULL || (path[0] == '\0' && (flags & AT_EMPTY_PATH));
+}
+
+#define DEFINE_FSTATAT(name, type)                                                          \
+  REAL(name);                                                                               \
+  EXPORT int name(int dir, const char* path, struct type* st, int flags) {                  \
+    int rc = RESOLVE(name)(dir, path, st, flags);                                           \
+    int err = errno;                                                                        \
+    if (!IsDescriptorStat(path, flags)) RecordLook(KindOfFlags(flags), dir, path, rc, err); \
+    errno = err;                                                                            \
+    return rc;                                                                              \
+  }
+DEFINE_FSTATAT(fstatat, stat)
+DEFINE_FSTATAT(fstatat64, stat64)
+
+#define DEFINE_FXSTATAT(name, type)                                                         \
+  REAL(name);                                                                               \
+  EXPORT int name(int ver, int dir, const char* path, struct type* st, int flags) {         \
+    int rc = RESOLVE(name)(ver, dir, path, st, flags);                                      \
+    int err = errno;                                                                        \
+    if (!IsDescriptorStat(path, flags)) RecordLook(KindOfFlags(flags), dir, path, rc, err); \
+    errno = err;                                                                            \
+    return rc;                                                                              \
+  }
+DEFINE_FXSTATAT(__fxstatat, stat)
+DEFINE_FXSTATAT(__fxstatat64, stat64)
+
+REAL(statx);
+EXPORT int statx(int dir, const char* path, int flags, unsigned int mask, struct statx* st) {
+  int rc = RESOLVE(statx)(dir, path, flags, mask, st);
+  int err = errno;
+  if (!IsDescriptorStat(path, flags)) RecordLook(KindOfFlags(flags), dir, path, rc, err);
+  errno = err;
+  return rc;
+}
+
+#define DEFINE_ACCESS(name)                                     \
+  REAL(name);                                                   \
+  EXPORT int name(const char* path, int mode) {                 \
+    int rc = RESOLVE(name)(path, mode);                         \
+    int err = errno;                                            \
+    RecordLook(KCACHE_OBSERVE_EXISTS, AT_FDCWD, path, rc, err); \
+    errno = err;                                                \
+    return rc;                                                  \
+  }
+DEFINE_ACCESS(access)
+DEFINE_ACCESS(euidaccess)
+DEFINE_ACCESS(eaccess)
+
+REAL(faccessat);
+EXPORT int faccessat(int dir, const char* path, int mode, int flags) {
+  int rc = RESOLVE(faccessat)(dir, path, mode, flags);
+  int err = errno;
+  RecordLook(KindOfFlags(flags), dir, path, rc, err);
+  errno = err;
+  return rc;
+}
+
+REAL(readlink);
+EXPORT ssize_t readlink(const char* path, char* out, size_t size) {
+  ssize_t n = RESOLVE(readlink)(path, out, size);
+  int err = errno;
+  if (g_recording && strncmp(path, "/proc/self/", 11) != 0) {
+    if (n >= 0) {
+      char target[4096], absolute[8192];
+      size_t length = (size_t)n < sizeof target ? (size_t)n : sizeof target - 1;
+      memcpy(target, out, length);
+      target[length] = '\0';
+      Record(KCACHE_OBSERVE_LINK, Absolute(AT_FDCWD, path, absolute, sizeof absolute), target);
+    } else {
+      RecordFailure(AT_FDCWD, path, err);
+    }
+  }
+  errno = err;
+  return n;
+}
+
+REAL(readlinkat);
+EXPORT ssize_t readlinkat(int dir, const char* path, char* out, size_t size) {
+  ssize_t n = RESOLVE(readlinkat)(dir, path, out, size);
+  int err = errno;
+  if (g_recording && strncmp(path, "/proc/self/", 11) != 0) {
+    if (n >= 0) {
+      char target[4096], absolute[8192];
+      size_t length = (size_t)n < sizeof target ? (size_t)n : sizeof target - 1;
+      memcpy(target, out, length);
+      target[length] = '\0';
+      Record(KCACHE_OBSERVE_LINK, Absolute(dir, path, absolute, sizeof absolute), target);
+    } else {
+      RecordFailure(dir, path, err);
+    }
+  }
+  errno = err;
+  return n;
+}
+
+static void RecordRealpath(const char* path, const char* result, int err) {
+  if (!g_recording || path == NULL) return;
+  if (result == NULL) {
+    RecordFailure(AT_FDCWD, path, err);
+  } else {
+    char absolute[8192];
+    Record(KCACHE_OBSERVE_REALPATH, Absolute(AT_FDCWD, path, absolute, sizeof absolute), result);
+  }
+}
+
+REAL(realpath);
+EXPORT char* realpath(const char* path, char* resolved) {
+  char* result = RESOLVE(realpath)(path, resolved);
+  int err = errno;
+  RecordRealpath(path, result, err);
+  errno = err;
+  return result;
+}
+
+REAL(canonicalize_file_name);
+EXPORT char* canonicalize_file_name(const char* path) {
+  char* result = RESOLVE(canonicalize_file_name)(path);
+  int err = errno;
+  RecordRealpath(path, result, err);
+  errno = err;
+  return result;
+}
+
+/* ---------------------------------------------------------------- directories listed */
+
+REAL(opendir);
+EXPORT DIR* opendir(const char* path) {
+  DIR* dir = RESOLVE(opendir)(path);
+  int err = errno;
+  if (dir != NULL) {
+    RecordPath(KCACHE_OBSERVE_LISTED, AT_FDCWD, path);
+  } else {
+    RecordFailure(AT_FDCWD, path, err);
+  }
+  errno = err;
+  return dir;
+}
+
+REAL(fdopendir);
+EXPORT DIR* fdopendir(int fd) {
+  DIR* dir = RESOLVE(fdopendir)(fd);
+  int err = errno;
+  if (dir != NULL) RecordPath(KCACHE_OBSERVE_LISTED, fd, "");
+  errno = err;
+  return dir;
+}
+
+#define DEFINE_SCANDIR(name, entry)                                                           \
+  REAL(name);                                                                                 \
+  EXPORT int name(const char* path, struct entry*** list, int (*filter)(const struct entry*), \
+                  int (*compare)(const struct entry**, const struct entry**)) {               \
+    int n = RESOLVE(name)(path, list, filter, compare);                                       \
+    int err = errno;                                                                          \
+    if (n >= 0) {                                                                             \
+      RecordPath(KCACHE_OBSERVE_LISTED, AT_FDCWD, path);                                      \
+    } else {                                                                                  \
+      RecordFailure(AT_FDCWD, path, err);                                                     \
+    }                                                                                         \
+    errno = err;                                                                              \
+    return n;                                                                                 \
+  }
+DEFINE_SCANDIR(scandir, dirent)
+DEFINE_SCANDIR(scandir64, dirent64)
+
+/* Tree walks read what they find below a path: not followed here, so unobservable. */
+static void RecordWalk(const char* path) {
+  char absolute[8192];
+  if (g_recording && path != NULL) {
+    Record(KCACHE_OBSERVE_UNOBSERVABLE, Absolute(AT_FDCWD, path, absolute, sizeof absolute),
+           "a directory tree walk");
+  }
+}
+REAL(nftw);
+EXPORT int nftw(const char* path, __nftw_func_t fn, int fds, int flags) {
+  RecordWalk(path);
+  return RESOLVE(nftw)(path, fn, fds, flags);
+}
+REAL(nftw64);
+EXPORT int nftw64(const char* path, __nftw64_func_t fn, int fds, int flags) {
+  RecordWalk(path);
+  return RESOLVE(nftw64)(path, fn, fds, flags);
+}
+REAL(ftw);
+EXPORT int ftw(const char* path, __ftw_func_t fn, int fds) {
+  RecordWalk(path);
+  return RESOLVE(ftw)(path, fn, fds);
+}
+
+/* ---------------------------------------------------------------- libraries loaded */
+
+REAL(dlopen);
+EXPORT void* dlopen(const char* file, int flags) {
+  void* handle = RESOLVE(dlopen)(file, flags);
+  if (handle != NULL && g_recording) {
+    struct link_map* map = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL && map->l_name != NULL &&
+        map->l_name[0] == '/' && strcmp(map->l_name, g_self) != 0) {
+      Record(KCACHE_OBSERVE_LOADED, map->l_name, NULL);
+    }
+  }
+  return handle;
+}
+
+/* ---------------------------------------------------------------- environment and clock */
+
+static void RecordGetenv(const char* name, const char* value) {
+  if (!g_recording || name == NULL) return;
+  if (value == NULL) {
+    Record(KCACHE_OBSERVE_ENV_UNSET, name, NULL);
+    return;
+  }
+  char line[8192];
+  snprintf(line, sizeof line, "%s=%s", name, value);
+  Record(KCACHE_OBSERVE_ENV, line, NULL);
+}
+
+EXPORT char* getenv(const char* name) {
+  char* value = PlainGetenv(name);
+  RecordGetenv(name, value);
+  return value;
+}
+
+REAL(secure_getenv);
+EXPORT char* secure_getenv(const char* name) {
+  char* value = RESOLVE(secure_getenv)(name);
+  RecordGetenv(name, value);
+  return value;
+}
+
+/* The clock read, or a time made into a local date: how a preprocessor expands __DATE__ and
+ * __TIME__ (time, then localtime) and __TIMESTAMP__ (localtime of the file's mtime). */
+REAL(time);
+EXPORT time_t time(time_t* out) {
+  Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return RESOLVE(time)(out);
+}
+REAL(localtime);
+EXPORT struct tm* localtime(const time_t* when) {
+  Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return RESOLVE(localtime)(when);
+}
+REAL(localtime_r);
+EXPORT struct tm* localtime_r(const time_t* when, struct tm* out) {
+  Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return RESOLVE(localtime_r)(when, out);
+}
+REAL(ctime);
+EXPORT char* ctime(const time_t* when) {
+  Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return RESOLVE(ctime)(when);
+}
+REAL(ctime_r);
+EXPORT char* ctime_r(const time_t* when, char* out) {
+  Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return RESOLVE(ctime_r)(when, out);
+}
