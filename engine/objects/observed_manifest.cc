@@ -249,6 +249,19 @@ absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
     return std::find(compile.outputs.begin(), compile.outputs.end(), path) != compile.outputs.end();
   };
 
+  // What a hit writes is the command's outputs: a compile that wrote anything else (a kept
+  // temporary, a listing, a second object an option asked for) would leave it unwritten.
+  for (const std::string& path : reads.written) {
+    if (Under(path, compile.temp_dir) || HarmlessDevice(path, pid_dirs) ||
+        std::find(compile.outputs.begin(), compile.outputs.end(), path) !=
+            compile.outputs.end()) {
+      continue;
+    }
+    return Uncached(reason, UncachedReason::kKeepTemps,
+                    absl::StrCat("the compile wrote ", path,
+                                 ", which a hit would not write (only -o and -MF are replayed)"));
+  }
+
   // Files read, by how they are digested; other facts as the values they are recorded with.
   std::set<std::string> text, tools, link_inputs, read_paths;
   std::map<std::string, std::set<std::string>> facts;  // path -> values

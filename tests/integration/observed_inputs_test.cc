@@ -203,6 +203,18 @@ TEST_F(ObservedInputsTest, StaticallyLinkedProgramLeavesTheCompileUncached) {
   EXPECT_TRUE(fs::exists(tmp_ / "b2/f.o"));
 }
 
+// A hit writes the command's outputs: a compile that also wrote another file (here a wrapper's
+// log; a kept temporary or a listing an option asked for alike) is never stored.
+TEST_F(ObservedInputsTest, CompileThatWritesMoreThanItsOutputsIsNeverStored) {
+  std::string cc = Tool("mycc", "#!/bin/sh\necho compiled >> compile.log\nexec gcc \"$@\"\n");
+  std::string source = tmp_.Write("src/f.c", "int f(void) { return 1; }\n");
+  std::string command = absl::StrCat("$KCACHE -- ", cc, " -c ", source, " -o f.o");
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "not stored (keep_temps)")) << last_output_;
+  EXPECT_EQ(Build("b2", command), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(fs::exists(tmp_ / "b2/compile.log"));
+}
+
 // nvcc: a ptxas options file named inside -Xptxas, and a variable nvcc.profile reads
 // (SYSTEM_INCLUDES), are keyed though no rule names either.
 TEST_F(ObservedInputsTest, NvccToolOptionsFileAndProfileVariableAreKeyed) {

@@ -83,12 +83,10 @@ TEST_F(ObservedManifestTest, FilesReadAreDigestedAsTheirReadersReadThem) {
 TEST_F(ObservedManifestTest, OutputsTemporariesAndDevicesAreNotInputs) {
   tmp_.Write("private/tmpxft.ii", "x");
   tmp_.Write("build/x.o", "x");
-  tmp_.Write("build/made.h", "x");
-  absl::StatusOr<Manifest> manifest =
-      Of(absl::StrCat("R 1 ", tmp_ / "private/tmpxft.ii", "\nA 1 ", tmp_ / "private/other",
-                      "\nR 1 ", dirs_.cwd, "/x.o\nW 1 ", dirs_.cwd, "/made.h\nR 1 ", dirs_.cwd,
-                      "/made.h\nR 1 /dev/null\nR 1 /proc/self/maps\nR 1 /proc/1/status\nR 1 ",
-                      compile_.library, "\n"));
+  absl::StatusOr<Manifest> manifest = Of(absl::StrCat(
+      "R 1 ", tmp_ / "private/tmpxft.ii", "\nA 1 ", tmp_ / "private/other", "\nR 1 ", dirs_.cwd,
+      "/x.o\nW 1 ", tmp_ / "private/made.h", "\nR 1 ", tmp_ / "private/made.h",
+      "\nR 1 /dev/null\nR 1 /proc/self/maps\nR 1 /proc/1/status\nR 1 ", compile_.library, "\n"));
   ASSERT_TRUE(manifest.ok()) << manifest.status();
   // Only the compiler itself remains.
   ASSERT_EQ(manifest->size(), 1u) << manifest->front().first;
@@ -181,6 +179,8 @@ TEST_F(ObservedManifestTest, WhatCannotBeKeyedLeavesTheCompileUncached) {
            {"T 1 \n", UncachedReason::kTimeMacros},
            {absl::StrCat("A 1 ", header, "\nR 1 ", header, "\n"), UncachedReason::kInputChanged},
            {"F 1 13\t/nonexistent-kcache-path\n", UncachedReason::kUnreadableInput},
+           // a file written besides the command's outputs: a hit would not write it
+           {absl::StrCat("W 1 ", dirs_.cwd, "/x.ii\n"), UncachedReason::kKeepTemps},
        }) {
     EXPECT_FALSE(Of(c.log).ok()) << c.log;
     EXPECT_EQ(reason_, c.reason) << c.log;
