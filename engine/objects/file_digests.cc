@@ -190,11 +190,21 @@ enum class Want : uint8_t {
 struct Wanted {
   Want want = Want::kDigest;
   DigestKind kind = DigestKind::kContent;
-  absl::string_view value;  // the hex digits, the type, the errno, the target or the answer
+  absl::string_view value;          // the hex digits, the type, the errno, the target or the answer
+  bool resolves_to_itself = false;  // kResolvesToItselfMark
 };
+
+Wanted WantOfUnmarked(absl::string_view recorded);
 
 // What a recorded value asks for, and its value without its prefix.
 Wanted WantOf(absl::string_view recorded) {
+  bool itself = absl::ConsumePrefix(&recorded, kResolvesToItselfMark);
+  Wanted wanted = WantOfUnmarked(recorded);
+  wanted.resolves_to_itself = itself && wanted.want == Want::kDigest;
+  return wanted;
+}
+
+Wanted WantOfUnmarked(absl::string_view recorded) {
   if (absl::ConsumePrefix(&recorded, kLinkInputPrefix)) {
     return {Want::kDigest, DigestKind::kLinkInput, recorded};
   }
@@ -530,7 +540,7 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
     Wanted wanted;
     std::optional<Known> memo;
     const std::string* real_dir;  // kRealpath: realpath of the path's directory ("" if none)
-    bool no_link;                 // Expected::resolves_to_itself
+    bool no_link;                 // Wanted::resolves_to_itself
   };
   // Whether each directory prefix seen is a directory and no symbolic link (lstat'ed once).
   absl::flat_hash_map<std::string, bool> real_prefixes;
@@ -573,11 +583,12 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
       }
       real_dir = &it->second;
     }
-    if (file.resolves_to_itself && first_unresolved == files.size() &&
+    if (wanted.resolves_to_itself && first_unresolved == files.size() &&
         !resolves_to_itself(file.path)) {
       first_unresolved = checks.size();
     }
-    checks.push_back(Check{dir, name, wanted, std::move(memo), real_dir, file.resolves_to_itself});
+    checks.push_back(
+        Check{dir, name, wanted, std::move(memo), real_dir, wanted.resolves_to_itself});
   }
   // In parallel: stat and compare; a file the memo does not vouch for is read and hashed
   // (kept in `read` to memoize below). `first_bad` only decreases: chunks are taken in order,

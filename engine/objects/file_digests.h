@@ -51,6 +51,10 @@ inline constexpr absl::string_view kFailedPrefix = "failed:";      // stat faile
 inline constexpr absl::string_view kReadlinkPrefix = "readlink:";  // the link's target
 inline constexpr absl::string_view kRealpathPrefix = "realpath:";  // realpath(3)'s answer
 inline constexpr absl::string_view kListingPrefix = "listing:";    // + ListingDigest's
+// Before a digest: the path also resolves to itself (realpath(path) == path, no symbolic link
+// in it), as a preprocessor asks of every header. Checked with the file's own lstat and each
+// directory prefix once per check, rather than as a realpath line of its own per header.
+inline constexpr absl::string_view kResolvesToItselfMark = "~";
 // The type a stat or lstat of `st` is spelled with after kExistsPrefix / kLexistsPrefix.
 absl::string_view FileTypeName(const struct stat& st);
 // XXH3-128 of a directory's entry names (sorted, without "." and ".."), or why not.
@@ -108,10 +112,6 @@ class FileDigests {
   struct Expected {
     std::string path;
     absl::string_view digest;  // FileDigest::hex, or a fact
-    // With a digest: also that realpath(path) is the path itself (no symbolic link in it), as
-    // a preprocessor found for each header; checked with the file's own stat, and each
-    // directory's components once per pass, not as a realpath line of its own.
-    bool resolves_to_itself = false;
   };
   // The index of the first of `files` whose digest is not the expected one now, or that
   // cannot be read; files.size() when all match. Checked on up to kMaxCheckThreads threads

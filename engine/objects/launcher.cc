@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "core/file_io.h"
 #include "engine/objects/file_digests.h"
@@ -121,8 +122,10 @@ std::string DescribeManifest(const Manifest& manifest) {
       ++variables;
     } else if (value == kAbsentFact) {
       ++absent;
-    } else if (value.find(':') == std::string::npos || absl::StartsWith(value, kToolPrefix) ||
-               absl::StartsWith(value, kLinkInputPrefix)) {
+    } else if (absl::string_view digest = absl::StripPrefix(value, kResolvesToItselfMark);
+               digest.find(':') == absl::string_view::npos ||
+               absl::StartsWith(digest, kToolPrefix) ||
+               absl::StartsWith(digest, kLinkInputPrefix)) {
       ++files;
     }
   }

@@ -285,6 +285,7 @@ namespace {
 
 // Whether a manifest value is a file's digest (not another fact).
 bool IsDigest(absl::string_view value) {
+  absl::ConsumePrefix(&value, kResolvesToItselfMark);
   if (value == kAbsentFact) return false;
   return value.find(':') == absl::string_view::npos || absl::StartsWith(value, kToolPrefix) ||
          absl::StartsWith(value, kLinkInputPrefix);
@@ -301,6 +302,7 @@ std::string Difference(const std::pair<std::string, std::string>& line, const st
       return absl::StrCat(path, " is not what it was (recorded ", value, ")");
     }
   }
+  absl::ConsumePrefix(&value, kResolvesToItselfMark);
   bool linked = absl::StartsWith(value, kLinkInputPrefix);
   bool tool = absl::StartsWith(value, kToolPrefix);
   // Digested as recorded: a library's whole bytes would be read for one word.
@@ -331,24 +333,9 @@ bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, const Envir
   std::vector<std::string> restored;  // a link target or realpath answer, with this machine's dirs
   restored.reserve(manifest.size());
   files.reserve(manifest.size());
-  // A header whose realpath is itself (the common case, and one line a header): checked
-  // with its digest's line (FileDigests::Expected::resolves_to_itself).
-  absl::flat_hash_map<absl::string_view, size_t> digest_line;  // path -> its digest's line
-  for (size_t i = 0; i < manifest.size(); ++i) {
-    if (IsDigest(manifest[i].second)) digest_line.emplace(manifest[i].first, i);
-  }
-  std::vector<bool> folded(manifest.size(), false), itself(manifest.size(), false);
-  for (size_t i = 0; i < manifest.size(); ++i) {
-    absl::string_view value = manifest[i].second;
-    if (!absl::ConsumePrefix(&value, kRealpathPrefix) || value != manifest[i].first) continue;
-    auto it = digest_line.find(manifest[i].first);
-    if (it == digest_line.end()) continue;
-    folded[i] = true;
-    itself[it->second] = true;
-  }
   for (size_t i = 0; i < manifest.size(); ++i) {
     const auto& [path, recorded] = manifest[i];
-    if ((!path.empty() && path[0] == '$') || folded[i]) continue;
+    if (!path.empty() && path[0] == '$') continue;
     absl::string_view value = recorded;
     for (absl::string_view prefix : {kReadlinkPrefix, kRealpathPrefix}) {
       if (absl::StartsWith(value, prefix)) {
@@ -357,7 +344,7 @@ bool ManifestMatches(const Manifest& manifest, const BaseDirs& dirs, const Envir
         value = restored.back();
       }
     }
-    files.push_back({Resolve(path, dirs), value, itself[i]});
+    files.push_back({Resolve(path, dirs), value});
     lines.push_back(i);
   }
   size_t bad = digests.FirstMismatch(files);

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -253,8 +254,7 @@ absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
   // temporary, a listing, a second object an option asked for) would leave it unwritten.
   for (const std::string& path : reads.written) {
     if (Under(path, compile.temp_dir) || HarmlessDevice(path, pid_dirs) ||
-        std::find(compile.outputs.begin(), compile.outputs.end(), path) !=
-            compile.outputs.end()) {
+        std::find(compile.outputs.begin(), compile.outputs.end(), path) != compile.outputs.end()) {
       continue;
     }
     return Uncached(reason, UncachedReason::kKeepTemps,
@@ -377,12 +377,28 @@ absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
   if (absl::Status done = add(text, DigestKind::kContent, ""); !done.ok()) return done;
   if (absl::Status done = add(tools, DigestKind::kTool, kToolPrefix); !done.ok()) return done;
   if (absl::Status done = add(link_inputs, DigestKind::kLinkInput, ""); !done.ok()) return done;
+  // A digested file's line says too that it resolves to itself, when it does (a
+  // preprocessor asks that of every header: a line each would double the manifest).
+  absl::flat_hash_map<std::string, size_t> digest_line;  // normalized path -> its line
+  for (size_t i = 0; i < manifest.size(); ++i) {
+    if (manifest[i].first[0] != '$') digest_line.emplace(manifest[i].first, i);
+  }
   for (const auto& [path, values] : facts) {
-    // A file whose content is keyed already shows that it exists.
-    bool digested = text.contains(path) || tools.contains(path) || link_inputs.contains(path);
+    std::string normalized = dirs.Normalize(path);
+    auto digested = digest_line.find(normalized);
     for (const std::string& value : values) {
-      if (digested && value == absl::StrCat(kExistsPrefix, "file")) continue;
-      manifest.emplace_back(dirs.Normalize(path), value);
+      if (digested != digest_line.end()) {
+        // A file whose content is keyed already shows that it exists.
+        if (value == absl::StrCat(kExistsPrefix, "file")) continue;
+        if (value == absl::StrCat(kRealpathPrefix, normalized)) {
+          std::string& line = manifest[digested->second].second;
+          if (!absl::StartsWith(line, kResolvesToItselfMark)) {
+            line.insert(0, kResolvesToItselfMark.data(), kResolvesToItselfMark.size());
+          }
+          continue;
+        }
+      }
+      manifest.emplace_back(normalized, value);
     }
   }
   std::sort(manifest.begin(), manifest.end());
