@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "core/version.h"
@@ -433,7 +434,6 @@ class DaemonImpl final : public Daemon {
   absl::Status StartRedisDoor() {
     if (options_.redis.listen.empty()) return absl::OkStatus();
     RedisDoorOptions door = options_.redis;
-    door.socket_mode = options_.socket_mode;
     door.commands.version = kVersion;
     std::string path = UnixSocketPath(door.listen);
     if (!path.empty()) {
@@ -448,15 +448,20 @@ class DaemonImpl final : public Daemon {
     redis_path_ = path;
     redis_inode_ = path.empty() ? 0 : InodeOf(path);
     spdlog::info(
-        "Redis door on {}{}: namespaces {}, values up to {} bytes, {} connections, idle {} s",
-        door.listen, redis_door_->port() ? absl::StrCat(" (port ", redis_door_->port(), ")") : "",
+        "Redis door on {}{}: namespaces {}, values up to {} bytes, keys up to {}, {} "
+        "connections, {} MiB per connection and {} MiB in all, idle {} s",
+        door.listen,
+        path.empty() ? absl::StrCat(" (port ", redis_door_->port(), ")")
+                     : absl::StrFormat(" (mode %04o)", static_cast<unsigned>(door.socket_mode)),
         absl::StrJoin(door.commands.namespaces, ","), door.commands.max_value_bytes,
-        door.max_connections, absl::ToInt64Seconds(door.idle_timeout));
-    if (path.empty() && !absl::StartsWith(door.listen, "127.") &&
-        !absl::StartsWith(door.listen, "localhost:")) {
+        door.commands.max_key_bytes, door.max_connections, door.max_buffer_bytes >> 20,
+        door.max_total_bytes >> 20, absl::ToInt64Seconds(door.idle_timeout));
+    if (path.empty()) {
       spdlog::warn(
-          "the Redis door on {} has no authentication: anyone who reaches it can read "
-          "and write its namespaces",
+          "the Redis door on {} is TCP and has no passwords: every local user and process in "
+          "this network namespace (and anyone who can reach a non-loopback address) can read "
+          "and write its values, and Inductor's pt2: values are Python its workers run; "
+          "prefer --redis-listen unix:///PATH (docs/torch-compile.md)",
           door.listen);
     }
     return absl::OkStatus();
