@@ -181,8 +181,8 @@ class DaemonImpl final : public Daemon {
         NewArtifactCache(std::move(cache_options));
     if (!cache.ok()) return cache.status();
     cache_ = *std::move(cache);
-    object_service_ = std::make_unique<ObjectCacheService>(
-        object_cache_.get(), options_.max_object_bytes, statistics_.get());
+    object_service_ = std::make_unique<ObjectCacheService>(object_cache_.get(), options_.objects,
+                                                           statistics_.get());
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
     service_ = std::make_unique<KernelCacheService>(
         ServiceParts{cache_.get(), statistics_.get(), pool_.get(), &tracker_}, &ticker_,
@@ -308,7 +308,7 @@ class DaemonImpl final : public Daemon {
     absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = ShareClientObjects(
         options_,
         objects::NewTieredObjectCache(cache_options.local.get(), std::move(baked),
-                                      options_.max_object_bytes),
+                                      options_.objects.max_object_bytes),
         statistics_.get());
     if (!cache.ok()) return cache.status();
     object_cache_ = *std::move(cache);
