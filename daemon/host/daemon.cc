@@ -288,6 +288,18 @@ class DaemonImpl final : public Daemon {
       read_only.create_if_missing = false;
       read_only.on_event = store_events_.Callback();
       absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(path, read_only);
+      if (!baked.ok() && !absl::IsNotFound(baked.status()) &&
+          !absl::IsFailedPrecondition(baked.status())) {
+        // Damaged (a flipped bit in its MANIFEST, a missing table file): kcached serves
+        // without it rather than not at all; the image must be rebuilt (docs/kcached.md).
+        spdlog::error(
+            "--baked {} is damaged and kcached serves WITHOUT it: {}. Its kernels and objects "
+            "are compiled or missed instead; rebuild the image's store (kcache warm, kcache "
+            "export) or check it with `kcache doctor --store {}`",
+            path, std::string(baked.status().message()), path);
+        statistics_->Add(Statistic::kBakedStoresSkippedDamaged);
+        continue;
+      }
       if (!baked.ok()) {
         return absl::Status(baked.status().code(),
                             absl::StrCat("--baked ", path, ": ", baked.status().message()));
