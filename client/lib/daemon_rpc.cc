@@ -406,6 +406,7 @@ absl::StatusOr<DaemonStats> DaemonConnection::Stat(absl::Time deadline) {
   stats.memory_entries = response.memory_entries();
   stats.toolkits.assign(response.toolkits().begin(), response.toolkits().end());
   stats.uptime_seconds = response.uptime_seconds();
+  stats.redis_door = response.redis_door();
   return stats;
 }
 

@@ -130,6 +130,14 @@ absl::Status StartCompilers(const DaemonOptions& options,
   return absl::OkStatus();
 }
 
+// How a client reaches the door kcached listens on: "unix:///path", or the TCP address with
+// the port bound (the one picked for port 0) and localhost as 127.0.0.1.
+std::string DoorAddressForClients(const std::string& listen, int port, const std::string& path) {
+  if (!path.empty()) return absl::StrCat("unix://", path);
+  std::string host = listen.substr(0, listen.rfind(':'));
+  return absl::StrCat(host == "localhost" ? "127.0.0.1" : host, ":", port);
+}
+
 class DaemonImpl final : public Daemon {
  public:
   explicit DaemonImpl(DaemonOptions options)
@@ -184,9 +192,6 @@ class DaemonImpl final : public Daemon {
     object_service_ = std::make_unique<ObjectCacheService>(object_cache_.get(), options_.objects,
                                                            statistics_.get());
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
-    service_ = std::make_unique<KernelCacheService>(
-        ServiceParts{cache_.get(), statistics_.get(), pool_.get(), &tracker_}, &ticker_,
-        service_options_);
 
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -200,6 +205,10 @@ class DaemonImpl final : public Daemon {
     warm_ = std::thread([this] { WarmAfterStart(); });
     warmed_.WaitForNotificationWithTimeout(options_.warm_before_ready);
     if (absl::Status s = StartRedisDoor(); !s.ok()) return s;
+    // After the door: Stat tells clients where it listens.
+    service_ = std::make_unique<KernelCacheService>(
+        ServiceParts{cache_.get(), statistics_.get(), pool_.get(), &tracker_}, &ticker_,
+        service_options_);
     // The probe port before the main socket, answering NOT_SERVING until that listens: a
     // client that finds the main socket finds the probe port open, and a readiness check is
     // never early.
@@ -459,6 +468,7 @@ class DaemonImpl final : public Daemon {
     redis_door_ = *std::move(server);
     redis_path_ = path;
     redis_inode_ = path.empty() ? 0 : InodeOf(path);
+    service_options_.redis_door = DoorAddressForClients(door.listen, redis_door_->port(), path);
     spdlog::info(
         "Redis door on {}{}: namespaces {}, values up to {} bytes, keys up to {}, {} "
         "connections, {} MiB per connection and {} MiB in all, idle {} s",

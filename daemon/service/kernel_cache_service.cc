@@ -136,6 +136,7 @@ grpc::ServerUnaryReactor* KernelCacheService::Stat(grpc::CallbackServerContext* 
   if (!reactor->Enter(parts_.stats, context, /*bounded=*/false)) return reactor;
   uint64_t uptime = static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - options_.started));
   SnapshotToProto(parts_.cache->Snapshot(), uptime, response);
+  response->set_redis_door(options_.redis_door);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
