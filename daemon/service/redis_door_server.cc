@@ -55,9 +55,14 @@ void Count(Statistics& stats, RedisDoorCount count, int64_t n) {
       {C::kRefusedTotal, S::kRedisRefusedTotal},
       {C::kRefusedKeyTooBig, S::kRedisRefusedKeyTooBig},
   };
-  static_assert(static_cast<int>(kStatistics[std::size(kStatistics) - 1].first) ==
-                    static_cast<int>(std::size(kStatistics)) - 1,
-                "a statistic for every RedisDoorCount, in the enum's order");
+  static_assert(
+      [] {
+        for (size_t i = 0; i < std::size(kStatistics); ++i) {
+          if (static_cast<size_t>(kStatistics[i].first) != i) return false;
+        }
+        return static_cast<size_t>(C::kRefusedKeyTooBig) + 1 == std::size(kStatistics);
+      }(),
+      "a statistic for every RedisDoorCount, in the enum's order");
   stats.Move(kStatistics[static_cast<size_t>(count)].second, n);
 }
 

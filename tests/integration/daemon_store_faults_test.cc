@@ -101,8 +101,8 @@ TEST_F(DaemonStoreFaultsTest, DamagedBakedStoreIsLeftOutAndTheOthersServe) {
   EXPECT_NE(daemon_.Log().find("is damaged and kcached serves WITHOUT it"), std::string::npos)
       << daemon_.Log();
   EXPECT_TRUE(FileIn(dir_ / "damaged", ".kcache-damaged-").empty()) << "a baked store is not moved";
-  ::kcache::testing::RunResult stat = ::kcache::testing::Run(
-      ::kcache::testing::KcacheCli() + " stat --server " + daemon_.address());
+  ::kcache::testing::RunResult stat = ::kcache::testing::Run(::kcache::testing::KcacheCli() +
+                                                             " stat --server " + daemon_.address());
   EXPECT_NE(stat.output.find("store.baked_skipped_damaged"), std::string::npos) << stat.output;
 }
 
