@@ -34,7 +34,7 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kUploadsBytes = 16 * kMiB;  // --max-object-upload-bytes
 constexpr uint64_t kObjectBytes = 6 * kMiB;    // each upload announces this
 // gRPC's buffers and the allocator's slack beside the uploads' own bytes.
-constexpr uint64_t kSlackBytes = 24 * kMiB;
+constexpr uint64_t kSlackBytes = ::kcache::testing::kAllocatorSlackBytes;
 
 // An entry of `size` bytes under key1 = 32 times `tag`, with no headers.
 v1::ObjectEntry Entry(char tag, uint64_t size, const std::string& source = "src/a.cc") {
@@ -57,6 +57,7 @@ struct OpenUpload {
 class HostileObjectUploadsTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    ::kcache::testing::SmallAsanQuarantine();
     daemon_.options().extra_flags = {
         "--no-toolkit", "--warm-start-mb",           "0",    "--max-object-bytes",
         "8MiB",         "--max-object-upload-bytes", "16MiB"};

@@ -36,7 +36,7 @@ constexpr uint64_t kValueBytes = 2 * kMiB;   // --redis-max-value-bytes
 constexpr uint64_t kTotalBytes = 12 * kMiB;  // --redis-max-total-bytes
 // What kcached may hold beside the door's own bound: the values its two door threads are
 // reading (each read copies a value out of its bundle), the allocator's slack.
-constexpr uint64_t kSlackBytes = 24 * kMiB;
+constexpr uint64_t kSlackBytes = ::kcache::testing::kAllocatorSlackBytes;
 
 std::string Resp(const std::vector<std::string>& args) {
   std::string out = absl::StrCat("*", args.size(), "\r\n");
@@ -77,6 +77,7 @@ std::string ReadAvailable(int fd, int ms) {
 class HostileRedisDoorTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    ::kcache::testing::SmallAsanQuarantine();
     port_ = ::kcache::testing::FreePort();
     daemon_.options().extra_flags = {"--no-toolkit",
                                      "--warm-start-mb",
