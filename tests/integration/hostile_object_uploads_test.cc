@@ -96,10 +96,15 @@ class HostileObjectUploadsTest : public ::testing::Test {
     return ::kcache::testing::StatCounter(*kernels_, name);
   }
 
-  // Waits until kcached's resident memory stops moving (at most 30 s).
-  void WaitUntilSettled() {
+  // Waits until every upload is taken or refused, then lets what was sent arrive (at most 3 s
+  // of kcached's resident memory standing still).
+  void WaitUntilSettled(uint64_t held, uint64_t refused) {
+    ::kcache::testing::WaitFor([&] {
+      return Counter("objects.upload_bytes") == held &&
+             Counter("objects.puts_refused_uploads") == refused;
+    });
     uint64_t last = 0;
-    for (int still = 0, polls = 0; still < 5 && polls < 300; ++polls) {
+    for (int still = 0, polls = 0; still < 3 && polls < 30; ++polls) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       uint64_t now = ResidentBytes(daemon_.pid());
       still = now == last ? still + 1 : 0;
@@ -124,7 +129,7 @@ TEST_F(HostileObjectUploadsTest, UnfinishedUploadsStayWithinTheUploadBound) {
     for (int i = 0; i < kUploads; ++i) {
       uploads.push_back(Start(static_cast<char>('a' + i), kObjectBytes, kObjectBytes - kMiB));
     }
-    WaitUntilSettled();
+    WaitUntilSettled(2 * kObjectBytes, kUploads - 2);
     steady.Stop();
     rss.Stop();
     EXPECT_GT(steady.answered(), 0);
