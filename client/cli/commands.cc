@@ -53,7 +53,7 @@ int RunCli(int argc, char** argv) {
   RegisterLauncherCommands(app, &exit_code);
   RegisterExportCommand(app, &exit_code);
   try {
-    app.parse(argc, argv);
+    app.parse(ArgsForParse(argc, argv));
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitBadInput;

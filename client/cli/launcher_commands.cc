@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -121,9 +122,14 @@ absl::Status MakeShims(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// What a --redis without an address becomes (ArgsForParse): a flag of its own, since CLI11
+// would take a `--` after an option with an optional value as the end of that value.
+constexpr char kRedisFromKcached[] = "--redis-from-kcached";
+
 struct RoutingFlags {
   std::string store, server, arch, shims, base_dirs, redis;
   bool no_triton = false;
+  bool redis_from_kcached = false;  // --redis without an address (ArgsForParse)
 };
 
 void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
@@ -134,14 +140,16 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
                                  "kcached address (unix:PATH or host:port) to get and put them");
   store->excludes(server);
   sub->add_option("--redis", flags.redis,
-                  "with --server: that kcached's Redis door (its --redis-listen, HOST:PORT or "
-                  "unix:/PATH), to route torch.compile's Inductor and Triton caches too")
+                  "with --server: route torch.compile's Inductor and Triton caches through that "
+                  "kcached's Redis door too; alone (before -- or another option), the door "
+                  "kcached reports (its --redis-listen, best a unix socket), or name one: "
+                  "unix:///PATH or HOST:PORT")
       ->needs(server);
+  sub->add_flag(kRedisFromKcached, flags.redis_from_kcached)->needs(server)->group("");
   sub->add_flag("--no-triton", flags.no_triton,
                 "with --redis: route Inductor's caches only and leave Triton's its local "
                 "directory (for a worker whose Python lacks the kcache package, which Triton "
-                "would fail to import)")
-      ->needs("--redis");
+                "would fail to import)");
   sub->add_option("--arch", flags.arch,
                   "TORCH_CUDA_ARCH_LIST for the command, comma-separated, e.g. 7.5,8.6,8.9,9.0");
   sub->add_option("--shims", flags.shims,
@@ -190,9 +198,21 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
     env.emplace_back("TORCH_CUDA_ARCH_LIST", absl::StrReplaceAll(flags.arch, {{",", ";"}}));
   }
   if (!flags.base_dirs.empty()) env.emplace_back("KCACHE_BASEDIR", flags.base_dirs);
-  if (!flags.redis.empty()) {
+  if (flags.no_triton && flags.redis.empty() && !flags.redis_from_kcached) {
+    return absl::InvalidArgumentError("--no-triton goes with --redis");
+  }
+  if (!flags.redis.empty() || flags.redis_from_kcached) {
+    std::string door = flags.redis;
+    if (door.empty()) {
+      absl::StatusOr<std::string> asked = AskKcachedForDoor(flags.server);
+      if (!asked.ok()) return asked.status();
+      door = *asked;
+    }
+    if (std::string warning = TcpDoorWarning(door); !warning.empty()) {
+      std::fprintf(stderr, "%s\n", warning.c_str());
+    }
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> compile =
-        TorchCompileEnvironment(flags.redis, !flags.no_triton);
+        TorchCompileEnvironment(door, !flags.no_triton);
     if (!compile.ok()) return compile.status();
     env.insert(env.end(), compile->begin(), compile->end());
   }
@@ -200,6 +220,21 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironm
 }
 
 }  // namespace
+
+std::vector<std::string> ArgsForParse(int argc, char** argv) {
+  std::vector<std::string> args;
+  bool after_dashes = false;  // the command's own arguments are left alone
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (!after_dashes && arg == "--redis" && (i + 1 == argc || argv[i + 1][0] == '-')) {
+      arg = kRedisFromKcached;  // no address follows: ask kcached
+    }
+    after_dashes = after_dashes || arg == "--";
+    args.push_back(std::move(arg));
+  }
+  std::reverse(args.begin(), args.end());
+  return args;
+}
 
 bool IsLauncherInvocation(int argc, char** argv) {
   return launch::IsLauncherInvocation(argc, argv);

@@ -11,6 +11,8 @@
 #define KCACHE_CLIENT_CLI_LAUNCHER_COMMANDS_H_
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace kcache::cli {
 
@@ -21,6 +23,12 @@ int RunLauncherCli(int argc, char** argv);
 
 // run, env, explain.
 void RegisterLauncherCommands(CLI::App& app, int* exit_code);
+
+// argv[1..] in the order CLI11's App::parse(std::vector<std::string>) takes them (last first),
+// with a `--redis` that no address follows (the end, `--` or another option) given as the flag
+// that asks kcached for its door: an optional value would make CLI11 take that `--` as the
+// value's end, and `kcache run --redis -- python -c ...` would read `-c` as kcache's own.
+std::vector<std::string> ArgsForParse(int argc, char** argv);
 
 }  // namespace kcache::cli
 

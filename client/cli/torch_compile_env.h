@@ -13,7 +13,8 @@
 
 namespace kcache::cli {
 
-// For the door at `address` (kcached's --redis-listen: "HOST:PORT" or "unix:/PATH"):
+// For the door at `address` (kcached's --redis-listen: "unix:///PATH", "unix:/PATH" or
+// "HOST:PORT"):
 // Inductor's FX-graph, AOTAutograd and autotune remote caches on, pointed at it
 // (TORCHINDUCTOR_REDIS_HOST and _PORT, or TORCHINDUCTOR_REDIS_URL=unix://PATH for a socket);
 // Triton's RemoteCacheManager with kcache's backend (kcache.triton:Backend, which reads
@@ -22,6 +23,15 @@ namespace kcache::cli {
 // InvalidArgument naming the expected forms for anything else.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> TorchCompileEnvironment(
     absl::string_view address, bool triton = true);
+
+// The Redis door of the kcached at `server`, as it reports it (its Stat: "unix:///PATH" or
+// "HOST:PORT"): what `kcache run --server ADDR --redis` uses when --redis names none.
+// FailedPrecondition saying how to turn the door on when that kcached has none (or is older
+// than the report); the connection's error when it cannot be asked.
+absl::StatusOr<std::string> AskKcachedForDoor(const std::string& server);
+
+// A warning to print for a door on TCP (every local user can use it); "" for a unix socket.
+std::string TcpDoorWarning(absl::string_view address);
 
 }  // namespace kcache::cli
 

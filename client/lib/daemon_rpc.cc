@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <utility>
@@ -405,32 +406,45 @@ absl::StatusOr<DaemonStats> DaemonConnection::Stat(absl::Time deadline) {
   stats.memory_entries = response.memory_entries();
   stats.toolkits.assign(response.toolkits().begin(), response.toolkits().end());
   stats.uptime_seconds = response.uptime_seconds();
+  stats.redis_door = response.redis_door();
   return stats;
 }
 
 absl::StatusOr<std::vector<ListedKernel>> DaemonConnection::List(absl::Time deadline) {
-  v1::ListResponse response;
-  absl::Status s;
-  while (true) {
-    grpc::ClientContext context;
-    SetDeadline(&context, deadline);
-    s = FromGrpc(stub()->List(&context, v1::ListRequest(), &response));
-    if (!WaitIfBusy(s, context, deadline)) break;
-  }
-  if (!s.ok()) return Described(s);
+  // A page at a time (about 1 MiB each), so that no store is too large to list; a kcached
+  // older than paging answers every kernel in one page with no next.
   std::vector<ListedKernel> kernels;
-  for (const v1::ListedKernel& k : response.kernels()) {
-    ListedKernel out;
-    out.kernel_id = absl::BytesToHexString(k.kernel_id());
-    out.name = k.name();
-    out.min_arch = static_cast<int>(k.min_arch());
-    out.max_arch = static_cast<int>(k.max_arch());
-    for (const v1::ListedArtifact& a : k.artifacts()) {
-      out.artifacts.push_back(
-          {FromWire(a.kind()), a.target(), a.toolkit(), a.size(), FromWire(a.tier())});
+  v1::ListRequest request;
+  request.set_paged(true);
+  do {
+    v1::ListResponse response;
+    absl::Status s;
+    while (true) {
+      grpc::ClientContext context;
+      SetDeadline(&context, deadline);
+      s = FromGrpc(stub()->List(&context, request, &response));
+      if (!WaitIfBusy(s, context, deadline)) break;
     }
-    kernels.push_back(std::move(out));
-  }
+    if (!s.ok()) return Described(s);
+    if (!response.next_page_after().empty() && response.next_page_after() <= request.page_after()) {
+      return absl::DataLossError("kcached's kernel listing went backwards; listing stopped");
+    }
+    request.set_page_after(response.next_page_after());
+    for (const v1::ListedKernel& k : response.kernels()) {
+      ListedKernel out;
+      out.kernel_id = absl::BytesToHexString(k.kernel_id());
+      out.name = k.name();
+      out.min_arch = static_cast<int>(k.min_arch());
+      out.max_arch = static_cast<int>(k.max_arch());
+      for (const v1::ListedArtifact& a : k.artifacts()) {
+        out.artifacts.push_back(
+            {FromWire(a.kind()), a.target(), a.toolkit(), a.size(), FromWire(a.tier())});
+      }
+      kernels.push_back(std::move(out));
+    }
+  } while (!request.page_after().empty());
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const ListedKernel& a, const ListedKernel& b) { return a.name < b.name; });
   return kernels;
 }
 

@@ -217,6 +217,26 @@ constexpr StatisticInfo kRows[] = {
      "baked-store hits not copied into the writable store: --write-back-queue-mb waited"},
     {S::kObjectMemoryHits, "objects.memory_hits",
      "launchers' listings and objects answered from --object-memory-mb, not read from a store"},
+    {S::kRedisRefusedTotal, "redis.refused_total_bytes",
+     "Redis-door replies refused or connections closed: every connection together held "
+     "--redis-max-total-bytes"},
+    {S::kRedisHeldBytes, "redis.held_bytes",
+     "bytes the Redis door's connections hold now: input not yet answered, commands waiting, "
+     "replies not yet sent (a gauge)"},
+    {S::kRedisRefusedKeyTooBig, "redis.refused_key_too_big",
+     "Redis-door commands refused: a key over --redis-max-key-bytes"},
+    {S::kObjectPutsRefusedUploads, "objects.puts_refused_uploads",
+     "launchers' puts refused: the uploads in flight together held --max-object-upload-bytes"},
+    {S::kObjectUploadBytes, "objects.upload_bytes",
+     "bytes of launchers' uploads (PutObject) kcached holds now (a gauge)"},
+    {S::kObjectPutsRefusedEntryTooBig, "objects.puts_refused_entry_too_big",
+     "launchers' puts refused: the entry (source, manifest, key fields) over "
+     "--max-object-entry-bytes"},
+    {S::kObjectListingSkipped, "objects.listing_skipped",
+     "entries left out of `kcache export` listings: their metadata is over "
+     "--max-object-entry-bytes (stored before that bound)"},
+    {S::kBakedStoresSkippedDamaged, "store.baked_skipped_damaged",
+     "--baked stores kcached started without: they did not open (damaged); rebuild them"},
 };
 constexpr std::array<StatisticInfo, kStatisticCount> kTable = WithUncachedRows(kRows, Uncached);
 

@@ -136,9 +136,17 @@ enum class Statistic : int {
   kObjectUncachedNativeTarget = 113,
   kWriteBacksDropped = 114,
   kObjectMemoryHits = 115,
+  kRedisRefusedTotal = 116,
+  kRedisHeldBytes = 117,  // a gauge: bytes the Redis door's connections hold now
+  kRedisRefusedKeyTooBig = 118,
+  kObjectPutsRefusedUploads = 119,
+  kObjectUploadBytes = 120,  // a gauge: bytes of PutObject uploads held now
+  kObjectPutsRefusedEntryTooBig = 121,
+  kObjectListingSkipped = 122,
+  kBakedStoresSkippedDamaged = 123,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 115;
+inline constexpr int kStatisticCount = 123;
 
 struct StatisticInfo {
   Statistic id;

@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<objects::ObjectCache>> ShareClientObjects(
       SharedKeys::Load(options.shared_key_file, options.shared_key_file_second);
   if (!keys.ok()) return keys.status();
   fleet.keys = *std::move(keys);
-  fleet.max_object_bytes = options.max_object_bytes;
+  fleet.max_object_bytes = options.objects.max_object_bytes;
   fleet.budget = options.shared_budget;
   RedisOptions redis_options;
   redis_options.call_deadline = fleet.write_deadline;

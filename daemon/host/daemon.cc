@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "core/version.h"
@@ -129,6 +130,14 @@ absl::Status StartCompilers(const DaemonOptions& options,
   return absl::OkStatus();
 }
 
+// How a client reaches the door kcached listens on: "unix:///path", or the TCP address with
+// the port bound (the one picked for port 0) and localhost as 127.0.0.1.
+std::string DoorAddressForClients(const std::string& listen, int port, const std::string& path) {
+  if (!path.empty()) return absl::StrCat("unix://", path);
+  std::string host = listen.substr(0, listen.rfind(':'));
+  return absl::StrCat(host == "localhost" ? "127.0.0.1" : host, ":", port);
+}
+
 class DaemonImpl final : public Daemon {
  public:
   explicit DaemonImpl(DaemonOptions options)
@@ -180,12 +189,9 @@ class DaemonImpl final : public Daemon {
         NewArtifactCache(std::move(cache_options));
     if (!cache.ok()) return cache.status();
     cache_ = *std::move(cache);
-    object_service_ = std::make_unique<ObjectCacheService>(
-        object_cache_.get(), options_.max_object_bytes, statistics_.get());
+    object_service_ = std::make_unique<ObjectCacheService>(object_cache_.get(), options_.objects,
+                                                           statistics_.get());
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
-    service_ = std::make_unique<KernelCacheService>(
-        ServiceParts{cache_.get(), statistics_.get(), pool_.get(), &tracker_}, &ticker_,
-        service_options_);
 
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -199,6 +205,10 @@ class DaemonImpl final : public Daemon {
     warm_ = std::thread([this] { WarmAfterStart(); });
     warmed_.WaitForNotificationWithTimeout(options_.warm_before_ready);
     if (absl::Status s = StartRedisDoor(); !s.ok()) return s;
+    // After the door: Stat tells clients where it listens.
+    service_ = std::make_unique<KernelCacheService>(
+        ServiceParts{cache_.get(), statistics_.get(), pool_.get(), &tracker_}, &ticker_,
+        service_options_);
     // The probe port before the main socket, answering NOT_SERVING until that listens: a
     // client that finds the main socket finds the probe port open, and a readiness check is
     // never early.
@@ -287,6 +297,18 @@ class DaemonImpl final : public Daemon {
       read_only.create_if_missing = false;
       read_only.on_event = store_events_.Callback();
       absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(path, read_only);
+      if (!baked.ok() && !absl::IsNotFound(baked.status()) &&
+          !absl::IsFailedPrecondition(baked.status())) {
+        // Damaged (a flipped bit in its MANIFEST, a missing table file): kcached serves
+        // without it rather than not at all; the image must be rebuilt (docs/kcached.md).
+        spdlog::error(
+            "--baked {} is damaged and kcached serves WITHOUT it: {}. Its kernels and objects "
+            "are compiled or missed instead; rebuild the image's store (kcache warm, kcache "
+            "export) or check it with `kcache doctor --store {}`",
+            path, std::string(baked.status().message()), path);
+        statistics_->Add(Statistic::kBakedStoresSkippedDamaged);
+        continue;
+      }
       if (!baked.ok()) {
         return absl::Status(baked.status().code(),
                             absl::StrCat("--baked ", path, ": ", baked.status().message()));
@@ -307,7 +329,7 @@ class DaemonImpl final : public Daemon {
     absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = ShareClientObjects(
         options_,
         objects::NewTieredObjectCache(cache_options.local.get(), std::move(baked),
-                                      options_.max_object_bytes),
+                                      options_.objects.max_object_bytes),
         statistics_.get());
     if (!cache.ok()) return cache.status();
     object_cache_ = *std::move(cache);
@@ -433,7 +455,6 @@ class DaemonImpl final : public Daemon {
   absl::Status StartRedisDoor() {
     if (options_.redis.listen.empty()) return absl::OkStatus();
     RedisDoorOptions door = options_.redis;
-    door.socket_mode = options_.socket_mode;
     door.commands.version = kVersion;
     std::string path = UnixSocketPath(door.listen);
     if (!path.empty()) {
@@ -447,16 +468,22 @@ class DaemonImpl final : public Daemon {
     redis_door_ = *std::move(server);
     redis_path_ = path;
     redis_inode_ = path.empty() ? 0 : InodeOf(path);
+    service_options_.redis_door = DoorAddressForClients(door.listen, redis_door_->port(), path);
     spdlog::info(
-        "Redis door on {}{}: namespaces {}, values up to {} bytes, {} connections, idle {} s",
-        door.listen, redis_door_->port() ? absl::StrCat(" (port ", redis_door_->port(), ")") : "",
+        "Redis door on {}{}: namespaces {}, values up to {} bytes, keys up to {}, {} "
+        "connections, {} MiB per connection and {} MiB in all, idle {} s",
+        door.listen,
+        path.empty() ? absl::StrCat(" (port ", redis_door_->port(), ")")
+                     : absl::StrFormat(" (mode %04o)", static_cast<unsigned>(door.socket_mode)),
         absl::StrJoin(door.commands.namespaces, ","), door.commands.max_value_bytes,
-        door.max_connections, absl::ToInt64Seconds(door.idle_timeout));
-    if (path.empty() && !absl::StartsWith(door.listen, "127.") &&
-        !absl::StartsWith(door.listen, "localhost:")) {
+        door.commands.max_key_bytes, door.max_connections, door.max_buffer_bytes >> 20,
+        door.max_total_bytes >> 20, absl::ToInt64Seconds(door.idle_timeout));
+    if (path.empty()) {
       spdlog::warn(
-          "the Redis door on {} has no authentication: anyone who reaches it can read "
-          "and write its namespaces",
+          "the Redis door on {} is TCP and has no passwords: every local user and process in "
+          "this network namespace (and anyone who can reach a non-loopback address) can read "
+          "and write its values, and Inductor's pt2: values are Python its workers run; "
+          "prefer --redis-listen unix:///PATH (docs/torch-compile.md)",
           door.listen);
     }
     return absl::OkStatus();

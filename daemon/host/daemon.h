@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/service/object_cache_service.h"
 #include "daemon/service/redis_door_server.h"
 #include "engine/workers/process_pool.h"
 
@@ -73,9 +74,11 @@ struct DaemonOptions {
   uint64_t fast_arena_bytes = uint64_t{1} << 30;         // --fast-arena-bytes
   uint64_t fast_max_leased_bytes = uint64_t{256} << 20;  // --fast-max-leased-bytes
   int fast_max_connections = 256;                        // --fast-max-connections
-  // --max-object-bytes: the largest compiler output (object, dependency file and logs) a
-  // launcher may put (docs/torch-extensions.md); larger ones are refused, counted.
-  uint64_t max_object_bytes = uint64_t{256} << 20;
+  // --max-object-bytes (the largest compiler output, object, dependency file and logs, a
+  // launcher may put; docs/torch-extensions.md), --max-object-upload-bytes (the bytes of every
+  // put in flight together), --max-object-entry-bytes (one entry's metadata): past each a put
+  // is refused RESOURCE_EXHAUSTED, counted.
+  ObjectServiceLimits objects;
   // --object-memory-mb: launchers' listings and objects kept in memory once read from a store
   // (engine/objects/memo_object_cache.h); 0: none.
   uint64_t object_memory_bytes = uint64_t{256} << 20;

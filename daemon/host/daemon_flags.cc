@@ -39,9 +39,19 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "recently used artifacts are evicted")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  app.add_option("--max-object-bytes", o.max_object_bytes,
+  app.add_option("--max-object-bytes", o.objects.max_object_bytes,
                  "Largest compiler output a launcher (kcache nvcc/c++) may store through this "
                  "kcached (e.g. 256MiB); larger ones are refused")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--max-object-upload-bytes", o.objects.max_upload_bytes,
+                 "Bytes of launchers' uploads kcached holds at once, all together (e.g. 512MiB; "
+                 "at least --max-object-bytes); an upload past it is refused, retry later")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--max-object-entry-bytes", o.objects.max_entry_bytes,
+                 "Largest metadata (source path, header manifest, key fields) one launcher "
+                 "entry may carry (e.g. 1MiB); larger ones are refused")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   app.add_option("--object-memory-mb", object_memory_mb,
@@ -215,6 +225,17 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
     return absl::InvalidArgumentError(
         "--shared needs --shared-key-file: entries are signed with a key only daemons hold "
         "(make one with: head -c 32 /dev/urandom | base64 > shared.key)");
+  }
+  if (o.objects.max_upload_bytes < o.objects.max_object_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-object-upload-bytes ", o.objects.max_upload_bytes,
+                     " must be at least --max-object-bytes ", o.objects.max_object_bytes,
+                     ": an upload of the largest object must fit"));
+  }
+  if (o.objects.max_entry_bytes < (64 << 10) || o.objects.max_entry_bytes > (2 << 20)) {
+    return absl::InvalidArgumentError(
+        "--max-object-entry-bytes must be from 64KiB to 2MiB: a launcher's entry lists its "
+        "headers, and a listing page of such entries must stay under gRPC's 4 MiB message");
   }
   if (o.share_client_objects && o.shared.empty()) {
     return absl::InvalidArgumentError(

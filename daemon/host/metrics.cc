@@ -30,6 +30,9 @@ constexpr char kRedisRefusedHelp[] =
     "Redis-door commands or connections refused, by reason (docs/torch-compile.md).";
 constexpr char kObjects[] = "kcache_objects_total";
 constexpr char kObjectsHelp[] = "Compiler outputs served to or stored by launchers.";
+constexpr char kObjectPutsRefused[] = "kcache_object_puts_refused_total";
+constexpr char kObjectPutsRefusedHelp[] =
+    "Launchers' puts refused for a bound, by the bound (docs/kcached.md).";
 constexpr char kObjectFleet[] = "kcache_object_fleet_total";
 constexpr char kObjectFleetHelp[] =
     "Client-made objects on the fleet tier (--share-client-objects), by outcome.";
@@ -203,6 +206,20 @@ constexpr MetricMapping kRows[] = {
      "Baked-store hits not copied into the writable store: its queue was full.", "", ""},
     {S::kObjectMemoryHits, "kcache_object_memory_hits_total",
      "Launchers' listings and objects answered from memory, not read from a store.", "", ""},
+    {S::kRedisRefusedTotal, kRedisRefused, kRedisRefusedHelp, "reason", "total_bytes"},
+    {S::kRedisHeldBytes, "kcache_redis_held_bytes",
+     "Bytes the Redis door's connections hold now (bound: --redis-max-total-bytes).", "", ""},
+    {S::kRedisRefusedKeyTooBig, kRedisRefused, kRedisRefusedHelp, "reason", "key_too_big"},
+    {S::kObjectPutsRefusedUploads, kObjectPutsRefused, kObjectPutsRefusedHelp, "reason",
+     "uploads_bound"},
+    {S::kObjectUploadBytes, "kcache_object_upload_bytes",
+     "Bytes of launchers' uploads held now (bound: --max-object-upload-bytes).", "", ""},
+    {S::kObjectPutsRefusedEntryTooBig, kObjectPutsRefused, kObjectPutsRefusedHelp, "reason",
+     "entry_too_big"},
+    {S::kObjectListingSkipped, "kcache_object_listing_skipped_total",
+     "Entries left out of export listings: metadata over --max-object-entry-bytes.", "", ""},
+    {S::kBakedStoresSkippedDamaged, "kcache_baked_stores_skipped_damaged",
+     "--baked stores kcached started without because they did not open.", "", ""},
 };
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = WithUncachedRows(kRows, Uncached);
 

@@ -14,15 +14,17 @@ namespace kcache {
 // The flags' text forms, turned into `options` by FinishRedisDoorFlags after parsing.
 struct RedisDoorFlags {
   std::string namespaces = "pt2,triton";
+  std::string socket_mode = "0600";
   int64_t idle_seconds = 300;
 };
 
-// Adds --redis-listen, --redis-namespaces, --redis-max-value-bytes, --redis-max-buffer-bytes,
+// Adds --redis-listen, --redis-socket-mode, --redis-namespaces, --redis-max-value-bytes,
+// --redis-max-key-bytes, --redis-max-buffer-bytes, --redis-max-total-bytes,
 // --redis-max-connections and --redis-idle-seconds. `options` and `flags` must outlive the
 // parse.
 void AddRedisDoorFlags(CLI::App& app, RedisDoorOptions& options, RedisDoorFlags& flags);
 
-// InvalidArgument for a namespace that is empty or holds ':' or a space.
+// InvalidArgument for a namespace that is empty or holds ':' or a space, or a bad mode.
 absl::Status FinishRedisDoorFlags(const RedisDoorFlags& flags, RedisDoorOptions& options);
 
 }  // namespace kcache

@@ -214,21 +214,44 @@ void SnapshotToProto(const CacheSnapshot& snapshot, uint64_t uptime_seconds,
   out->set_uptime_seconds(uptime_seconds);
 }
 
+std::string ListedName(const std::string& name) {
+  if (name.size() <= kMaxListedNameBytes) return name;
+  std::string more = absl::StrCat("... (", name.size(), " bytes)");
+  return absl::StrCat(absl::string_view(name).substr(0, kMaxListedNameBytes - more.size()), more);
+}
+
+void ListedToProto(const ListedKernelInfo& info, v1::ListResponse* out) {
+  v1::ListedKernel* kernel = out->add_kernels();
+  kernel->set_kernel_id(std::string(info.record.id.Bytes()));
+  kernel->set_name(ListedName(info.record.spec.name));
+  kernel->set_min_arch(static_cast<uint32_t>(info.record.arch.min_arch));
+  kernel->set_max_arch(static_cast<uint32_t>(info.record.arch.max_arch));
+  for (const ListedArtifactInfo& artifact : info.artifacts) {
+    v1::ListedArtifact* a = kernel->add_artifacts();
+    a->set_kind(KindToProto(artifact.meta.key.kind));
+    a->set_target(artifact.meta.key.target.ToString());
+    a->set_toolkit(artifact.meta.key.toolkit);
+    a->set_size(artifact.meta.size);
+    a->set_tier(TierToProto(artifact.tier));
+  }
+}
+
 void ListedToProto(const std::vector<ListedKernelInfo>& kernels, v1::ListResponse* out) {
+  for (const ListedKernelInfo& info : kernels) ListedToProto(info, out);
+}
+
+void ListedPageToProto(std::vector<ListedKernelInfo> kernels, const std::string& after,
+                       v1::ListResponse* out) {
+  std::sort(kernels.begin(), kernels.end(),
+            [](const auto& a, const auto& b) { return a.record.id.Bytes() < b.record.id.Bytes(); });
   for (const ListedKernelInfo& info : kernels) {
-    v1::ListedKernel* kernel = out->add_kernels();
-    kernel->set_kernel_id(std::string(info.record.id.Bytes()));
-    kernel->set_name(info.record.spec.name);
-    kernel->set_min_arch(static_cast<uint32_t>(info.record.arch.min_arch));
-    kernel->set_max_arch(static_cast<uint32_t>(info.record.arch.max_arch));
-    for (const ListedArtifactInfo& artifact : info.artifacts) {
-      v1::ListedArtifact* a = kernel->add_artifacts();
-      a->set_kind(KindToProto(artifact.meta.key.kind));
-      a->set_target(artifact.meta.key.target.ToString());
-      a->set_toolkit(artifact.meta.key.toolkit);
-      a->set_size(artifact.meta.size);
-      a->set_tier(TierToProto(artifact.tier));
+    std::string id(info.record.id.Bytes());
+    if (!after.empty() && id <= after) continue;
+    if (out->kernels_size() > 0 && out->ByteSizeLong() >= kListPageBytes) {
+      out->set_next_page_after(out->kernels(out->kernels_size() - 1).kernel_id());
+      return;
     }
+    ListedToProto(info, out);
   }
 }
 

@@ -53,7 +53,18 @@ void JobDoneToProto(const WarmJobResult& result, int done, int total, v1::WarmJo
 void SummaryToProto(const WarmSummary& summary, v1::WarmSummary* out);
 
 void SnapshotToProto(const CacheSnapshot& snapshot, uint64_t uptime_seconds, v1::StatResponse* out);
+// A listed kernel's name is at most this long: a longer one (a Redis-door key stored before
+// --redis-max-key-bytes) is cut, ending "... (N bytes)".
+inline constexpr size_t kMaxListedNameBytes = 4096;
+// A List page holds about this much (at least one kernel).
+inline constexpr size_t kListPageBytes = size_t{1} << 20;
+std::string ListedName(const std::string& name);
+// Every kernel (an unpaged List).
 void ListedToProto(const std::vector<ListedKernelInfo>& kernels, v1::ListResponse* out);
+// The page of `kernels` after kernel id `after` (bytes; empty: the first), in id order, with
+// next_page_after set when more follow.
+void ListedPageToProto(std::vector<ListedKernelInfo> kernels, const std::string& after,
+                       v1::ListResponse* out);
 
 }  // namespace kcache
 

@@ -136,6 +136,7 @@ grpc::ServerUnaryReactor* KernelCacheService::Stat(grpc::CallbackServerContext* 
   if (!reactor->Enter(parts_.stats, context, /*bounded=*/false)) return reactor;
   uint64_t uptime = static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - options_.started));
   SnapshotToProto(parts_.cache->Snapshot(), uptime, response);
+  response->set_redis_door(options_.redis_door);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -145,11 +146,16 @@ grpc::ServerUnaryReactor* KernelCacheService::List(grpc::CallbackServerContext* 
                                                    v1::ListResponse* response) {
   auto* reactor = new UnaryReactor(parts_.tracker);
   if (!reactor->Enter(parts_.stats, context)) return reactor;
-  parts_.pool->Submit([this, reactor, response] {  // a scan of every store: may block
+  parts_.pool->Submit([this, reactor, request, response] {  // a scan of every store: may block
     absl::StatusOr<std::vector<ListedKernelInfo>> kernels = parts_.cache->List();
     if (!kernels.ok()) {
       spdlog::warn("list failed: {}", std::string(kernels.status().message()));
       reactor->Finish(ToGrpcStatus(kernels.status()));
+      return;
+    }
+    if (request->paged()) {  // about 1 MiB a page: fits whatever the stores hold
+      ListedPageToProto(*std::move(kernels), request->page_after(), response);
+      reactor->Finish(grpc::Status::OK);
       return;
     }
     ListedToProto(*kernels, response);

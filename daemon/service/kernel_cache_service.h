@@ -30,6 +30,8 @@ struct ServiceOptions {
   absl::Time started = absl::Now();
   // --compile-timeout-seconds, as ResolveProgress tells it; 0 or infinite = no limit.
   absl::Duration compile_limit = absl::ZeroDuration();
+  // The Redis door's address for clients (StatResponse.redis_door); "" when it is off.
+  std::string redis_door;
 };
 
 using KernelCacheServiceBase = v1::KernelCache::WithRawCallbackMethod_Resolve<

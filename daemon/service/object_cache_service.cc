@@ -1,5 +1,7 @@
 #include "daemon/service/object_cache_service.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -68,8 +70,24 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
     return ToGrpcStatus(ListObjectsByKey(*cache_, *request, response));
   }
   if (!entries.ok()) return ToGrpcStatus(entries.status());
+  // An entry over --max-object-entry-bytes (stored before that bound: the Redis door once took
+  // keys of any length) is left out, so that a page stays far below gRPC's 4 MiB message limit
+  // whatever the store holds; it is still served by key.
+  uint64_t skipped = 0;
   for (const objects::ObjectEntryMeta& entry : *entries) {
-    objects::ToWire(entry, response->add_entries());
+    v1::ObjectEntry* wire = response->add_entries();
+    objects::ToWire(entry, wire);
+    if (wire->ByteSizeLong() > limits_.max_entry_bytes) {
+      response->mutable_entries()->RemoveLast();
+      ++skipped;
+    }
+  }
+  if (skipped > 0) {
+    counts_->Add(Statistic::kObjectListingSkipped, skipped);
+    spdlog::warn(
+        "object listing: left out {} entries whose metadata is over --max-object-entry-bytes {} "
+        "(stored before that bound); they cannot be exported",
+        skipped, limits_.max_entry_bytes);
   }
   return grpc::Status::OK;
 }
@@ -92,28 +110,54 @@ grpc::Status ObjectCacheService::GetObject(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+absl::StatusOr<objects::ObjectEntryMeta> ObjectCacheService::CheckedEntry(
+    const v1::PutObjectRequest& first) {
+  if (!first.has_entry()) {
+    counts_->Add(Statistic::kObjectPutsRefused);
+    return absl::InvalidArgumentError("PutObject: the first message must carry the entry");
+  }
+  if (size_t entry_bytes = first.entry().ByteSizeLong(); entry_bytes > limits_.max_entry_bytes) {
+    counts_->Add(Statistic::kObjectPutsRefused);
+    counts_->Add(Statistic::kObjectPutsRefusedEntryTooBig);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "PutObject: the entry's metadata (source path, manifest, key fields) is ", entry_bytes,
+        " bytes, over kcached's --max-object-entry-bytes ", limits_.max_entry_bytes));
+  }
+  absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(first.entry());
+  if (entry.ok() && entry->key.toolkit != objects::ManifestId(entry->manifest)) {
+    entry = absl::InvalidArgumentError("PutObject: entry_id is not the manifest's digest");
+  }
+  if (entry.ok() && entry->size > limits_.max_object_bytes) {
+    entry = absl::ResourceExhaustedError(
+        absl::StrCat("PutObject: ", entry->size, " bytes is over kcached's --max-object-bytes ",
+                     limits_.max_object_bytes));
+  }
+  if (!entry.ok()) counts_->Add(Statistic::kObjectPutsRefused);
+  return entry;
+}
+
 grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
                                            grpc::ServerReader<v1::PutObjectRequest>* reader,
                                            v1::PutObjectResponse*) {
   v1::PutObjectRequest message;
-  if (!reader->Read(&message) || !message.has_entry()) {
+  if (!reader->Read(&message)) {
     counts_->Add(Statistic::kObjectPutsRefused);
     return Invalid("PutObject: the first message must carry the entry");
   }
-  absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(message.entry());
-  if (entry.ok() && entry->key.toolkit != objects::ManifestId(entry->manifest)) {
-    entry = absl::InvalidArgumentError("PutObject: entry_id is not the manifest's digest");
-  }
-  if (entry.ok() && entry->size > max_object_bytes_) {
-    entry = absl::ResourceExhaustedError(
-        absl::StrCat("PutObject: ", entry->size, " bytes is over kcached's --max-object-bytes ",
-                     max_object_bytes_));
-  }
-  if (!entry.ok()) {
+  absl::StatusOr<objects::ObjectEntryMeta> entry = CheckedEntry(message);
+  if (!entry.ok()) return ToGrpcStatus(entry.status());
+  // The announced size is taken before a byte of the bundle is read, and held to the end.
+  if (!uploads_.TryTake(entry->size)) {
     counts_->Add(Statistic::kObjectPutsRefused);
-    return ToGrpcStatus(entry.status());
+    counts_->Add(Statistic::kObjectPutsRefusedUploads);
+    return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+        "PutObject: kcached holds ", uploads_.held(), " bytes of uploads in flight; ", entry->size,
+        " more would pass its --max-object-upload-bytes ", uploads_.limit(), ": retry later")));
   }
-  std::string bundle = message.data();
+  BudgetShare share(&uploads_, entry->size);
+  std::string bundle;
+  bundle.reserve(entry->size);  // grown once: what it holds is what it took
+  bundle = message.data();
   while (bundle.size() <= entry->size && reader->Read(&message)) bundle += message.data();
   if (bundle.size() != entry->size) {
     counts_->Add(Statistic::kObjectPutsRefused);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "daemon/cache/statistics.h"
+#include "daemon/service/byte_budget.h"
 #include "engine/objects/object_cache.h"
 #include "kcache/v1/objects.grpc.pb.h"
 
@@ -27,15 +28,32 @@ absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
 // path's arena): ObjectCache::RecordUse. Nothing for a malformed request.
 void RecordObjectUse(objects::ObjectCache& cache, const v1::GetObjectRequest& request);
 
+// The object service's bounds (docs/kcached.md; each refusal counted in objects.*).
+struct ObjectServiceLimits {
+  // --max-object-bytes: a PutObject stream announcing or sending more is refused
+  // (RESOURCE_EXHAUSTED) before it is buffered.
+  uint64_t max_object_bytes = uint64_t{256} << 20;
+  // --max-object-upload-bytes: the bytes every PutObject in flight together may announce; an
+  // upload that would pass it is refused (RESOURCE_EXHAUSTED, retry later) before its bytes are
+  // read. Each upload takes its announced size when it starts and gives it back when it ends.
+  uint64_t max_upload_bytes = uint64_t{512} << 20;
+  // --max-object-entry-bytes: an entry's metadata (key1, entry id, source path, manifest, key
+  // fields) as sent; a larger one is refused (RESOURCE_EXHAUSTED). Listings page by it: an
+  // entry stored before this bound that is larger is left out of `kcache export` listings.
+  uint64_t max_entry_bytes = uint64_t{1} << 20;
+};
+
 // Thread-safe. `cache` is borrowed and must outlive the service and its calls (the daemon
 // shuts the gRPC server down before destroying the stores).
 class ObjectCacheService final : public v1::ObjectCache::Service {
  public:
-  // `max_object_bytes`: a PutObject stream announcing or sending more is refused
-  // (RESOURCE_EXHAUSTED) before it is buffered (--max-object-bytes). Lookups, objects served
-  // and stored and puts refused are counted in `counts` (objects.* statistics; borrowed).
-  ObjectCacheService(objects::ObjectCache* cache, uint64_t max_object_bytes, Statistics* counts)
-      : cache_(cache), max_object_bytes_(max_object_bytes), counts_(counts) {}
+  // Lookups, objects served and stored and puts refused are counted in `counts` (objects.*
+  // statistics; borrowed), and the bytes of uploads held now in objects.upload_bytes.
+  ObjectCacheService(objects::ObjectCache* cache, ObjectServiceLimits limits, Statistics* counts)
+      : cache_(cache),
+        limits_(limits),
+        counts_(counts),
+        uploads_(limits.max_upload_bytes, counts, Statistic::kObjectUploadBytes) {}
 
   grpc::Status ListObjects(grpc::ServerContext* context, const v1::ListObjectsRequest* request,
                            v1::ListObjectsResponse* response) override;
@@ -46,9 +64,13 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
                          v1::PutObjectResponse* response) override;
 
  private:
+  // The entry the first message announces, checked against the bounds (counted when refused).
+  absl::StatusOr<objects::ObjectEntryMeta> CheckedEntry(const v1::PutObjectRequest& first);
+
   objects::ObjectCache* cache_;
-  const uint64_t max_object_bytes_;
+  const ObjectServiceLimits limits_;
   Statistics* counts_;
+  ByteBudget uploads_;  // the bytes PutObject calls in flight announced
 };
 
 }  // namespace kcache

@@ -19,6 +19,8 @@ struct RedisCommands::Call {
   const std::vector<std::string>& args;
   RedisSession& session;
   std::string& out;
+  const uint64_t room;
+  RedisExecuted result;
 
   void Error(absl::string_view text) const { resp::AppendError(out, text); }
   void Ok() const { resp::AppendSimple(out, "OK"); }
@@ -26,6 +28,9 @@ struct RedisCommands::Call {
 };
 
 namespace {
+
+// The bytes of a bulk reply of `size` bytes: $<size>CRLF<bytes>CRLF.
+uint64_t BulkBytes(size_t size) { return absl::StrCat(size).size() + size + 5; }
 
 std::string Upper(absl::string_view text) { return absl::AsciiStrToUpper(text); }
 
@@ -43,8 +48,14 @@ RedisCommands::RedisCommands(objects::ObjectCache* cache, RedisCommandOptions op
                              std::function<void(RedisDoorCount, int64_t)> count)
     : cache_(cache), options_(std::move(options)), count_(std::move(count)) {}
 
-void RedisCommands::Execute(const resp::Command& command, RedisSession& session,
-                            std::string* reply) const {
+RedisExecuted RedisCommands::Execute(const resp::Command& command, RedisSession& session,
+                                     std::string* reply, uint64_t room) const {
+  Call call{command.args, session, *reply, std::max(room, kSmallReplyBytes), {}};
+  Dispatch(command, call);
+  return call.result;
+}
+
+void RedisCommands::Dispatch(const resp::Command& command, Call& call) const {
   struct CommandSpec {
     absl::string_view name;
     size_t min_args, max_args;  // counting the name; kAny: any number
@@ -62,7 +73,8 @@ void RedisCommands::Execute(const resp::Command& command, RedisSession& session,
       {"INFO", 1, kAny, &RedisCommands::Info},
       {"KCACHE.DRIVER", 1, kAny, &RedisCommands::Driver},
   };
-  Call call{command.args, session, *reply};
+  RedisSession& session = call.session;
+  std::string* reply = &call.out;
   const std::string name = Upper(command.args.front());
   if (command.oversized_bytes > 0) {
     count_(Count::kRefusedValueTooBig, 1);
@@ -82,10 +94,9 @@ void RedisCommands::Execute(const resp::Command& command, RedisSession& session,
     return (this->*spec.handler)(call);
   }
   if (name == "PING" && argc <= 2) {
-    return argc == 2 ? resp::AppendBulk(*reply, command.args[1])
-                     : resp::AppendSimple(*reply, "PONG");
+    return argc == 2 ? Bulk(call, command.args[1]) : resp::AppendSimple(*reply, "PONG");
   }
-  if (name == "ECHO" && argc == 2) return resp::AppendBulk(*reply, command.args[1]);
+  if (name == "ECHO" && argc == 2) return Bulk(call, command.args[1]);
   if (name == "SELECT" && argc == 2) {
     if (command.args[1] == "0") return call.Ok();
     count_(Count::kRefusedCommand, 1);
@@ -104,7 +115,13 @@ void RedisCommands::Execute(const resp::Command& command, RedisSession& session,
                           "(docs/torch-compile.md)"));
 }
 
-std::string RedisCommands::CheckNamespace(const std::string& key) const {
+std::string RedisCommands::CheckKey(const std::string& key) const {
+  if (key.size() > options_.max_key_bytes) {
+    count_(Count::kRefusedKeyTooBig, 1);
+    return absl::StrCat("ERR a key of ", key.size(),
+                        " bytes is over kcached's --redis-max-key-bytes ", options_.max_key_bytes,
+                        ": keys are listed, so they stay small");
+  }
   size_t colon = key.find(':');
   absl::string_view space = absl::string_view(key).substr(0, colon);
   if (colon != std::string::npos &&
@@ -118,8 +135,23 @@ std::string RedisCommands::CheckNamespace(const std::string& key) const {
                       "): a key must start with one and ':' (kcached --redis-namespaces)");
 }
 
+bool RedisCommands::Holds(const std::string& key) const {
+  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> listed =
+      cache_->List(objects::NamedObjectKey(key).kernel_id);
+  return listed.ok() && !listed->empty();
+}
+
+void RedisCommands::Bulk(Call& call, absl::string_view value) const {
+  uint64_t needed = BulkBytes(value.size());
+  if (needed > call.room) {
+    call.result = RedisExecuted{false, needed};
+    return;
+  }
+  resp::AppendBulk(call.out, value);
+}
+
 void RedisCommands::Get(Call& call) const {
-  if (std::string refused = CheckNamespace(call.args[1]); !refused.empty()) {
+  if (std::string refused = CheckKey(call.args[1]); !refused.empty()) {
     return call.Error(refused);
   }
   absl::StatusOr<std::string> value = objects::GetNamedObject(*cache_, call.args[1]);
@@ -127,38 +159,43 @@ void RedisCommands::Get(Call& call) const {
     count_(Count::kMiss, 1);
     return call.Null();
   }
+  Bulk(call, *value);
+  if (!call.result.answered) return;  // asked again once there is room: counted then
   count_(Count::kHit, 1);
   count_(Count::kBytesOut, static_cast<int64_t>(value->size()));
-  resp::AppendBulk(call.out, *value);
 }
 
 void RedisCommands::MultiGet(Call& call) const {
   for (size_t i = 1; i < call.args.size(); ++i) {
-    if (std::string refused = CheckNamespace(call.args[i]); !refused.empty()) {
+    if (std::string refused = CheckKey(call.args[i]); !refused.empty()) {
       return call.Error(refused);
     }
   }
   const size_t start = call.out.size();
   resp::AppendArrayHeader(call.out, call.args.size() - 1);
   int64_t hits = 0, misses = 0, bytes = 0;
+  std::vector<absl::Status> not_loaded;  // counted once the reply is answered
   for (size_t i = 1; i < call.args.size(); ++i) {
     absl::StatusOr<std::string> value = objects::GetNamedObject(*cache_, call.args[i]);
-    if (!value.ok() || !LoadsOnDriver(call.session, *value)) {
+    absl::Status loads =
+        value.ok() ? CheckCubinForDriver(*value, call.session.driver) : absl::OkStatus();
+    if (!value.ok() || !loads.ok()) {
       ++misses;
+      if (!loads.ok()) not_loaded.push_back(std::move(loads));
       call.Null();
-      continue;
+    } else {
+      ++hits;
+      bytes += static_cast<int64_t>(value->size());
+      resp::AppendBulk(call.out, *value);
     }
-    ++hits;
-    bytes += static_cast<int64_t>(value->size());
-    resp::AppendBulk(call.out, *value);
-    if (call.out.size() - start > options_.max_reply_bytes) {
+    if (call.out.size() - start > call.room) {  // checked as it is built, never past the room
+      // At least this much: the caller waits for room or refuses, then asks again.
+      call.result = RedisExecuted{false, call.out.size() - start};
       call.out.resize(start);
-      count_(Count::kRefusedValueTooBig, 1);
-      return call.Error(absl::StrCat("ERR the MGET reply is over ", options_.max_reply_bytes,
-                                     " bytes (kcached --redis-max-buffer-bytes): ask for fewer "
-                                     "keys at once"));
+      return;
     }
   }
+  for (const absl::Status& refused : not_loaded) CountNotLoaded(refused);
   count_(Count::kHit, hits);
   count_(Count::kMiss, misses);
   count_(Count::kBytesOut, bytes);
@@ -190,13 +227,8 @@ void RedisCommands::Set(Call& call) const {
     count_(Count::kRefusedCommand, 1);
     return call.Error("ERR syntax error: SET takes NX or XX, not both");
   }
-  if (std::string refused = CheckNamespace(args[1]); !refused.empty()) return call.Error(refused);
-  if (only_new || only_existing) {
-    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> listed =
-        cache_->List(objects::NamedObjectKey(args[1]).kernel_id);
-    bool exists = listed.ok() && !listed->empty();
-    if (exists == only_new) return call.Null();  // not set
-  }
+  if (std::string refused = CheckKey(args[1]); !refused.empty()) return call.Error(refused);
+  if ((only_new || only_existing) && Holds(args[1]) == only_new) return call.Null();  // not set
   absl::Status put = objects::PutNamedObject(*cache_, args[1], args[2]);
   if (!put.ok()) {
     count_(absl::IsResourceExhausted(put) ? Count::kRefusedValueTooBig : Count::kStoreError, 1);
@@ -210,12 +242,10 @@ void RedisCommands::Set(Call& call) const {
 void RedisCommands::Exists(Call& call) const {
   int64_t found = 0;
   for (size_t i = 1; i < call.args.size(); ++i) {
-    if (std::string refused = CheckNamespace(call.args[i]); !refused.empty()) {
+    if (std::string refused = CheckKey(call.args[i]); !refused.empty()) {
       return call.Error(refused);
     }
-    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> listed =
-        cache_->List(objects::NamedObjectKey(call.args[i]).kernel_id);
-    if (listed.ok() && !listed->empty()) ++found;
+    if (Holds(call.args[i])) ++found;
   }
   resp::AppendInteger(call.out, found);
 }
@@ -223,20 +253,20 @@ void RedisCommands::Exists(Call& call) const {
 void RedisCommands::Delete(Call& call) const {
   int64_t deleted = 0;
   for (size_t i = 1; i < call.args.size(); ++i) {
-    if (std::string refused = CheckNamespace(call.args[i]); !refused.empty()) {
+    if (std::string refused = CheckKey(call.args[i]); !refused.empty()) {
       return call.Error(refused);
     }
   }
+  // A key counts when it was held and is gone: a baked store's entry is served but never
+  // deleted (docs/torch-compile.md), so DEL of one answers 0.
   for (size_t i = 1; i < call.args.size(); ++i) {
-    ArtifactKey key = objects::NamedObjectKey(call.args[i]);
-    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> listed = cache_->List(key.kernel_id);
-    if (!listed.ok() || listed->empty()) continue;
+    if (!Holds(call.args[i])) continue;
     absl::Status deleted_one = objects::DeleteNamedObject(*cache_, call.args[i]);
     if (!deleted_one.ok()) {
       count_(Count::kStoreError, 1);
       return call.Error(absl::StrCat("ERR kcache did not delete: ", deleted_one.message()));
     }
-    ++deleted;
+    if (!Holds(call.args[i])) ++deleted;
   }
   resp::AppendInteger(call.out, deleted);
 }
@@ -306,11 +336,14 @@ void RedisCommands::Info(Call& call) const {
 
 bool RedisCommands::LoadsOnDriver(const RedisSession& session, absl::string_view value) const {
   absl::Status loads = CheckCubinForDriver(value, session.driver);
-  if (loads.ok()) return true;
-  count_(absl::IsFailedPrecondition(loads) ? Count::kRefusedDriverTooOld
-                                           : Count::kRefusedToolkitUnknown,
+  if (!loads.ok()) CountNotLoaded(loads);
+  return loads.ok();
+}
+
+void RedisCommands::CountNotLoaded(const absl::Status& refused) const {
+  count_(absl::IsFailedPrecondition(refused) ? Count::kRefusedDriverTooOld
+                                             : Count::kRefusedToolkitUnknown,
          1);
-  return false;
 }
 
 void RedisCommands::Driver(Call& call) const {

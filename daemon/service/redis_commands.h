@@ -24,9 +24,9 @@ struct RedisCommandOptions {
   std::vector<std::string> namespaces = {"pt2", "triton"};
   // --redis-max-value-bytes: a SET of a larger value is refused (the connection stays open).
   uint64_t max_value_bytes = uint64_t{32} << 20;
-  // A reply (MGET's) larger than this is refused instead of built: the connection's buffer
-  // bound (--redis-max-buffer-bytes).
-  uint64_t max_reply_bytes = uint64_t{64} << 20;
+  // --redis-max-key-bytes: a command naming a longer key is refused (the connection stays
+  // open). Keys are listed (`kcache ls --server`, `kcache export`): they stay small.
+  uint64_t max_key_bytes = uint64_t{16} << 10;
   std::string version;  // kcached's, for HELLO and INFO
 };
 
@@ -60,6 +60,17 @@ enum class RedisDoorCount {
   kConnections,
   kRefusedDriverTooOld,    // a cubin the connection's driver cannot load, answered as a miss
   kRefusedToolkitUnknown,  // a cubin whose toolkit cannot be read, answered as a miss
+  kRefusedTotal,           // every connection together held --redis-max-total-bytes
+  kRefusedKeyTooBig,       // a key over --redis-max-key-bytes
+};
+
+// What Execute did with a command.
+struct RedisExecuted {
+  // False: its reply, `needed` bytes, would not fit the room given; nothing was appended,
+  // counted or changed (a command whose reply may be large is only a read: GET, MGET, ECHO,
+  // PING). Run it again with more room, or refuse it.
+  bool answered = true;
+  uint64_t needed = 0;
 };
 
 // Thread-safe (the object cache is; the session is the caller's). `cache` is borrowed and
@@ -69,14 +80,19 @@ class RedisCommands {
   RedisCommands(objects::ObjectCache* cache, RedisCommandOptions options,
                 std::function<void(RedisDoorCount, int64_t)> count);
 
-  // Appends the reply to `command` to *reply. Never throws; every refusal is a -ERR reply
-  // naming what was wrong, counted.
-  void Execute(const resp::Command& command, RedisSession& session, std::string* reply) const;
+  // Appends the reply to `command` to *reply when it fits in `room` bytes (replies of up to
+  // kSmallReplyBytes always do: the caller's bounds leave room for them). Never throws; every
+  // refusal is a -ERR reply naming what was wrong, counted.
+  RedisExecuted Execute(const resp::Command& command, RedisSession& session, std::string* reply,
+                        uint64_t room) const;
+  static constexpr uint64_t kSmallReplyBytes = 64 << 10;
 
   const RedisCommandOptions& options() const { return options_; }
 
  private:
   struct Call;  // one command being answered (redis_commands.cc)
+  void Dispatch(const resp::Command& command, Call& call) const;
+  void Bulk(Call& call, absl::string_view value) const;  // one bulk reply, if it fits
   void Get(Call& call) const;
   void Set(Call& call) const;
   void MultiGet(Call& call) const;
@@ -89,8 +105,12 @@ class RedisCommands {
   // Whether `value` may leave on `session`: false (counted) for a cubin its driver cannot load
   // or whose toolkit cannot be read (core/load_check.h CheckCubinForDriver).
   bool LoadsOnDriver(const RedisSession& session, absl::string_view value) const;
-  // An error when `key` is outside the namespaces (counted), "" otherwise.
-  std::string CheckNamespace(const std::string& key) const;
+  void CountNotLoaded(const absl::Status& refused) const;  // CheckCubinForDriver's refusal
+  // An error when `key` is over --redis-max-key-bytes or outside the namespaces (counted),
+  // "" otherwise.
+  std::string CheckKey(const std::string& key) const;
+  // Whether `key` is held now (in any store).
+  bool Holds(const std::string& key) const;
 
   objects::ObjectCache* const cache_;
   const RedisCommandOptions options_;

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -23,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/cache/statistics.h"
+#include "daemon/service/byte_budget.h"
 #include "daemon/service/epoll_threads.h"
 
 namespace kcache {
@@ -30,22 +33,48 @@ namespace {
 
 // Counts `count` in its redis.* statistic (a gauge, kConnections, moves by `n`).
 void Count(Statistics& stats, RedisDoorCount count, int64_t n) {
-  // In the enum's order: redis.hits to redis.connections, then the driver refusals.
-  static_assert(static_cast<int>(Statistic::kRedisConnections) -
-                    static_cast<int>(Statistic::kRedisHits) ==
-                static_cast<int>(RedisDoorCount::kConnections));
-  int number = static_cast<int>(count) <= static_cast<int>(RedisDoorCount::kConnections)
-                   ? static_cast<int>(Statistic::kRedisHits) + static_cast<int>(count)
-                   : static_cast<int>(Statistic::kRedisRefusedDriverTooOld) +
-                         static_cast<int>(count) -
-                         static_cast<int>(RedisDoorCount::kRefusedDriverTooOld);
-  stats.Move(static_cast<Statistic>(number), n);
+  using C = RedisDoorCount;
+  using S = Statistic;
+  static constexpr std::pair<C, S> kStatistics[] = {
+      {C::kHit, S::kRedisHits},
+      {C::kMiss, S::kRedisMisses},
+      {C::kBytesIn, S::kRedisBytesIn},
+      {C::kBytesOut, S::kRedisBytesOut},
+      {C::kSet, S::kRedisSets},
+      {C::kRefusedValueTooBig, S::kRedisRefusedValueTooBig},
+      {C::kRefusedNamespace, S::kRedisRefusedNamespace},
+      {C::kRefusedCommand, S::kRedisRefusedCommand},
+      {C::kRefusedProtocol, S::kRedisRefusedProtocol},
+      {C::kRefusedConnections, S::kRedisRefusedConnections},
+      {C::kRefusedBuffer, S::kRedisRefusedBuffer},
+      {C::kIdleClosed, S::kRedisIdleClosed},
+      {C::kStoreError, S::kRedisStoreErrors},
+      {C::kConnections, S::kRedisConnections},
+      {C::kRefusedDriverTooOld, S::kRedisRefusedDriverTooOld},
+      {C::kRefusedToolkitUnknown, S::kRedisRefusedToolkitUnknown},
+      {C::kRefusedTotal, S::kRedisRefusedTotal},
+      {C::kRefusedKeyTooBig, S::kRedisRefusedKeyTooBig},
+  };
+  static_assert(
+      [] {
+        for (size_t i = 0; i < std::size(kStatistics); ++i) {
+          if (static_cast<size_t>(kStatistics[i].first) != i) return false;
+        }
+        return static_cast<size_t>(C::kRefusedKeyTooBig) + 1 == std::size(kStatistics);
+      }(),
+      "a statistic for every RedisDoorCount, in the enum's order");
+  stats.Move(kStatistics[static_cast<size_t>(count)].second, n);
 }
 
 constexpr uint64_t kListenerId = 0;
 constexpr size_t kReadBytes = 64 << 10;
 // Bytes read from one connection per turn before the thread serves another.
 constexpr size_t kTurnBytes = 4 << 20;
+// What a connection may hold whatever the others hold (--redis-max-total-bytes aside): a
+// small command and its reply always go through, so a client is answered under any load.
+constexpr uint64_t kSmallBytes = RedisCommands::kSmallReplyBytes;
+// A buffer left larger than this once empty is freed, not kept for the next command.
+constexpr size_t kKeepCapacity = 1 << 20;
 
 // Served by one thread at a time (`busy`, under the server's mutex); Stop touches it only
 // after every thread has ended.
@@ -56,13 +85,27 @@ struct Connection {
   const uint64_t id;
   resp::Parser parser;
   RedisSession session;
-  std::string out;  // replies, sent up to out_sent
+  // A command parsed but not answered: its reply waits for the client to read what is sent.
+  std::optional<resp::Command> waiting;
+  uint64_t waiting_bytes = 0;  // its arguments'
+  std::string out;             // replies, sent up to out_sent
   size_t out_sent = 0;
-  bool close_after_flush = false;  // QUIT, a framing error, or over the buffer bound
+  uint64_t charged = 0;            // what this connection holds in the door's ByteBudget
+  bool close_after_flush = false;  // QUIT, a framing error, or over a buffer bound
   bool closed = false;             // the peer went away or a send failed
   bool busy = false;               // a thread serves it now (guarded by the server's mu_)
   absl::Time last_active;          // guarded by the server's mu_
+
+  uint64_t unsent() const { return out.size() - out_sent; }
+  // What it holds: input not yet answered, the command waiting, replies not yet sent.
+  uint64_t held() const { return parser.buffered() + waiting_bytes + unsent(); }
 };
+
+uint64_t ArgumentBytes(const resp::Command& command) {
+  uint64_t bytes = 0;
+  for (const std::string& arg : command.args) bytes += arg.size();
+  return bytes;
+}
 
 absl::Status Errno(absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat(what, ": ", std::strerror(errno)));
@@ -132,7 +175,8 @@ class RedisDoorServerImpl final : public RedisDoorServer {
       : stats_(stats),
         options_(std::move(options)),
         commands_(objects, options_.commands,
-                  [stats](RedisDoorCount count, int64_t n) { Count(*stats, count, n); }) {
+                  [stats](RedisDoorCount count, int64_t n) { Count(*stats, count, n); }),
+        budget_(options_.max_total_bytes, stats, Statistic::kRedisHeldBytes) {
     limits_.max_argument_bytes = options_.commands.max_value_bytes;
   }
   ~RedisDoorServerImpl() override { Stop(); }
@@ -159,7 +203,10 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     if (stopped_.exchange(true)) return;
     workers_.Stop();
     absl::MutexLock lock(&mu_);
-    for (auto& [id, connection] : connections_) close(connection->fd);
+    for (auto& [id, connection] : connections_) {
+      close(connection->fd);
+      budget_.Recharge(&connection->charged, 0);
+    }
     Count(*stats_, RedisDoorCount::kConnections, -static_cast<int64_t>(connections_.size()));
     connections_.clear();
     if (listener_ >= 0) close(listener_);
@@ -239,19 +286,22 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     return it->second;
   }
 
-  // Closes the connection or re-arms it: for writing while replies wait, else for reading.
+  // Closes the connection or re-arms it: for writing while replies or a command wait, else for
+  // reading.
   void Release(const std::shared_ptr<Connection>& c) {
     absl::MutexLock lock(&mu_);
     c->busy = false;
-    bool pending = c->out_sent < c->out.size();
+    bool pending = c->unsent() > 0;
     if (c->closed || (c->close_after_flush && !pending)) return CloseLocked(*c);
-    uint32_t events = (pending ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP | EPOLLONESHOT;
+    // A command waiting for room is served again as soon as the socket takes more.
+    uint32_t events = (pending || c->waiting ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP | EPOLLONESHOT;
     if (!Arm(c->fd, c->id, events, EPOLL_CTL_MOD)) CloseLocked(*c);
   }
 
-  void CloseLocked(const Connection& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void CloseLocked(Connection& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     epoll_ctl(workers_.fd(), EPOLL_CTL_DEL, c.fd, nullptr);
     DrainAndClose(c.fd);
+    budget_.Recharge(&c.charged, 0);
     connections_.erase(c.id);
     Count(*stats_, RedisDoorCount::kConnections, -1);
   }
@@ -271,42 +321,91 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     Count(*stats_, RedisDoorCount::kIdleClosed, static_cast<int64_t>(idle.size()));
   }
 
-  // One turn: send what waits; then, if all is sent, read and answer what arrived.
+  // One turn: send what waits; answer the commands read before, as far as their replies fit;
+  // then, only once every reply is sent, read and answer more. A client that does not read
+  // its replies is not read from.
   void Serve(Connection& c, std::string& buffer) {
     Flush(c);
-    size_t read_this_turn = 0;
-    while (!c.closed && !c.close_after_flush && c.out_sent == c.out.size() &&
-           read_this_turn < kTurnBytes) {
+    size_t this_turn = 0;  // bytes read and answered
+    while (!c.closed && !c.close_after_flush && c.unsent() == 0 && this_turn < kTurnBytes) {
+      if (c.waiting) {  // every reply before it is sent: it is answered now, or refused
+        size_t before = c.out.size();
+        Answer(c);
+        this_turn += c.out.size() - before;
+        Flush(c);
+        continue;
+      }
+      if (c.held() >= kSmallBytes && budget_.room() < kReadBytes) {
+        RefuseOverTotal(c);
+        break;
+      }
       ssize_t got = recv(c.fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
       if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
         c.closed = true;
         break;
       }
       if (got < 0) break;
-      read_this_turn += static_cast<size_t>(got);
+      this_turn += static_cast<size_t>(got);
       Touch(c);
       c.parser.Feed(absl::string_view(buffer.data(), static_cast<size_t>(got)));
+      budget_.Recharge(&c.charged, c.held());
+      size_t before = c.out.size();
       Answer(c);
+      this_turn += c.out.size() - before;
       Flush(c);
     }
+    budget_.Recharge(&c.charged, c.held());
   }
 
-  // Answers every complete command in the parser, or the error that ends the stream.
+  // More input would pass --redis-max-total-bytes, and this connection holds an unfinished
+  // command of its own: refused (it cannot be framed past the bytes dropped), then closed.
+  void RefuseOverTotal(Connection& c) {
+    Count(*stats_, RedisDoorCount::kRefusedTotal, 1);
+    resp::AppendError(c.out,
+                      absl::StrCat("ERR kcached's Redis door holds ", budget_.held(),
+                                   " bytes for all its connections, at --redis-max-total-bytes ",
+                                   budget_.limit(), ": this connection's unfinished command of ",
+                                   c.parser.buffered(), " bytes is dropped; retry later"));
+    c.close_after_flush = true;
+    Flush(c);
+  }
+
+  // The room a reply has now: this connection's bound less what it holds, and the door's
+  // total less what every connection holds (small replies always fit: kSmallBytes).
+  uint64_t ReplyRoom(const Connection& c) const {
+    uint64_t held = c.parser.buffered() + c.unsent();
+    uint64_t own = held >= options_.max_buffer_bytes ? 0 : options_.max_buffer_bytes - held;
+    return std::min(own, std::max(budget_.room(), kSmallBytes));
+  }
+
+  // Answers the commands read, in order, while their replies fit (the command waiting
+  // first); stops at one that does not fit while replies wait to be sent (asked again once
+  // they are), and refuses one that does not fit with nothing to wait for.
   void Answer(Connection& c) {
     while (!c.close_after_flush) {
-      absl::StatusOr<std::optional<resp::Command>> command = c.parser.Next();
-      if (!command.ok()) {
-        Count(*stats_, RedisDoorCount::kRefusedProtocol, 1);
-        resp::AppendError(
-            c.out, absl::StrCat("ERR ", command.status().message(), "; closing the connection"));
-        c.close_after_flush = true;
-        return;
+      if (!c.waiting) {
+        absl::StatusOr<std::optional<resp::Command>> command = c.parser.Next();
+        if (!command.ok()) {
+          Count(*stats_, RedisDoorCount::kRefusedProtocol, 1);
+          resp::AppendError(
+              c.out, absl::StrCat("ERR ", command.status().message(), "; closing the connection"));
+          c.close_after_flush = true;
+          return;
+        }
+        if (!*command) break;
+        c.waiting = std::move(*command);
+        c.waiting_bytes = ArgumentBytes(*c.waiting);
       }
-      if (!*command) break;
-      commands_.Execute(**command, c.session, &c.out);
+      RedisExecuted done = commands_.Execute(*c.waiting, c.session, &c.out, ReplyRoom(c));
+      if (!done.answered) {
+        if (c.unsent() > 0) break;  // the client reads what waits first
+        RefuseReply(c, done.needed);
+      }
+      c.waiting.reset();
+      c.waiting_bytes = 0;
       if (c.session.quit) c.close_after_flush = true;
     }
-    if (c.parser.buffered() + (c.out.size() - c.out_sent) > options_.max_buffer_bytes) {
+    if (c.parser.buffered() + c.unsent() > options_.max_buffer_bytes) {
       Count(*stats_, RedisDoorCount::kRefusedBuffer, 1);
       resp::AppendError(c.out, absl::StrCat("ERR over kcached's --redis-max-buffer-bytes ",
                                             options_.max_buffer_bytes,
@@ -315,19 +414,45 @@ class RedisDoorServerImpl final : public RedisDoorServer {
     }
   }
 
+  // A reply of `needed` bytes that does not fit with no other reply of this connection's
+  // waiting: over the connection's bound, or over the door's total now.
+  void RefuseReply(Connection& c, uint64_t needed) {
+    uint64_t input = c.parser.buffered();
+    if (needed + input > options_.max_buffer_bytes) {
+      Count(*stats_, RedisDoorCount::kRefusedBuffer, 1);
+      resp::AppendError(
+          c.out, absl::StrCat("ERR a reply of ", needed, " bytes (beside ", input,
+                              " bytes of input read) is over kcached's --redis-max-buffer-bytes ",
+                              options_.max_buffer_bytes, ": not sent; ask for less at once"));
+      return;
+    }
+    Count(*stats_, RedisDoorCount::kRefusedTotal, 1);
+    resp::AppendError(c.out, absl::StrCat("ERR kcached's Redis door holds ", budget_.held(),
+                                          " bytes for all its connections: a reply of ", needed,
+                                          " bytes would pass --redis-max-total-bytes ",
+                                          budget_.limit(), "; retry later"));
+  }
+
   void Flush(Connection& c) {
     while (!c.closed && c.out_sent < c.out.size()) {
       ssize_t sent = send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent,
                           MSG_NOSIGNAL | MSG_DONTWAIT);
       if (sent < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) c.closed = true;
-        return;
+        break;
       }
       c.out_sent += static_cast<size_t>(sent);
       Touch(c);
     }
-    c.out.clear();
-    c.out_sent = 0;
+    if (c.out_sent == c.out.size()) {
+      c.out_sent = 0;
+      if (c.out.capacity() > kKeepCapacity) {
+        std::string().swap(c.out);
+      } else {
+        c.out.clear();
+      }
+    }
+    budget_.Recharge(&c.charged, c.held());
   }
 
   void Touch(Connection& c) {
@@ -338,6 +463,7 @@ class RedisDoorServerImpl final : public RedisDoorServer {
   Statistics* const stats_;
   const RedisDoorOptions options_;
   const RedisCommands commands_;
+  ByteBudget budget_;  // what every connection holds (--redis-max-total-bytes)
   resp::ParserLimits limits_;
   EpollThreads workers_;
   int listener_ = -1;
@@ -358,7 +484,12 @@ absl::StatusOr<std::unique_ptr<RedisDoorServer>> RedisDoorServer::Start(
         "--redis-max-buffer-bytes ", options.max_buffer_bytes,
         " must be at least --redis-max-value-bytes + 1 MiB: a SET of the largest value must fit"));
   }
-  options.commands.max_reply_bytes = options.max_buffer_bytes;
+  if (options.max_total_bytes < options.max_buffer_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--redis-max-total-bytes ", options.max_total_bytes,
+                     " must be at least --redis-max-buffer-bytes ", options.max_buffer_bytes,
+                     ": one connection's command of the largest value must fit"));
+  }
   auto server = std::make_unique<RedisDoorServerImpl>(objects, stats, std::move(options));
   if (absl::Status s = server->Listen(); !s.ok()) return s;
   return std::unique_ptr<RedisDoorServer>(std::move(server));

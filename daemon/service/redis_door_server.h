@@ -1,15 +1,24 @@
 // RedisDoorServer: kcached's Redis-protocol door (docs/torch-compile.md), off unless
-// --redis-listen names a TCP address ("127.0.0.1:6390") or a unix socket ("unix:/path"). It
-// frames RESP (engine/resp/resp.h) and answers with RedisCommands over the object cache.
+// --redis-listen names a unix socket ("unix:///path", the safe choice) or a TCP address
+// ("127.0.0.1:6390": open to every local user). It frames RESP (engine/resp/resp.h) and
+// answers with RedisCommands over the object cache.
 //
 // Threads: `threads` threads share one epoll set; a connection is served by one thread at a
 // time (EPOLLONESHOT), so idle connections cost a descriptor and a little memory, never a
-// thread. Bounds (each a flag, each refusal counted in redis.* statistics): at most
-// max_connections open (more are answered -ERR and closed); per connection at most
-// max_buffer_bytes of input not yet answered plus replies not yet sent (a client that does not
-// read its replies is not read from; one whose command does not fit is answered -ERR and
-// closed); a connection silent for idle_timeout is closed. A stream that cannot be framed is
-// answered -ERR naming what was wrong, then closed.
+// thread. Bounds (each a flag, each refusal counted in redis.* statistics):
+// - at most max_connections open (more are answered -ERR and closed);
+// - per connection at most max_buffer_bytes of input not yet answered plus replies not yet
+//   sent. Replies are checked against it as they are built: a command whose reply does not
+//   fit waits, unanswered, until the client has read the replies before it, and the
+//   connection is not read from meanwhile; a reply that cannot fit even then is answered
+//   -ERR. A command whose input does not fit is answered -ERR and the connection closed;
+// - across connections at most max_total_bytes held (input, commands waiting, replies; the
+//   gauge redis.held_bytes). Past it a reply is answered -ERR (retry later) and a connection
+//   that needs to read more of an unfinished command is answered -ERR and closed; a
+//   connection holding less than 64 KiB is always served, so the door holds at most
+//   max_total_bytes plus 128 KiB per connection;
+// - a connection silent for idle_timeout is closed.
+// A stream that cannot be framed is answered -ERR naming what was wrong, then closed.
 #ifndef KCACHE_DAEMON_SERVICE_REDIS_DOOR_SERVER_H_
 #define KCACHE_DAEMON_SERVICE_REDIS_DOOR_SERVER_H_
 
@@ -31,19 +40,22 @@ struct RedisDoorOptions {
   // --redis-listen: "HOST:PORT" (an IPv4 address or localhost; port 0 picks one) or
   // "unix:PATH" (a stale socket file must be gone already).
   std::string listen;
-  mode_t socket_mode = 0660;                         // a unix socket's (--socket-mode)
+  // --redis-socket-mode: a unix socket's permissions. Owner only by default: the door has no
+  // passwords, and Inductor's pt2: values hold Python its workers run.
+  mode_t socket_mode = 0600;
   int max_connections = 1024;                        // --redis-max-connections
   uint64_t max_buffer_bytes = uint64_t{64} << 20;    // --redis-max-buffer-bytes
+  uint64_t max_total_bytes = uint64_t{256} << 20;    // --redis-max-total-bytes
   absl::Duration idle_timeout = absl::Seconds(300);  // --redis-idle-seconds
   int threads = 2;
-  RedisCommandOptions commands;  // --redis-namespaces, --redis-max-value-bytes
+  RedisCommandOptions commands;  // --redis-namespaces, --redis-max-value/key-bytes
 };
 
 class RedisDoorServer {
  public:
-  // Binds, listens and starts the threads. InvalidArgument for an address it cannot parse;
-  // FailedPrecondition when it cannot bind. `objects` and `stats` (where it counts, redis.*)
-  // are borrowed and must outlive the server.
+  // Binds, listens and starts the threads. InvalidArgument for an address it cannot parse or
+  // bounds that do not fit together; FailedPrecondition when it cannot bind. `objects` and `stats`
+  // (where it counts, redis.*) are borrowed and must outlive the server.
   static absl::StatusOr<std::unique_ptr<RedisDoorServer>> Start(objects::ObjectCache* objects,
                                                                 Statistics* stats,
                                                                 RedisDoorOptions options);

@@ -14,6 +14,8 @@ namespace {
 
 // Compact once this much of the buffer has been parsed.
 constexpr size_t kCompactBytes = 64 << 10;
+// An emptied buffer larger than this is freed rather than kept.
+constexpr size_t kKeepCapacity = 1 << 20;
 
 absl::Status Framing(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("Protocol error: ", what));
@@ -172,7 +174,11 @@ std::optional<Command> Parser::Finish() {
 
 void Parser::Compact() {
   if (pos_ == buffer_.size()) {
-    buffer_.clear();
+    if (buffer_.capacity() > kKeepCapacity) {
+      std::string().swap(buffer_);  // a large command's room is not kept while idle
+    } else {
+      buffer_.clear();
+    }
     pos_ = 0;
   } else if (pos_ >= kCompactBytes) {
     buffer_.erase(0, pos_);

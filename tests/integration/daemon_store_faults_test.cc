@@ -82,6 +82,30 @@ TEST_F(DaemonStoreFaultsTest, UnopenableWritableStoreIsReplacedAndTheBakedStoreS
   EXPECT_FALSE(FileIn(daemon_.store_path(), ".kcache-damaged-").empty());
 }
 
+// A baked store that does not open (a damaged MANIFEST) is left out, loudly: kcached starts
+// and serves from the other stores, logs what to do, counts it (`kcache stat`), and never
+// writes into or moves the image's store.
+TEST_F(DaemonStoreFaultsTest, DamagedBakedStoreIsLeftOutAndTheOthersServe) {
+  Fill(dir_ / "damaged", {"lost"}, 100);
+  Fill(dir_ / "good", {"kept"}, 100);
+  std::string manifest = FileIn(dir_ / "damaged", "MANIFEST-");
+  FlipBit(manifest, static_cast<int64_t>(fs::file_size(manifest) / 2));
+  daemon_.options().baked = {dir_ / "damaged", dir_ / "good"};
+  StartDaemon({});
+
+  ResolveOutcome kept = CallResolve(*stub_, ByName("kept"));
+  ASSERT_TRUE(kept.status.ok()) << kept.status.error_message() << daemon_.Log();
+  EXPECT_EQ(kept.header.tier(), v1::TIER_BAKED_STORE);
+  EXPECT_EQ(CallResolve(*stub_, ByName("lost")).status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(StatCounter(*stub_, "store.baked_skipped_damaged"), 1u);
+  EXPECT_NE(daemon_.Log().find("is damaged and kcached serves WITHOUT it"), std::string::npos)
+      << daemon_.Log();
+  EXPECT_TRUE(FileIn(dir_ / "damaged", ".kcache-damaged-").empty()) << "a baked store is not moved";
+  ::kcache::testing::RunResult stat = ::kcache::testing::Run(::kcache::testing::KcacheCli() +
+                                                             " stat --server " + daemon_.address());
+  EXPECT_NE(stat.output.find("store.baked_skipped_damaged"), std::string::npos) << stat.output;
+}
+
 TEST_F(DaemonStoreFaultsTest, MissingBlobFileIsAMissForItsKernelNotAFailingStore) {
   Fill(daemon_.store_path(), {"big", "small"}, 0);  // names first: ids are per name
   {

@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/objects/named_object.h"
+#include "engine/objects/tiered_object_cache.h"
 #include "tests/testutil/client_objects.h"
 
 namespace kcache {
@@ -62,7 +66,7 @@ TEST_F(ObjectExportTest, OnlyTheNamespacesAskedFor) {
 }
 
 TEST_F(ObjectExportTest, ManyPagesOfLongNamesAllArrive) {
-  DaemonProcess& pod = StartDaemon({});
+  DaemonProcess& pod = StartDaemon({"--redis-max-key-bytes", "128KiB"});
   // 24 names of 96 KiB: about 4.5 MiB of listing, several 1 MiB pages.
   for (int i = 0; i < 24; ++i) {
     std::string name = absl::StrCat("pt2:", std::string(96 << 10, 'a' + i % 26), i);
@@ -73,6 +77,45 @@ TEST_F(ObjectExportTest, ManyPagesOfLongNamesAllArrive) {
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
   EXPECT_TRUE(testing::Contains(exported.output, "exported 24 objects (24 pt2)"))
       << exported.output;
+}
+
+// A store that holds an entry whose key is larger than a gRPC message (stored before
+// --redis-max-key-bytes) and more than a page of others: `kcache ls --server` pages through it
+// all (the long name cut) and `kcache export` exports the others, leaving that one out.
+TEST_F(ObjectExportTest, ListingsPageThroughAStoreWithAHugeKey) {
+  DaemonProcess& pod = StartDaemon({});
+  EXPECT_EQ(Door(pod, "SET pt2:graph fx-graph-bytes"), "OK");
+  ASSERT_EQ(pod.Stop(), 0);
+  {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(pod.store_path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    std::unique_ptr<objects::ObjectCache> cache =
+        objects::NewTieredObjectCache(store->get(), {}, uint64_t{64} << 20);
+    ASSERT_TRUE(objects::PutNamedObject(*cache, "pt2:" + std::string(6 << 20, 'h'), "v").ok());
+    for (int i = 0; i < 1500; ++i) {  // about 1.5 MiB of names: two pages and more
+      std::string name = absl::StrCat("triton:", std::string(1000, 'n'), i);
+      ASSERT_TRUE(objects::PutNamedObject(*cache, name, "cubin").ok());
+    }
+  }
+  ASSERT_TRUE(pod.Start().ok()) << pod.Log();
+  RunResult listed =
+      testing::Run(absl::StrCat(testing::KcacheCli(), " ls --json --server ", pod.address()));
+  ASSERT_EQ(listed.exit_code, 0) << listed.output.substr(0, 2000);
+  nlohmann::json kernels = nlohmann::json::parse(listed.output);
+  EXPECT_EQ(kernels.size(), 1502u);
+  int cut = 0;
+  for (const nlohmann::json& kernel : kernels) {
+    std::string name = kernel["name"];
+    EXPECT_LE(name.size(), 4096u);
+    if (testing::Contains(name, "... (")) ++cut;
+  }
+  EXPECT_EQ(cut, 1);
+
+  RunResult exported = Export(pod, tmp_ / "baked");
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_TRUE(testing::Contains(exported.output, "exported 1501 objects")) << exported.output;
+  EXPECT_EQ(Counter(pod, "objects.listing_skipped"), 1);
+  EXPECT_EQ(Door(pod, "GET pt2:graph"), "fx-graph-bytes");
 }
 
 TEST_F(ObjectExportTest, NothingToExportIsAnErrorAndLeavesNoStore) {

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -135,7 +136,10 @@ TEST_F(RedisDoorTest, ServesEveryCommandToRedisCli) {
   EXPECT_TRUE(Contains(Cli("GET").output, "wrong number of arguments for 'get'"));
   EXPECT_TRUE(Contains(Cli("FLUSHALL").output, "unknown command 'FLUSHALL'"));
   EXPECT_TRUE(Contains(Cli("SET mine:a v").output, "outside the namespaces"));
+  EXPECT_TRUE(Contains(Cli("SET pt2:" + std::string(17000, 'k') + " v").output,
+                       "over kcached's --redis-max-key-bytes 16384"));
   EXPECT_EQ(Counter("redis.refused_namespace"), 1u);
+  EXPECT_EQ(Counter("redis.refused_key_too_big"), 1u);
   EXPECT_GE(Counter("redis.hits"), 3u);
   EXPECT_GE(Counter("redis.sets"), 2u);
 }
@@ -323,6 +327,55 @@ TEST(RedisDoorRestartTest, ValuesOutliveARestartOnAUnixSocket) {
   EXPECT_EQ(Shell("redis-cli -s " + socket + " GET pt2:kept").output, "value1\n");
 }
 
+// The door on a unix socket is its owner's alone by default (--redis-socket-mode 0600): another
+// local user cannot connect, where on loopback TCP any could. `kcache env --server ADDR --redis`
+// asks kcached for the door, so the worker is given no second address.
+TEST(RedisDoorUnixTest, OnlyItsOwnerReachesTheDoorAndKcacheEnvFindsIt) {
+  if (Shell("redis-cli --version").exit_code != 0) GTEST_SKIP() << "redis-cli is not installed";
+  DaemonProcess daemon;
+  std::string socket = daemon.dir() + "/redis.sock";
+  daemon.options().extra_flags = {"--no-toolkit", "--redis-listen", "unix://" + socket};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  struct stat st {};
+  ASSERT_EQ(stat(socket.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(Shell("redis-cli -s " + socket + " SET pt2:mine value").output, "OK\n");
+  const bool can_switch_user = getuid() == 0 && Shell("command -v setpriv").exit_code == 0;
+  if (can_switch_user) {
+    chmod(daemon.dir().c_str(), 0755);  // the folder is open: only the socket's mode decides
+    RunResult nobody = Shell("setpriv --reuid=nobody --regid=nogroup --clear-groups redis-cli -s " +
+                             socket + " SET pt2:mine overwritten");
+    EXPECT_TRUE(Contains(nobody.output, "ermission denied")) << nobody.output;
+    EXPECT_EQ(Shell("redis-cli -s " + socket + " GET pt2:mine").output, "value\n");
+  }
+
+  std::string env =
+      Shell(absl::StrCat(::kcache::testing::KcacheCli(), " env --shims ", daemon.dir(),
+                         "/shims --server ", daemon.address(), " --redis 2>&1"))
+          .output;
+  EXPECT_TRUE(Contains(env, "TORCHINDUCTOR_REDIS_URL=unix://" + socket + "\n")) << env;
+  EXPECT_TRUE(Contains(env, "KCACHE_REDIS_ADDR=unix:" + socket + "\n")) << env;
+  EXPECT_FALSE(Contains(env, "TORCHINDUCTOR_REDIS_HOST")) << env;
+  EXPECT_FALSE(Contains(env, "is TCP")) << env;
+  // A door named on TCP is still taken, with the risk said.
+  env = Shell(absl::StrCat(::kcache::testing::KcacheCli(), " env --shims ", daemon.dir(),
+                           "/shims --server ", daemon.address(), " --redis 127.0.0.1:6390 2>&1"))
+            .output;
+  EXPECT_TRUE(Contains(env, "TORCHINDUCTOR_REDIS_PORT=6390")) << env;
+  EXPECT_TRUE(Contains(env, "every local user")) << env;
+}
+
+TEST(RedisDoorUnixTest, KcacheEnvSaysHowToOpenADoorWhenKcachedHasNone) {
+  DaemonProcess daemon;
+  daemon.options().extra_flags = {"--no-toolkit"};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  RunResult env = Shell(absl::StrCat(::kcache::testing::KcacheCli(), " env --shims ", daemon.dir(),
+                                     "/shims --server ", daemon.address(), " --redis 2>&1"));
+  EXPECT_NE(env.exit_code, 0) << env.output;
+  EXPECT_TRUE(Contains(env.output, "has no Redis door")) << env.output;
+  EXPECT_TRUE(Contains(env.output, "--redis-listen unix://")) << env.output;
+}
+
 TEST(RedisDoorIdleTest, ASilentConnectionIsClosedAndCounted) {
   DaemonProcess daemon;
   int port = FreePort();
@@ -345,7 +398,11 @@ TEST(RedisDoorFlagsTest, ABadAddressOrBufferStopsStartUp) {
        {std::vector<std::string>{"--redis-listen", "nowhere"},
         std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-max-value-bytes", "8MiB",
                                  "--redis-max-buffer-bytes", "8MiB"},
-        std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-namespaces", "a:b"}}) {
+        std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-namespaces", "a:b"},
+        std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-max-total-bytes",
+                                 "32MiB"},
+        std::vector<std::string>{"--redis-listen", "unix:///tmp/kcache-x.sock",
+                                 "--redis-socket-mode", "9"}}) {
     DaemonProcess daemon;
     flags.insert(flags.begin(), "--no-toolkit");
     daemon.options().extra_flags = flags;

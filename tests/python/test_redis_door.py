@@ -68,3 +68,19 @@ def test_values_survive_a_restart(kcached: str, tmp_path: Path) -> None:
             assert r.get("triton:kept") == b"\x00bytes"
     finally:
         d.stop()
+
+
+def test_a_unix_socket_door_through_the_url_inductor_reads(kcached: str, tmp_path: Path) -> None:
+    """Inductor opens TORCHINDUCTOR_REDIS_URL with redis.Redis.from_url; `kcache env --redis`
+    gives a unix-socket door as unix:///PATH, which redis-py reaches."""
+    socket_path = tmp_path / "redis.sock"
+    d = Daemon(kcached, tmp_path / "store", tmp_path,
+               ["--no-toolkit", "--redis-listen", f"unix://{socket_path}"])
+    d.start()
+    try:
+        assert oct(socket_path.stat().st_mode & 0o777) == "0o600"
+        with redis.Redis.from_url(f"unix://{socket_path}") as r:
+            assert r.set("pt2:over-a-socket", b"graph") is True
+            assert r.get("pt2:over-a-socket") == b"graph"
+    finally:
+        d.stop()

@@ -1,4 +1,4 @@
-"""A kcached with its Redis door on a loopback port, for the torch.compile test and
+"""A kcached with its Redis door on a loopback port or a unix socket, for the torch.compile test and
 bench/torch_compile: started over a store in a temporary folder, serving once PING is answered."""
 
 from __future__ import annotations
@@ -16,16 +16,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_kcached(kcached: str, tmp: Path, port: int) -> subprocess.Popen:
+def start_kcached(kcached: str, tmp: Path, port: int | None = None) -> subprocess.Popen:
     """kcached over tmp/store, its main socket at unix://tmp/kcache.sock and its door at
-    127.0.0.1:port, logging to tmp/kcached.log. Exits the process when the door never answers."""
+    127.0.0.1:port, or with no port on the unix socket tmp/redis.sock (the safe choice: only
+    its user may connect), logging to tmp/kcached.log. Exits the process when the door never
+    answers."""
+    door = f"127.0.0.1:{port}" if port is not None else f"unix://{tmp}/redis.sock"
     log = open(tmp / "kcached.log", "wb")
     process = subprocess.Popen([kcached, "--store", str(tmp / "store"), "--listen",
                                 f"unix://{tmp}/kcache.sock", "--no-toolkit", "--redis-listen",
-                                f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+                                door], stdout=log, stderr=subprocess.STDOUT)
     for _ in range(300):
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            if port is not None:
+                s = socket.create_connection(("127.0.0.1", port), timeout=1)
+            else:
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(1)
+                s.connect(str(tmp / "redis.sock"))
+            with s:
                 s.sendall(b"PING\r\n")
                 if s.recv(16) == b"+PONG\r\n":
                     return process

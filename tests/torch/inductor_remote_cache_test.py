@@ -2,8 +2,9 @@
 Redis door, end to end.
 
 Two fresh Python processes, each with empty local caches (TORCHINDUCTOR_CACHE_DIR, a new pod's),
-compile the same small function through `kcache run --server ... --redis ...` (nothing else
-configures Inductor): the first misses and stores its graph in kcached, the second gets an
+compile the same small function through `kcache run --server ... --redis` (nothing else
+configures Inductor; kcached's door is on a unix socket, which `--redis` alone asks kcached for
+and Inductor reaches through TORCHINDUCTOR_REDIS_URL): the first misses and stores its graph in kcached, the second gets an
 AOTAutograd and an FX-graph cache hit from it (torch's own counters), and every C++ build the
 first stored through kcache's compiler launchers (kcached's objects.* counters). Each process's wall time is printed, not
 asserted. Exits 125 (skipped) when torch or redis-py is not importable.
@@ -22,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from door_daemon import free_port, start_kcached
+from door_daemon import start_kcached
 
 COMPILE = """
 import json, torch
@@ -35,7 +36,7 @@ print("COUNTERS " + json.dumps({**counters["inductor"], **counters["aot_autograd
 """
 
 
-def compile_in_a_new_pod(kcache: str, tmp: Path, port: int) -> tuple[dict, float]:
+def compile_in_a_new_pod(kcache: str, tmp: Path) -> tuple[dict, float]:
     # Pods of one image see the same paths with nothing in them: Inductor's cache directory, the
     # temp dir (its precompiled headers, 150 MB each, go there whatever TORCHINDUCTOR_CACHE_DIR
     # says) and kcache's state directory. Inductor's C++ commands hold those paths (-g1 keys the
@@ -48,7 +49,7 @@ def compile_in_a_new_pod(kcache: str, tmp: Path, port: int) -> tuple[dict, float
                KCACHE_STATE_DIR=str(box / "state"))
     start = time.monotonic()
     result = subprocess.run([kcache, "run", "--server", f"unix://{tmp}/kcache.sock", "--redis",
-                             f"127.0.0.1:{port}", "--", sys.executable, "-c", COMPILE],
+                             "--", sys.executable, "-c", COMPILE],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             timeout=600, cwd=box)
     lines = [line for line in result.stdout.splitlines() if line.startswith("COUNTERS ")]
@@ -77,12 +78,11 @@ def main() -> int:
     kcache, kcached = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="kcache-inductor-") as tmp_name:
         tmp = Path(tmp_name)
-        port = free_port()
-        daemon = start_kcached(kcached, tmp, port)
+        daemon = start_kcached(kcached, tmp)
         try:
-            first, first_seconds = compile_in_a_new_pod(kcache, tmp, port)
+            first, first_seconds = compile_in_a_new_pod(kcache, tmp)
             after_first = object_counters(kcache, tmp)
-            second, second_seconds = compile_in_a_new_pod(kcache, tmp, port)
+            second, second_seconds = compile_in_a_new_pod(kcache, tmp)
             after_second = object_counters(kcache, tmp)
         finally:
             daemon.terminate()

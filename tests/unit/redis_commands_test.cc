@@ -21,10 +21,10 @@ class RedisCommandsTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(tmp_ / "store");
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    objects_ = objects::NewTieredObjectCache(store_.get(), {}, 1000);
+    objects_ = objects::NewTieredObjectCache(store_.get(), {}, 1 << 20);
     RedisCommandOptions options;
     options.max_value_bytes = 100;
-    options.max_reply_bytes = 300;
+    options.max_key_bytes = 64;
     options.version = "9.9.9";
     commands_ = std::make_unique<RedisCommands>(
         objects_.get(), options, [this](RedisDoorCount count, int64_t n) { counts_[count] += n; });
@@ -32,8 +32,13 @@ class RedisCommandsTest : public ::testing::Test {
 
   std::string Run(std::vector<std::string> args, uint64_t oversized = 0) {
     std::string reply;
-    commands_->Execute(resp::Command{std::move(args), oversized}, session_, &reply);
+    last_ = commands_->Execute(resp::Command{std::move(args), oversized}, session_, &reply,
+                               /*room=*/uint64_t{1} << 30);
     return reply;
+  }
+  // The same with `room` bytes of room for the reply.
+  RedisExecuted RunIn(uint64_t room, std::vector<std::string> args, std::string* reply) {
+    return commands_->Execute(resp::Command{std::move(args), 0}, session_, reply, room);
   }
 
   TempDir tmp_;
@@ -42,6 +47,7 @@ class RedisCommandsTest : public ::testing::Test {
   std::unique_ptr<RedisCommands> commands_;
   RedisSession session_;
   std::map<RedisDoorCount, int64_t> counts_;
+  RedisExecuted last_;
 };
 
 TEST_F(RedisCommandsTest, SetGetMultiGetExistsDelete) {
@@ -88,20 +94,80 @@ TEST_F(RedisCommandsTest, RefusesKeysOutsideTheNamespaces) {
   EXPECT_EQ(counts_[RedisDoorCount::kRefusedNamespace], 7);
 }
 
-TEST_F(RedisCommandsTest, RefusesValuesOverTheBoundAndRepliesOverTheBuffer) {
+TEST_F(RedisCommandsTest, RefusesValuesOverTheBoundAndKeysOverTheirs) {
   std::string reply = Run({"SET", "pt2:big", ""}, /*oversized=*/101);
   EXPECT_NE(reply.find("101 bytes is over kcached's --redis-max-value-bytes 100"),
             std::string::npos)
       << reply;
   EXPECT_EQ(Run({"EXISTS", "pt2:big"}), ":0\r\n");
-  for (const char* key : {"pt2:1", "pt2:2", "pt2:3", "pt2:4"}) {
-    ASSERT_EQ(Run({"SET", key, std::string(90, 'v')}), "+OK\r\n");
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedValueTooBig], 1);
+  const std::string long_key = "pt2:" + std::string(61, 'k');  // 65 bytes, over 64
+  for (std::vector<std::string> command : {std::vector<std::string>{"SET", long_key, "v"},
+                                           {"GET", long_key},
+                                           {"MGET", "pt2:a", long_key},
+                                           {"EXISTS", long_key},
+                                           {"DEL", long_key}}) {
+    reply = Run(command);
+    EXPECT_NE(reply.find("65 bytes is over kcached's --redis-max-key-bytes 64"), std::string::npos)
+        << command[0] << ": " << reply;
   }
-  EXPECT_EQ(Run({"MGET", "pt2:1", "pt2:2"}).substr(0, 4), "*2\r\n");
-  reply = Run({"MGET", "pt2:1", "pt2:2", "pt2:3", "pt2:4"});
-  EXPECT_NE(reply.find("-ERR the MGET reply is over 300 bytes"), std::string::npos) << reply;
-  EXPECT_EQ(reply.find('*'), std::string::npos) << "no partial array before the error";
-  EXPECT_EQ(counts_[RedisDoorCount::kRefusedValueTooBig], 2);
+  EXPECT_EQ(counts_[RedisDoorCount::kRefusedKeyTooBig], 5);
+  EXPECT_EQ(Run({"SET", long_key.substr(0, 64), "v"}), "+OK\r\n");
+}
+
+// A reply larger than the room the door gives is neither appended nor counted: the door waits
+// for its client to read, or refuses it (redis_door_server.cc). Replies up to 64 KiB always fit.
+TEST_F(RedisCommandsTest, RepliesOverTheRoomAreLeftUnansweredAndUncounted) {
+  const std::string value(40 << 10, 'v');
+  for (const char* key : {"pt2:1", "pt2:2", "pt2:3"})
+    ASSERT_EQ(Run({"SET", key, value}), "+OK\r\n");
+  std::string reply = "earlier";
+  RedisExecuted done = RunIn(100 << 10, {"MGET", "pt2:1", "pt2:2", "pt2:3"}, &reply);
+  EXPECT_FALSE(done.answered);
+  EXPECT_GT(done.needed, uint64_t{100} << 10);
+  EXPECT_EQ(reply, "earlier") << "nothing appended";
+  done = RunIn(100 << 10, {"MGET", "pt2:1", "pt2:2"}, &reply);
+  EXPECT_TRUE(done.answered);
+  EXPECT_EQ(reply.size(), 7 + 4 + 2 * (value.size() + 10));  // "earlier", *2, two bulks
+  reply.clear();
+  done = RunIn(1, {"GET", "pt2:1"}, &reply);  // 40 KiB: under the 64 KiB every reply has
+  EXPECT_TRUE(done.answered);
+  const std::string big(200 << 10, 'b');
+  ASSERT_EQ(Run({"SET", "pt2:big", big}), "+OK\r\n");
+  reply.clear();
+  done = RunIn(100 << 10, {"GET", "pt2:big"}, &reply);
+  EXPECT_FALSE(done.answered);
+  EXPECT_EQ(done.needed, big.size() + 11);
+  done = RunIn(100 << 10, {"ECHO", big}, &reply);
+  EXPECT_FALSE(done.answered);
+  EXPECT_EQ(reply, "");
+  EXPECT_EQ(counts_[RedisDoorCount::kHit], 3) << "the two answered MGET keys and the GET";
+  EXPECT_EQ(counts_[RedisDoorCount::kBytesOut], 3 * static_cast<int64_t>(value.size()));
+}
+
+// DEL answers what it deleted: a baked store's entry is served, never deleted, so DEL of one
+// answers 0 and it stays.
+TEST_F(RedisCommandsTest, DeleteOfABakedKeyAnswersZero) {
+  TempDir baked_dir;
+  {
+    absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(baked_dir / "store");
+    ASSERT_TRUE(baked.ok());
+    std::unique_ptr<objects::ObjectCache> writer =
+        objects::NewTieredObjectCache(baked->get(), {}, 1 << 20);
+    ASSERT_TRUE(objects::PutNamedObject(*writer, "pt2:baked", "from the image").ok());
+  }
+  StoreOptions read_only;
+  read_only.read_only = true;
+  absl::StatusOr<std::unique_ptr<Store>> baked = OpenStore(baked_dir / "store", read_only);
+  ASSERT_TRUE(baked.ok()) << baked.status();
+  objects_ = objects::NewTieredObjectCache(store_.get(), {baked->get()}, 1 << 20);
+  commands_ = std::make_unique<RedisCommands>(objects_.get(), RedisCommandOptions{},
+                                              [](RedisDoorCount, int64_t) {});
+  EXPECT_EQ(Run({"SET", "pt2:mine", "v"}), "+OK\r\n");
+  EXPECT_EQ(Run({"DEL", "pt2:baked"}), ":0\r\n");
+  EXPECT_EQ(Run({"GET", "pt2:baked"}), "$14\r\nfrom the image\r\n");
+  EXPECT_EQ(Run({"DEL", "pt2:baked", "pt2:mine", "pt2:none"}), ":1\r\n");
+  EXPECT_EQ(Run({"EXISTS", "pt2:baked", "pt2:mine"}), ":1\r\n");
 }
 
 TEST_F(RedisCommandsTest, HandshakeInBothProtocols) {

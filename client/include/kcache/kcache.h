@@ -222,6 +222,9 @@ struct DaemonStats {
   uint64_t memory_entries = 0;
   std::vector<std::string> toolkits;
   uint64_t uptime_seconds = 0;
+  // The daemon's Redis door for torch.compile (docs/torch-compile.md): "unix:///path" or
+  // "HOST:PORT"; empty when it has none (or is older than this field).
+  std::string redis_door;
   uint64_t Counter(absl::string_view name) const;  // 0 when absent
 };
 

@@ -1,0 +1,192 @@
+// Hostile uploads to kcached's object service (PutObject, the compiler launchers' puts)
+// against a real kcached with small bounds: many uploads started and never finished, and an
+// entry whose metadata is huge. kcached's resident memory (VmRSS) stays within
+// --max-object-upload-bytes plus slack, the refused uploads get RESOURCE_EXHAUSTED naming the
+// bound and its flag, and another client's lookups are answered throughout.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/objects/object_key.h"
+#include "kcache/v1/objects.grpc.pb.h"
+#include "tests/testutil/daemon_process.h"
+#include "tests/testutil/kcache_rpc.h"
+#include "tests/testutil/memory_watch.h"
+#include "tests/testutil/run.h"
+#include "tests/testutil/wait.h"
+
+namespace kcache {
+namespace {
+
+using ::kcache::testing::Contains;
+using ::kcache::testing::DaemonProcess;
+using ::kcache::testing::ResidentBytes;
+using ::kcache::testing::RssSampler;
+using ::kcache::testing::SteadyClient;
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kUploadsBytes = 16 * kMiB;  // --max-object-upload-bytes
+constexpr uint64_t kObjectBytes = 6 * kMiB;    // each upload announces this
+// gRPC's buffers and the allocator's slack beside the uploads' own bytes.
+constexpr uint64_t kSlackBytes = ::kcache::testing::kAllocatorSlackBytes;
+
+// An entry of `size` bytes under key1 = 32 times `tag`, with no headers.
+v1::ObjectEntry Entry(char tag, uint64_t size, const std::string& source = "src/a.cc") {
+  v1::ObjectEntry entry;
+  entry.set_key1(std::string(32, tag));
+  entry.set_entry_id(objects::ManifestId({}));
+  entry.set_source(source);
+  entry.set_size(size);
+  return entry;
+}
+
+// One PutObject stream left open: its first message and `sent` bytes written, never finished.
+struct OpenUpload {
+  grpc::ClientContext context;
+  v1::PutObjectResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::PutObjectRequest>> writer;
+  bool refused = false;  // the server ended it before all was written
+};
+
+class HostileObjectUploadsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::kcache::testing::SmallAsanQuarantine();
+    daemon_.options().extra_flags = {
+        "--no-toolkit", "--warm-start-mb",           "0",    "--max-object-bytes",
+        "8MiB",         "--max-object-upload-bytes", "16MiB"};
+    ASSERT_TRUE(daemon_.Start().ok()) << daemon_.Log();
+    channel_ = grpc::CreateChannel(daemon_.address(), grpc::InsecureChannelCredentials());
+    objects_ = v1::ObjectCache::NewStub(channel_);
+    kernels_ = ::kcache::testing::NewStub(daemon_.address());
+  }
+
+  // Starts an upload announcing `size` and writes `send` bytes of it, 1 MiB a message.
+  std::unique_ptr<OpenUpload> Start(char tag, uint64_t size, uint64_t send) {
+    auto upload = std::make_unique<OpenUpload>();
+    upload->writer = objects_->PutObject(&upload->context, &upload->response);
+    v1::PutObjectRequest first;
+    *first.mutable_entry() = Entry(tag, size);
+    if (!upload->writer->Write(first)) upload->refused = true;
+    for (uint64_t sent = 0; sent < send && !upload->refused; sent += kMiB) {
+      v1::PutObjectRequest more;
+      more.set_data(std::string(std::min(kMiB, send - sent), tag));
+      if (!upload->writer->Write(more)) upload->refused = true;
+    }
+    return upload;
+  }
+
+  // A lookup another launcher makes: answered OK (no entries).
+  bool Lookup() {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ListObjectsRequest request;
+    request.set_key1(std::string(32, 'L'));
+    v1::ListObjectsResponse response;
+    return objects_->ListObjects(&context, request, &response).ok();
+  }
+
+  uint64_t Counter(const std::string& name) {
+    return ::kcache::testing::StatCounter(*kernels_, name);
+  }
+
+  // Waits until every upload is taken or refused, then lets what was sent arrive (at most 3 s
+  // of kcached's resident memory standing still).
+  void WaitUntilSettled(uint64_t held, uint64_t refused) {
+    ::kcache::testing::WaitFor([&] {
+      return Counter("objects.upload_bytes") == held &&
+             Counter("objects.puts_refused_uploads") == refused;
+    });
+    uint64_t last = 0;
+    for (int still = 0, polls = 0; still < 3 && polls < 30; ++polls) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      uint64_t now = ResidentBytes(daemon_.pid());
+      still = now == last ? still + 1 : 0;
+      last = now;
+    }
+  }
+
+  DaemonProcess daemon_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ObjectCache::Stub> objects_;
+  std::unique_ptr<v1::KernelCache::Stub> kernels_;
+};
+
+TEST_F(HostileObjectUploadsTest, UnfinishedUploadsStayWithinTheUploadBound) {
+  ASSERT_TRUE(Lookup());
+  const uint64_t baseline = ResidentBytes(daemon_.pid());
+  constexpr int kUploads = 14;  // 70 MiB sent if all were held
+  std::vector<std::unique_ptr<OpenUpload>> uploads;
+  {
+    RssSampler rss(daemon_.pid());
+    SteadyClient steady([this] { return Lookup(); });
+    for (int i = 0; i < kUploads; ++i) {
+      uploads.push_back(Start(static_cast<char>('a' + i), kObjectBytes, kObjectBytes - kMiB));
+    }
+    WaitUntilSettled(2 * kObjectBytes, kUploads - 2);
+    steady.Stop();
+    rss.Stop();
+    EXPECT_GT(steady.answered(), 0);
+    EXPECT_EQ(steady.failed(), 0) << "another launcher's lookups went unanswered";
+    uint64_t grew = rss.peak() > baseline ? rss.peak() - baseline : 0;
+    std::printf(
+        "RSS: baseline %llu MiB, peak %llu MiB (grew %llu KiB; bound %llu MiB + %llu MiB "
+        "slack)\n",
+        static_cast<unsigned long long>(baseline / kMiB),
+        static_cast<unsigned long long>(rss.peak() / kMiB),
+        static_cast<unsigned long long>(grew >> 10),
+        static_cast<unsigned long long>(kUploadsBytes / kMiB),
+        static_cast<unsigned long long>(kSlackBytes / kMiB));
+    EXPECT_LE(grew, kUploadsBytes + kSlackBytes);
+    EXPECT_EQ(Counter("objects.upload_bytes"), 2 * kObjectBytes) << "two fit in 16 MiB";
+  }
+  int refused = 0;
+  for (auto& upload : uploads) {
+    if (!upload->refused) {
+      upload->context.TryCancel();
+      continue;
+    }
+    grpc::Status status = upload->writer->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+    EXPECT_TRUE(Contains(status.error_message(), "--max-object-upload-bytes 16777216"))
+        << status.error_message();
+    ++refused;
+  }
+  EXPECT_EQ(refused, kUploads - 2);
+  EXPECT_EQ(Counter("objects.puts_refused_uploads"), static_cast<uint64_t>(refused));
+  // Once the open ones are gone, their bytes are given back and a whole upload goes through.
+  for (auto& upload : uploads) {
+    if (!upload->refused) upload->writer->Finish();
+  }
+  EXPECT_TRUE(::kcache::testing::WaitFor([&] { return Counter("objects.upload_bytes") == 0; }));
+  std::unique_ptr<OpenUpload> whole = Start('z', kObjectBytes, kObjectBytes);
+  whole->writer->WritesDone();
+  grpc::Status status = whole->writer->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(HostileObjectUploadsTest, AnEntryWithHugeMetadataIsRefusedBeforeItsBytes) {
+  grpc::ClientContext context;
+  v1::PutObjectResponse response;
+  auto writer = objects_->PutObject(&context, &response);
+  v1::PutObjectRequest first;
+  *first.mutable_entry() = Entry('h', 10, std::string(3 * kMiB, 's'));  // a 3 MiB "path"
+  first.set_data(std::string(10, 'd'));
+  writer->Write(first);
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_TRUE(Contains(status.error_message(), "--max-object-entry-bytes 1048576"))
+      << status.error_message();
+  EXPECT_EQ(Counter("objects.puts_refused_entry_too_big"), 1u);
+  EXPECT_TRUE(Lookup());
+}
+
+}  // namespace
+}  // namespace kcache
