@@ -143,9 +143,14 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const Obser
   absl::StatusOr<std::string> object = ReadWholeFile(command.output);
   absl::StatusOr<std::string> dep_text =
       command.writes_deps ? ReadWholeFile(command.dep_file) : std::string();
-  absl::StatusOr<observe::ObservedReads> reads = observation.Read();
-  if (!object.ok() || !dep_text.ok() || !reads.ok()) {
+  if (!object.ok() || !dep_text.ok()) {
     Log(options, "not stored: the compiler's outputs could not be read");
+    return;
+  }
+  absl::StatusOr<observe::ObservedReads> reads = observation.Read();
+  if (!reads.ok()) {
+    Log(options, absl::StrCat("not stored (unreadable_input): ", reads.status().message()));
+    if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput);
     return;
   }
   ObservedCompile observed;

@@ -176,7 +176,13 @@ void Observation::NoteStarted(pid_t pid, const std::string& compiler) const {
 }
 
 absl::StatusOr<observe::ObservedReads> Observation::Read() const {
-  return observe::ReadObservation(absl::StrCat(temp_dir_, "/", kLogName));
+  std::string log = absl::StrCat(temp_dir_, "/", kLogName);
+  struct stat st {};
+  if (stat(log.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > kMaxLogBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the compile's observation log is ",
+                                                     st.st_size, " bytes, over ", kMaxLogBytes));
+  }
+  return observe::ReadObservation(log);
 }
 
 std::string FindObserveLibrary(const std::string& binary) {

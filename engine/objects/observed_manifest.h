@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,10 @@ class Observation {
   std::vector<std::string> Environment(char** base) const;
   // Notes in the log that the compiler itself was started as `pid` (it must record its start).
   void NoteStarted(pid_t pid, const std::string& compiler) const;
-  // What the processes recorded.
+  // What the processes recorded. ResourceExhausted past kMaxLogBytes (a compile that looked
+  // at millions of distinct paths is not kept in memory to be keyed; it runs uncached).
   absl::StatusOr<observe::ObservedReads> Read() const;
+  static constexpr uint64_t kMaxLogBytes = uint64_t{256} << 20;
 
   const std::string& temp_dir() const { return temp_dir_; }
   const std::string& library() const { return library_; }

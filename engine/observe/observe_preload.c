@@ -28,8 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1074,6 +1076,29 @@ EXPORT void* dlopen(const char* file, int flags) {
     }
   }
   return handle;
+}
+
+/* ---------------------------------------------------------------- connections */
+
+/* What a process receives over a socket (a compile server, a remote cache, a name service)
+ * is not a file: a compile that connects anywhere is not keyed by what it read. */
+REAL(connect);
+EXPORT int connect(int fd, const struct sockaddr* address, socklen_t length) {
+  int rc = RESOLVE(connect)(fd, address, length);
+  int err = errno;
+  if (g_recording && address != NULL) {
+    char where[160];
+    if (address->sa_family == AF_UNIX) {
+      const struct sockaddr_un* local = (const struct sockaddr_un*)address;
+      snprintf(where, sizeof where, "unix socket %.100s",
+               local->sun_path[0] != '\0' ? local->sun_path : "(abstract)");
+    } else {
+      snprintf(where, sizeof where, "a socket of family %d", (int)address->sa_family);
+    }
+    Record(KCACHE_OBSERVE_UNOBSERVABLE, where, "a connection: what it receives is not a file");
+  }
+  errno = err;
+  return rc;
 }
 
 /* ---------------------------------------------------------------- environment and clock */

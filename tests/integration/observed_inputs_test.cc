@@ -203,6 +203,32 @@ TEST_F(ObservedInputsTest, StaticallyLinkedProgramLeavesTheCompileUncached) {
   EXPECT_TRUE(fs::exists(tmp_ / "b2/f.o"));
 }
 
+// What a program of the compile receives over a socket is not a file it read: a compile that
+// connects anywhere (here a helper asking a local service for its flags) is never stored.
+TEST_F(ObservedInputsTest, CompileThatConnectsToASocketIsNeverStored) {
+  std::string helper_source =
+      tmp_.Write("tools/ask.c",
+                 "#include <stdio.h>\n#include <string.h>\n#include <sys/socket.h>\n"
+                 "#include <sys/un.h>\n#include <unistd.h>\n"
+                 "int main(void) {\n"
+                 "  struct sockaddr_un a; memset(&a, 0, sizeof a); a.sun_family = AF_UNIX;\n"
+                 "  strcpy(a.sun_path, \"/nonexistent/flags.sock\");\n"
+                 "  int fd = socket(AF_UNIX, SOCK_STREAM, 0);\n"
+                 "  connect(fd, (struct sockaddr*)&a, sizeof a); close(fd);\n"
+                 "  puts(\"-DFLAG=1\"); return 0;\n}\n");
+  std::string helper = tmp_ / "tools/ask";
+  testing::RunResult built = testing::Run(absl::StrCat("cc -O2 ", helper_source, " -o ", helper));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  std::string cc = Tool("mycc", absl::StrCat("#!/bin/sh\nexec gcc $(", helper, ") \"$@\"\n"));
+  std::string source = tmp_.Write("src/f.c", "int f(void) { return FLAG; }\n");
+  std::string command = absl::StrCat("$KCACHE -- ", cc, " -c ", source, " -o f.o");
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "not stored (unreadable_input)")) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "flags.sock")) << last_output_;
+  EXPECT_EQ(Build("b2", command), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(fs::exists(tmp_ / "b2/f.o"));
+}
+
 // A hit writes the command's outputs: a compile that also wrote another file (here a wrapper's
 // log; a kept temporary or a listing an option asked for alike) is never stored.
 TEST_F(ObservedInputsTest, CompileThatWritesMoreThanItsOutputsIsNeverStored) {
