@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <optional>
-#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -42,9 +41,7 @@ class RemoteObjectCache final : public objects::ObjectCache {
     v1::ListObjectsRequest request;
     request.set_key1(std::string(key1.Bytes()));
     absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries = Call(request);
-    if (entries.ok()) {
-      for (const objects::ObjectEntryMeta& entry : *entries) sizes_[entry.key.toolkit] = entry.size;
-    }
+    if (entries.ok()) listed_.Note(*entries);
     return entries;
   }
 
@@ -67,9 +64,7 @@ class RemoteObjectCache final : public objects::ObjectCache {
   }
 
   absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
-    auto listed = sizes_.find(key.toolkit);
-    std::optional<Timed> timed =
-        Start(launch::TransferTime(listed == sizes_.end() ? 0 : listed->second), kTransferDeadline);
+    std::optional<Timed> timed = Start(listed_.TransferTimeOf(key), kTransferDeadline);
     if (!timed.has_value()) return Refused();
     grpc::ClientContext context;
     context.set_deadline(timed->deadline);
@@ -169,8 +164,7 @@ class RemoteObjectCache final : public objects::ObjectCache {
   const std::string address_;
   const std::shared_ptr<launch::CacheBudget> budget_;  // null: fixed deadlines
   std::unique_ptr<v1::ObjectCache::Stub> stub_;
-  // The sizes of the entries List gave, by entry id: a Get's transfer time.
-  std::unordered_map<std::string, uint64_t> sizes_;
+  launch::ListedSizes listed_;
 };
 
 }  // namespace

@@ -32,7 +32,16 @@ absl::Duration PositiveMillis(const char* text, absl::Duration otherwise) {
 }  // namespace
 
 absl::Duration TransferTime(uint64_t bytes) {
-  return absl::Milliseconds(10) * static_cast<int64_t>(bytes >> 20);
+  return absl::Milliseconds(50) * static_cast<int64_t>(bytes >> 20);
+}
+
+void ListedSizes::Note(const std::vector<objects::ObjectEntryMeta>& entries) {
+  for (const objects::ObjectEntryMeta& entry : entries) sizes_[entry.key.toolkit] = entry.size;
+}
+
+absl::Duration ListedSizes::TransferTimeOf(const ArtifactKey& key) const {
+  auto listed = sizes_.find(key.toolkit);
+  return listed == sizes_.end() ? absl::ZeroDuration() : TransferTime(listed->second);
 }
 
 CacheBudget::CacheBudget(absl::Duration left, UnresponsiveMark mark, bool log)

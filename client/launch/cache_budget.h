@@ -13,9 +13,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "client/launch/unresponsive_mark.h"
+#include "engine/objects/object_cache.h"
 
 namespace kcache::launch {
 
@@ -23,10 +26,22 @@ namespace kcache::launch {
 // kcached for well under a millisecond, a miss's gRPC lookup and put a few; this leaves room
 // for a daemon busy serving a parallel build on a loaded machine.
 inline constexpr absl::Duration kDefaultCacheTimeout = absl::Seconds(1);
-// How long moving `bytes` to or from kcached may take besides the budget (10 ms per MiB: an
-// object of the 256 MiB bound gets 2.6 s more), so that a large object's put is not taken for
-// a hung daemon.
+// How long moving `bytes` to or from kcached may take besides the budget, so that a large
+// object is not taken for a hung daemon: 50 ms per MiB. A 150 MiB put (Inductor's precompiled
+// header) takes ~1.6 s on an idle 2-core machine, several times that beside a build, and gets
+// 7.5 s; an object of the 256 MiB bound gets 12.8 s.
 absl::Duration TransferTime(uint64_t bytes);
+
+// The sizes of the entries a lookup's List gave: a Get of one of them takes its TransferTime.
+class ListedSizes {
+ public:
+  void Note(const std::vector<objects::ObjectEntryMeta>& entries);
+  // Zero for an entry not listed.
+  absl::Duration TransferTimeOf(const ArtifactKey& key) const;
+
+ private:
+  std::unordered_map<std::string, uint64_t> sizes_;  // by entry id (ArtifactKey::toolkit)
+};
 
 class CacheBudget {
  public:

@@ -40,6 +40,7 @@ class FastObjectCache final : public objects::ObjectCache {
       }
       entries.push_back(*std::move(entry));
     }
+    listed_.Note(entries);
     return entries;
   }
 
@@ -53,7 +54,7 @@ class FastObjectCache final : public objects::ObjectCache {
     v1::FastRequest request;
     request.mutable_get_object()->set_key1(std::string(key.kernel_id.Bytes()));
     request.mutable_get_object()->set_entry_id(key.toolkit);
-    return Ask(std::move(request));
+    return Ask(std::move(request), listed_.TransferTimeOf(key));
   }
 
   absl::Status Put(const objects::ObjectEntryMeta&, const std::string&) override {
@@ -65,12 +66,14 @@ class FastObjectCache final : public objects::ObjectCache {
 
  private:
   // The answer's bytes where they lie in the arena, leased while the owner lives.
-  absl::StatusOr<objects::HeldBytes> Ask(v1::FastRequest request) {
+  // `transfer`: the TransferTime of the bytes asked for.
+  absl::StatusOr<objects::HeldBytes> Ask(v1::FastRequest request,
+                                         absl::Duration transfer = absl::ZeroDuration()) {
     if (budget_->spent()) {
       return absl::DeadlineExceededError(absl::StrCat(
           "kcached's fast path at ", fast_->socket_path(), " not asked: ", budget_->WhySpent()));
     }
-    CacheBudget::Call call = budget_->Begin();
+    CacheBudget::Call call = budget_->Begin(transfer);
     client::FastPath::Viewed answer = fast_->Ask(std::move(request), call.deadline);
     budget_->End(call, answer.has_value());
     if (!answer.has_value()) {
@@ -83,6 +86,7 @@ class FastObjectCache final : public objects::ObjectCache {
 
   std::shared_ptr<client::FastPath> fast_;
   std::shared_ptr<CacheBudget> budget_;
+  ListedSizes listed_;
 };
 
 }  // namespace

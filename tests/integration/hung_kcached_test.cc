@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/launcher.h"
 #include "tests/testutil/temp_dir.h"
@@ -152,6 +153,30 @@ TEST_F(HungKcachedTest, PutToAKcachedThatStoppedDuringTheCompileIsDroppedWithinT
   EXPECT_FALSE(Says("not stored")) << last_output_;
   EXPECT_EQ(Build("b3", Compile("$KCACHE_LAUNCH", stopper)), Outcome::kHit) << last_output_;
   EXPECT_TRUE(testing::SameFile(tmp_ / "b2/answer.o", tmp_ / "b3/answer.o"));
+}
+
+// A large object moves for longer than a small budget: its put and its hit get their
+// TransferTime besides, and a healthy kcached is not marked. (The object's bytes come from a
+// file the assembler includes, which the key does not see: only their size matters here.)
+TEST_F(HungKcachedTest, LargeObjectOnAHealthyKcachedIsNotTakenForAHang) {
+  std::string bytes(size_t{32} << 20, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < bytes.size(); i += 8) {  // xorshift: incompressible
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    bytes.replace(i, 8, reinterpret_cast<const char*>(&x), 8);
+  }
+  std::string data = tmp_.Write("src/large.bin", bytes);
+  src_ = tmp_.Write("src/large.c",
+                    absl::StrCat("__asm__(\".section .data\\n.incbin \\\"", data,
+                                 "\\\"\\n.previous\");\nint large(void) { return 1; }\n"));
+  std::chrono::milliseconds took{};
+  std::string command = absl::StrReplaceAll(Compile("$KCACHE_LAUNCH"), {{"c++", "cc"}});
+  EXPECT_EQ(Timed("b1", command, "KCACHE_TIMEOUT_MS=500", &took), Outcome::kMiss) << last_output_;
+  EXPECT_GT(fs::file_size(tmp_ / "b1/answer.o"), bytes.size());
+  EXPECT_EQ(Timed("b2", command, "KCACHE_TIMEOUT_MS=500", &took), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
+  EXPECT_FALSE(Says("did not answer")) << last_output_;
+  EXPECT_FALSE(fs::exists(Mark()));
 }
 
 // A damaged mark file costs one command's asking: kcached answers, the file goes. Another

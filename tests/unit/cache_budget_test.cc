@@ -118,9 +118,24 @@ TEST_F(CacheBudgetTest, AnsweredOrRefusedCallsAndNotesNeverMark) {
   EXPECT_FALSE(fs::exists(MarkPath()));
   EXPECT_LT(budget.left(), absl::Seconds(30));
   // A put's bytes get their transfer time besides the budget.
-  EXPECT_EQ(TransferTime(uint64_t{256} << 20), absl::Milliseconds(2560));
+  EXPECT_EQ(TransferTime(uint64_t{256} << 20), absl::Milliseconds(12800));
   CacheBudget::Call put = budget.Begin(TransferTime(uint64_t{64} << 20));
-  EXPECT_EQ(put.budget_end - put.started, budget.left() + absl::Milliseconds(640));
+  EXPECT_EQ(put.budget_end - put.started, budget.left() + absl::Milliseconds(3200));
+}
+
+TEST_F(CacheBudgetTest, GetOfAListedEntryTakesItsTransferTime) {
+  objects::ObjectEntryMeta big, small;
+  big.key.toolkit = "entry-big";
+  big.size = uint64_t{150} << 20;
+  small.key.toolkit = "entry-small";
+  small.size = 4096;
+  ListedSizes listed;
+  listed.Note({big, small});
+  EXPECT_EQ(listed.TransferTimeOf(big.key), absl::Milliseconds(7500));
+  EXPECT_EQ(listed.TransferTimeOf(small.key), absl::ZeroDuration());
+  ArtifactKey other;
+  other.toolkit = "entry-not-listed";
+  EXPECT_EQ(listed.TransferTimeOf(other), absl::ZeroDuration());
 }
 
 TEST_F(CacheBudgetTest, ProbeAnsweredTakesTheMarkAway) {
