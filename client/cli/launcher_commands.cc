@@ -19,6 +19,7 @@
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
 #include "client/cli/torch_compile_env.h"
+#include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
 #include "client/launch/launch_command.h"
 #include "engine/objects/launcher.h"
@@ -70,17 +71,19 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStoreToRead(const std::string
   return store.ok() ? std::move(store) : OpenLauncherStore(path);
 }
 
-objects::LauncherOptions LauncherOptionsFromEnv() {
+// The launchers' options from the environment, their caches taking their time for kcached
+// from `budget` (the command's: client/launch/cache_budget.h).
+objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBudget> budget) {
   objects::LauncherOptions options = launch::LauncherOptionsFromEnvironment();
   std::string store_dir = Env("KCACHE_STORE"), server = Env("KCACHE_SERVER");
   // Launcher commands run uncached are counted by kcached when its fast path is there (the
   // object cache itself stays gRPC's here: this binary stores).
   if (std::shared_ptr<client::FastPath> fast = launch::FastPathTo(server)) {
-    options.note_uncached = launch::UncachedNotes(std::move(fast));
+    options.note_uncached = launch::UncachedNotes(std::move(fast), budget);
   }
-  options.open_cache = [store_dir,
-                        server]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
-    if (!server.empty()) return OpenRemoteObjectCache(server);
+  options.open_cache = [store_dir, server,
+                        budget]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
+    if (!server.empty()) return OpenRemoteObjectCache(server, budget);
     if (store_dir.empty()) {
       return absl::FailedPreconditionError("neither KCACHE_STORE nor KCACHE_SERVER is set");
     }
@@ -97,6 +100,11 @@ objects::LauncherOptions LauncherOptionsFromEnv() {
     };
   }
   return options;
+}
+
+// The budget of a command of this process's, for KCACHE_SERVER (a store directory spends none).
+std::shared_ptr<launch::CacheBudget> BudgetFromEnv() {
+  return launch::CacheBudget::FromEnvironment(Env("KCACHE_SERVER"), Env("KCACHE_LOG") == "1");
 }
 
 // Creates (or refreshes) the masquerade links in `dir`, each pointing at kcache-launch beside
@@ -165,7 +173,7 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
 // Inductor names its precompiled header .gch only for a compiler it sees as GCC, and GCC
 // reads no other.
 std::string CompilerName(const std::string& generic, const std::string& gnu) {
-  objects::LauncherOptions options = LauncherOptionsFromEnv();
+  objects::LauncherOptions options = LauncherOptionsFromEnv(BudgetFromEnv());
   absl::StatusOr<std::string> plain = objects::FindCompiler(generic, options.lookup);
   absl::StatusOr<std::string> named = objects::FindCompiler(gnu, options.lookup);
   if (!plain.ok() || !named.ok()) return generic;
@@ -243,9 +251,13 @@ bool IsLauncherInvocation(int argc, char** argv) {
 int RunLauncherCli(int argc, char** argv) {
   absl::StatusOr<launch::LaunchCommand> command = launch::ParseLaunchCommand(argc, argv);
   if (!command.ok()) return Fail(command.status().message(), kExitBadInput);
-  objects::LauncherOptions options = LauncherOptionsFromEnv();
+  std::shared_ptr<launch::CacheBudget> budget = BudgetFromEnv();
+  objects::LauncherOptions options = LauncherOptionsFromEnv(budget);
   if (std::optional<int> passed = launch::PassThroughInsideACompile(options, *command)) {
     return *passed;
+  }
+  if (!Env("KCACHE_SERVER").empty() && budget->CompileWithoutAsking()) {
+    return launch::ExecRealCompiler(options, *command);
   }
   return objects::RunLauncher(options, objects::FamilyOfCompiler(command->compiler),
                               command->compiler, command->args);
@@ -303,7 +315,7 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
       "KCACHE_SERVER, as the launchers do)");
   explain->add_option("command", explain_command, "the compiler command, after --")->required();
   explain->callback([exit_code] {
-    objects::LauncherOptions options = LauncherOptionsFromEnv();
+    objects::LauncherOptions options = LauncherOptionsFromEnv(BudgetFromEnv());
     std::string compiler = explain_command[0];
     std::vector<std::string> args(explain_command.begin() + 1, explain_command.end());
     std::string answer =

@@ -4,15 +4,17 @@
 #include <grpcpp/security/credentials.h>
 
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "engine/objects/object_wire.h"
 #include "kcache/v1/objects.grpc.pb.h"
 
 namespace kcache::cli {
 namespace {
 
-// A lookup that takes longer than this is not worth waiting for: the compile runs instead.
+// Without a launcher command's budget (the `kcache` commands that list or export objects).
 constexpr auto kListDeadline = std::chrono::seconds(5);
 constexpr auto kTransferDeadline = std::chrono::seconds(60);
 
@@ -21,17 +23,26 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
                       absl::StrCat("kcached at ", address, ": ", status.error_message()));
 }
 
+// Whether kcached answered a call (whatever it said), as against not being reached in time.
+bool Answered(const grpc::Status& status) {
+  return status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED &&
+         status.error_code() != grpc::StatusCode::UNAVAILABLE;
+}
+
 class RemoteObjectCache final : public objects::ObjectCache {
  public:
-  explicit RemoteObjectCache(std::string address)
+  RemoteObjectCache(std::string address, std::shared_ptr<launch::CacheBudget> budget)
       : address_(std::move(address)),
+        budget_(std::move(budget)),
         stub_(v1::ObjectCache::NewStub(
             grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))) {}
 
   absl::StatusOr<std::vector<objects::ObjectEntryMeta>> List(const KernelId& key1) override {
     v1::ListObjectsRequest request;
     request.set_key1(std::string(key1.Bytes()));
-    return Call(request);
+    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries = Call(request);
+    if (entries.ok()) listed_.Note(*entries);
+    return entries;
   }
 
   absl::StatusOr<std::vector<objects::ObjectEntryMeta>> ListAll() override {
@@ -53,8 +64,10 @@ class RemoteObjectCache final : public objects::ObjectCache {
   }
 
   absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+    std::optional<Timed> timed = Start(listed_.TransferTimeOf(key), kTransferDeadline);
+    if (!timed.has_value()) return Refused();
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + kTransferDeadline);
+    context.set_deadline(timed->deadline);
     v1::GetObjectRequest request;
     request.set_key1(std::string(key.kernel_id.Bytes()));
     request.set_entry_id(key.toolkit);
@@ -73,6 +86,7 @@ class RemoteObjectCache final : public objects::ObjectCache {
       bytes += chunk.data();
     }
     grpc::Status status = reader->Finish();
+    Finish(*timed, status);
     if (!status.ok()) return FromGrpc(status, address_);
     if (bytes.size() != total) {
       return absl::DataLossError(
@@ -82,8 +96,10 @@ class RemoteObjectCache final : public objects::ObjectCache {
   }
 
   absl::Status Put(const objects::ObjectEntryMeta& entry, const std::string& bundle) override {
+    std::optional<Timed> timed = Start(launch::TransferTime(bundle.size()), kTransferDeadline);
+    if (!timed.has_value()) return Refused();
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + kTransferDeadline);
+    context.set_deadline(timed->deadline);
     v1::PutObjectResponse response;
     std::unique_ptr<grpc::ClientWriter<v1::PutObjectRequest>> writer =
         stub_->PutObject(&context, &response);
@@ -100,17 +116,41 @@ class RemoteObjectCache final : public objects::ObjectCache {
     } while (offset < bundle.size());
     writer->WritesDone();
     grpc::Status status = writer->Finish();
+    Finish(*timed, status);
     return status.ok() ? absl::OkStatus() : FromGrpc(status, address_);
   }
 
  private:
+  // One call's deadline: from the budget when there is one, else `otherwise` from now.
+  struct Timed {
+    std::chrono::system_clock::time_point deadline;
+    launch::CacheBudget::Call call;
+  };
+  // nullopt when the budget is spent: the call is not made (Refused).
+  std::optional<Timed> Start(absl::Duration transfer, std::chrono::seconds otherwise) const {
+    if (budget_ == nullptr) return Timed{std::chrono::system_clock::now() + otherwise, {}};
+    if (budget_->spent()) return std::nullopt;
+    launch::CacheBudget::Call call = budget_->Begin(transfer);
+    return Timed{absl::ToChronoTime(call.deadline), call};
+  }
+  void Finish(const Timed& timed, const grpc::Status& status) {
+    if (budget_ != nullptr) budget_->End(timed.call, Answered(status));
+  }
+  absl::Status Refused() const {
+    return absl::DeadlineExceededError(
+        absl::StrCat("kcached at ", address_, " not asked: ", budget_->WhySpent()));
+  }
+
   // `next_page`, when given, receives the response's next_page_after.
   absl::StatusOr<std::vector<objects::ObjectEntryMeta>> Call(const v1::ListObjectsRequest& request,
                                                              std::string* next_page = nullptr) {
+    std::optional<Timed> timed = Start(absl::ZeroDuration(), kListDeadline);
+    if (!timed.has_value()) return Refused();
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + kListDeadline);
+    context.set_deadline(timed->deadline);
     v1::ListObjectsResponse response;
     grpc::Status status = stub_->ListObjects(&context, request, &response);
+    Finish(*timed, status);
     if (!status.ok()) return FromGrpc(status, address_);
     if (next_page != nullptr) *next_page = response.next_page_after();
     std::vector<objects::ObjectEntryMeta> entries;
@@ -122,14 +162,16 @@ class RemoteObjectCache final : public objects::ObjectCache {
   }
 
   const std::string address_;
+  const std::shared_ptr<launch::CacheBudget> budget_;  // null: fixed deadlines
   std::unique_ptr<v1::ObjectCache::Stub> stub_;
+  launch::ListedSizes listed_;
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<objects::ObjectCache>> OpenRemoteObjectCache(
-    const std::string& address) {
-  return std::make_unique<RemoteObjectCache>(address);
+    const std::string& address, std::shared_ptr<launch::CacheBudget> budget) {
+  return std::make_unique<RemoteObjectCache>(address, std::move(budget));
 }
 
 }  // namespace kcache::cli

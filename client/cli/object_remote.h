@@ -7,14 +7,18 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "client/launch/cache_budget.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::cli {
 
-// Never waits at creation; each call gives up after a short deadline (a dead kcached costs a
-// launcher about a second, then it compiles uncached).
+// Never waits at creation. With `budget` (a launcher command's, client/launch/cache_budget.h)
+// every call takes its deadline from it (a put and a get also the TransferTime of their
+// bytes), is refused once it is spent (DeadlineExceeded), and tells it whether kcached
+// answered: a hung kcached costs the command at most the budget. Without, a listing gives up
+// after 5 s and a transfer after 60 s (the `kcache` commands that list or export objects).
 absl::StatusOr<std::unique_ptr<objects::ObjectCache>> OpenRemoteObjectCache(
-    const std::string& address);
+    const std::string& address, std::shared_ptr<launch::CacheBudget> budget = nullptr);
 
 }  // namespace kcache::cli
 

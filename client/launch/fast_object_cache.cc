@@ -12,12 +12,13 @@
 namespace kcache::launch {
 namespace {
 
-// A lookup slower than this is not worth waiting for: the full kcache asks over gRPC.
-constexpr absl::Duration kDeadline = absl::Seconds(5);
+// A note of a command run uncached is not worth more of the budget than this.
+constexpr absl::Duration kNoteCap = absl::Milliseconds(100);
 
 class FastObjectCache final : public objects::ObjectCache {
  public:
-  explicit FastObjectCache(std::shared_ptr<client::FastPath> fast) : fast_(std::move(fast)) {}
+  FastObjectCache(std::shared_ptr<client::FastPath> fast, std::shared_ptr<CacheBudget> budget)
+      : fast_(std::move(fast)), budget_(std::move(budget)) {}
 
   absl::StatusOr<std::vector<objects::ObjectEntryMeta>> List(const KernelId& key1) override {
     v1::FastRequest request;
@@ -39,6 +40,7 @@ class FastObjectCache final : public objects::ObjectCache {
       }
       entries.push_back(*std::move(entry));
     }
+    listed_.Note(entries);
     return entries;
   }
 
@@ -52,7 +54,7 @@ class FastObjectCache final : public objects::ObjectCache {
     v1::FastRequest request;
     request.mutable_get_object()->set_key1(std::string(key.kernel_id.Bytes()));
     request.mutable_get_object()->set_entry_id(key.toolkit);
-    return Ask(std::move(request));
+    return Ask(std::move(request), listed_.TransferTimeOf(key));
   }
 
   absl::Status Put(const objects::ObjectEntryMeta&, const std::string&) override {
@@ -64,8 +66,16 @@ class FastObjectCache final : public objects::ObjectCache {
 
  private:
   // The answer's bytes where they lie in the arena, leased while the owner lives.
-  absl::StatusOr<objects::HeldBytes> Ask(v1::FastRequest request) {
-    client::FastPath::Viewed answer = fast_->Ask(std::move(request), absl::Now() + kDeadline);
+  // `transfer`: the TransferTime of the bytes asked for.
+  absl::StatusOr<objects::HeldBytes> Ask(v1::FastRequest request,
+                                         absl::Duration transfer = absl::ZeroDuration()) {
+    if (budget_->spent()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "kcached's fast path at ", fast_->socket_path(), " not asked: ", budget_->WhySpent()));
+    }
+    CacheBudget::Call call = budget_->Begin(transfer);
+    client::FastPath::Viewed answer = fast_->Ask(std::move(request), call.deadline);
+    budget_->End(call, answer.has_value());
     if (!answer.has_value()) {
       return absl::UnavailableError(
           absl::StrCat("kcached's fast path at ", fast_->socket_path(), " did not serve it"));
@@ -75,20 +85,27 @@ class FastObjectCache final : public objects::ObjectCache {
   }
 
   std::shared_ptr<client::FastPath> fast_;
+  std::shared_ptr<CacheBudget> budget_;
+  ListedSizes listed_;
 };
 
 }  // namespace
 
-std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client::FastPath> fast) {
-  return std::make_unique<FastObjectCache>(std::move(fast));
+std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client::FastPath> fast,
+                                                         std::shared_ptr<CacheBudget> budget) {
+  return std::make_unique<FastObjectCache>(std::move(fast), std::move(budget));
 }
 
-std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast) {
-  return [fast = std::move(fast)](UncachedReason reason) {
-    if (reason == UncachedReason::kNone) return;
+std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast,
+                                                  std::shared_ptr<CacheBudget> budget) {
+  return [fast = std::move(fast), budget = std::move(budget)](UncachedReason reason) {
+    if (reason == UncachedReason::kNone || budget->spent()) return;
     v1::FastRequest note;
     note.set_note_uncached(static_cast<uint32_t>(reason));
-    fast->Tell(note, absl::Now() + absl::Milliseconds(100));
+    CacheBudget::Call call = budget->Begin(absl::ZeroDuration(), kNoteCap);
+    // A note is not answered: sent or not, it only spends time (a lost note is no time-out).
+    fast->Tell(note, call.deadline);
+    budget->Spend(call);
   };
 }
 

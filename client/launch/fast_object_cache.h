@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "client/launch/cache_budget.h"
 #include "client/lib/fast_path.h"
 #include "core/compiler_command.h"
 #include "engine/objects/object_cache.h"
@@ -15,14 +16,18 @@
 namespace kcache::launch {
 
 // Over `fast` (a connection to the daemon's fast socket, client::FastSocketFor of its address;
-// shared with UncachedNotes). Never waits at creation; List and Get give up after a short
-// deadline. Every failure (no daemon, a refusal, a damaged answer) is an error the launcher
-// treats as a miss. Put, ListAll and the rest are Unimplemented: they are gRPC's.
-std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client::FastPath> fast);
+// shared with UncachedNotes). Never waits at creation; List and Get take their time from
+// `budget` (the command's, cache_budget.h) and are refused once it is spent. Every failure (no
+// daemon, a refusal, a damaged answer, a time-out) is an error the launcher treats as a miss.
+// Put, ListAll and the rest are Unimplemented: they are gRPC's.
+std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client::FastPath> fast,
+                                                         std::shared_ptr<CacheBudget> budget);
 
 // LauncherOptions::note_uncached over `fast`: tells kcached of each command run uncached
-// (objects.uncached_<reason>), not waiting for it; nothing when the fast path is away.
-std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast);
+// (objects.uncached_<reason>), not waiting for it (at most 100 ms of `budget` to send it);
+// nothing when the fast path is away or the budget spent.
+std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast,
+                                                  std::shared_ptr<CacheBudget> budget);
 
 // A connection (not dialled yet) to the fast socket of `server` (KCACHE_SERVER) when it is a
 // unix socket whose fast socket exists; null otherwise.

@@ -108,6 +108,10 @@ std::optional<int> PassThroughInsideACompile(const objects::LauncherOptions& opt
     setenv(kInsideEnv, "1", 1);
     return std::nullopt;
   }
+  return ExecRealCompiler(options, command);
+}
+
+int ExecRealCompiler(const objects::LauncherOptions& options, const LaunchCommand& command) {
   CompilerFamily family = objects::FamilyOfCompiler(command.compiler);
   absl::StatusOr<std::string> real = family == CompilerFamily::kNvcc
                                          ? objects::FindNvcc(options.lookup)

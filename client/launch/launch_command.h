@@ -2,7 +2,8 @@
 // the masquerade links (nvcc, c++, cc, ...) point at: which compiler and arguments a launcher
 // invocation names, the options its environment sets (KCACHE_BASEDIR, KCACHE_STATE_DIR,
 // KCACHE_LOG, KCACHE_MAX_OBJECT_BYTES; docs/torch-extensions.md), and the pass-through of a
-// compile's own steps. It opens no cache: each binary adds the ones it can reach.
+// compile's own steps. It opens no cache: each binary adds the ones it can reach (and their
+// time for kcached: cache_budget.h).
 #ifndef KCACHE_CLIENT_LAUNCH_LAUNCH_COMMAND_H_
 #define KCACHE_CLIENT_LAUNCH_LAUNCH_COMMAND_H_
 
@@ -50,6 +51,10 @@ objects::LauncherOptions LauncherOptionsFromEnvironment();
 // through. Call before running the launcher.
 std::optional<int> PassThroughInsideACompile(const objects::LauncherOptions& options,
                                              const LaunchCommand& command);
+// Runs the real compiler with the command's arguments in place of this process: a command
+// compiled uncached without a look at any cache. Returns only when it cannot (127, and a
+// message on stderr).
+int ExecRealCompiler(const objects::LauncherOptions& options, const LaunchCommand& command);
 // Takes the mark back (before handing the command to another launcher binary).
 void ClearInsideMark();
 

@@ -2,8 +2,9 @@
 // It serves a hit through kcached's fast path (KCACHE_SERVER a unix socket) without loading
 // gRPC, RocksDB or the rest of `kcache`: a process start of a few milliseconds instead of
 // ~16. A command it cannot serve that way (a miss, a store directory, a TCP address, no fast
-// socket) is handed to `kcache` beside it, unchanged; uncached commands run the real compiler
-// here, as `kcache` would.
+// socket) is handed to `kcache` beside it, unchanged, with what is left of the command's time
+// for kcached (cache_budget.h); uncached commands run the real compiler here, as `kcache`
+// would, and so do all while kcached is marked unresponsive.
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
 #include "client/launch/launch_command.h"
 
@@ -42,15 +44,33 @@ int main(int argc, char** argv) {
   if (std::optional<int> passed = kcache::launch::PassThroughInsideACompile(options, *command)) {
     return *passed;
   }
-  const char* server = std::getenv("KCACHE_SERVER");
-  std::shared_ptr<kcache::client::FastPath> fast =
-      kcache::launch::FastPathTo(server == nullptr ? "" : server);
-  if (fast == nullptr) return HandToKcache(argv);
-  options.open_cache = [fast]() -> absl::StatusOr<std::unique_ptr<kcache::objects::ObjectCache>> {
-    return kcache::launch::NewFastObjectCache(fast);
+  const char* server_env = std::getenv("KCACHE_SERVER");
+  std::string server = server_env == nullptr ? "" : server_env;
+  // The command's time for kcached, here and in the kcache it may be handed to.
+  std::shared_ptr<kcache::launch::CacheBudget> budget =
+      kcache::launch::CacheBudget::FromEnvironment(server, options.log);
+  if (!server.empty() && budget->CompileWithoutAsking()) {
+    return kcache::launch::ExecRealCompiler(options, *command);
+  }
+  std::shared_ptr<kcache::client::FastPath> fast = kcache::launch::FastPathTo(server);
+  if (fast == nullptr) {
+    budget->HandOn();
+    return HandToKcache(argv);
+  }
+  options.open_cache = [fast,
+                        budget]() -> absl::StatusOr<std::unique_ptr<kcache::objects::ObjectCache>> {
+    return kcache::launch::NewFastObjectCache(fast, budget);
   };
-  options.note_uncached = kcache::launch::UncachedNotes(fast);
-  options.hand_off = [argv] { return HandToKcache(argv); };
+  options.note_uncached = kcache::launch::UncachedNotes(fast, budget);
+  options.hand_off = [argv, budget, &options, &command] {
+    if (!budget->timed_out()) {
+      budget->HandOn();
+      return HandToKcache(argv);
+    }
+    // kcached did not answer: kcache would not ask it either, and would not store.
+    budget->LogCompilingUncached();
+    return kcache::launch::ExecRealCompiler(options, *command);
+  };
   return kcache::objects::RunLauncher(options, kcache::objects::FamilyOfCompiler(command->compiler),
                                       command->compiler, command->args);
 }
