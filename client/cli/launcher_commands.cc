@@ -18,6 +18,8 @@
 #include "absl/strings/str_split.h"
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
+#include "client/cli/run_check.h"
+#include "client/cli/run_environment.h"
 #include "client/cli/torch_compile_env.h"
 #include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
@@ -107,124 +109,19 @@ std::shared_ptr<launch::CacheBudget> BudgetFromEnv() {
   return launch::CacheBudget::FromEnvironment(Env("KCACHE_SERVER"), Env("KCACHE_LOG") == "1");
 }
 
-// Creates (or refreshes) the masquerade links in `dir`, each pointing at kcache-launch beside
-// this binary (at this binary when there is none).
-absl::Status MakeShims(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  std::string self = launch::SelfExe();
-  fs::path launcher = fs::path(self).parent_path() / launch::kLaunchBinary;
-  if (fs::exists(launcher, ec)) self = launcher.string();
-  for (const char* name : launch::kCompilerNames) {
-    fs::path link = fs::path(dir) / name;
-    std::string tmp = absl::StrCat(link.string(), ".", getpid());
-    fs::remove(tmp, ec);
-    fs::create_symlink(self, tmp, ec);
-    if (!ec) fs::rename(tmp, link, ec);
-    if (ec)
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot link ", link.string(), ": ", ec.message()));
-  }
-  return absl::OkStatus();
+// Prints each note of `routing` on stderr.
+void PrintNotes(const Routing& routing) {
+  for (const std::string& note : routing.notes) std::fprintf(stderr, "kcache: %s\n", note.c_str());
 }
 
-// What a --redis without an address becomes (ArgsForParse): a flag of its own, since CLI11
-// would take a `--` after an option with an optional value as the end of that value.
-constexpr char kRedisFromKcached[] = "--redis-from-kcached";
-
-struct RoutingFlags {
-  std::string store, server, arch, shims, base_dirs, redis;
-  bool no_triton = false;
-  bool redis_from_kcached = false;  // --redis without an address (ArgsForParse)
-};
-
-void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
-  auto* store = sub->add_option("--store", flags.store,
-                                "store directory the compilers' outputs go to and come from "
-                                "(created when absent; the image build)");
-  auto* server = sub->add_option("--server", flags.server,
-                                 "kcached address (unix:PATH or host:port) to get and put them");
-  store->excludes(server);
-  sub->add_option("--redis", flags.redis,
-                  "with --server: route torch.compile's Inductor and Triton caches through that "
-                  "kcached's Redis door too; alone (before -- or another option), the door "
-                  "kcached reports (its --redis-listen, best a unix socket), or name one: "
-                  "unix:///PATH or HOST:PORT")
-      ->needs(server);
-  sub->add_flag(kRedisFromKcached, flags.redis_from_kcached)->needs(server)->group("");
-  sub->add_flag("--no-triton", flags.no_triton,
-                "with --redis: route Inductor's caches only and leave Triton's its local "
-                "directory (for a worker whose Python lacks the kcache package, which Triton "
-                "would fail to import)");
-  sub->add_option("--arch", flags.arch,
-                  "TORCH_CUDA_ARCH_LIST for the command, comma-separated, e.g. 7.5,8.6,8.9,9.0");
-  sub->add_option("--shims", flags.shims,
-                  "directory of the masquerade links (nvcc, c++, cc, ...); default "
-                  "$KCACHE_STATE_DIR/shims (~/.cache/kcache/shims)");
-  sub->add_option("--base-dir", flags.base_dirs,
-                  "colon-separated directories whose paths are keyed relative to them (besides "
-                  "the build directory), e.g. the source tree; KCACHE_BASEDIR");
-}
-
-// The masquerade name for `generic` (c++, cc): GCC's own (g++, gcc) when both name the same
-// compiler in PATH. Tools tell GCC by its --version line, which says the name it was run by:
-// Inductor names its precompiled header .gch only for a compiler it sees as GCC, and GCC
-// reads no other.
-std::string CompilerName(const std::string& generic, const std::string& gnu) {
-  objects::LauncherOptions options = LauncherOptionsFromEnv(BudgetFromEnv());
-  absl::StatusOr<std::string> plain = objects::FindCompiler(generic, options.lookup);
-  absl::StatusOr<std::string> named = objects::FindCompiler(gnu, options.lookup);
-  if (!plain.ok() || !named.ok()) return generic;
-  std::error_code ec;
-  return fs::equivalent(*plain, *named, ec) && !ec ? gnu : generic;
-}
-
-// The environment `kcache run` sets and `kcache env` prints, in order.
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RoutingEnvironment(
-    const RoutingFlags& flags) {
-  if (flags.store.empty() == flags.server.empty()) {
-    return absl::InvalidArgumentError("give exactly one of --store DIR and --server ADDR");
+// `value` as one word for a POSIX shell.
+std::string ShellQuoted(const std::string& value) {
+  if (!value.empty() &&
+      value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                              "_-+=/.,:@%") == std::string::npos) {
+    return value;
   }
-  std::string shims =
-      flags.shims.empty() ? absl::StrCat(launch::StateDir(), "/shims") : flags.shims;
-  if (absl::Status made = MakeShims(shims); !made.ok()) return made;
-  std::vector<std::pair<std::string, std::string>> env;
-  if (!flags.store.empty()) {
-    std::error_code ec;
-    env.emplace_back("KCACHE_STORE", fs::absolute(flags.store, ec).lexically_normal().string());
-  } else {
-    env.emplace_back("KCACHE_SERVER", flags.server);
-  }
-  env.emplace_back("PYTORCH_NVCC", absl::StrCat(shims, "/nvcc"));
-  env.emplace_back("CXX", absl::StrCat(shims, "/", CompilerName("c++", "g++")));
-  env.emplace_back("CC", absl::StrCat(shims, "/", CompilerName("cc", "gcc")));
-  // torch puts ccache or sccache in front of $CXX when one is on PATH: kcache is the cache.
-  env.emplace_back("TORCH_NO_COMPILER_WRAPPER", "1");
-  if (!flags.arch.empty()) {
-    env.emplace_back("TORCH_CUDA_ARCH_LIST", absl::StrReplaceAll(flags.arch, {{",", ";"}}));
-  }
-  if (!flags.base_dirs.empty()) env.emplace_back("KCACHE_BASEDIR", flags.base_dirs);
-  if (flags.no_triton && flags.redis.empty() && !flags.redis_from_kcached) {
-    return absl::InvalidArgumentError("--no-triton goes with --redis");
-  }
-  if (!flags.redis.empty() || flags.redis_from_kcached) {
-    std::string door = flags.redis;
-    if (door.empty()) {
-      absl::StatusOr<std::string> asked = AskKcachedForDoor(flags.server);
-      if (!asked.ok()) return asked.status();
-      door = *asked;
-    }
-    if (std::string warning = TcpDoorWarning(door); !warning.empty()) {
-      std::fprintf(stderr, "%s\n", warning.c_str());
-    }
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> compile =
-        TorchCompileEnvironment(door, !flags.no_triton);
-    if (!compile.ok()) return compile.status();
-    env.insert(env.end(), compile->begin(), compile->end());
-  }
-  return env;
+  return absl::StrCat("'", absl::StrReplaceAll(value, {{"'", "'\\''"}}), "'");
 }
 
 }  // namespace
@@ -266,22 +163,40 @@ int RunLauncherCli(int argc, char** argv) {
 void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
   static RoutingFlags run_flags, env_flags;
   static std::vector<std::string> run_command, explain_command;
-  static bool env_export = false;
+  static bool env_export = false, run_check = false;
 
   CLI::App* run = app.add_subcommand(
       "run",
-      "run COMMAND with its compiles (torch.utils.cpp_extension, CMake) served by kcache: "
-      "sets KCACHE_STORE or KCACHE_SERVER, PYTORCH_NVCC, CXX, CC and TORCH_CUDA_ARCH_LIST");
+      "run COMMAND with every nvcc and host compiler it starts served by kcache "
+      "(torch.utils.cpp_extension, FlashInfer, DeepGEMM, CMake, setup.py, make): sets PATH, "
+      "CUDA_HOME, the compiler and launcher variables (docs/jit-libraries.md)");
   AddRoutingFlags(run, run_flags);
-  run->add_option("command", run_command, "the command, after --")->required();
+  run->add_flag("--check", run_check,
+                "run nothing: say which compiler each way of finding one reaches under that "
+                "environment, and through what (exit 1 when one bypasses kcache)");
+  run->add_option("command", run_command, "the command, after --");
   run->callback([exit_code] {
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> env =
-        RoutingEnvironment(run_flags);
-    if (!env.ok()) {
-      *exit_code = Fail(env.status().message(), kExitBadInput);
+    if (run_command.empty() && !run_check) {
+      *exit_code =
+          Fail("kcache run needs a command: kcache run --store DIR -- COMMAND...", kExitBadInput);
       return;
     }
-    for (const auto& [name, value] : *env) setenv(name.c_str(), value.c_str(), 1);
+    objects::ToolLookup current = launch::LauncherOptionsFromEnvironment().lookup;
+    absl::StatusOr<Routing> routing = RoutingEnvironment(run_flags, current);
+    if (!routing.ok()) {
+      *exit_code = Fail(routing.status().message(), kExitBadInput);
+      return;
+    }
+    PrintNotes(*routing);
+    if (run_check) {
+      objects::ToolLookup routed = current;
+      routed.env = Routed(current, *routing);
+      RouteReport report = CheckRoutes(routed, run_command);
+      std::printf("%s", report.text.c_str());
+      *exit_code = report.all_through ? kExitOk : kExitFailed;
+      return;
+    }
+    for (const auto& [name, value] : routing->env) setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> argv;
     for (std::string& arg : run_command) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -294,16 +209,22 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
       "print the environment `kcache run` would set, one NAME=VALUE a line (for a "
       "Dockerfile ENV, a pod spec, or a shell with --export)");
   AddRoutingFlags(env, env_flags);
-  env->add_flag("--export", env_export, "prefix each line with `export ` (for a shell's eval)");
+  env->add_flag("--export", env_export,
+                "print `export NAME=VALUE` lines, each value quoted for the shell (for eval)");
   env->callback([exit_code] {
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> vars =
-        RoutingEnvironment(env_flags);
-    if (!vars.ok()) {
-      *exit_code = Fail(vars.status().message(), kExitBadInput);
+    absl::StatusOr<Routing> routing =
+        RoutingEnvironment(env_flags, launch::LauncherOptionsFromEnvironment().lookup);
+    if (!routing.ok()) {
+      *exit_code = Fail(routing.status().message(), kExitBadInput);
       return;
     }
-    for (const auto& [name, value] : *vars) {
-      std::printf("%s%s=%s\n", env_export ? "export " : "", name.c_str(), value.c_str());
+    PrintNotes(*routing);
+    for (const auto& [name, value] : routing->env) {
+      if (env_export) {
+        std::printf("export %s=%s\n", name.c_str(), ShellQuoted(value).c_str());
+      } else {
+        std::printf("%s=%s\n", name.c_str(), value.c_str());
+      }
     }
     *exit_code = kExitOk;
   });

@@ -1,7 +1,8 @@
 // The compiler launchers on the command line: `kcache nvcc|c++|cc ARGS`, `kcache -- COMPILER
 // ARGS`, `kcache /path/to/compiler ARGS` (CMake's *_COMPILER_LAUNCHER), masquerade links named
 // nvcc, c++, g++, cc, gcc; and
-// `kcache run`, `kcache env` and `kcache explain` (docs/torch-extensions.md).
+// `kcache run`, `kcache env` (their environment: run_environment.h; `run --check`:
+// run_check.h) and `kcache explain` (docs/torch-extensions.md, docs/jit-libraries.md).
 //
 // Launchers take their settings from the environment `kcache run` / `kcache env` set:
 // KCACHE_STORE (a store directory) or KCACHE_SERVER (a kcached address), KCACHE_BASEDIR

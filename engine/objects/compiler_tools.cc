@@ -216,7 +216,8 @@ absl::StatusOr<std::string> FindCompiler(const std::string& name, const ToolLook
 }
 
 absl::StatusOr<std::string> FindNvcc(const ToolLookup& lookup) {
-  for (const std::string& root : {Get(lookup.env, "CUDA_HOME"), std::string("/usr/local/cuda")}) {
+  for (const std::string& root : {Get(lookup.env, "KCACHE_REAL_CUDA_HOME"),
+                                  Get(lookup.env, "CUDA_HOME"), std::string("/usr/local/cuda")}) {
     if (root.empty()) continue;
     std::string candidate = absl::StrCat(root, "/bin/nvcc");
     if (IsExecutable(candidate) && !lookup.IsKcache(RealPath(candidate))) return candidate;

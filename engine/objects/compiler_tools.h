@@ -19,7 +19,7 @@ Environment CurrentEnvironment();
 
 // Where to find compilers without finding kcache itself.
 struct ToolLookup {
-  Environment env;  // PATH, CUDA_HOME, NVCC_CCBIN are read from it
+  Environment env;  // PATH, KCACHE_REAL_CUDA_HOME, CUDA_HOME, NVCC_CCBIN are read from it
   // The kcache binaries (realpaths: kcache and kcache-launch); never chosen as a compiler.
   std::vector<std::string> kcache_binaries;
   // Where what a gcc driver runs (DriverPrograms) is memoized; "" asks the driver every time.
@@ -37,7 +37,9 @@ struct ToolLookup {
 // kcache: then its base name is looked up in PATH. NotFound naming PATH otherwise.
 absl::StatusOr<std::string> FindCompiler(const std::string& name, const ToolLookup& lookup);
 
-// The real nvcc: $CUDA_HOME/bin/nvcc, /usr/local/cuda/bin/nvcc, then PATH.
+// The real nvcc: $KCACHE_REAL_CUDA_HOME/bin/nvcc (the toolkit a shim toolkit root in
+// $CUDA_HOME mirrors: `kcache run`, client/cli/run_environment.h), $CUDA_HOME/bin/nvcc,
+// /usr/local/cuda/bin/nvcc, then PATH; a link to kcache in any of them is skipped.
 absl::StatusOr<std::string> FindNvcc(const ToolLookup& lookup);
 
 // One file that takes part in a compile: a name for explain and its path.

@@ -283,14 +283,6 @@ std::string EnvironmentFact(const std::string& name, const Environment& env, con
 
 namespace {
 
-// Whether a manifest value is a file's digest (not another fact).
-bool IsDigest(absl::string_view value) {
-  absl::ConsumePrefix(&value, kResolvesToItselfMark);
-  if (value == kAbsentFact) return false;
-  return value.find(':') == absl::string_view::npos || absl::StartsWith(value, kToolPrefix) ||
-         absl::StartsWith(value, kLinkInputPrefix);
-}
-
 // What a manifest line says of its path, for a message.
 std::string Difference(const std::pair<std::string, std::string>& line, const std::string& path,
                        FileDigests& digests) {

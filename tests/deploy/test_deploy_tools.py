@@ -311,3 +311,13 @@ def test_yamllint_with_deploy_yamllint_refuses_the_bad_fixtures():
     r = lint("indentation.yaml")
     assert r.returncode != 0
     assert "indentation.yaml:4:4: " in r.stdout and "wrong indentation: expected 2 but found 3 (indentation)" in r.stdout
+
+
+def test_flashinfer_warm_says_what_is_missing():
+    # This environment has no FlashInfer: the warm-up script says so and exits 2 (bad input)
+    # instead of a traceback; with no generator named, argparse's usage error (2).
+    code, _, err = tool("flashinfer_warm.py", "gen_norm_module")
+    assert code == 2
+    assert "cannot import flashinfer.jit" in err and "install flashinfer-python" in err
+    code, _, err = tool("flashinfer_warm.py")
+    assert code == 2 and "GENERATOR" in err

@@ -1,11 +1,13 @@
-// A CMake project with CMAKE_CXX_COMPILER_LAUNCHER and CMAKE_CUDA_COMPILER_LAUNCHER set to
-// kcache builds twice from clean, in two build directories: the second build hits every
-// compile.
+// A CMake project with a CUDA and a C++ target builds twice from clean, in two build
+// directories, the second build hitting every compile: with CMAKE_CXX_COMPILER_LAUNCHER and
+// CMAKE_CUDA_COMPILER_LAUNCHER set to kcache, and configured with no kcache variable at all
+// under `kcache run`.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "tests/testutil/kcache_run.h"
 #include "tests/testutil/launcher.h"
 
 namespace kcache {
@@ -59,6 +61,24 @@ TEST_F(CMakeLauncherTest, SecondBuildFromCleanHitsEveryCompile) {
   EXPECT_EQ(CountLines(second, "kcache: miss "), 0) << second;
   EXPECT_TRUE(testing::SameFile(tmp_ / "build1/CMakeFiles/launched.dir/k.cu.o",
                                 tmp_ / "build2/CMakeFiles/launched.dir/k.cu.o"));
+}
+
+// Configured and built under `kcache run` with nothing of kcache's on the command line or in
+// the project: the environment alone (CMAKE_*_COMPILER_LAUNCHER, CUDACXX, CXX) routes CMake.
+TEST_F(CMakeLauncherTest, ConfiguredUnderKcacheRunWithNoKcacheVariableHitsFromClean) {
+  const char* kRouting = "CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH";
+  std::string script = absl::StrCat("cmake -G Ninja -S ", tmp_ / "project",
+                                    " -B . >configure.log 2>&1 || { cat configure.log; exit 1; }\n"
+                                    "cmake --build . -v\n");
+  testing::RunResult first = testing::RunUnderKcache(tmp_, "run1", script, kRouting);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(CountLines(first.output, "kcache: miss "), 3) << first.output;
+  testing::RunResult second = testing::RunUnderKcache(tmp_, "run2", script, kRouting);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(CountLines(second.output, "kcache: hit "), 3) << second.output;
+  EXPECT_EQ(CountLines(second.output, "kcache: miss "), 0) << second.output;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "run1/CMakeFiles/launched.dir/k.cu.o",
+                                tmp_ / "run2/CMakeFiles/launched.dir/k.cu.o"));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "engine/objects/object_cache.h"
 #include "engine/store/store.h"
 #include "tests/testutil/daemon_process.h"
+#include "tests/testutil/kcache_run.h"
 #include "tests/testutil/launcher.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -658,8 +659,11 @@ TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
   std::string shims = tmp_ / "shims";
   std::string cxx = ExpectedCompilerName("c++", "g++");
   EXPECT_EQ(cxx, "g++");  // this machine's c++ is GCC's (Debian's alternatives)
+  // Without the variables `kcache run` sets (a launcher the environment names is kept, with a
+  // note on stderr).
+  std::string clean = absl::StrCat("env ", testing::UnsetRoutedVariables());
   testing::RunResult env = testing::Run(absl::StrCat(
-      testing::KcacheCli(), " env --store ", env_.store, " --arch 8.9,9.0 --shims ", shims));
+      clean, testing::KcacheCli(), " env --store ", env_.store, " --arch 8.9,9.0 --shims ", shims));
   ASSERT_EQ(env.exit_code, 0) << env.output;
   for (const std::string& line :
        {absl::StrCat("KCACHE_STORE=", env_.store), absl::StrCat("PYTORCH_NVCC=", shims, "/nvcc"),
@@ -670,8 +674,8 @@ TEST_F(CompilerLauncherTest, EnvPrintsWhatRunSets) {
   }
   EXPECT_EQ(fs::canonical(shims + "/nvcc"), fs::canonical(testing::KcacheLaunch()));
   testing::RunResult run = testing::Run(
-      absl::StrCat(testing::KcacheCli(), " run --store ", env_.store, " --arch 8.9 --shims ", shims,
-                   " -- sh -c 'echo $CXX $TORCH_CUDA_ARCH_LIST $KCACHE_STORE'"));
+      absl::StrCat(clean, testing::KcacheCli(), " run --store ", env_.store, " --arch 8.9 --shims ",
+                   shims, " -- sh -c 'echo $CXX $TORCH_CUDA_ARCH_LIST $KCACHE_STORE'"));
   EXPECT_EQ(run.output, absl::StrCat(shims, "/", cxx, " 8.9 ", env_.store, "\n"));
   EXPECT_NE(testing::Run(absl::StrCat(testing::KcacheCli(), " env --arch 8.9")).exit_code, 0);
 }

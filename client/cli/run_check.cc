@@ -1,0 +1,132 @@
+#include "client/cli/run_check.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/compiler_shims.h"
+#include "client/launch/launch_command.h"
+
+namespace kcache::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What a launcher given `compiler` runs: for a masquerade link or `kcache-launch nvcc`, the
+// name alone decides (nvcc: FindNvcc; the others: FindCompiler, skipping kcache's links), as
+// the launchers' RealCompiler (engine/objects/prepared_command.h) decides.
+std::string LauncherRuns(const std::string& compiler, const objects::ToolLookup& lookup) {
+  absl::StatusOr<std::string> real =
+      compiler == "nvcc" ? objects::FindNvcc(lookup) : objects::FindCompiler(compiler, lookup);
+  return real.ok() ? *real : absl::StrCat("an error (", real.status().message(), ")");
+}
+
+class Checker {
+ public:
+  explicit Checker(const objects::ToolLookup& routed) : routed_(routed) {}
+
+  // A way that runs `program` (a path or a name in PATH) as the compiler.
+  void Direct(const std::string& way, const std::string& program) {
+    std::string file = FindProgram(program, routed_);
+    if (file.empty()) {
+      Line(way, absl::StrCat(program, ": none"), true);
+      return;
+    }
+    const std::string& shown = file;
+    if (!NamesKcache(file, routed_)) {
+      Line(way, absl::StrCat(shown, " (not through kcache)"), false);
+      return;
+    }
+    std::string name = fs::path(file).filename().string();
+    if (!launch::IsCompilerName(name)) {
+      Line(way, absl::StrCat(shown, " -> kcache, which takes no compiler by that name"), false);
+      return;
+    }
+    Line(way,
+         absl::StrCat(shown, " -> ", launch::kLaunchBinary, " -> ", LauncherRuns(name, routed_)),
+         true);
+  }
+
+  // A way that runs `launcher` with `compiler` after it (CMake's and FlashInfer's).
+  void Launched(const std::string& way, const std::string& launcher, const std::string& compiler) {
+    if (launcher.empty()) {
+      Direct(way, compiler);
+      return;
+    }
+    if (!NamesKcache(launcher, routed_)) {
+      Line(way, absl::StrCat(launcher, " (not kcache) ", compiler), false);
+      Direct(absl::StrCat(way, ", after ", launcher), compiler);
+      return;
+    }
+    // `kcache-launch COMPILER`: a compiler name or any path is the compiler; another name is
+    // taken for one of kcache's commands.
+    if (compiler.find('/') == std::string::npos && !launch::IsCompilerName(compiler)) {
+      Line(way,
+           absl::StrCat(launcher, " ", compiler, ": kcache takes no compiler named ", compiler,
+                        " (name it by its path)"),
+           false);
+      return;
+    }
+    Line(way, absl::StrCat(launcher, " ", compiler, " -> ", LauncherRuns(compiler, routed_)), true);
+  }
+
+  RouteReport Take() { return std::move(report_); }
+
+ private:
+  void Line(const std::string& way, const std::string& chain, bool through) {
+    absl::StrAppend(&report_.text, way, ": ", chain, "\n");
+    report_.all_through = report_.all_through && through;
+  }
+
+  const objects::ToolLookup& routed_;
+  RouteReport report_;
+};
+
+}  // namespace
+
+RouteReport CheckRoutes(const objects::ToolLookup& routed,
+                        const std::vector<std::string>& command) {
+  const objects::Environment& env = routed.env;
+  Checker check(routed);
+  for (const char* name : launch::kCompilerNames) {
+    check.Direct(absl::StrCat(name, " via PATH"), name);
+  }
+  std::string cuda_home = Variable(env, "CUDA_HOME");
+  if (!cuda_home.empty()) {
+    check.Direct("nvcc via $CUDA_HOME/bin/nvcc (torch, FlashInfer, DeepGEMM)",
+                 absl::StrCat(cuda_home, "/bin/nvcc"));
+  }
+  std::string cuda_path = Variable(env, "CUDA_PATH");
+  if (!cuda_path.empty() && cuda_path != cuda_home) {
+    check.Direct("nvcc via $CUDA_PATH/bin/nvcc", absl::StrCat(cuda_path, "/bin/nvcc"));
+  }
+  auto nvcc_or = [&](const std::string& name, const std::string& otherwise) {
+    std::string value = Variable(env, name);
+    return value.empty() ? otherwise : value;
+  };
+  std::string toolkit_nvcc = cuda_home.empty() ? "nvcc" : absl::StrCat(cuda_home, "/bin/nvcc");
+  check.Direct("nvcc via $PYTORCH_NVCC (torch.utils.cpp_extension)",
+               nvcc_or("PYTORCH_NVCC", toolkit_nvcc));
+  check.Direct("nvcc via $DG_JIT_NVCC_COMPILER (DeepGEMM's nvcc mode)",
+               nvcc_or("DG_JIT_NVCC_COMPILER", toolkit_nvcc));
+  check.Launched("nvcc via $FLASHINFER_NVCC_LAUNCHER $FLASHINFER_NVCC (FlashInfer)",
+                 Variable(env, "FLASHINFER_NVCC_LAUNCHER"),
+                 nvcc_or("FLASHINFER_NVCC", toolkit_nvcc));
+  check.Launched("nvcc via $CMAKE_CUDA_COMPILER_LAUNCHER $CUDACXX (CMake, configured here)",
+                 Variable(env, "CMAKE_CUDA_COMPILER_LAUNCHER"), nvcc_or("CUDACXX", "nvcc"));
+  check.Direct("c++ via $CXX (setuptools, torch, Makefiles)", nvcc_or("CXX", "c++"));
+  check.Direct("cc via $CC (setuptools, Makefiles; nvcc -ccbin in FlashInfer)",
+               nvcc_or("CC", "cc"));
+  check.Launched("c++ via $FLASHINFER_CXX_LAUNCHER $CXX (FlashInfer)",
+                 Variable(env, "FLASHINFER_CXX_LAUNCHER"), nvcc_or("CXX", "c++"));
+  check.Launched("c++ via $CMAKE_CXX_COMPILER_LAUNCHER $CXX (CMake, configured here)",
+                 Variable(env, "CMAKE_CXX_COMPILER_LAUNCHER"), nvcc_or("CXX", "c++"));
+  check.Launched("cc via $CMAKE_C_COMPILER_LAUNCHER $CC (CMake, configured here)",
+                 Variable(env, "CMAKE_C_COMPILER_LAUNCHER"), nvcc_or("CC", "cc"));
+  if (!command.empty() && (launch::IsCompilerName(fs::path(command[0]).filename().string()) ||
+                           NamesKcache(command[0], routed))) {
+    check.Direct("the command itself", command[0]);
+  }
+  return check.Take();
+}
+
+}  // namespace kcache::cli
