@@ -207,9 +207,22 @@ static void RecordFailure(int dir, const char* path, int err) {
   Record(KCACHE_OBSERVE_FAILED, number, Absolute(dir, path, buffer, sizeof buffer));
 }
 
+/* A call that writes `path` (creates, removes, truncates it): written when it succeeded. One
+ * that failed wrote nothing, and told the process what is there: a path that exists (EEXIST: a
+ * lock or a directory made before), one that does not, or another failure. */
+static void RecordWriteResult(int dir, const char* path, int rc, int err) {
+  if (rc >= 0) {
+    RecordPath(KCACHE_OBSERVE_WRITE, dir, path);
+  } else if (err == EEXIST) {
+    RecordPath(KCACHE_OBSERVE_LEXISTS, dir, path);
+  } else {
+    RecordFailure(dir, path, err);
+  }
+}
+
 static void RecordOpen(int dir, const char* path, int flags, int result, int err) {
   if (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) {
-    if (result >= 0 || err == EEXIST) RecordPath(KCACHE_OBSERVE_WRITE, dir, path);
+    RecordWriteResult(dir, path, result, err);
     return;
   }
   if (result < 0) {
@@ -796,7 +809,7 @@ EXPORT int renameat2(int from_dir, const char* from, int to_dir, const char* to,
   EXPORT int name params {                            \
     int rc = RESOLVE(name) args;                      \
     int err = errno;                                  \
-    RecordPath(KCACHE_OBSERVE_WRITE, AT_FDCWD, path); \
+    RecordWriteResult(AT_FDCWD, path, rc, err);       \
     errno = err;                                      \
     return rc;                                        \
   }
@@ -811,7 +824,7 @@ REAL(unlinkat);
 EXPORT int unlinkat(int dir, const char* path, int flags) {
   int rc = RESOLVE(unlinkat)(dir, path, flags);
   int err = errno;
-  RecordPath(KCACHE_OBSERVE_WRITE, dir, path);
+  RecordWriteResult(dir, path, rc, err);
   errno = err;
   return rc;
 }
@@ -819,7 +832,7 @@ REAL(mkdirat);
 EXPORT int mkdirat(int dir, const char* path, mode_t mode) {
   int rc = RESOLVE(mkdirat)(dir, path, mode);
   int err = errno;
-  RecordPath(KCACHE_OBSERVE_WRITE, dir, path);
+  RecordWriteResult(dir, path, rc, err);
   errno = err;
   return rc;
 }

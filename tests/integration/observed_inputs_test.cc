@@ -203,6 +203,26 @@ TEST_F(ObservedInputsTest, StaticallyLinkedProgramLeavesTheCompileUncached) {
   EXPECT_TRUE(fs::exists(tmp_ / "b2/f.o"));
 }
 
+// A write that failed wrote nothing but told the process what is there: a wrapper that takes
+// a lock directory with mkdir, and compiles otherwise when it is already taken, is stored while
+// the lock exists and misses once it is gone.
+TEST_F(ObservedInputsTest, FailedMkdirIsKeyedAsWhatItFound) {
+  std::string lock = tmp_ / "lock";
+  fs::create_directories(lock);
+  std::string cc = Tool("mycc", absl::StrCat("#!/bin/sh\nif mkdir ", lock,
+                                             " 2>/dev/null; then rmdir ", lock,
+                                             "; exec gcc -DTAKEN=0 \"$@\"; fi\n"
+                                             "exec gcc -DTAKEN=1 \"$@\"\n"));
+  std::string source = tmp_.Write("src/f.c", "int f(void) { return TAKEN; }\n");
+  std::string command = absl::StrCat("$KCACHE -- ", cc, " -c ", source, " -o f.o");
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  EXPECT_FALSE(testing::Contains(last_output_, "not stored")) << last_output_;
+  ASSERT_EQ(Build("b2", command), Outcome::kHit) << last_output_;
+  fs::remove(lock);
+  EXPECT_EQ(Build("b3", command), Outcome::kMiss) << last_output_;
+  EXPECT_FALSE(SameFile(tmp_ / "b1/f.o", tmp_ / "b3/f.o"));
+}
+
 // What a program of the compile receives over a socket is not a file it read: a compile that
 // connects anywhere (here a helper asking a local service for its flags) is never stored.
 TEST_F(ObservedInputsTest, CompileThatConnectsToASocketIsNeverStored) {
