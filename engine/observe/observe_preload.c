@@ -804,14 +804,14 @@ EXPORT int renameat2(int from_dir, const char* from, int to_dir, const char* to,
   errno = err;
   return rc;
 }
-#define DEFINE_WRITE1(name, params, args, path)       \
-  REAL(name);                                         \
-  EXPORT int name params {                            \
-    int rc = RESOLVE(name) args;                      \
-    int err = errno;                                  \
-    RecordWriteResult(AT_FDCWD, path, rc, err);       \
-    errno = err;                                      \
-    return rc;                                        \
+#define DEFINE_WRITE1(name, params, args, path) \
+  REAL(name);                                   \
+  EXPORT int name params {                      \
+    int rc = RESOLVE(name) args;                \
+    int err = errno;                            \
+    RecordWriteResult(AT_FDCWD, path, rc, err); \
+    errno = err;                                \
+    return rc;                                  \
   }
 DEFINE_WRITE1(unlink, (const char* path), (path), path)
 DEFINE_WRITE1(remove, (const char* path), (path), path)

@@ -134,8 +134,8 @@ TEST_F(HungKcachedTest, PutToAKcachedThatStoppedDuringTheCompileIsDroppedWithinT
   std::string armed = tmp_.Write("armed", "");
   std::string stopper = tmp_.Write(
       "bin/stopping-c++",
-      absl::StrCat("#!/bin/sh\ncase \" $* \" in *\" -c \"*)\n  if [ -e ", armed, " ]; then kill -STOP ",
-                   daemon_.pid(), "; fi;;\nesac\nexec c++ \"$@\"\n"));
+      absl::StrCat("#!/bin/sh\ncase \" $* \" in *\" -c \"*)\n  if [ -e ", armed,
+                   " ]; then kill -STOP ", daemon_.pid(), "; fi;;\nesac\nexec c++ \"$@\"\n"));
   chmod(stopper.c_str(), 0755);
   std::chrono::milliseconds took{};
   EXPECT_EQ(Timed("b1", Compile("$KCACHE_LAUNCH", stopper), "KCACHE_TIMEOUT_MS=1000", &took),

@@ -209,10 +209,10 @@ TEST_F(ObservedInputsTest, StaticallyLinkedProgramLeavesTheCompileUncached) {
 TEST_F(ObservedInputsTest, FailedMkdirIsKeyedAsWhatItFound) {
   std::string lock = tmp_ / "lock";
   fs::create_directories(lock);
-  std::string cc = Tool("mycc", absl::StrCat("#!/bin/sh\nif mkdir ", lock,
-                                             " 2>/dev/null; then rmdir ", lock,
-                                             "; exec gcc -DTAKEN=0 \"$@\"; fi\n"
-                                             "exec gcc -DTAKEN=1 \"$@\"\n"));
+  std::string cc =
+      Tool("mycc", absl::StrCat("#!/bin/sh\nif mkdir ", lock, " 2>/dev/null; then rmdir ", lock,
+                                "; exec gcc -DTAKEN=0 \"$@\"; fi\n"
+                                "exec gcc -DTAKEN=1 \"$@\"\n"));
   std::string source = tmp_.Write("src/f.c", "int f(void) { return TAKEN; }\n");
   std::string command = absl::StrCat("$KCACHE -- ", cc, " -c ", source, " -o f.o");
   ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
