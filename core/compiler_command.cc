@@ -21,6 +21,8 @@ enum class Role : uint8_t {
   kWriteUserDeps,  // -MMD: served as -MD (CompilerCommand::user_only_deps_arg)
   kCcbin,          // nvcc -ccbin DIR|FILE
   kHostOpts,       // nvcc -Xcompiler A,B: checked against IsUncacheableHostOption
+  kDepTarget,      // -MT, -MQ: the dependency file's targets
+  kPhonyDeps,      // -MP
   kLanguage,       // -x LANG: any input is then a source
   kDebug,          // -g, -G, -lineinfo
   kUncached,       // never cached, for `reason`
@@ -43,8 +45,8 @@ constexpr OptionSpec kNvccOptions[] = {
     {"o", true, R::kOutput},
     {"MF", true, R::kDepFile},
     {"MD", false, R::kWriteDeps},
-    {"MT", true, R::kPlain},
-    {"MP", false, R::kPlain},
+    {"MT", true, R::kDepTarget},
+    {"MP", false, R::kPhonyDeps},
     {"ccbin", true, R::kCcbin},
     {"Xcompiler", true, R::kHostOpts},
     {"x", true, R::kLanguage},
@@ -173,15 +175,15 @@ struct GccValued {
 constexpr GccValued kGccValued[] = {
     {"o", R::kOutput},      {"MF", R::kDepFile},     {"x", R::kLanguage},
     {"I", R::kPlain},       {"D", R::kPlain},        {"U", R::kPlain},
-    {"MT", R::kPlain},      {"MQ", R::kPlain},       {"L", R::kPlain},
+    {"MT", R::kDepTarget},  {"MQ", R::kDepTarget},   {"L", R::kPlain},
     {"l", R::kPlain},       {"isystem", R::kPlain},  {"idirafter", R::kPlain},
     {"iquote", R::kPlain},  {"isysroot", R::kPlain}, {"include", R::kPlain},
     {"imacros", R::kPlain},
 };
 
 constexpr absl::string_view kGccFlags[] = {
-    "c",    "MD",       "MP",         "pthread", "pedantic", "pedantic-errors", "w",        "ansi",
-    "pipe", "nostdinc", "nostdinc++", "v",       "shared",   "static",          "rdynamic", "P",
+    "c",        "MD",         "pthread", "pedantic", "pedantic-errors", "w",        "ansi", "pipe",
+    "nostdinc", "nostdinc++", "v",       "shared",   "static",          "rdynamic", "P",
 };
 
 // Prefixes of gcc options that take no separate value and are keyed as written.
@@ -248,6 +250,12 @@ struct Parse {
             command.debug_info = true;
           }
         }
+        break;
+      case Role::kDepTarget:
+        command.dep_targets_given = true;
+        break;
+      case Role::kPhonyDeps:
+        command.phony_deps = true;
         break;
       case Role::kLanguage:
         language_given = value != "none";
@@ -428,6 +436,10 @@ bool ParseGccOption(Parse& p, const std::vector<std::string>& args, size_t& i) {
   }
   if (body == "MD") {
     p.Apply(R::kWriteDeps, U::kNone, arg, "", std::string(arg));
+    return true;
+  }
+  if (body == "MP") {
+    p.Apply(R::kPhonyDeps, U::kNone, arg, "", std::string(arg));
     return true;
   }
   for (absl::string_view flag : kGccFlags) {

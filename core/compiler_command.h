@@ -97,6 +97,10 @@ struct CompilerCommand {
   // gcc compiles the source as C (a .c file, -x c, -x c-header): its compiler proper is cc1,
   // not cc1plus.
   bool c_language = false;
+  // -MT or -MQ given (nvcc: -MT): the dependency file's targets are those, keyed with the
+  // arguments. Without them the compiler names the output (-o) as written.
+  bool dep_targets_given = false;
+  bool phony_deps = false;  // -MP: a phony target for each dependency but the source
   std::string ccbin;        // nvcc -ccbin / --compiler-bindir value; "" when absent
   bool debug_info = false;  // -g (not -g0), -G, -lineinfo: the output holds paths
   // gcc's -march=native, -mtune=native, -mcpu=native, as written and in order: the launcher

@@ -81,11 +81,23 @@ bool WriteOutputs(const Prepared& prepared, const ObjectBundleView& bundle) {
   }
   if (command.writes_deps) {
     DepFile deps;
-    for (const std::string& target : bundle.deps.targets) {
-      deps.targets.push_back(prepared.dirs.Restore(target));
+    // The targets this command's compiler would name: its -MT/-MQ values (keyed, so the ones
+    // recorded), else its own -o as written (not keyed: the recording command's may differ, and
+    // make would then not know this object depends on the headers).
+    if (command.dep_targets_given) {
+      for (const std::string& target : bundle.deps.targets) {
+        deps.targets.push_back(prepared.dirs.Restore(target));
+      }
+    } else {
+      deps.targets.push_back(command.output);
     }
     for (const std::string& dep : bundle.deps.deps) deps.deps.push_back(prepared.dirs.Restore(dep));
-    if (!WriteFileAtomically(command.dep_file, WriteDepFile(deps)).ok()) return false;
+    std::string text = WriteDepFile(deps);
+    // -MP: a phony target for each dependency but the source, as the compiler writes them.
+    for (size_t i = 1; command.phony_deps && i < deps.deps.size(); ++i) {
+      text += WriteDepFile(DepFile{{deps.deps[i]}, {}});
+    }
+    if (!WriteFileAtomically(command.dep_file, text).ok()) return false;
   }
   return true;
 }

@@ -231,6 +231,30 @@ TEST(CompilerCommandTest, EachUncachedReason) {
   }
 }
 
+// A hit writes its dependency file for this command's output: the parser notes whether the
+// targets were given (-MT, -MQ; then they are keyed) and whether -MP asks for phony targets.
+TEST(CompilerCommandTest, DependencyTargetsAndPhonyTargetsAreNoted) {
+  ParsedCompilerCommand plain = Gcc({"-MD", "-MF", "a.d", "-c", "a.cc", "-o", "a.o"});
+  EXPECT_FALSE(plain.command.dep_targets_given);
+  EXPECT_FALSE(plain.command.phony_deps);
+  for (std::vector<std::string> targets :
+       {std::vector<std::string>{"-MT", "x"}, {"-MQ", "x"}, {"-MTx"}}) {
+    targets.insert(targets.end(), {"-MD", "-MF", "a.d", "-MP", "-c", "a.cc", "-o", "a.o"});
+    ParsedCompilerCommand parsed = Gcc(targets);
+    ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+    EXPECT_TRUE(parsed.command.dep_targets_given) << targets[0];
+    EXPECT_TRUE(parsed.command.phony_deps) << targets[0];
+    EXPECT_NE(std::find(parsed.command.keyed_args.begin(), parsed.command.keyed_args.end(),
+                        targets[0] == "-MTx" ? "-MTx" : targets[0] + "\x01x"),
+              parsed.command.keyed_args.end());
+  }
+  ParsedCompilerCommand nvcc = Nvcc({"-MD", "-MF", "a.d", "-MT", "x",
+                                     "--generate-dependency-targets", "-c", "a.cu", "-o", "a.o"});
+  ASSERT_EQ(nvcc.uncached, UncachedReason::kNone) << nvcc.detail;
+  EXPECT_TRUE(nvcc.command.dep_targets_given);
+  EXPECT_TRUE(nvcc.command.phony_deps);
+}
+
 TEST(CompilerCommandTest, NamedTargetsAreCacheable) {
   EXPECT_EQ(Gcc({"-march=x86-64-v3", "-mtune=generic", "-c", "a.cc", "-o", "a.o"}).uncached,
             UncachedReason::kNone);
