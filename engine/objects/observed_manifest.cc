@@ -211,6 +211,13 @@ absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
     return Uncached(reason, UncachedReason::kUnreadableInput,
                     absl::StrCat(path, " ran unobserved: ", why));
   }
+  if (!reads.native_targets.empty()) {
+    const auto& [where, option] = reads.native_targets.front();
+    return Uncached(
+        reason, UncachedReason::kNativeTarget,
+        absl::StrCat(where, " was given ", option,
+                     ": the machine it runs on picks the code, and no file says which"));
+  }
   if (!reads.unstarted.empty()) {
     return Uncached(
         reason, UncachedReason::kUnreadableInput,

@@ -87,10 +87,12 @@ struct ObservedCompile {
 // same reads give the same manifest (and entry id) in any run.
 // FailedPrecondition, with *reason, when the compile cannot be keyed by what it read:
 // kUnreadableInput (a program that ran unobserved, machine state read under /proc, /sys or /dev,
-// a directory tree walked), kTimeMacros (a process read the clock, as a preprocessor does to
-// expand __DATE__ and __TIME__; nvcc's cicc and cudafe++ read it for their own timing and are
-// not counted), kInputChanged (an input changed at or after `compiled_from`, or a path found
-// absent was read later), kUnreadableInput also for an input that cannot be read now.
+// a directory tree walked), kNativeTarget (a program started with -march=native or nvcc's
+// -arch=native, or a variable read that holds one: NVCC_APPEND_FLAGS), kTimeMacros (a process read
+// the clock, as a preprocessor does to expand __DATE__ and __TIME__; nvcc's cicc and cudafe++ read
+// it for their own timing and are not counted), kInputChanged (an input changed at or after
+// `compiled_from`, or a path found absent was read later), kUnreadableInput also for an input that
+// cannot be read now.
 absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
                                           const ObservedCompile& compile, FileDigests& digests,
                                           absl::Time compiled_from, UncachedReason* reason);

@@ -62,5 +62,10 @@
 /* The program about to run cannot be observed: payload "<path>\t<why>" (statically linked,
  * set-user-ID, another machine's code, a tree walk the library does not follow). */
 #define KCACHE_OBSERVE_UNOBSERVABLE 'U'
+/* A program was started with, or a process read from its environment, an option that lets
+ * the machine it runs on pick the code (-march=native, -mcpu=native, -mtune=native, nvcc's
+ * -arch=native): what the machine is, no file says. Payload "<program or variable>\t<the
+ * argument or value>". */
+#define KCACHE_OBSERVE_NATIVE 'N'
 
 #endif /* KCACHE_ENGINE_OBSERVE_OBSERVE_LOG_H_ */

@@ -435,6 +435,36 @@ static void RecordExecFailure(const char* path, int err) {
   g_always = 0;
 }
 
+/* Whether `text` (an argument, a variable's value, a shell's command) holds an option that
+ * lets the machine pick the code: -march=native, -mcpu=native, -mtune=native, nvcc's
+ * -arch=native and --gpu-architecture=native, as a word of its own or inside a longer one
+ * (`-Xcompiler=-O2,-march=native`, `sh -c "gcc -march=native ..."`), or nvcc's `-arch native`. */
+static int NamesNativeTarget(const char* text) {
+  static const char* const kNative[] = {"arch=native", "architecture=native",
+                                        "cpu=native",  "tune=native",
+                                        "arch native", "architecture native"};
+  if (text == NULL) return 0;
+  for (size_t i = 0; i < sizeof kNative / sizeof kNative[0]; ++i) {
+    if (strstr(text, kNative[i]) != NULL) return 1;
+  }
+  return 0;
+}
+
+/* Records each argument of `argv` (the program `path` is to run with) that lets the machine
+ * pick the code; `-arch` and `native` as two arguments too. */
+static void RecordNativeArguments(const char* path, char* const argv[]) {
+  if (!g_recording || argv == NULL) return;
+  for (size_t i = 0; argv[i] != NULL; ++i) {
+    int pair = argv[i + 1] != NULL && strcmp(argv[i + 1], "native") == 0 &&
+               (strcmp(argv[i], "-arch") == 0 || strcmp(argv[i], "--gpu-architecture") == 0);
+    if (pair || NamesNativeTarget(argv[i])) {
+      char option[8192];
+      snprintf(option, sizeof option, "%s%s", argv[i], pair ? " native" : "");
+      Record(KCACHE_OBSERVE_NATIVE, path != NULL ? path : "?", option);
+    }
+  }
+}
+
 /* Notes that `pid` is about to run `path` (already searched for), or that it cannot be
  * observed. */
 static void RecordExec(long pid, const char* path) {
@@ -511,6 +541,7 @@ static size_t Count(char* const* list) {
 REAL(execve);
 EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   RecordExec(RawPid(), path);
+  RecordNativeArguments(path, argv);
   WITH_OBSERVED_ENV(envp, env);
   int rc = RESOLVE(execve)(path, argv, env);
   int err = errno;
@@ -527,6 +558,7 @@ EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   const char* path = Search(file, found, sizeof found);
   int searched = strchr(path, '/') != NULL; /* else not found: the exec fails */
   if (searched) RecordExec(RawPid(), path);
+  RecordNativeArguments(path, argv);
   WITH_OBSERVED_ENV(envp, env);
   int rc = RESOLVE(execvpe)(file, argv, env);
   int err = errno;
@@ -544,6 +576,7 @@ EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   long length = syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof path - 1);
   path[length > 0 ? length : 0] = '\0';
   RecordExec(RawPid(), path);
+  RecordNativeArguments(path, argv);
   WITH_OBSERVED_ENV(envp, env);
   int rc = RESOLVE(fexecve)(fd, argv, env);
   int err = errno;
@@ -594,6 +627,7 @@ REAL(posix_spawn);
 EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                        const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   pid_t child = 0;
+  RecordNativeArguments(path, argv);
   WITH_OBSERVED_ENV(envp, env);
   int rc = RESOLVE(posix_spawn)(&child, path, actions, attr, argv, env);
   if (pid != NULL) *pid = child;
@@ -611,6 +645,7 @@ EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_act
   char found[8192];
   const char* path = Search(file, found, sizeof found);
   pid_t child = 0;
+  RecordNativeArguments(path, argv);
   WITH_OBSERVED_ENV(envp, env);
   int rc = RESOLVE(posix_spawnp)(&child, file, actions, attr, argv, env);
   if (pid != NULL) *pid = child;
@@ -1125,6 +1160,10 @@ static void RecordGetenv(const char* name, const char* value) {
   char line[8192];
   snprintf(line, sizeof line, "%s=%s", name, value);
   Record(KCACHE_OBSERVE_ENV, line, NULL);
+  if (NamesNativeTarget(value)) { /* NVCC_APPEND_FLAGS=-arch=native: nvcc reads it itself */
+    snprintf(line, sizeof line, "$%s", name);
+    Record(KCACHE_OBSERVE_NATIVE, line, value);
+  }
 }
 
 EXPORT char* getenv(const char* name) {

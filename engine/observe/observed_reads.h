@@ -43,6 +43,9 @@ struct ObservedReads {
   std::vector<EnvRead> env;
   std::vector<pid_t> clock_readers;                               // processes that called time()
   std::vector<std::pair<std::string, std::string>> unobservable;  // (path, why)
+  // Programs started with, or variables read holding, an option that lets the machine pick
+  // the code: (program or $NAME, the argument or value).
+  std::vector<std::pair<std::string, std::string>> native_targets;
   // Programs started that never recorded their start, nor a failure to start: (pid, path).
   std::vector<std::pair<pid_t, std::string>> unstarted;
   size_t damaged_lines = 0;  // lines that did not parse (a record cut short)

@@ -249,6 +249,27 @@ TEST_F(ObservedInputsTest, CompileThatConnectsToASocketIsNeverStored) {
   EXPECT_TRUE(fs::exists(tmp_ / "b2/f.o"));
 }
 
+// -march=native lets the CPU the compile runs on pick the code (gcc asks the CPU itself, no
+// file says which): a wrapper adding it, and nvcc's -arch=native in NVCC_APPEND_FLAGS, which
+// nvcc reads itself, leave the compile unstored, however the parser saw the command.
+TEST_F(ObservedInputsTest, NativeTargetsNoOptionShowsAreNeverStored) {
+  std::string cc = Tool("mycc", "#!/bin/sh\nexec gcc -march=native \"$@\"\n");
+  std::string source = tmp_.Write("src/f.c", "int f(void) { return 1; }\n");
+  std::string command = absl::StrCat("$KCACHE -- ", cc, " -c ", source, " -o f.o");
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "not stored (native_target)")) << last_output_;
+  EXPECT_EQ(Build("b2", command), Outcome::kMiss) << last_output_;
+
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "no nvcc";
+  std::string kernel = tmp_.Write("src/k.cu", "__global__ void k(float* x) { x[0] *= 2.0f; }\n");
+  testing::LauncherEnv env = env_;
+  env.extra = "NVCC_APPEND_FLAGS=-arch=native";
+  std::string nvcc = absl::StrCat("$KCACHE nvcc -c ", kernel, " -o k.o");
+  Build("b3", nvcc, &env);  // with no GPU here nvcc may fail or fall back: never stored
+  EXPECT_TRUE(testing::Contains(last_output_, "native_target")) << last_output_;
+  EXPECT_NE(Build("b4", nvcc, &env), Outcome::kHit) << last_output_;
+}
+
 // A hit writes the command's outputs: a compile that also wrote another file (here a wrapper's
 // log; a kept temporary or a listing an option asked for alike) is never stored.
 TEST_F(ObservedInputsTest, CompileThatWritesMoreThanItsOutputsIsNeverStored) {
