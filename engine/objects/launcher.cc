@@ -173,6 +173,7 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const Obser
   observed.outputs = {Absolute(dirs, command.output)};
   if (command.writes_deps) observed.outputs.push_back(Absolute(dirs, command.dep_file));
   observed.linkers = Linkers(prepared);
+  observed.host_native_keyed = !command.native_args.empty();
   UncachedReason reason = UncachedReason::kNone;
   absl::StatusOr<Manifest> manifest =
       ObservedManifest(*reads, observed, digests, compiled_from, &reason);

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "core/file_io.h"
 #include "engine/observe/observe_log.h"
@@ -197,6 +198,14 @@ std::string FindObserveLibrary(const std::string& binary) {
   return "";
 }
 
+// Whether `option` (an argument or value the observer recorded as naming a native target)
+// names only gcc's -march/-mcpu/-mtune=native, no GPU architecture.
+bool OnlyHostNativeTuning(const std::string& option) {
+  std::string rest = absl::StrReplaceAll(
+      option, {{"-march=native", ""}, {"-mcpu=native", ""}, {"-mtune=native", ""}});
+  return !absl::StrContains(rest, "native");
+}
+
 absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
                                           const ObservedCompile& compile, FileDigests& digests,
                                           absl::Time compiled_from, UncachedReason* reason) {
@@ -211,8 +220,8 @@ absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
     return Uncached(reason, UncachedReason::kUnreadableInput,
                     absl::StrCat(path, " ran unobserved: ", why));
   }
-  if (!reads.native_targets.empty()) {
-    const auto& [where, option] = reads.native_targets.front();
+  for (const auto& [where, option] : reads.native_targets) {
+    if (compile.host_native_keyed && OnlyHostNativeTuning(option)) continue;
     return Uncached(
         reason, UncachedReason::kNativeTarget,
         absl::StrCat(where, " was given ", option,

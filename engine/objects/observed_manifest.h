@@ -76,6 +76,11 @@ struct ObservedCompile {
   // Programs whose reads are a link's inputs, digested as the linker reads them
   // (DigestKind::kLinkInput): the linker and collect2.
   std::vector<std::string> linkers;
+  // The command's own -march/-mcpu/-mtune=native is in its key by what it expands to here
+  // (NativeExpansion, which runs the compiler as the command does, through any wrapper): a
+  // program of the compile started with those is then keyed, not refused. nvcc's -arch=native
+  // never is.
+  bool host_native_keyed = false;
 };
 
 // The manifest of what the compile read, every line checkable on another machine
