@@ -507,6 +507,14 @@ bool IsSourceFileName(absl::string_view path) {
   return false;
 }
 
+std::string UncachedOptionName(absl::string_view detail) {
+  if (absl::StartsWith(detail, "@")) return "@";
+  if (detail.size() < 2 || detail[0] != '-' || detail.find(' ') != absl::string_view::npos) {
+    return "";
+  }
+  return std::string(detail.substr(0, detail.find_first_of("=,")));
+}
+
 bool IsNativeTuning(absl::string_view option) {
   for (absl::string_view tuning : {"-march=", "-mcpu=", "-mtune="}) {
     if (absl::StartsWith(option, tuning) && option.substr(tuning.size()) == "native") return true;

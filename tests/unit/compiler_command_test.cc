@@ -394,5 +394,18 @@ TEST(CompilerCommandTest, DeviceCodeOfOneSourceIsCacheable) {
             UncachedReason::kSeveralInputs);
 }
 
+// What kcached counts an uncached command by: the deciding option's name, never its value.
+TEST(CompilerCommandTest, UncachedOptionNameIsTheOptionWithoutItsValue) {
+  EXPECT_EQ(UncachedOptionName("-fprofile-use=/data/x.gcda"), "-fprofile-use");
+  EXPECT_EQ(UncachedOptionName("-Wa,-adhln=listing"), "-Wa");
+  EXPECT_EQ(UncachedOptionName("--keep"), "--keep");
+  EXPECT_EQ(UncachedOptionName("@/tmp/args.rsp"), "@");
+  EXPECT_EQ(UncachedOptionName("no -c"), "");
+  EXPECT_EQ(UncachedOptionName("b.cu"), "");
+  EXPECT_EQ(UncachedOptionName("-"), "");
+  EXPECT_EQ(UncachedOptionName(Gcc({"-fplugin=x.so", "-c", "a.c", "-o", "a.o"}).detail),
+            "-fplugin");
+}
+
 }  // namespace
 }  // namespace kcache
