@@ -198,6 +198,25 @@ TEST(MetricsTest, LabelValuesAreEscaped) {
   EXPECT_TRUE(problems.empty()) << problems.front();
 }
 
+// Launcher commands run uncached by option: one sample per pair, the option a label value
+// like any other (a client's name with a quote is escaped).
+TEST(MetricsTest, UncachedCommandsByOptionAreOneFamily) {
+  DaemonMetrics daemon = TestDaemon("");
+  daemon.uncached_options = {{UncachedReason::kUnknownOption, "-fmade\"up", 3},
+                             {UncachedReason::kProfiling, "-fplugin", 1}};
+  std::string text = RenderMetrics(SnapshotOf(Statistics()), daemon);
+  EXPECT_TRUE(absl::StrContains(text,
+                                "\nkcache_launcher_uncached_option_total{reason=\"unknown_option\","
+                                "option=\"-fmade\\\"up\"} 3\n"))
+      << text;
+  EXPECT_TRUE(absl::StrContains(
+      text,
+      "\nkcache_launcher_uncached_option_total{reason=\"profiling\",option=\"-fplugin\"} 1\n"))
+      << text;
+  std::vector<std::string> problems = FormatProblems(text);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
 TEST(MetricsTest, HistogramBucketsAreCumulativeAndEndAtTheCount) {
   Statistics stats;
   stats.RecordResolve(ResolveOutcome::kCompile, absl::Milliseconds(400));
