@@ -7,9 +7,12 @@ extern "C" {
 
 // detect_leaks stays on; the compile worker turns it off for itself
 // (engine/workers/worker_main.cc: its sandbox refuses what LeakSanitizer needs at exit).
+// verify_asan_link_order is off: under `kcache run` a compiler that runs the g++ shim (nvcc
+// preprocessing) starts kcache-launch with the observer library (engine/observe, built without
+// a sanitizer) in LD_PRELOAD, ahead of the ASan runtime; the runtime's interceptors still work.
 const char* __asan_default_options() {
   return "halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:"
-         "strict_init_order=1";
+         "strict_init_order=1:verify_asan_link_order=0";
 }
 
 // NVRTC (closed source, not instrumented) calls strlen on a 2000-byte buffer of its own that
