@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "daemon/service/object_cache_service.h"
 #include "daemon/service/redis_door_server.h"
+#include "engine/objects/compile_turns.h"
 #include "engine/workers/process_pool.h"
 
 namespace kcache {
@@ -82,6 +83,10 @@ struct DaemonOptions {
   // --object-memory-mb: launchers' listings and objects kept in memory once read from a store
   // (engine/objects/memo_object_cache.h); 0: none.
   uint64_t object_memory_bytes = uint64_t{256} << 20;
+  // --object-wait-seconds, --object-max-turn-calls: one compile per launcher miss
+  // (engine/objects/compile_turns.h; across the fleet with --share-client-objects, whose
+  // leases last --shared-lease-seconds).
+  objects::CompileTurnOptions turns;
   // --share-client-objects: client-made objects (the launchers', the Redis door's) also go to
   // and come from the shared tier (engine/objects/fleet_object_cache.h). Needs --shared.
   bool share_client_objects = false;
