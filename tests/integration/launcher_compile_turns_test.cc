@@ -69,11 +69,14 @@ TEST_F(LauncherCompileTurnsTest, TwoLaunchersOfOneKcachedCompileOnce) {
   EXPECT_EQ(Counter(pod, "objects.turn_calls"), 0);
 }
 
+// The holder's compile outlasts its fleet lease several times over: renewed while it runs, the
+// lease keeps the other pod waiting for it.
 TEST_F(LauncherCompileTurnsTest, TwoPodsSharingClientObjectsCompileOnce) {
   if (!StartFleet()) return;
-  DaemonProcess& a = StartOnCluster(true);
-  DaemonProcess& b = StartOnCluster(true);
+  DaemonProcess& a = StartOnCluster(true, {"--shared-lease-seconds", "1"});
+  DaemonProcess& b = StartOnCluster(true, {"--shared-lease-seconds", "1"});
   HolderThenWaiter(a, b, Compile(), Compile());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   gate_->Open();
   RunResult holder = holder_.get(), waiter = waiter_.get();
   ASSERT_EQ(holder.exit_code, 0) << holder.output;
