@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "client/cli/compile_turn_remote.h"
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
 #include "client/cli/run_check.h"
@@ -82,6 +83,14 @@ objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBud
   // object cache itself stays gRPC's here: this binary stores).
   if (std::shared_ptr<client::FastPath> fast = launch::FastPathTo(server)) {
     options.note_uncached = launch::UncachedNotes(std::move(fast), budget);
+  }
+  // One compile per miss among kcached's launchers (and its fleet's): wait for another's.
+  if (!server.empty()) {
+    options.await_turn = [server, budget](const KernelId& key1,
+                                          const std::vector<std::string>& listed,
+                                          const std::string& subject) {
+      return AwaitRemoteTurn(server, budget, key1, listed, subject);
+    };
   }
   options.open_cache = [store_dir, server,
                         budget]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {

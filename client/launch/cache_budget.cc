@@ -107,6 +107,15 @@ void CacheBudget::End(const Call& call, bool answered) {
                    absl::ToInt64Milliseconds(total_), ": ", Unresponsive()));
 }
 
+void CacheBudget::Silent(absl::Duration silence) {
+  if (timed_out_) return;
+  timed_out_ = true;
+  mark_.set_probing(false);
+  marked_until_ = mark_.Set();
+  Log(absl::StrCat("kcached went silent for ", absl::ToInt64Milliseconds(silence),
+                   " ms while this command waited for another's compile: ", Unresponsive()));
+}
+
 std::string CacheBudget::Unresponsive() const {
   if (!marked_until_.has_value() || mark_.path().empty()) return "kcached unresponsive";
   return absl::StrCat("kcached unresponsive (mark until ", ClockTime(*marked_until_), ")");

@@ -74,11 +74,16 @@ class CacheBudget {
   void End(const Call& call, bool answered);
   // Ends `call` that expects no answer (a note sent): its time is spent, nothing more.
   void Spend(const Call& call);
+  // kcached answered, then went silent for `silence` while it said it was waiting for another
+  // launcher's compile (AwaitCompile): a hang, as a call that timed out (marked, and every
+  // later call of the command refused). The wait itself is not spent from the budget.
+  void Silent(absl::Duration silence);
 
   // Nothing is left, or a call timed out: a call now would not be answered in time.
   bool spent() const { return timed_out_ || left_ <= absl::ZeroDuration(); }
   bool timed_out() const { return timed_out_; }
   absl::Duration left() const { return left_; }
+  absl::Duration total() const { return total_; }  // KCACHE_TIMEOUT_MS
   // "kcached unresponsive (mark until 12:34:56.789)": why a command compiles without asking.
   std::string Unresponsive() const;
   // The KCACHE_LOG line of a command that compiles without asking: Unresponsive(), "compiling

@@ -1,9 +1,7 @@
 #include "daemon/cache/shared_tier.h"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
-#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,21 +10,6 @@ namespace kcache {
 namespace {
 
 constexpr size_t kMaxRejectedLogged = 10000;
-
-// Deletes KEYS[1] only while it holds ARGV[1]: a daemon never releases another's lease.
-constexpr char kReleaseScript[] =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end "
-    "return 0";
-// Extends a lease this daemon still holds (ARGV[2] milliseconds from now).
-constexpr char kRenewScript[] =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
-    "end return 0";
-
-std::string NewToken() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return absl::StrCat(host, "/", getpid(), "/", std::random_device{}());
-}
 
 }  // namespace
 
@@ -42,18 +25,37 @@ absl::StatusOr<std::unique_ptr<SharedTier>> SharedTier::Create(SharedTierOptions
   if (!reader.ok()) return reader.status();
   absl::StatusOr<std::unique_ptr<RedisCluster>> writer = RedisCluster::Create(options.url, write);
   if (!writer.ok()) return writer.status();
-  return std::unique_ptr<SharedTier>(
-      new SharedTier(std::move(options), *std::move(reader), *std::move(writer), stats));
+  absl::StatusOr<std::unique_ptr<RedisCluster>> leaser = RedisCluster::Create(options.url, write);
+  if (!leaser.ok()) return leaser.status();
+  return std::unique_ptr<SharedTier>(new SharedTier(std::move(options), *std::move(reader),
+                                                    *std::move(writer), *std::move(leaser), stats));
 }
 
+namespace {
+
+RedisLeaseOptions LeaseOptionsOf(const SharedTierOptions& options) {
+  RedisLeaseOptions leases;
+  leases.ttl = options.lease_ttl;
+  leases.poll = options.poll;
+  leases.call_budget = options.budget;
+  leases.release_deadline = options.write_deadline;
+  return leases;
+}
+
+}  // namespace
+
 SharedTier::SharedTier(SharedTierOptions options, std::unique_ptr<RedisCluster> reader,
-                       std::unique_ptr<RedisCluster> writer, Statistics* stats)
+                       std::unique_ptr<RedisCluster> writer, std::unique_ptr<RedisCluster> leaser,
+                       Statistics* stats)
     : options_(std::move(options)),
       reader_(std::move(reader)),
       writer_(std::move(writer)),
       stats_(stats),
       health_(options_.off_initial, options_.off_max),
-      token_(NewToken()) {
+      leases_(
+          std::move(leaser), LeaseOptionsOf(options_),
+          [this](const absl::Status& status) { RecordFailure(status); },
+          [this] { stats_->Add(Statistic::kSharedLeaseRenewals); }) {
   thread_ = std::thread([this] { RunWriter(); });
 }
 
@@ -118,15 +120,6 @@ std::optional<std::vector<Artifact>> SharedTier::Fetch(const std::vector<Artifac
   return artifacts;
 }
 
-std::optional<bool> SharedTier::TakeLease(const std::string& lease) {
-  absl::StatusOr<bool> taken = reader_->SetIfAbsent(lease, token_, options_.lease_ttl);
-  if (!taken.ok()) {
-    RecordFailure(taken.status());
-    return std::nullopt;
-  }
-  return *taken;
-}
-
 std::optional<std::vector<Artifact>> SharedTier::AwaitFleet(const std::vector<ArtifactKey>& keys,
                                                             std::string* lease) {
   lease->clear();
@@ -134,45 +127,33 @@ std::optional<std::vector<Artifact>> SharedTier::AwaitFleet(const std::vector<Ar
     return std::nullopt;
   }
   const std::string lease_key = SharedLeaseRedisKey(keys.front());
-  const absl::Time give_up = absl::Now() + options_.wait;
-  bool waited = false;
-  while (true) {
-    std::optional<bool> taken = TakeLease(lease_key);
-    if (!taken) return std::nullopt;  // the tier failed: compile without a lease
-    if (*taken) {
-      stats_->Add(waited ? Statistic::kSharedLeasesExpired : Statistic::kSharedLeasesTaken);
+  std::optional<std::vector<Artifact>> came;
+  RedisLeases::Hooks hooks;
+  hooks.arrived = [&]() -> std::optional<bool> {
+    if (!health_.Available(absl::Now())) return std::nullopt;
+    came = Fetch(keys, absl::Now() + options_.budget, /*count=*/false);
+    return came.has_value();
+  };
+  LeaseWait wait = leases_.Await(lease_key, absl::Now() + options_.wait, hooks);
+  if (wait.took) {
+    stats_->Add(wait.waited ? Statistic::kSharedLeasesExpired : Statistic::kSharedLeasesTaken);
+  }
+  if (wait.waited) stats_->Add(Statistic::kSharedLeaseWaits);
+  switch (wait.end) {
+    case LeaseWaitEnd::kTaken:
       *lease = lease_key;
-      Hold(lease_key);
-      // The holder may have written and released between our miss and our lease.
-      if (std::optional<std::vector<Artifact>> late =
-              Fetch(keys, absl::Now() + options_.budget, /*count=*/false)) {
-        Unhold(lease_key);
-        Release(lease_key);
-        lease->clear();
-        return late;
-      }
       return std::nullopt;
-    }
-    if (!waited) stats_->Add(Statistic::kSharedLeaseWaits);
-    waited = true;
-    if (absl::Now() >= give_up) {
+    case LeaseWaitEnd::kArrived:
+      if (!wait.took) stats_->Add(Statistic::kSharedLeaseWaitHits);
+      return came;
+    case LeaseWaitEnd::kGaveUp:
       stats_->Add(Statistic::kSharedLeaseWaitsTimedOut);
       return std::nullopt;
-    }
-    absl::SleepFor(options_.poll);
-    if (!health_.Available(absl::Now())) return std::nullopt;
-    if (std::optional<std::vector<Artifact>> arrived =
-            Fetch(keys, absl::Now() + options_.budget, /*count=*/false)) {
-      stats_->Add(Statistic::kSharedLeaseWaitHits);
-      return arrived;
-    }
+    case LeaseWaitEnd::kFailed:
+    case LeaseWaitEnd::kStopped:
+      break;
   }
-}
-
-void SharedTier::Release(const std::string& lease) {
-  absl::Status released =
-      writer_->Command({"EVAL", kReleaseScript, "1", lease, token_}, /*key_index=*/3).status();
-  if (!released.ok()) RecordFailure(released);
+  return std::nullopt;  // the tier failed: compile without a lease
 }
 
 void SharedTier::Publish(const std::vector<std::shared_ptr<const Artifact>>& artifacts,
@@ -189,58 +170,13 @@ void SharedTier::Publish(const std::vector<std::shared_ptr<const Artifact>>& art
   }
   // The release goes last (and always: a lease left behind only delays the others until it
   // expires).
-  if (!lease.empty()) {
-    held_.erase(lease);
-    queue_.push_back(Write{nullptr, lease});
-  }
+  if (!lease.empty()) queue_.push_back(Write{nullptr, lease});
 }
 
 void SharedTier::ReleaseLease(const std::string& lease) {
   if (lease.empty()) return;
   absl::MutexLock lock(&mu_);
-  held_.erase(lease);
   queue_.push_back(Write{nullptr, lease});
-}
-
-void SharedTier::Hold(const std::string& lease) {
-  absl::MutexLock lock(&mu_);
-  held_[lease] = absl::Now() + options_.lease_ttl / 3;
-  rearm_ = true;
-}
-
-void SharedTier::Unhold(const std::string& lease) {
-  absl::MutexLock lock(&mu_);
-  held_.erase(lease);
-}
-
-absl::Time SharedTier::NextRenewal() const {
-  absl::Time next = absl::InfiniteFuture();
-  for (const auto& [lease, at] : held_) next = std::min(next, at);
-  return next;
-}
-
-void SharedTier::RenewDue() {
-  std::vector<std::string> due;
-  {
-    absl::MutexLock lock(&mu_);
-    absl::Time now = absl::Now();
-    for (auto& [lease, at] : held_) {
-      if (at > now) continue;
-      due.push_back(lease);
-      at = now + options_.lease_ttl / 3;
-    }
-  }
-  std::string ttl_ms = std::to_string(absl::ToInt64Milliseconds(options_.lease_ttl));
-  for (const std::string& lease : due) {
-    absl::Status renewed =
-        writer_->Command({"EVAL", kRenewScript, "1", lease, token_, ttl_ms}, /*key_index=*/3)
-            .status();
-    if (renewed.ok()) {
-      stats_->Add(Statistic::kSharedLeaseRenewals);
-    } else {
-      RecordFailure(renewed);
-    }
-  }
 }
 
 void SharedTier::Flush() {
@@ -252,36 +188,20 @@ void SharedTier::Flush() {
 }
 
 void SharedTier::RunWriter() {
-  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return stopping_ || !queue_.empty() || rearm_;
-  };
+  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
   while (true) {
     Write write;
-    bool renew = false;
     {
       absl::MutexLock lock(&mu_);
-      // Wakes for a write, when a lease held for a running compile is due for renewal, or
-      // when a new lease (Hold) moves the next renewal earlier.
-      mu_.AwaitWithDeadline(absl::Condition(&ready), NextRenewal());
+      mu_.Await(absl::Condition(&ready));
       if (stopping_) return;
-      rearm_ = false;
-      // A renewal that is due goes before queued writes: a long queue must not let a lease
-      // expire under a running compile.
-      renew = NextRenewal() <= absl::Now();
-      if (!renew) {
-        if (queue_.empty()) continue;
-        write = std::move(queue_.front());
-        queue_.pop_front();
-        ++writing_;
-      }
-    }
-    if (renew) {
-      RenewDue();
-      continue;
+      write = std::move(queue_.front());
+      queue_.pop_front();
+      ++writing_;
     }
     const std::shared_ptr<const Artifact>& artifact = write.artifact;
     if (artifact == nullptr) {
-      Release(write.lease);
+      leases_.Release(write.lease);
     } else if (!health_.Available(absl::Now())) {
       stats_->Add(Statistic::kSharedSkips);
     } else {

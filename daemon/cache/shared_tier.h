@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -32,6 +31,7 @@
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
 #include "engine/shared/redis_cluster.h"
+#include "engine/shared/redis_lease.h"
 #include "engine/shared/shared_entry.h"
 
 namespace kcache {
@@ -49,17 +49,18 @@ class SharedTier {
   // a rejected entry, a failing or switched-off tier: each counted).
   std::optional<std::vector<Artifact>> FetchAll(const std::vector<ArtifactKey>& keys);
 
-  // After a FetchAll miss: takes the fleet's lease on `keys` (SET NX PX on the first key's
-  // lease), or, when another daemon holds it, waits for that daemon's entry (polling) until
-  // it comes, the lease goes (expired: its holder died; or released: its compile failed) and
-  // this daemon takes it, or options.wait passes. The artifacts when they came; else
-  // nullopt, and this daemon compiles — holding the lease when `*lease` is set non-empty
-  // (pass it to Publish or ReleaseLease). A failing tier: nullopt at once, no lease.
+  // After a FetchAll miss: takes the fleet's lease on `keys` (the first key's lease;
+  // engine/shared/redis_lease.h), or, when another daemon holds it, waits for that daemon's
+  // entry (polling) until it comes, the lease goes (expired: its holder died; or released: its
+  // compile failed) and this daemon takes it, or options.wait passes. The artifacts when they
+  // came; else nullopt, and this daemon compiles — holding the lease (renewed while its compile
+  // runs) when `*lease` is set non-empty (pass it to Publish or ReleaseLease). A failing tier:
+  // nullopt at once, no lease.
   std::optional<std::vector<Artifact>> AwaitFleet(const std::vector<ArtifactKey>& keys,
                                                   std::string* lease);
 
   // Queues each artifact to be written (those over the size cap are counted and skipped),
-  // then the release of `lease` (empty: none) once they are written.
+  // then the release of `lease` (empty: none) once they are written: it is renewed until then.
   void Publish(const std::vector<std::shared_ptr<const Artifact>>& artifacts,
                const std::string& lease = "");
   // Queues the release of a lease this daemon holds (its compile failed).
@@ -72,23 +73,14 @@ class SharedTier {
 
  private:
   SharedTier(SharedTierOptions options, std::unique_ptr<RedisCluster> reader,
-             std::unique_ptr<RedisCluster> writer, Statistics* stats);
+             std::unique_ptr<RedisCluster> writer, std::unique_ptr<RedisCluster> leaser,
+             Statistics* stats);
   void RecordFailure(const absl::Status& status);
   void LogRejectedOnce(const std::string& redis_key, const absl::Status& status);
   void RunWriter();
   // `count`: count misses and rejections (the first look; a wait's polls are not counted).
   std::optional<std::vector<Artifact>> Fetch(const std::vector<ArtifactKey>& keys,
                                              absl::Time deadline, bool count);
-  // SET NX PX of `lease`: true when taken; nullopt when the tier failed.
-  std::optional<bool> TakeLease(const std::string& lease);
-  void Release(const std::string& lease);  // deletes it if it still holds token_
-  // A lease this daemon took is renewed (to lease_ttl from then) every lease_ttl / 3 by the
-  // writer thread while its compile runs, so that a compile longer than the lease is not
-  // duplicated by a daemon that saw the lease expire; Publish / ReleaseLease stop that.
-  void Hold(const std::string& lease);
-  void Unhold(const std::string& lease);
-  absl::Time NextRenewal() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RenewDue();  // the writer thread's
   struct Write {
     std::shared_ptr<const Artifact> artifact;  // null: only release `lease`
     std::string lease;                         // released after this write ("" none)
@@ -99,15 +91,13 @@ class SharedTier {
   std::unique_ptr<RedisCluster> writer_;  // the writer thread's own connections
   Statistics* stats_;
   TierHealth health_;
+  RedisLeases leases_;  // its own connections: taken here, renewed by its thread
 
   absl::Mutex mu_;
-  const std::string token_;  // this daemon's lease value (host, pid, random)
   std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
   size_t writing_ ABSL_GUARDED_BY(mu_) = 0;  // taken from the queue, not yet written
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<std::string> rejected_logged_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, absl::Time> held_ ABSL_GUARDED_BY(mu_);  // lease -> renew at
-  bool rearm_ ABSL_GUARDED_BY(mu_) = false;  // Hold added a lease: recompute the next renewal
   std::thread thread_;
 };
 

@@ -237,6 +237,25 @@ constexpr StatisticInfo kRows[] = {
      "--max-object-entry-bytes (stored before that bound)"},
     {S::kBakedStoresSkippedDamaged, "store.baked_skipped_damaged",
      "--baked stores kcached started without: they did not open (damaged); rebuild them"},
+    {S::kObjectTurnsHeld, "objects.turns_held",
+     "launchers' misses that held the turn: they compiled for the launchers waiting on the "
+     "same command"},
+    {S::kObjectTurnWaits, "objects.turn_waits",
+     "launchers' misses that waited for another launcher's compile of the same command (here, "
+     "or in the fleet with --share-client-objects)"},
+    {S::kObjectTurnWaitsServed, "objects.turn_waits_served",
+     "waits whose launcher was then served the holder's entry: a compile saved"},
+    {S::kObjectTurnWaitsNotServed, "objects.turn_waits_not_served",
+     "waits whose launcher found the holder's entry not matching its files: it compiled"},
+    {S::kObjectTurnWaitsReleased, "objects.turn_waits_released",
+     "waits ended by the holder's compile failing or not being stored, or its fleet lease "
+     "going: the launcher compiled"},
+    {S::kObjectTurnWaitsGaveUp, "objects.turn_waits_gave_up",
+     "waits past --object-wait-seconds: the launcher compiled"},
+    {S::kObjectTurnCallsRefused, "objects.turn_calls_refused",
+     "launchers' misses told to compile at once: --object-max-turn-calls were served already"},
+    {S::kObjectTurnCalls, "objects.turn_calls",
+     "launchers' turn calls kcached serves now, holding or waiting (a gauge)"},
 };
 constexpr std::array<StatisticInfo, kStatisticCount> kTable = WithUncachedRows(kRows, Uncached);
 

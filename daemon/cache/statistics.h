@@ -145,9 +145,18 @@ enum class Statistic : int {
   kObjectPutsRefusedEntryTooBig = 121,
   kObjectListingSkipped = 122,
   kBakedStoresSkippedDamaged = 123,
+  // Launchers' turns (engine/objects/compile_turns.h): one compile per miss.
+  kObjectTurnsHeld = 124,
+  kObjectTurnWaits = 125,
+  kObjectTurnWaitsServed = 126,
+  kObjectTurnWaitsNotServed = 127,
+  kObjectTurnWaitsReleased = 128,
+  kObjectTurnWaitsGaveUp = 129,
+  kObjectTurnCallsRefused = 130,
+  kObjectTurnCalls = 131,  // a gauge: turn calls served now
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 123;
+inline constexpr int kStatisticCount = 131;
 
 struct StatisticInfo {
   Statistic id;

@@ -26,6 +26,7 @@
 #include "daemon/host/client_object_sharing.h"
 #include "daemon/host/listen_socket.h"
 #include "daemon/host/metrics.h"
+#include "daemon/host/object_turns.h"
 #include "daemon/host/probe_listener.h"
 #include "daemon/host/store_event_log.h"
 #include "daemon/service/blocking_pool.h"
@@ -190,8 +191,8 @@ class DaemonImpl final : public Daemon {
         NewArtifactCache(std::move(cache_options));
     if (!cache.ok()) return cache.status();
     cache_ = *std::move(cache);
-    object_service_ = std::make_unique<ObjectCacheService>(object_cache_.get(), options_.objects,
-                                                           statistics_.get());
+    object_service_ = std::make_unique<ObjectCacheService>(object_cache_.get(), object_turns_.get(),
+                                                           options_.objects, statistics_.get());
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
 
     grpc::EnableDefaultHealthCheckService(true);
@@ -327,13 +328,13 @@ class DaemonImpl final : public Daemon {
   absl::Status OpenObjectCache(const CacheOptions& cache_options) {
     std::vector<Store*> baked;
     for (const auto& store : cache_options.baked) baked.push_back(store.get());
-    absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = ShareClientObjects(
-        options_,
-        objects::NewTieredObjectCache(cache_options.local.get(), std::move(baked),
-                                      options_.objects.max_object_bytes),
-        statistics_.get());
+    std::unique_ptr<objects::ObjectCache> stores = objects::NewTieredObjectCache(
+        cache_options.local.get(), std::move(baked), options_.objects.max_object_bytes);
+    objects::ObjectCache* own_stores = stores.get();  // kept by the cache made over it
+    absl::StatusOr<objects::FleetObjects> cache =
+        ShareClientObjects(options_, std::move(stores), statistics_.get());
     if (!cache.ok()) return cache.status();
-    object_cache_ = *std::move(cache);
+    object_cache_ = std::move(cache->cache);
     if (options_.object_memory_bytes > 0) {
       auto memo = std::make_unique<objects::MemoObjectCache>(
           std::move(object_cache_), options_.object_memory_bytes,
@@ -341,6 +342,8 @@ class DaemonImpl final : public Daemon {
       object_memo_ = memo.get();
       object_cache_ = std::move(memo);
     }
+    object_turns_ =
+        NewObjectTurns(options_.turns, own_stores, object_memo_, cache->leases, statistics_.get());
     return absl::OkStatus();
   }
 
@@ -581,6 +584,7 @@ class DaemonImpl final : public Daemon {
     service_.reset();
     pool_.reset();
     object_memo_ = nullptr;
+    object_turns_.reset();
     object_cache_.reset();  // its fleet writer counts into cache_: stopped first
     cache_.reset();         // closes the stores (their writes are synced as they happen)
     pools_.clear();
@@ -601,8 +605,9 @@ class DaemonImpl final : public Daemon {
   // the tracker (a call it still ticks leaves the tracker when the ticker lets it go).
   ProgressTicker ticker_;
   std::unique_ptr<KernelCacheService> service_;
-  std::unique_ptr<objects::ObjectCache> object_cache_;  // over the cache's stores
-  objects::MemoObjectCache* object_memo_ = nullptr;     // object_cache_, --object-memory-mb
+  std::unique_ptr<objects::ObjectCache> object_cache_;   // over the cache's stores
+  objects::MemoObjectCache* object_memo_ = nullptr;      // object_cache_, --object-memory-mb
+  std::unique_ptr<objects::CompileTurns> object_turns_;  // over object_cache_ (and its leases)
   std::unique_ptr<ObjectCacheService> object_service_;
   std::unique_ptr<FastPathServer> fast_;         // stopped before the cache closes
   std::unique_ptr<RedisDoorServer> redis_door_;  // likewise

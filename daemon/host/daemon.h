@@ -19,6 +19,7 @@
 #include "daemon/cache/uncached_options.h"
 #include "daemon/service/object_cache_service.h"
 #include "daemon/service/redis_door_server.h"
+#include "engine/objects/compile_turns.h"
 #include "engine/workers/process_pool.h"
 
 namespace kcache {
@@ -86,6 +87,10 @@ struct DaemonOptions {
   // --max-uncached-options: distinct (reason, option) pairs kcached counts launcher commands
   // run uncached by (daemon/cache/uncached_options.h); past it, option "(others)".
   size_t max_uncached_options = UncachedOptionCounts::kDefaultLimit;
+  // --object-wait-seconds, --object-max-turn-calls: one compile per launcher miss
+  // (engine/objects/compile_turns.h; across the fleet with --share-client-objects, whose
+  // leases last --shared-lease-seconds).
+  objects::CompileTurnOptions turns;
   // --share-client-objects: client-made objects (the launchers', the Redis door's) also go to
   // and come from the shared tier (engine/objects/fleet_object_cache.h). Needs --shared.
   bool share_client_objects = false;

@@ -64,6 +64,18 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "so the next pod's compile of the same command reads and decompresses nothing "
                  "(least recently used dropped first; 0: none)")
       ->capture_default_str();
+  int64_t object_wait_seconds = 180;
+  app.add_option("--object-wait-seconds", object_wait_seconds,
+                 "Longest a launcher's miss waits for another launcher's compile of the same "
+                 "command, here or (--share-client-objects) in the fleet (0: no waiting, every "
+                 "miss compiles)")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
+  app.add_option("--object-max-turn-calls", o.turns.max_calls,
+                 "Launchers' misses kcached serves turns for at once (holding or waiting); "
+                 "more compile at once")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   app.add_option("--baked", o.baked, "Read-only store baked into the image (repeatable)")
       ->check(CLI::ExistingDirectory);
   app.add_option("--listen", o.listen, "Address to serve on: unix:///path/to.sock")->required();
@@ -214,6 +226,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   o.memory_cache_bytes = memory_cache_mb << 20;
   o.write_back_queue_bytes = write_back_queue_mb << 20;
   o.object_memory_bytes = object_memory_mb << 20;
+  o.turns.wait = absl::Seconds(object_wait_seconds);
   o.warm_start_bytes = warm_start_mb << 20;
   o.warm_before_ready = absl::Milliseconds(warm_before_ready_ms);
   o.compile.memory_bytes_per_worker = compile_memory_mb << 20;

@@ -33,6 +33,11 @@ constexpr char kObjectsHelp[] = "Compiler outputs served to or stored by launche
 constexpr char kObjectPutsRefused[] = "kcache_object_puts_refused_total";
 constexpr char kObjectPutsRefusedHelp[] =
     "Launchers' puts refused for a bound, by the bound (docs/kcached.md).";
+constexpr char kObjectTurns[] = "kcache_object_turns_total";
+constexpr char kObjectTurnsHelp[] =
+    "Launchers' misses that held the turn, waited for another's compile, or were refused one.";
+constexpr char kObjectTurnWaits[] = "kcache_object_turn_waits_total";
+constexpr char kObjectTurnWaitsHelp[] = "How launchers' waits for another's compile ended.";
 constexpr char kObjectFleet[] = "kcache_object_fleet_total";
 constexpr char kObjectFleetHelp[] =
     "Client-made objects on the fleet tier (--share-client-objects), by outcome.";
@@ -220,6 +225,15 @@ constexpr MetricMapping kRows[] = {
      "Entries left out of export listings: metadata over --max-object-entry-bytes.", "", ""},
     {S::kBakedStoresSkippedDamaged, "kcache_baked_stores_skipped_damaged",
      "--baked stores kcached started without because they did not open.", "", ""},
+    {S::kObjectTurnsHeld, kObjectTurns, kObjectTurnsHelp, "outcome", "held"},
+    {S::kObjectTurnWaits, kObjectTurns, kObjectTurnsHelp, "outcome", "waited"},
+    {S::kObjectTurnWaitsServed, kObjectTurnWaits, kObjectTurnWaitsHelp, "end", "served"},
+    {S::kObjectTurnWaitsNotServed, kObjectTurnWaits, kObjectTurnWaitsHelp, "end", "not_served"},
+    {S::kObjectTurnWaitsReleased, kObjectTurnWaits, kObjectTurnWaitsHelp, "end", "released"},
+    {S::kObjectTurnWaitsGaveUp, kObjectTurnWaits, kObjectTurnWaitsHelp, "end", "gave_up"},
+    {S::kObjectTurnCallsRefused, kObjectTurns, kObjectTurnsHelp, "outcome", "refused"},
+    {S::kObjectTurnCalls, "kcache_object_turn_calls",
+     "Launchers' turn calls served now (bound: --object-max-turn-calls).", "", ""},
 };
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = WithUncachedRows(kRows, Uncached);
 

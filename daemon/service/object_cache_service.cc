@@ -15,6 +15,67 @@ grpc::Status Invalid(absl::string_view message) {
   return ToGrpcStatus(absl::InvalidArgumentError(message));
 }
 
+// The entry ids of a launcher's lookup that AwaitCompile reads, and their longest length.
+constexpr int kMaxSeenEntryIds = 64;
+constexpr size_t kEntryIdLength = 64;
+
+// One AwaitCompile call as the launchers' turns see it.
+class StreamTurnCall final : public objects::TurnCall {
+ public:
+  using Stream = grpc::ServerReaderWriter<v1::AwaitCompileUpdate, v1::AwaitCompileRequest>;
+  StreamTurnCall(grpc::ServerContext* context, Stream* stream)
+      : context_(context), stream_(stream) {}
+
+  bool Send(const objects::TurnUpdate& update) override {
+    v1::AwaitCompileUpdate wire;
+    switch (update.kind) {
+      case objects::TurnUpdate::Kind::kCompile:
+        wire.set_kind(v1::AwaitCompileUpdate::KIND_COMPILE);
+        wire.set_holds_turn(update.holds);
+        break;
+      case objects::TurnUpdate::Kind::kWait:
+        wire.set_kind(v1::AwaitCompileUpdate::KIND_WAIT);
+        wire.set_wait_limit_seconds(
+            static_cast<uint32_t>(std::max<int64_t>(0, absl::ToInt64Seconds(update.limit))));
+        break;
+      case objects::TurnUpdate::Kind::kArrived:
+        wire.set_kind(v1::AwaitCompileUpdate::KIND_ARRIVED);
+        break;
+    }
+    wire.set_holder(update.holder);
+    wire.set_why(update.why);
+    return stream_->Write(wire);
+  }
+
+  bool Gone() override { return context_->IsCancelled(); }
+
+  std::optional<objects::TurnEnd> Receive() override {
+    v1::AwaitCompileRequest message;
+    if (!stream_->Read(&message)) return std::nullopt;
+    objects::TurnEnd end;
+    switch (message.end()) {
+      case v1::TURN_END_STORED:
+        end.kind = objects::TurnEnd::Kind::kStored;
+        break;
+      case v1::TURN_END_SERVED:
+        end.kind = objects::TurnEnd::Kind::kServed;
+        break;
+      case v1::TURN_END_NOT_SERVED:
+        end.kind = objects::TurnEnd::Kind::kNotServed;
+        break;
+      default:  // NOT_STORED, or a message that says nothing: not stored
+        end.kind = objects::TurnEnd::Kind::kNotStored;
+        break;
+    }
+    end.why = message.why();
+    return end;
+  }
+
+ private:
+  grpc::ServerContext* context_;
+  Stream* stream_;
+};
+
 }  // namespace
 
 absl::Status ListObjectsByKey(objects::ObjectCache& cache, const v1::ListObjectsRequest& request,
@@ -170,6 +231,22 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
     return ToGrpcStatus(put);
   }
   counts_->Add(Statistic::kObjectsStored);
+  return grpc::Status::OK;
+}
+
+grpc::Status ObjectCacheService::AwaitCompile(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::AwaitCompileUpdate, v1::AwaitCompileRequest>* stream) {
+  v1::AwaitCompileRequest first;
+  if (!stream->Read(&first)) return Invalid("AwaitCompile: the first message must name key1");
+  absl::StatusOr<KernelId> key1 = KernelId::FromBytes(first.key1());
+  if (!key1.ok()) return Invalid("AwaitCompile: key1 is not 32 bytes");
+  absl::flat_hash_set<std::string> seen;
+  for (int i = 0; i < std::min(first.seen_entry_ids_size(), kMaxSeenEntryIds); ++i) {
+    seen.insert(first.seen_entry_ids(i).substr(0, kEntryIdLength));
+  }
+  StreamTurnCall call(context, stream);
+  turns_->Serve(*key1, seen, first.client(), call);
   return grpc::Status::OK;
 }
 

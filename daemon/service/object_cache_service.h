@@ -1,8 +1,10 @@
 // ObjectCacheService: kcached's side of the compiler launchers (service kcache.v1.ObjectCache,
 // proto/kcache/v1/objects.proto). It validates and converts requests and calls an ObjectCache
 // (engine/objects/tiered_object_cache.h: baked stores first, client-made puts into the
-// writable store only) and nothing else. Sync API: store reads and writes block gRPC's sync
-// threads, never the KernelCache service's callback threads.
+// writable store only) and, for AwaitCompile, the launchers' turns
+// (engine/objects/compile_turns.h), and nothing else. Sync API: store reads and writes, and
+// launchers waiting for their turn, block gRPC's sync threads (the turns bound how many),
+// never the KernelCache service's callback threads.
 #ifndef KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_
 #define KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_
 
@@ -10,6 +12,7 @@
 
 #include "daemon/cache/statistics.h"
 #include "daemon/service/byte_budget.h"
+#include "engine/objects/compile_turns.h"
 #include "engine/objects/object_cache.h"
 #include "kcache/v1/objects.grpc.pb.h"
 
@@ -49,8 +52,11 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
  public:
   // Lookups, objects served and stored and puts refused are counted in `counts` (objects.*
   // statistics; borrowed), and the bytes of uploads held now in objects.upload_bytes.
-  ObjectCacheService(objects::ObjectCache* cache, ObjectServiceLimits limits, Statistics* counts)
+  // `turns` (borrowed) serves AwaitCompile; it must outlive the service too.
+  ObjectCacheService(objects::ObjectCache* cache, objects::CompileTurns* turns,
+                     ObjectServiceLimits limits, Statistics* counts)
       : cache_(cache),
+        turns_(turns),
         limits_(limits),
         counts_(counts),
         uploads_(limits.max_upload_bytes, counts, Statistic::kObjectUploadBytes) {}
@@ -62,12 +68,16 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
   grpc::Status PutObject(grpc::ServerContext* context,
                          grpc::ServerReader<v1::PutObjectRequest>* reader,
                          v1::PutObjectResponse* response) override;
+  grpc::Status AwaitCompile(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::AwaitCompileUpdate, v1::AwaitCompileRequest>* stream) override;
 
  private:
   // The entry the first message announces, checked against the bounds (counted when refused).
   absl::StatusOr<objects::ObjectEntryMeta> CheckedEntry(const v1::PutObjectRequest& first);
 
   objects::ObjectCache* cache_;
+  objects::CompileTurns* turns_;
   const ObjectServiceLimits limits_;
   Statistics* counts_;
   ByteBudget uploads_;  // the bytes PutObject calls in flight announced

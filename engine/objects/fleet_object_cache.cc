@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -31,6 +32,16 @@ constexpr char kBoundedListing[] =
     "for i = 2, #t, 2 do b = b + #t[i] end "
     "if b > tonumber(ARGV[2]) then return b end "
     "return t";
+// HKEYS, unless the hash has more than ARGV[1] fields or its field names more than ARGV[2]
+// bytes: then that count (an integer).
+constexpr char kBoundedIds[] =
+    "local n = redis.call('HLEN', KEYS[1]) "
+    "if n > tonumber(ARGV[1]) then return n end "
+    "local t = redis.call('HKEYS', KEYS[1]) "
+    "local b = 0 "
+    "for i = 1, #t do b = b + #t[i] end "
+    "if b > tonumber(ARGV[2]) then return b end "
+    "return t";
 
 std::string Prefix(const KernelId& key1) {
   return absl::StrCat("kcache:obj:v1:{", absl::BytesToHexString(key1.Bytes()), "}:");
@@ -40,12 +51,14 @@ std::string ListingFieldRedisKey(const ArtifactKey& key) {
   return absl::StrCat(FleetListingRedisKey(key.kernel_id), ":", key.toolkit);
 }
 
-class FleetObjectCache final : public ObjectCache {
+class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
  public:
   FleetObjectCache(std::unique_ptr<ObjectCache> pod, std::unique_ptr<RedisCluster> redis,
-                   FleetObjectOptions options, std::function<void(FleetObjectCount)> count)
+                   std::unique_ptr<RedisLeases> leases, FleetObjectOptions options,
+                   std::function<void(FleetObjectCount)> count)
       : pod_(std::move(pod)),
         redis_(std::move(redis)),
+        leases_(std::move(leases)),
         options_(std::move(options)),
         count_(std::move(count)) {}
 
@@ -113,14 +126,46 @@ class FleetObjectCache final : public ObjectCache {
     absl::Status put = pod_->Put(entry, bundle);
     if (!put.ok()) return put;
     absl::MutexLock lock(&mu_);
-    if (queue_.size() >= kMaxFleetWritesQueued ||
+    if (queued_entries_ >= kMaxFleetWritesQueued ||
         queued_bytes_ + bundle.size() > options_.max_object_bytes) {
       Count(FleetObjectCount::kWriteDropped);
       return absl::OkStatus();
     }
     queued_bytes_ += bundle.size();
-    queue_.push_back({entry, bundle});
+    ++queued_entries_;
+    queue_.push_back({entry, bundle, ""});
     return absl::OkStatus();
+  }
+
+  LeaseWait Await(const KernelId& key1, const absl::flat_hash_set<std::string>& seen_before,
+                  absl::Time give_up,
+                  std::function<bool(const std::string& holder)> keep_waiting) override {
+    // What arrives is an entry the tier did not list when the wait began (one it did, this
+    // kcached's lookups see as they always do), nor the launcher's lookup listed.
+    absl::StatusOr<std::vector<std::string>> listed_now = ListedIds(key1);
+    if (!listed_now.ok()) return LeaseWait{};             // kFailed: compile without the lease
+    absl::flat_hash_set<std::string> seen = seen_before;  // and each id fetched once
+    seen.insert(listed_now->begin(), listed_now->end());
+    RedisLeases::Hooks hooks;
+    hooks.keep_waiting = std::move(keep_waiting);
+    hooks.arrived = [&]() -> std::optional<bool> {
+      absl::StatusOr<std::vector<std::string>> ids = ListedIds(key1);
+      if (!ids.ok()) return std::nullopt;
+      bool any = false;
+      for (const std::string& id : *ids) {
+        if (!seen.insert(id).second) continue;
+        ArtifactKey key = ObjectArtifactKey(key1, Manifest{});
+        key.toolkit = id;
+        any = Get(key).ok() || any;  // verified, and copied into this kcached's store
+      }
+      return any;
+    };
+    return leases_->Await(FleetTurnRedisKey(key1), give_up, hooks);
+  }
+
+  void Release(const KernelId& key1) override {
+    absl::MutexLock lock(&mu_);
+    queue_.push_back({{}, "", FleetTurnRedisKey(key1)});
   }
 
   ~FleetObjectCache() override {
@@ -155,8 +200,26 @@ class FleetObjectCache final : public ObjectCache {
     return reply;
   }
 
+  // The entry ids key1's listing holds (Unavailable while the tier is switched off; counted
+  // refused and ResourceExhausted over the bounds).
+  absl::StatusOr<std::vector<std::string>> ListedIds(const KernelId& key1) {
+    absl::StatusOr<RedisReply> reply =
+        Call({"EVAL", kBoundedIds, "1", FleetListingRedisKey(key1), absl::StrCat(kMaxFleetListing),
+              absl::StrCat(kMaxFleetTurnIdBytes)},
+             options_.budget);
+    if (!reply.ok()) return reply.status();
+    if (reply->type != RedisReply::Type::kArray) {
+      Count(FleetObjectCount::kRefused);
+      return absl::ResourceExhaustedError("the fleet listing is over its bounds");
+    }
+    std::vector<std::string> ids;
+    for (const RedisReply& id : reply->elements) ids.push_back(id.str);
+    return ids;
+  }
+
   // The writer thread's: seals and writes each queued entry, the entry before its listing (a
-  // listing never names an entry not yet written).
+  // listing never names an entry not yet written), and releases a lease after the entries
+  // queued before it.
   void RunWriter() {
     for (;;) {
       Write write;
@@ -171,6 +234,11 @@ class FleetObjectCache final : public ObjectCache {
         write = std::move(queue_.front());
         queue_.pop_front();
         queued_bytes_ -= write.bundle.size();
+        if (write.release.empty()) --queued_entries_;
+      }
+      if (!write.release.empty()) {
+        leases_->Release(write.release);
+        continue;
       }
       const ObjectEntryMeta& entry = write.entry;
       std::string redis_key = FleetObjectRedisKey(entry.key);
@@ -194,6 +262,7 @@ class FleetObjectCache final : public ObjectCache {
 
   std::unique_ptr<ObjectCache> pod_;
   std::unique_ptr<RedisCluster> redis_;
+  std::unique_ptr<RedisLeases> leases_;
   const FleetObjectOptions options_;
   const std::function<void(FleetObjectCount)> count_;
   std::atomic<int64_t> off_until_ns_{0};
@@ -201,10 +270,12 @@ class FleetObjectCache final : public ObjectCache {
   struct Write {
     ObjectEntryMeta entry;
     std::string bundle;
+    std::string release;  // non-empty: only release this lease
   };
   absl::Mutex mu_;
   std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // bundle bytes in queue_
+  size_t queued_entries_ ABSL_GUARDED_BY(mu_) = 0;  // entries (not releases) in queue_
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread writer_{[this] { RunWriter(); }};  // last: starts once the rest is built
 };
@@ -219,12 +290,18 @@ std::string FleetListingRedisKey(const KernelId& key1) {
   return absl::StrCat(Prefix(key1), "list");
 }
 
-std::unique_ptr<ObjectCache> NewFleetObjectCache(std::unique_ptr<ObjectCache> pod,
-                                                 std::unique_ptr<RedisCluster> redis,
-                                                 FleetObjectOptions options,
-                                                 std::function<void(FleetObjectCount)> count) {
-  return std::make_unique<FleetObjectCache>(std::move(pod), std::move(redis), std::move(options),
-                                            std::move(count));
+std::string FleetTurnRedisKey(const KernelId& key1) { return absl::StrCat(Prefix(key1), "turn"); }
+
+FleetObjects NewFleetObjectCache(std::unique_ptr<ObjectCache> pod,
+                                 std::unique_ptr<RedisCluster> redis,
+                                 std::unique_ptr<RedisLeases> leases, FleetObjectOptions options,
+                                 std::function<void(FleetObjectCount)> count) {
+  auto cache = std::make_unique<FleetObjectCache>(
+      std::move(pod), std::move(redis), std::move(leases), std::move(options), std::move(count));
+  FleetObjects made;
+  made.leases = cache.get();
+  made.cache = std::move(cache);
+  return made;
 }
 
 }  // namespace kcache::objects

@@ -25,6 +25,16 @@
 // bundles wait; past that a write is dropped (counted). Destroying the cache stops the
 // writer; writes still queued are dropped. ListAll and Delete: `pod` only.
 //
+// One compile per miss (compile_turns.h): the cache is also the fleet's part of kcached's
+// launcher turns (FleetCompileLeases), on `leases` (engine/shared/redis_lease.h) under
+//   kcache:obj:v1:{K}:turn  the lease of the kcached whose launcher compiles key1 now
+// A waiting kcached looks every 50 ms at the listing's entry ids (at most kMaxFleetListing of
+// them, kMaxFleetTurnIdBytes in all, or the tier failed): an id that was not there when it
+// began (nor in the launcher's lookup) is fetched (verified as a Get: copied into `pod`) and
+// ends the wait. The holder's
+// release is queued behind the writes of the entries put before it, so a waiter never sees the
+// lease go before the entry is there.
+//
 // Counted (FleetObjectCount): a Get served from the tier (hit); a Get or List the tier did not
 // hold (miss); an entry written (put); a write dropped, the queue full (write dropped); a frame
 // that does not verify, a bundle over max_object_bytes, a frame or listing over the bounds below
@@ -42,8 +52,10 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "engine/objects/compile_turns.h"
 #include "engine/objects/object_cache.h"
 #include "engine/shared/redis_cluster.h"
+#include "engine/shared/redis_lease.h"
 #include "engine/shared/shared_entry.h"
 
 namespace kcache::objects {
@@ -55,6 +67,8 @@ inline constexpr uint64_t kMaxFleetListingBytes = uint64_t{32} << 20;
 inline constexpr uint64_t kMaxFleetMetaBytes = uint64_t{16} << 20;
 // Entries waiting for the writer thread (with at most max_object_bytes of bundles in all).
 inline constexpr size_t kMaxFleetWritesQueued = 64;
+// The entry ids of one listing a waiting kcached reads, in all (64 of 64 hex digits, and room).
+inline constexpr uint64_t kMaxFleetTurnIdBytes = uint64_t{64} << 10;
 
 struct FleetObjectOptions {
   SharedKeys keys;  // --shared-key-file (and its second): seal and open
@@ -69,12 +83,18 @@ enum class FleetObjectCount { kHit, kMiss, kPut, kRefused, kError, kWriteDropped
 // The Redis keys above (for tests and tools).
 std::string FleetObjectRedisKey(const ArtifactKey& key);
 std::string FleetListingRedisKey(const KernelId& key1);
+std::string FleetTurnRedisKey(const KernelId& key1);
 
-// `count` is called from the calling thread or the writer thread; may be empty.
-std::unique_ptr<ObjectCache> NewFleetObjectCache(std::unique_ptr<ObjectCache> pod,
-                                                 std::unique_ptr<RedisCluster> redis,
-                                                 FleetObjectOptions options,
-                                                 std::function<void(FleetObjectCount)> count);
+struct FleetObjects {
+  std::unique_ptr<ObjectCache> cache;
+  FleetCompileLeases* leases = nullptr;  // the cache's own: valid while it lives
+};
+// `count` is called from the calling thread, the writer thread or the leases' renewing
+// thread; may be empty. `leases`' failures are counted as errors by the caller that made it.
+FleetObjects NewFleetObjectCache(std::unique_ptr<ObjectCache> pod,
+                                 std::unique_ptr<RedisCluster> redis,
+                                 std::unique_ptr<RedisLeases> leases, FleetObjectOptions options,
+                                 std::function<void(FleetObjectCount)> count);
 
 }  // namespace kcache::objects
 

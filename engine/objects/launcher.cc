@@ -46,14 +46,16 @@ struct Hit {
 };
 
 // The first entry whose manifest matches, fetched and decoded; nullopt on a miss (a corrupt
-// or unreadable entry is a miss).
+// or unreadable entry is a miss). `*listed` gets the ids of the entries listed.
 std::optional<Hit> Lookup(const LauncherOptions& options, ObjectCache& cache,
-                          const Prepared& prepared, FileDigests& digests) {
+                          const Prepared& prepared, FileDigests& digests,
+                          std::vector<std::string>* listed) {
   absl::StatusOr<std::vector<ObjectEntryMeta>> entries = cache.List(prepared.key.key1);
   if (!entries.ok()) {
     Log(options, absl::StrCat("lookup failed: ", entries.status().message()));
     return std::nullopt;
   }
+  for (const ObjectEntryMeta& entry : *entries) listed->push_back(entry.key.toolkit);
   for (const ObjectEntryMeta& entry : *entries) {
     if (!ManifestMatches(entry.manifest, prepared.dirs, options.lookup.env, digests, nullptr)) {
       continue;
@@ -147,9 +149,10 @@ std::string DescribeManifest(const Manifest& manifest) {
 }
 
 // Stores a successful compile's outputs, under the manifest of what it was observed to read.
-// Failures only mean the next build compiles again.
-void Store(const LauncherOptions& options, const Prepared& prepared, const Observation& observation,
-           const ProcessResult& result, absl::Time compiled_from, FileDigests& digests) {
+// Failures only mean the next build compiles again: the status says why it was not stored.
+absl::Status Store(const LauncherOptions& options, const Prepared& prepared,
+                   const Observation& observation, const ProcessResult& result,
+                   absl::Time compiled_from, FileDigests& digests) {
   const BaseDirs& dirs = prepared.dirs;
   const CompilerCommand& command = prepared.command;
   absl::StatusOr<std::string> object = ReadWholeFile(command.output);
@@ -157,13 +160,13 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const Obser
       command.writes_deps ? ReadWholeFile(command.dep_file) : std::string();
   if (!object.ok() || !dep_text.ok()) {
     Log(options, "not stored: the compiler's outputs could not be read");
-    return;
+    return absl::DataLossError("the compiler's outputs could not be read");
   }
   absl::StatusOr<observe::ObservedReads> reads = observation.Read();
   if (!reads.ok()) {
     Log(options, absl::StrCat("not stored (unreadable_input): ", reads.status().message()));
     if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput, "");
-    return;
+    return absl::FailedPreconditionError(UncachedReasonName(UncachedReason::kUnreadableInput));
   }
   ObservedCompile observed;
   observed.dirs = &dirs;
@@ -181,7 +184,7 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const Obser
     Log(options, absl::StrCat("not stored (", UncachedReasonName(reason),
                               "): ", manifest.status().message()));
     if (options.note_uncached) options.note_uncached(reason, "");
-    return;
+    return absl::FailedPreconditionError(UncachedReasonName(reason));
   }
   DepFile deps = ParseDepFile(*dep_text);
   ObjectBundle bundle;
@@ -194,9 +197,10 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const Obser
   bundle.exit_code = result.exit_code;
   std::string bytes = EncodeBundle(bundle);
   if (bytes.size() > options.max_object_bytes) {
-    Log(options, absl::StrCat("not stored: ", bytes.size(), " bytes is over --max-object-bytes ",
-                              options.max_object_bytes));
-    return;
+    std::string over =
+        absl::StrCat(bytes.size(), " bytes is over --max-object-bytes ", options.max_object_bytes);
+    Log(options, absl::StrCat("not stored: ", over));
+    return absl::ResourceExhaustedError(over);
   }
   ObjectEntryMeta entry;
   entry.key = ObjectArtifactKey(prepared.key.key1, *manifest);
@@ -207,16 +211,19 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const Obser
   absl::Status put = cache.ok() ? (*cache)->Put(entry, bytes) : cache.status();
   if (!put.ok()) {
     Log(options, absl::StrCat("not stored: ", put.message()));
-    return;
+    return put;
   }
   if (options.log) Log(options, absl::StrCat("stored: ", DescribeManifest(entry.manifest)));
+  return absl::OkStatus();
 }
 
 // A miss: the real compiler, unchanged, observed (observed_manifest.h: every process it runs
 // records what it reads, and its temporaries go to a directory of its own). Its outputs are
-// stored when it succeeded. Where it cannot be observed it runs uncached.
+// stored when it succeeded (`*stored`: whether they were, and why not). Where it cannot be
+// observed it runs uncached.
 int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
-                    const std::vector<std::string>& args, FileDigests& digests) {
+                    const std::vector<std::string>& args, FileDigests& digests,
+                    absl::Status* stored) {
   std::vector<std::string> argv = {prepared.compiler_path};
   argv.insert(argv.end(), args.begin(), args.end());
   absl::StatusOr<Observation> observation =
@@ -236,15 +243,38 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
   absl::StatusOr<ProcessResult> result = RunCaptured(argv, settings);
   if (!result.ok()) {
     std::fprintf(stderr, "kcache: %s\n", std::string(result.status().message()).c_str());
+    *stored = result.status();
     return 127;
   }
   std::fwrite(result->stdout_text.data(), 1, result->stdout_text.size(), stdout);
   std::fwrite(result->stderr_text.data(), 1, result->stderr_text.size(), stderr);
   std::fflush(stdout);
-  if (result->exit_code == 0) {
-    Store(options, prepared, *observation, *result, compiled_from, digests);
-  }
+  *stored = result->exit_code == 0
+                ? Store(options, prepared, *observation, *result, compiled_from, digests)
+                : absl::AbortedError("the compile failed");
   return result->exit_code;
+}
+
+// Looks the command up and, on a hit, writes its outputs and replays the compiler's: the exit
+// code to leave with. nullopt on a miss; `*listed` gets the ids of the entries listed.
+std::optional<int> ServeHit(const LauncherOptions& options, const Prepared& prepared,
+                            FileDigests& digests, absl::Time started,
+                            std::vector<std::string>* listed) {
+  absl::StatusOr<std::unique_ptr<ObjectCache>> cache =
+      options.open_cache_to_read ? options.open_cache_to_read() : options.open_cache();
+  if (!cache.ok()) {
+    if (!options.hand_off)
+      Log(options, absl::StrCat("cache unavailable: ", cache.status().message()));
+    return std::nullopt;
+  }
+  std::optional<Hit> hit = Lookup(options, **cache, prepared, digests, listed);
+  cache->reset();  // a store directory is not held while compiling
+  if (!hit.has_value() || !WriteOutputs(prepared, hit->bundle)) return std::nullopt;
+  digests.Save();
+  int64_t tenths = absl::ToInt64Microseconds(absl::Now() - started) / 100;  // of a ms
+  Log(options, absl::StrCat("hit ", CommandSubject(prepared.command), " (", tenths / 10, ".",
+                            tenths % 10, " ms)"));
+  return Replay(prepared, hit->bundle);
 }
 
 }  // namespace
@@ -276,27 +306,27 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
     }
     return ExecReplacing(argv);
   }
-  absl::StatusOr<std::unique_ptr<ObjectCache>> cache =
-      options.open_cache_to_read ? options.open_cache_to_read() : options.open_cache();
-  if (cache.ok()) {
-    std::optional<Hit> hit = Lookup(options, **cache, *prepared, digests);
-    cache->reset();  // a store directory is not held while compiling
-    if (hit.has_value() && WriteOutputs(*prepared, hit->bundle)) {
-      digests.Save();
-      int64_t tenths = absl::ToInt64Microseconds(absl::Now() - started) / 100;  // of a ms
-      Log(options, absl::StrCat("hit ", CommandSubject(prepared->command), " (", tenths / 10, ".",
-                                tenths % 10, " ms)"));
-      return Replay(*prepared, hit->bundle);
-    }
-  } else if (!options.hand_off) {
-    Log(options, absl::StrCat("cache unavailable: ", cache.status().message()));
+  std::vector<std::string> listed;
+  if (std::optional<int> served = ServeHit(options, *prepared, digests, started, &listed)) {
+    return *served;
   }
   if (options.hand_off) {
     digests.Save();
     return options.hand_off();
   }
   Log(options, absl::StrCat("miss ", CommandSubject(prepared->command)));
-  int exit_code = CompileAndStore(options, *prepared, args, digests);
+  std::unique_ptr<CompileTurn> turn =
+      options.await_turn
+          ? options.await_turn(prepared->key.key1, listed, CommandSubject(prepared->command))
+          : nullptr;
+  if (turn != nullptr && turn->arrived()) {
+    std::optional<int> served = ServeHit(options, *prepared, digests, started, &listed);
+    turn->Served(served.has_value());
+    if (served.has_value()) return *served;
+  }
+  absl::Status stored;
+  int exit_code = CompileAndStore(options, *prepared, args, digests, &stored);
+  if (turn != nullptr) turn->Compiled(exit_code, stored);
   digests.Save();
   return exit_code;
 }

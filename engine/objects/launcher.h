@@ -21,6 +21,19 @@
 
 namespace kcache::objects {
 
+// A launcher's turn at a miss's compile (LauncherOptions::await_turn): kcached's one compile
+// per miss. Destroying it ends the call (a turn it held with it).
+class CompileTurn {
+ public:
+  virtual ~CompileTurn() = default;
+  // Another launcher's compile of the command was stored while this one waited: look it up
+  // again, then say whether that served the command (Served).
+  virtual bool arrived() const = 0;
+  virtual void Served(bool served) = 0;
+  // This launcher compiled: its exit code, and whether its outputs were stored (why not).
+  virtual void Compiled(int exit_code, const absl::Status& stored) = 0;
+};
+
 struct LauncherOptions {
   // Opens the cache; called at most twice per command (before the lookup and after a miss's
   // compile), so a store directory is held only while it is read or written.
@@ -48,6 +61,13 @@ struct LauncherOptions {
   // counts them (objects.uncached_<reason>, and by option). Unset: only the KCACHE_LOG line
   // says it.
   std::function<void(UncachedReason, absl::string_view option)> note_uncached;
+  // Set for kcached (KCACHE_SERVER): called on a miss before compiling, with the command's
+  // key1, the entry ids its lookup listed and the command's subject; it waits while another
+  // launcher compiles the same command (docs/torch-extensions.md, "One compile per miss").
+  // Null (or unset): compile at once.
+  std::function<std::unique_ptr<CompileTurn>(
+      const KernelId& key1, const std::vector<std::string>& listed, const std::string& subject)>
+      await_turn;
   // libkcache-observe.so (FindObserveLibrary, observed_manifest.h), preloaded into a miss's
   // compile to record what it reads; "" (not installed): every compile runs uncached.
   std::string observe_library;

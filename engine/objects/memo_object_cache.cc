@@ -98,6 +98,8 @@ void MemoObjectCache::Keep(const std::string& name, Value value, uint64_t bytes,
   bytes_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+void MemoObjectCache::ForgetListing(const KernelId& key1) { Forget({ListingName(key1)}); }
+
 void MemoObjectCache::Forget(std::initializer_list<std::string> names) {
   absl::MutexLock lock(&mu_);
   ++generation_;

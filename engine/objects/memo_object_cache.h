@@ -48,6 +48,10 @@ class MemoObjectCache final : public ObjectCache {
     return inner_->ListClientMade(after);
   }
 
+  // Drops key1's listing: entries were added under it beneath this cache (kcached's launcher
+  // turns copy in an entry another kcached of the fleet compiled: compile_turns.h).
+  void ForgetListing(const KernelId& key1);
+
   // How many Puts and Deletes went through so far. An answer of List or Get taken while it
   // stayed the same is this cache's answer for as long as it still is (kcached's fast path
   // keeps answers in their wire form under it).

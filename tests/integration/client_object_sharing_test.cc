@@ -22,25 +22,12 @@ namespace {
 using testing::DaemonProcess;
 using testing::Outcome;
 
-const std::string kKey = "client-object-sharing-key-of-32-bytes-or-more";
-
 class ClientObjectSharingTest : public testing::ClientObjectTest {
  protected:
   void SetUp() override {
     ClientObjectTest::SetUp();
     if (IsSkipped()) return;
-    if (!testing::RedisAvailable()) GTEST_SKIP() << "redis-server or redis-cli missing";
-    ASSERT_TRUE(cluster_.StartCluster()) << cluster_.error();
-    key_file_ = tmp_.Write("shared.key", kKey + "\n");
-  }
-
-  // A generous lookup budget: a loaded test machine must not turn a lookup into an error.
-  DaemonProcess& StartOnCluster(bool share, std::vector<std::string> more = {}) {
-    std::vector<std::string> flags = {"--shared", cluster_.Url(),       "--shared-key-file",
-                                      key_file_,  "--shared-budget-ms", "10000"};
-    if (share) flags.push_back("--share-client-objects");
-    flags.insert(flags.end(), more.begin(), more.end());
-    return StartDaemon(flags);
+    StartCluster();
   }
 
   // The tier as a test reads and writes it.
@@ -68,9 +55,6 @@ class ClientObjectSharingTest : public testing::ClientObjectTest {
                                      " KEYS 'kcache:obj:*'"))
         .output;
   }
-
-  testing::RedisServers cluster_;
-  std::string key_file_;
 };
 
 TEST_F(ClientObjectSharingTest, BothOptedInServeEachOthersLauncherObjectsAndDoorValues) {

@@ -1,6 +1,7 @@
 // Client-made objects through real kcached processes: a launcher compile (the real c++) and
-// the Redis door (redis-cli on a unix socket) on each daemon, for the fleet-sharing and export
-// tests. Skips without c++ or redis-cli.
+// the Redis door (redis-cli on a unix socket) on each daemon, and a fleet of them on a real
+// Redis Cluster, for the fleet-sharing, export and turn tests. Skips without c++ or redis-cli
+// (and redis-server for a fleet).
 #ifndef KCACHE_TESTS_TESTUTIL_CLIENT_OBJECTS_H_
 #define KCACHE_TESTS_TESTUTIL_CLIENT_OBJECTS_H_
 
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/launcher.h"
+#include "tests/testutil/redis_cluster.h"
 #include "tests/testutil/run.h"
 
 namespace kcache::testing {
@@ -42,6 +44,24 @@ class ClientObjectTest : public LauncherTest {
     absl::Status started = daemon.Start();
     EXPECT_TRUE(started.ok()) << started;
     return daemon;
+  }
+
+  // Starts the six-node Redis Cluster a fleet's kcacheds share, and their key file; skips
+  // without redis-server.
+  void StartCluster() {
+    if (!RedisAvailable()) GTEST_SKIP() << "redis-server or redis-cli missing";
+    ASSERT_TRUE(cluster_.StartCluster()) << cluster_.error();
+    key_file_ = tmp_.Write("shared.key", "client-objects-test-key-of-32-bytes-or-more\n");
+  }
+
+  // A kcached of the fleet: on the cluster, sharing client objects when `share`, with `more`
+  // flags. A generous lookup budget: a loaded test machine must not turn a lookup into an error.
+  DaemonProcess& StartOnCluster(bool share, std::vector<std::string> more = {}) {
+    std::vector<std::string> flags = {"--shared", cluster_.Url(),       "--shared-key-file",
+                                      key_file_,  "--shared-budget-ms", "10000"};
+    if (share) flags.push_back("--share-client-objects");
+    flags.insert(flags.end(), more.begin(), more.end());
+    return StartDaemon(flags);
   }
 
   // Compiles the test's source in tmp_/`build` through `daemon`: what the launcher did.
@@ -81,6 +101,8 @@ class ClientObjectTest : public LauncherTest {
   }
 
   std::string src_;
+  RedisServers cluster_;  // started by StartCluster; declared before the kcacheds using it
+  std::string key_file_;
   std::vector<std::unique_ptr<DaemonProcess>> daemons_;
 };
 
