@@ -9,10 +9,12 @@
 #ifndef KCACHE_ENGINE_OBJECTS_OBJECT_CACHE_H_
 #define KCACHE_ENGINE_OBJECTS_OBJECT_CACHE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/artifact.h"
@@ -70,6 +72,13 @@ struct ObjectPage {
 ObjectPage PageOfEntries(std::vector<ObjectEntryMeta> entries, const std::string& after,
                          size_t max_bytes);
 inline constexpr size_t kObjectPageBytes = size_t{1} << 20;
+
+// The largest bundle stored, unless set otherwise: kcached's --max-object-bytes, the
+// launchers' KCACHE_MAX_OBJECT_BYTES.
+inline constexpr uint64_t kDefaultMaxObjectBytes = uint64_t{256} << 20;
+// OK when a bundle of `bytes` may be stored under the bound `max_bytes` (--max-object-bytes,
+// KCACHE_MAX_OBJECT_BYTES); ResourceExhausted naming both numbers when it is larger.
+absl::Status CheckObjectBytes(uint64_t bytes, uint64_t max_bytes);
 
 // Every failure is a value: the launcher then compiles uncached.
 //
