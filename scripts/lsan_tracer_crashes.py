@@ -3,8 +3,8 @@
 
 LeakSanitizer's own stop-the-world tracer sometimes dies at a process's exit ("Tracer caught
 signal 11", then "LeakSanitizer has encountered a fatal error"), after the program's work is done
-and before any leak is looked for: a known fault of the sanitizer runtime
-(github.com/google/sanitizers issue 1353), not of the program. It has been seen in processes that
+and before any leak is looked for: a fault of the sanitizer runtime's tracer itself, not of the
+program. It has been seen in processes that
 ran NVRTC in-process. When the test's own process crashes so, the test had passed; when a
 program the test runs (the kcache CLI) crashes so, that program exits 1 and the test fails its
 exit-code check, with the signature in the test's output. scripts/sanitize.sh runs such a test

@@ -16,8 +16,7 @@ forward itself; the imports are timed apart):
               RemoteCacheManager with kcache.triton:Backend); a first pod fills kcached ("fill"),
               the measured ones are new pods after it
 It prints seconds, the ratio to local warm, and Inductor's own cache counters for each row. The
-goal (issue "torch.compile and Triton in a new pod"): a new pod through kcached within 10% of
-local warm. Needs torch, redis-py (Inductor's remote-cache client) and, for cuda, transformers
+goal (docs/torch-compile.md, "Measured"): a new pod through kcached within 10% of local warm. Needs torch, redis-py (Inductor's remote-cache client) and, for cuda, transformers
 and Triton; the kcache Python package must be importable (Triton imports the backend).
 """
 

@@ -1,5 +1,5 @@
 // The object cache through kcached (`--server ADDR`, KCACHE_SERVER): the ObjectCache
-// interface over the ObjectCache gRPC service (proto/kcache/v1/kcache.proto).
+// interface over the ObjectCache gRPC service (proto/kcache/v1/objects.proto).
 #ifndef KCACHE_CLIENT_CLI_OBJECT_REMOTE_H_
 #define KCACHE_CLIENT_CLI_OBJECT_REMOTE_H_
 
@@ -17,6 +17,7 @@ namespace kcache::cli {
 // bytes), is refused once it is spent (DeadlineExceeded), and tells it whether kcached
 // answered: a hung kcached costs the command at most the budget. Without, a listing gives up
 // after 5 s and a transfer after 60 s (the `kcache` commands that list or export objects).
+// Not thread-safe (it notes the sizes its listings gave, and `budget` is not): one command's.
 absl::StatusOr<std::unique_ptr<objects::ObjectCache>> OpenRemoteObjectCache(
     const std::string& address, std::shared_ptr<launch::CacheBudget> budget = nullptr);
 

@@ -75,6 +75,20 @@ bool WaitIfBusy(const absl::Status& status, const grpc::ClientContext& context,
   return true;
 }
 
+// Makes one call, `attempt(context, &answered)`, in a fresh context each time, until it ends
+// other than refused busy (WaitIfBusy: a busy refusal whose pause ends before `retry_until` is
+// tried again). An attempt sets `answered` once it has taken answers the caller acted on: its
+// refusal is not tried again, which would give them twice. Returns the last attempt's status.
+template <typename Attempt>
+absl::Status UntilNotBusy(absl::Time retry_until, Attempt attempt) {
+  while (true) {
+    grpc::ClientContext context;
+    bool answered = false;
+    absl::Status ended = attempt(context, &answered);
+    if (answered || !WaitIfBusy(ended, context, retry_until)) return ended;
+  }
+}
+
 // Whether the daemon sent kAcceptedMetadataKey: it took the call and was working on it.
 // Only after Finish (which receives the initial metadata if nothing else did).
 bool Accepted(const grpc::ClientContext& context) {
@@ -325,35 +339,39 @@ absl::StatusOr<FetchedKernel> DaemonConnection::Resolve(const v1::ResolveRequest
                                                         const WaitLimits& limits, CallEnd* end,
                                                         const ProgressCallback& on_progress) {
   absl::Time start = Now();
-  while (true) {
-    grpc::ClientContext context;
-    std::unique_ptr<CallWatchdog::Watch> watch =
-        watchdog_.Start(&context, Now() + limits.silence, UntilOf(limits, start));
-    std::shared_ptr<v1::KernelCache::Stub> s = stub();
-    std::unique_ptr<grpc::ClientReader<v1::ResolveResponse>> reader = s->Resolve(&context, request);
-    v1::ArtifactHeader header;
-    FetchedKernel kernel;
-    bool have_header = false;
-    absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveResponse& part) {
-      Heard(*watch, limits, start, part.has_progress() ? &part.progress() : nullptr);
-      if (part.has_progress()) {
-        if (have_header) return BrokenStream("progress inside the answer");
-        if (on_progress) on_progress(0, part.progress());
-        return absl::OkStatus();
-      }
-      return TakePart(part, &have_header, &kernel, &header);
-    });
-    absl::Status finished = FromGrpc(reader->Finish());
-    *end = Ended(context, finished);
-    if (absl::Status s = GivenUp(watch->fired(), limits, context, end); !s.ok()) {
-      return Described(s);
-    }
-    if (!broken.ok()) return Described(broken);
-    if (WaitIfBusy(finished, context, start + limits.silence)) continue;
-    if (!finished.ok()) return Described(finished);
-    if (absl::Status s = CheckComplete(have_header, header, kernel); !s.ok()) return Described(s);
-    return kernel;
-  }
+  v1::ArtifactHeader header;
+  FetchedKernel kernel;
+  bool have_header = false;
+  // Given up, a broken stream, or how the call finished: only the last may be a busy refusal.
+  absl::Status ended =
+      UntilNotBusy(start + limits.silence, [&](grpc::ClientContext& context, bool*) {
+        header.Clear();
+        kernel = FetchedKernel();
+        have_header = false;
+        std::unique_ptr<CallWatchdog::Watch> watch =
+            watchdog_.Start(&context, Now() + limits.silence, UntilOf(limits, start));
+        std::shared_ptr<v1::KernelCache::Stub> s = stub();
+        std::unique_ptr<grpc::ClientReader<v1::ResolveResponse>> reader =
+            s->Resolve(&context, request);
+        absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveResponse& part) {
+          Heard(*watch, limits, start, part.has_progress() ? &part.progress() : nullptr);
+          if (part.has_progress()) {
+            if (have_header) return BrokenStream("progress inside the answer");
+            if (on_progress) on_progress(0, part.progress());
+            return absl::OkStatus();
+          }
+          return TakePart(part, &have_header, &kernel, &header);
+        });
+        absl::Status finished = FromGrpc(reader->Finish());
+        *end = Ended(context, finished);
+        if (absl::Status given_up = GivenUp(watch->fired(), limits, context, end); !given_up.ok()) {
+          return given_up;
+        }
+        return broken.ok() ? finished : broken;
+      });
+  if (!ended.ok()) return Described(ended);
+  if (absl::Status s = CheckComplete(have_header, header, kernel); !s.ok()) return Described(s);
+  return kernel;
 }
 
 absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request,
@@ -361,17 +379,17 @@ absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request
                                            const ResolveManyCallback& on_answer, CallEnd* end,
                                            const ProgressCallback& on_progress) {
   absl::Time start = Now();
-  while (true) {
-    grpc::ClientContext context;
+  // Given up, a broken stream, or how the call finished: only the last may be a busy refusal.
+  absl::Status ended = UntilNotBusy(start + limits.silence, [&](grpc::ClientContext& context,
+                                                                bool* answered) {
     std::unique_ptr<CallWatchdog::Watch> watch =
         watchdog_.Start(&context, Now() + limits.silence, UntilOf(limits, start));
     std::shared_ptr<v1::KernelCache::Stub> s = stub();
     std::unique_ptr<grpc::ClientReader<v1::ResolveManyResponse>> reader =
         s->ResolveMany(&context, request);
     ManyAnswers answers(static_cast<size_t>(request.kernels_size()), on_answer, on_progress, Now());
-    bool any = false;
     absl::Status broken = ReadAll(*reader, context, [&](const v1::ResolveManyResponse& part) {
-      any = true;
+      *answered = true;
       absl::Status taken = answers.Take(part);
       Heard(*watch, limits, start, part.has_progress() ? &part.progress() : nullptr);
       watch->Set(answers.OldestHeard() + limits.silence, absl::InfiniteFuture());
@@ -379,15 +397,14 @@ absl::Status DaemonConnection::ResolveMany(const v1::ResolveManyRequest& request
     });
     absl::Status finished = FromGrpc(reader->Finish());
     *end = Ended(context, finished);
-    if (absl::Status s = GivenUp(watch->fired(), limits, context, end); !s.ok()) {
-      return Described(s);
+    if (absl::Status given_up = GivenUp(watch->fired(), limits, context, end); !given_up.ok()) {
+      return given_up;
     }
-    if (!broken.ok()) return Described(broken);
-    if (!any && WaitIfBusy(finished, context, start + limits.silence)) continue;
-    if (!finished.ok()) return Described(finished);
-    if (answers.open()) return Described(BrokenStream("the stream ended inside an artifact"));
-    return absl::OkStatus();
-  }
+    if (!broken.ok()) return broken;
+    if (finished.ok() && answers.open()) return BrokenStream("the stream ended inside an artifact");
+    return finished;
+  });
+  return Described(ended);
 }
 
 absl::StatusOr<DaemonStats> DaemonConnection::Stat(absl::Time deadline) {
@@ -421,13 +438,10 @@ absl::StatusOr<std::vector<ListedKernel>> DaemonConnection::List(absl::Time dead
   request.set_paged(true);
   do {
     v1::ListResponse response;
-    absl::Status s;
-    while (true) {
-      grpc::ClientContext context;
+    absl::Status s = UntilNotBusy(deadline, [&](grpc::ClientContext& context, bool*) {
       SetDeadline(&context, deadline);
-      s = FromGrpc(stub()->List(&context, request, &response));
-      if (!WaitIfBusy(s, context, deadline)) break;
-    }
+      return FromGrpc(stub()->List(&context, request, &response));
+    });
     if (!s.ok()) return Described(s);
     if (!response.next_page_after().empty() && response.next_page_after() <= request.page_after()) {
       return absl::DataLossError("kcached's kernel listing went backwards; listing stopped");
@@ -453,13 +467,10 @@ absl::StatusOr<std::vector<ListedKernel>> DaemonConnection::List(absl::Time dead
 
 absl::StatusOr<ExportedManifest> DaemonConnection::ExportManifest(absl::Time deadline) {
   v1::ExportManifestResponse response;
-  absl::Status s;
-  while (true) {
-    grpc::ClientContext context;
+  absl::Status s = UntilNotBusy(deadline, [&](grpc::ClientContext& context, bool*) {
     SetDeadline(&context, deadline);
-    s = FromGrpc(stub()->ExportManifest(&context, v1::ExportManifestRequest(), &response));
-    if (!WaitIfBusy(s, context, deadline)) break;
-  }
+    return FromGrpc(stub()->ExportManifest(&context, v1::ExportManifestRequest(), &response));
+  });
   if (!s.ok()) return Described(s);
   return ExportedManifest{response.manifest_yaml(), response.kernels()};
 }
@@ -469,9 +480,8 @@ absl::StatusOr<WarmTotals> DaemonConnection::Warm(
     const std::function<void(const WarmJobEvent&)>& on_job) {
   WarmTotals totals;
   bool have_summary = false;
-  absl::Status s;
-  while (true) {  // a refusal at a bound streamed nothing: trying again repeats no job
-    grpc::ClientContext context;
+  // A refusal at a bound streamed nothing: trying again repeats no job.
+  absl::Status s = UntilNotBusy(deadline, [&](grpc::ClientContext& context, bool*) {
     SetDeadline(&context, deadline);
     std::unique_ptr<grpc::ClientReader<v1::WarmProgress>> reader = stub()->Warm(&context, request);
     v1::WarmProgress progress;
@@ -489,9 +499,8 @@ absl::StatusOr<WarmTotals> DaemonConnection::Warm(
         have_summary = true;
       }
     }
-    s = FromGrpc(reader->Finish());
-    if (!WaitIfBusy(s, context, deadline)) break;
-  }
+    return FromGrpc(reader->Finish());
+  });
   if (!s.ok()) return Described(s);
   if (!have_summary) {
     return absl::DataLossError(

@@ -31,7 +31,8 @@ struct DaemonOptions {
   uint64_t store_max_bytes = uint64_t{8} << 30;
   // --toolkit DIR, repeatable. Empty: Toolkit::DefaultRoot() ($CUDA_HOME or /usr/local/cuda)
   // if a toolkit loads there, else serve-only. A toolkit named here that fails to load is an
-  // error. The first one compiles misses; the others are loaded and listed.
+  // error. A miss compiles with the newest one the device's driver loads that supports its
+  // SM; Warm with the newest.
   std::vector<std::string> toolkits;
   bool no_toolkit = false;  // --no-toolkit: serve-only even if a toolkit is present
   // --allow-unsandboxed-compiles: compile what clients send even when the compile workers

@@ -40,8 +40,8 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   app.add_option("--max-object-bytes", o.objects.max_object_bytes,
-                 "Largest compiler output a launcher (kcache nvcc/c++) may store through this "
-                 "kcached (e.g. 256MiB); larger ones are refused")
+                 "Largest compiler output a launcher (kcache nvcc/c++), or value the Redis door, "
+                 "may store through this kcached (e.g. 256MiB); larger ones are refused")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   app.add_option("--max-object-upload-bytes", o.objects.max_upload_bytes,
@@ -89,7 +89,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--toolkit", o.toolkits,
                  "CUDA toolkit root (repeatable; default $CUDA_HOME or /usr/local/cuda when "
-                 "present; the first one compiles)");
+                 "present; a miss compiles with the newest one the device's driver loads)");
   app.add_flag("--no-toolkit", o.no_toolkit, "Serve only: never compile, even with a toolkit");
   app.add_flag("--allow-unsandboxed-compiles", o.allow_unsandboxed_compiles,
                "Compile sources that clients send even where the compile workers cannot be "

@@ -188,10 +188,11 @@ absl::StatusOr<objects::ObjectEntryMeta> ObjectCacheService::CheckedEntry(
   if (entry.ok() && entry->key.toolkit != objects::ManifestId(entry->manifest)) {
     entry = absl::InvalidArgumentError("PutObject: entry_id is not the manifest's digest");
   }
-  if (entry.ok() && entry->size > limits_.max_object_bytes) {
-    entry = absl::ResourceExhaustedError(
-        absl::StrCat("PutObject: ", entry->size, " bytes is over kcached's --max-object-bytes ",
-                     limits_.max_object_bytes));
+  if (entry.ok()) {
+    if (absl::Status sized = objects::CheckObjectBytes(entry->size, limits_.max_object_bytes);
+        !sized.ok()) {
+      entry = sized;
+    }
   }
   if (!entry.ok()) counts_->Add(Statistic::kObjectPutsRefused);
   return entry;

@@ -35,7 +35,7 @@ void RecordObjectUse(objects::ObjectCache& cache, const v1::GetObjectRequest& re
 struct ObjectServiceLimits {
   // --max-object-bytes: a PutObject stream announcing or sending more is refused
   // (RESOURCE_EXHAUSTED) before it is buffered.
-  uint64_t max_object_bytes = uint64_t{256} << 20;
+  uint64_t max_object_bytes = objects::kDefaultMaxObjectBytes;
   // --max-object-upload-bytes: the bytes every PutObject in flight together may announce; an
   // upload that would pass it is refused (RESOURCE_EXHAUSTED, retry later) before its bytes are
   // read. Each upload takes its announced size when it starts and gives it back when it ends.

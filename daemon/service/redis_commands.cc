@@ -135,12 +135,6 @@ std::string RedisCommands::CheckKey(const std::string& key) const {
                       "): a key must start with one and ':' (kcached --redis-namespaces)");
 }
 
-bool RedisCommands::Holds(const std::string& key) const {
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> listed =
-      cache_->List(objects::NamedObjectKey(key).kernel_id);
-  return listed.ok() && !listed->empty();
-}
-
 void RedisCommands::Bulk(Call& call, absl::string_view value) const {
   uint64_t needed = BulkBytes(value.size());
   if (needed > call.room) {
@@ -228,7 +222,9 @@ void RedisCommands::Set(Call& call) const {
     return call.Error("ERR syntax error: SET takes NX or XX, not both");
   }
   if (std::string refused = CheckKey(args[1]); !refused.empty()) return call.Error(refused);
-  if ((only_new || only_existing) && Holds(args[1]) == only_new) return call.Null();  // not set
+  if ((only_new || only_existing) && objects::HoldsNamedObject(*cache_, args[1]) == only_new) {
+    return call.Null();  // not set
+  }
   absl::Status put = objects::PutNamedObject(*cache_, args[1], args[2]);
   if (!put.ok()) {
     count_(absl::IsResourceExhausted(put) ? Count::kRefusedValueTooBig : Count::kStoreError, 1);
@@ -245,7 +241,7 @@ void RedisCommands::Exists(Call& call) const {
     if (std::string refused = CheckKey(call.args[i]); !refused.empty()) {
       return call.Error(refused);
     }
-    if (Holds(call.args[i])) ++found;
+    if (objects::HoldsNamedObject(*cache_, call.args[i])) ++found;
   }
   resp::AppendInteger(call.out, found);
 }
@@ -260,13 +256,13 @@ void RedisCommands::Delete(Call& call) const {
   // A key counts when it was held and is gone: a baked store's entry is served but never
   // deleted (docs/torch-compile.md), so DEL of one answers 0.
   for (size_t i = 1; i < call.args.size(); ++i) {
-    if (!Holds(call.args[i])) continue;
+    if (!objects::HoldsNamedObject(*cache_, call.args[i])) continue;
     absl::Status deleted_one = objects::DeleteNamedObject(*cache_, call.args[i]);
     if (!deleted_one.ok()) {
       count_(Count::kStoreError, 1);
       return call.Error(absl::StrCat("ERR kcache did not delete: ", deleted_one.message()));
     }
-    if (!Holds(call.args[i])) ++deleted;
+    if (!objects::HoldsNamedObject(*cache_, call.args[i])) ++deleted;
   }
   resp::AppendInteger(call.out, deleted);
 }

@@ -109,8 +109,6 @@ class RedisCommands {
   // An error when `key` is over --redis-max-key-bytes or outside the namespaces (counted),
   // "" otherwise.
   std::string CheckKey(const std::string& key) const;
-  // Whether `key` is held now (in any store).
-  bool Holds(const std::string& key) const;
 
   objects::ObjectCache* const cache_;
   const RedisCommandOptions options_;

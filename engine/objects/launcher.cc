@@ -196,11 +196,9 @@ absl::Status Store(const LauncherOptions& options, const Prepared& prepared,
   bundle.stderr_text = dirs.Normalize(result.stderr_text);
   bundle.exit_code = result.exit_code;
   std::string bytes = EncodeBundle(bundle);
-  if (bytes.size() > options.max_object_bytes) {
-    std::string over =
-        absl::StrCat(bytes.size(), " bytes is over --max-object-bytes ", options.max_object_bytes);
-    Log(options, absl::StrCat("not stored: ", over));
-    return absl::ResourceExhaustedError(over);
+  if (absl::Status sized = CheckObjectBytes(bytes.size(), options.max_object_bytes); !sized.ok()) {
+    Log(options, absl::StrCat("not stored: ", sized.message()));
+    return sized;
   }
   ObjectEntryMeta entry;
   entry.key = ObjectArtifactKey(prepared.key.key1, *manifest);

@@ -2,6 +2,7 @@
 #include "engine/objects/named_object.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,11 @@ absl::StatusOr<std::string> GetNamedObject(ObjectCache& cache, absl::string_view
         absl::StrCat("the entry of ", absl::CHexEscape(name), " holds another name's value"));
   }
   return std::move(bundle->object);
+}
+
+bool HoldsNamedObject(ObjectCache& cache, absl::string_view name) {
+  absl::StatusOr<std::vector<ObjectEntryMeta>> listed = cache.List(NamedObjectKey(name).kernel_id);
+  return listed.ok() && !listed->empty();
 }
 
 absl::Status DeleteNamedObject(ObjectCache& cache, absl::string_view name) {

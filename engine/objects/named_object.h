@@ -29,6 +29,11 @@ absl::Status PutNamedObject(ObjectCache& cache, absl::string_view name, std::str
 // The value under `name`. NotFound when absent, corrupt, or not this name's.
 absl::StatusOr<std::string> GetNamedObject(ObjectCache& cache, absl::string_view name);
 
+// Whether `cache` lists an entry under `name` (a store's or, through kcached, the fleet
+// tier's): what EXISTS, DEL and SET's NX and XX ask. The listing only; the value is not read.
+// False when the listing fails.
+bool HoldsNamedObject(ObjectCache& cache, absl::string_view name);
+
 // Deletes the value under `name` from the writable store (OK when absent).
 absl::Status DeleteNamedObject(ObjectCache& cache, absl::string_view name);
 

@@ -153,6 +153,12 @@ absl::StatusOr<HeldBytes> ObjectCache::GetHeld(const ArtifactKey& key) {
   return HeldBytes{*owned, owned};
 }
 
+absl::Status CheckObjectBytes(uint64_t bytes, uint64_t max_bytes) {
+  if (bytes <= max_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("an object of ", bytes, " bytes is over --max-object-bytes ", max_bytes));
+}
+
 ObjectPage PageOfEntries(std::vector<ObjectEntryMeta> entries, const std::string& after,
                          size_t max_bytes) {
   std::vector<std::pair<std::string, ObjectEntryMeta*>> sorted;

@@ -9,10 +9,12 @@
 #ifndef KCACHE_ENGINE_OBJECTS_OBJECT_CACHE_H_
 #define KCACHE_ENGINE_OBJECTS_OBJECT_CACHE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/artifact.h"
@@ -71,7 +73,23 @@ ObjectPage PageOfEntries(std::vector<ObjectEntryMeta> entries, const std::string
                          size_t max_bytes);
 inline constexpr size_t kObjectPageBytes = size_t{1} << 20;
 
-// Thread-compatible. Every failure is a value: the launcher then compiles uncached.
+// The largest bundle stored, unless set otherwise: kcached's --max-object-bytes, the
+// launchers' KCACHE_MAX_OBJECT_BYTES.
+inline constexpr uint64_t kDefaultMaxObjectBytes = uint64_t{256} << 20;
+// OK when a bundle of `bytes` may be stored under the bound `max_bytes` (--max-object-bytes,
+// KCACHE_MAX_OBJECT_BYTES); ResourceExhausted naming both numbers when it is larger.
+absl::Status CheckObjectBytes(uint64_t bytes, uint64_t max_bytes);
+
+// Every failure is a value: the launcher then compiles uncached.
+//
+// Thread safety is each implementation's, stated where it is made. kcached's are thread-safe:
+// over a store (below: the store is), its baked and writable stores
+// (tiered_object_cache.h), its memory (memo_object_cache.h) and the fleet tier
+// (fleet_object_cache.h), each over thread-safe ones; the gRPC object service, the fast path
+// and the Redis door share one such cache and call it from their threads at once, with no lock
+// of their own. A client's, over kcached's gRPC service (client/cli/object_remote.h) or its
+// fast path (client/launch/fast_object_cache.h), belongs to one command and is not
+// thread-safe: the launcher and `kcache export` call it from one thread.
 class ObjectCache {
  public:
   virtual ~ObjectCache() = default;
@@ -100,7 +118,7 @@ class ObjectCache {
   }
 };
 
-// Over a store; `store` is borrowed and must outlive the cache.
+// Over a store; `store` is borrowed and must outlive the cache. Thread-safe (Store is).
 std::unique_ptr<ObjectCache> NewStoreObjectCache(Store* store);
 // The same, owning the store (closed with the cache).
 std::unique_ptr<ObjectCache> NewOwningStoreObjectCache(std::unique_ptr<Store> store);

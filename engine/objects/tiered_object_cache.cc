@@ -32,9 +32,8 @@ class TieredObjectCache final : public ObjectCache {
   }
 
   absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override {
-    if (bundle.size() > max_object_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "object of ", bundle.size(), " bytes is over --max-object-bytes ", max_object_bytes_));
+    if (absl::Status sized = CheckObjectBytes(bundle.size(), max_object_bytes_); !sized.ok()) {
+      return sized;
     }
     for (size_t i = 0; i + 1 < caches_.size(); ++i) {
       if (caches_[i]->Get(entry.key).ok()) {

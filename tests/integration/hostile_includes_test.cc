@@ -1,4 +1,5 @@
-// Hostile sources sent to a real kcached (issue: "Compiles cannot read the host"). Every way
+// Hostile sources sent to a real kcached: compiles cannot read the host (docs/compile-workers.md,
+// "Sandbox"). Every way
 // found to make NVRTC read a file of the daemon's machine, sent by Resolve and by Warm: the
 // compile fails with "cannot open source file", and no response, no line of the daemon's log
 // and nothing stored holds a byte of the secret; a blocking include fails at once, not at the

@@ -36,8 +36,9 @@ using ::kcache::testing::RunResult;
 
 RunResult Shell(const std::string& command) { return ::kcache::testing::Run(command); }
 
-// Idle connections the bound test opens: the 10,000 where the descriptor limit allows
-// (the test and kcached each need one per connection), else as many as it allows.
+// Idle connections the bound test opens: 10,000 (docs/torch-compile.md says the door holds that
+// many open) where the descriptor limit allows (the test and kcached each need one per
+// connection), else as many as it allows.
 int IdleConnections() {
   rlimit files{};
   getrlimit(RLIMIT_NOFILE, &files);

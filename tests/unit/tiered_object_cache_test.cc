@@ -68,8 +68,11 @@ TEST_F(TieredObjectCacheTest, ClientPutsGoToTheWritableStoreAndAreListedOnce) {
 }
 
 TEST_F(TieredObjectCacheTest, RefusesObjectsOverTheBound) {
-  EXPECT_TRUE(absl::IsResourceExhausted(cache_->Put(Entry(3), std::string(65, 'x'))));
+  absl::Status refused = cache_->Put(Entry(3), std::string(65, 'x'));
+  EXPECT_TRUE(absl::IsResourceExhausted(refused));
+  EXPECT_EQ(refused.message(), "an object of 65 bytes is over --max-object-bytes 64");
   EXPECT_FALSE(cache_->Get(Entry(3).key).ok());
+  EXPECT_TRUE(cache_->Put(Entry(4), std::string(64, 'x')).ok()) << "the bound itself is allowed";
 }
 
 TEST_F(TieredObjectCacheTest, ListsClientMadeEntriesOnlyInBoundedPagesInKeyOrder) {
