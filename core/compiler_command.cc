@@ -15,6 +15,7 @@ namespace {
 enum class Role : uint8_t {
   kPlain,          // keyed as written, nothing else
   kCompile,        // -c, -dc: the mode we cache
+  kDeviceOutput,   // nvcc -cubin, -ptx, -fatbin, -optix-ir, -ltoir: device code only at -o
   kOutput,         // -o FILE
   kDepFile,        // -MF FILE
   kWriteDeps,      // -MD
@@ -109,10 +110,11 @@ constexpr OptionSpec kNvccOptions[] = {
     {"dryrun", false, R::kUncached, U::kKeepTemps},
     {"time", true, R::kUncached, U::kKeepTemps},
     {"fdevice-time-trace", true, R::kUncached, U::kKeepTemps},
-    {"ptx", false, R::kUncached, U::kOtherOutput},
-    {"cubin", false, R::kUncached, U::kOtherOutput},
-    {"fatbin", false, R::kUncached, U::kOtherOutput},
-    {"optix-ir", false, R::kUncached, U::kOtherOutput},
+    {"ptx", false, R::kDeviceOutput},
+    {"cubin", false, R::kDeviceOutput},
+    {"fatbin", false, R::kDeviceOutput},
+    {"optix-ir", false, R::kDeviceOutput},
+    {"ltoir", false, R::kDeviceOutput},
     {"lib", false, R::kUncached, U::kOtherOutput},
     {"link", false, R::kUncached, U::kOtherOutput},
     {"dlink", false, R::kUncached, U::kOtherOutput},
@@ -200,6 +202,7 @@ ParsedCompilerCommand Uncached(UncachedReason reason, absl::string_view arg) {
 struct Parse {
   CompilerCommand command;
   bool compile = false;
+  bool device_output = false;  // nvcc -cubin, -ptx, ...
   bool have_output = false;
   bool language_given = false;
   bool header_language = false;  // -x c-header / c++-header before the source
@@ -222,6 +225,9 @@ struct Parse {
     switch (role) {
       case Role::kCompile:
         compile = true;
+        break;
+      case Role::kDeviceOutput:
+        device_output = true;
         break;
       case Role::kOutput:
         if (value == "-") Fail(UncachedReason::kStdin, arg);
@@ -308,6 +314,7 @@ struct Parse {
         }
       }
     }
+    if (device_output && !compile) command.kind = CompilerOutput::kDeviceCode;
     bool builds = compile || command.kind != CompilerOutput::kObject;
     if (!builds && (!failed_set || failed.uncached == UncachedReason::kUnknownOption)) {
       return Uncached(UncachedReason::kNotACompile, "no -c");
@@ -386,6 +393,32 @@ bool ParseNvccOption(Parse& p, const std::vector<std::string>& args, size_t& i) 
   }
   if (spec->name == "arch" && value == "native") p.Fail(U::kNativeTarget, arg);  // this GPU's SM
   p.Apply(spec->role, spec->reason, arg, value, absl::StrCat("-", spec->name, "\x01", value));
+  return true;
+}
+
+// An option of `learned` only: keyed as written, with its value when it takes one.
+bool ParseLearnedOption(Parse& p, const CompilerOptionTable& learned,
+                        const std::vector<std::string>& args, size_t& i) {
+  absl::string_view arg = args[i];
+  absl::string_view body = arg;
+  if (!absl::ConsumePrefix(&body, "--")) body.remove_prefix(1);
+  absl::string_view name = body;
+  size_t eq = body.find('=');
+  if (eq != absl::string_view::npos) name = body.substr(0, eq);
+  bool takes_value = false;
+  if (!learned.Find(name, &takes_value)) return false;
+  if (!takes_value) {
+    if (eq != absl::string_view::npos) return false;  // a value the tool says it does not take
+    p.Apply(R::kPlain, U::kNone, arg, "", std::string(arg));
+    return true;
+  }
+  if (eq != absl::string_view::npos) {
+    p.Apply(R::kPlain, U::kNone, arg, body.substr(eq + 1), std::string(arg));
+    return true;
+  }
+  if (i + 1 >= args.size()) return false;
+  absl::string_view value = args[++i];
+  p.Apply(R::kPlain, U::kNone, arg, value, absl::StrCat(arg, "\x01", value));
   return true;
 }
 
@@ -532,8 +565,51 @@ bool IsUncacheableHostOption(absl::string_view option, UncachedReason* reason) {
   return false;
 }
 
+bool CompilerOptionTable::Find(absl::string_view name, bool* takes_value) const {
+  auto it =
+      std::lower_bound(options.begin(), options.end(), name,
+                       [](const std::pair<std::string, bool>& option, absl::string_view wanted) {
+                         return absl::string_view(option.first) < wanted;
+                       });
+  if (it == options.end() || it->first != name) return false;
+  *takes_value = it->second;
+  return true;
+}
+
+CompilerOptionTable ParseNvccHelp(absl::string_view help_text) {
+  CompilerOptionTable table;
+  for (absl::string_view line : absl::StrSplit(help_text, '\n')) {
+    if (!absl::StartsWith(line, "--")) continue;
+    std::vector<absl::string_view> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    absl::string_view long_name = absl::StripPrefix(words[0], "--");
+    if (long_name.empty()) continue;
+    // "(-short)" closes the line; what stands between the names is the value's description.
+    size_t last = words.size();
+    absl::string_view short_name;
+    if (words.size() >= 2 && absl::StartsWith(words.back(), "(-") &&
+        absl::EndsWith(words.back(), ")")) {
+      short_name = words.back().substr(2, words.back().size() - 3);
+      last = words.size() - 1;
+    } else if (words.size() == 2 && words[1] == words[0]) {
+      last = 1;  // "--no-align-double --no-align-double": a flag with one spelling
+    }
+    bool takes_value = last > 1;
+    table.options.emplace_back(std::string(long_name), takes_value);
+    if (!short_name.empty() && short_name != long_name) {
+      table.options.emplace_back(std::string(short_name), takes_value);
+    }
+  }
+  std::sort(table.options.begin(), table.options.end());
+  table.options.erase(std::unique(table.options.begin(), table.options.end(),
+                                  [](const auto& a, const auto& b) { return a.first == b.first; }),
+                      table.options.end());
+  return table;
+}
+
 ParsedCompilerCommand ParseCompilerCommand(CompilerFamily family,
-                                           const std::vector<std::string>& args) {
+                                           const std::vector<std::string>& args,
+                                           const CompilerOptionTable* learned) {
   Parse p;
   p.command.family = family;
   p.command.args = args;
@@ -550,6 +626,7 @@ ParsedCompilerCommand ParseCompilerCommand(CompilerFamily family,
     }
     bool known =
         family == CompilerFamily::kNvcc ? ParseNvccOption(p, args, i) : ParseGccOption(p, args, i);
+    if (!known && learned != nullptr) known = ParseLearnedOption(p, *learned, args, i);
     if (!known) p.Fail(U::kUnknownOption, arg);
   }
   return p.Finish();

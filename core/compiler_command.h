@@ -2,20 +2,22 @@
 // of one source to one output, and if so, what are its parts. Pure logic, no I/O: the
 // launcher (engine/objects) adds the file system, the tools and the environment.
 //
-// Cacheable: -o FILE, only options known here (docs/torch-extensions.md lists them), and one
-// of: one source and -c (nvcc also -dc), an object; for gcc, -shared without -c, one source
+// Cacheable: -o FILE, only options known here (docs/torch-extensions.md lists them) or that
+// the compiler's own option table names (CompilerOptionTable), and one
+// of: one source and -c (nvcc also -dc), an object; for nvcc, one source and -cubin, -ptx,
+// -fatbin, -optix-ir or -ltoir, its device code; for gcc, -shared without -c, one source
 // compiled and linked into a shared object, or object files (.o, no source) linked into one
 // (no -Wl, options: the linker's inputs are keyed from its own dependency output, and nothing
 // else it reads may go unseen); for gcc, one source with -x c-header / c++-header without -c,
-// a precompiled header. Everything else is uncached
-// with a reason: a wrong hit is the worst bug, so an option this file does not know is never
-// guessed at.
+// a precompiled header. Everything else is uncached with a reason: a wrong hit is the worst
+// bug, so an option neither this file nor the compiler's own table knows is never guessed at.
 #ifndef KCACHE_CORE_COMPILER_COMMAND_H_
 #define KCACHE_CORE_COMPILER_COMMAND_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -34,6 +36,8 @@ enum class CompilerOutput : uint8_t {
   kSharedLibrary = 1,      // gcc -shared without -c: one source compiled and linked
   kPrecompiledHeader = 2,  // gcc -x c-header / c++-header without -c
   kLinkedLibrary = 3,      // gcc -shared without -c, object files only: a link, no source
+  kDeviceCode = 4,         // nvcc -cubin, -ptx, -fatbin, -optix-ir, -ltoir without -c: one
+                           // source's device code (DeepGEMM's JIT compiles -cubin)
 };
 
 // Whether the command runs the linker: its inputs then include what the linker read.
@@ -113,15 +117,35 @@ struct CompilerCommand {
   std::vector<std::string> keyed_args;
 };
 
+// Options a compiler says it takes (its own --help), beyond the ones this file knows: each
+// name without its leading dashes (long and short spellings both), and whether it takes a
+// value ("--name VALUE", "--name=VALUE"). A command's option found only here is keyed as
+// written, with its value: the launcher observes what it makes the compile read (keyed) and
+// write (a compile that writes besides its outputs is not stored), so an option of a newer
+// toolkit is served the day it ships instead of being refused.
+struct CompilerOptionTable {
+  std::vector<std::pair<std::string, bool>> options;  // (name, takes a value), sorted by name
+  // Whether `name` is in the table; *takes_value then says if it takes one.
+  bool Find(absl::string_view name, bool* takes_value) const;
+};
+
+// The table `nvcc --help` prints: each line "--long-name [VALUE] (-short)" (a VALUE such as
+// "<file>", "{true|false}", "[a,b]" or "entry,..." means it takes one). Lines of another shape
+// are skipped; an empty table when none is found.
+CompilerOptionTable ParseNvccHelp(absl::string_view help_text);
+
 struct ParsedCompilerCommand {
   UncachedReason uncached = UncachedReason::kNone;
   std::string detail;       // when uncached: the argument that decided it
   CompilerCommand command;  // meaningful only when uncached == kNone
 };
 
-// Parses `args` (without argv[0]) of a `family` compiler.
+// Parses `args` (without argv[0]) of a `family` compiler. `learned` (may be null): what the
+// compiler itself says of options this file does not know (nvcc's: ParseNvccHelp); without
+// it such an option is kUnknownOption.
 ParsedCompilerCommand ParseCompilerCommand(CompilerFamily family,
-                                           const std::vector<std::string>& args);
+                                           const std::vector<std::string>& args,
+                                           const CompilerOptionTable* learned = nullptr);
 
 // True for the file names a compile takes as its source: .c .cc .cpp .cxx .c++ .cp .C .cu.
 bool IsSourceFileName(absl::string_view path);

@@ -92,6 +92,7 @@ objects::LauncherOptions LauncherOptionsFromEnvironment() {
   if (!state.empty()) {
     options.digest_table = absl::StrCat(state, "/file-digests");
     options.lookup.programs_memo = absl::StrCat(state, "/driver-programs");
+    options.lookup.options_memo = absl::StrCat(state, "/compiler-options");
   }
   uint64_t max_bytes = 0;
   if (absl::SimpleAtoi(Env("KCACHE_MAX_OBJECT_BYTES"), &max_bytes)) {

@@ -319,4 +319,42 @@ absl::StatusOr<std::string> NativeExpansion(const std::string& compiler,
   return run->stderr_text;
 }
 
+absl::StatusOr<CompilerOptionTable> NvccOptionTable(const std::string& nvcc,
+                                                    const std::string& digest_hex,
+                                                    const ToolLookup& lookup) {
+  // The memo: one line per option, "name\t0" or "name\t1" (takes a value).
+  std::string memo = lookup.options_memo.empty() || digest_hex.empty()
+                         ? ""
+                         : absl::StrCat(lookup.options_memo, "/nvcc-", digest_hex);
+  if (!memo.empty()) {
+    if (absl::StatusOr<std::string> text = ReadWholeFile(memo); text.ok()) {
+      CompilerOptionTable table;
+      for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+        std::pair<absl::string_view, absl::string_view> fields = absl::StrSplit(line, '\t');
+        table.options.emplace_back(std::string(fields.first), fields.second == "1");
+      }
+      if (!table.options.empty() && std::is_sorted(table.options.begin(), table.options.end())) {
+        return table;
+      }
+    }
+  }
+  absl::StatusOr<ProcessResult> run = RunCaptured({nvcc, "--help"});
+  if (!run.ok()) return run.status();
+  CompilerOptionTable table = ParseNvccHelp(run->stdout_text);
+  if (run->exit_code != 0 || table.options.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(nvcc, " --help printed no option table (exit ", run->exit_code, ")"));
+  }
+  if (!memo.empty()) {
+    std::string text;
+    for (const auto& [name, takes_value] : table.options) {
+      absl::StrAppend(&text, name, "\t", takes_value ? "1" : "0", "\n");
+    }
+    std::error_code ec;
+    fs::create_directories(lookup.options_memo, ec);
+    (void)WriteFileAtomically(memo, text);  // only a shortcut
+  }
+  return table;
+}
+
 }  // namespace kcache::objects

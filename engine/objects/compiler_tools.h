@@ -25,6 +25,9 @@ struct ToolLookup {
   // Where what a gcc driver runs (DriverPrograms) is memoized; "" asks the driver every time.
   // KCACHE_STATE_DIR/driver-programs by default.
   std::string programs_memo;
+  // Where compilers' option tables (NvccOptionTable) are memoized, one file per compiler
+  // content digest; "" asks the compiler every time. KCACHE_STATE_DIR/compiler-options.
+  std::string options_memo;
 
   bool IsKcache(const std::string& real_path) const {
     return std::find(kcache_binaries.begin(), kcache_binaries.end(), real_path) !=
@@ -80,6 +83,13 @@ const std::vector<std::string>& KeyedLinkEnvironment();
 // feature. Keyed, so a pod on another CPU misses.
 absl::StatusOr<std::string> NativeExpansion(const std::string& compiler,
                                             const std::vector<std::string>& native_args);
+
+// What `nvcc --help` says of the options of the nvcc at `nvcc`, whose content digest is
+// `digest_hex` (ParseNvccHelp): read from lookup.options_memo when that nvcc was asked before,
+// else asked (~30 ms) and memoized there. FailedPrecondition when nvcc prints no table.
+absl::StatusOr<CompilerOptionTable> NvccOptionTable(const std::string& nvcc,
+                                                    const std::string& digest_hex,
+                                                    const ToolLookup& lookup);
 
 }  // namespace kcache::objects
 

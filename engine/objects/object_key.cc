@@ -103,6 +103,7 @@ absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
   if (command.kind == CompilerOutput::kSharedLibrary) key.fields.emplace_back("output", "shared");
   if (command.kind == CompilerOutput::kLinkedLibrary) key.fields.emplace_back("output", "link");
   if (command.kind == CompilerOutput::kPrecompiledHeader) key.fields.emplace_back("output", "pch");
+  if (command.kind == CompilerOutput::kDeviceCode) key.fields.emplace_back("output", "device");
   for (const std::string& arg : command.keyed_args) {
     key.fields.emplace_back("arg", dirs.Normalize(arg));
   }

@@ -36,6 +36,15 @@ absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily 
                                  const std::vector<std::string>& args, FileDigests& digests,
                                  UncachedReason* reason) {
   ParsedCompilerCommand parsed = ParseCompilerCommand(family, args);
+  if (parsed.uncached == UncachedReason::kUnknownOption && family == CompilerFamily::kNvcc) {
+    // An option of a newer nvcc than this parser knows: that nvcc's own table says how it
+    // parses (memoized by its digest), and the option is keyed as written.
+    absl::StatusOr<FileDigest> nvcc = digests.Digest(compiler_path);
+    absl::StatusOr<CompilerOptionTable> table =
+        nvcc.ok() ? NvccOptionTable(compiler_path, nvcc->hex, options.lookup)
+                  : absl::StatusOr<CompilerOptionTable>(nvcc.status());
+    if (table.ok()) parsed = ParseCompilerCommand(family, args, &*table);
+  }
   if (parsed.uncached != UncachedReason::kNone) {
     *reason = parsed.uncached;
     return absl::FailedPreconditionError(parsed.detail);

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/launcher.h"
@@ -110,6 +112,62 @@ TEST_F(NvccLauncherTest, ChangedArchListMisses) {
                                 "-gencode=arch=compute_90,code=sm_90")),
             Outcome::kMiss)
       << last_output_;
+}
+
+// Options of a newer nvcc than the parser knows (FlashInfer's): learned from that nvcc's
+// --help (memoized in the state directory by its digest) and keyed as written: a value
+// changed misses; a header an option names is keyed through what the compile read.
+TEST_F(NvccLauncherTest, OptionsLearnedFromNvccHelpAreKeyedAsWritten) {
+  std::string flashinfer =
+      "-static-global-template-stub=false --compress-mode=size --jobserver --threads=1";
+  ASSERT_EQ(Build("b1", Compile("-gencode=arch=compute_89,code=sm_89", flashinfer)), Outcome::kMiss)
+      << last_output_;
+  EXPECT_FALSE(testing::Contains(last_output_, "uncached")) << last_output_;
+  EXPECT_FALSE(testing::Contains(last_output_, "not stored")) << last_output_;
+  bool memoized = false;
+  for (const auto& entry : fs::directory_iterator(tmp_ / "state/compiler-options")) {
+    memoized = memoized || absl::StartsWith(entry.path().filename().string(), "nvcc-");
+  }
+  EXPECT_TRUE(memoized);
+  ASSERT_EQ(Build("b2", Compile("-gencode=arch=compute_89,code=sm_89", flashinfer)), Outcome::kHit)
+      << last_output_;
+  std::string changed = absl::StrReplaceAll(flashinfer, {{"stub=false", "stub=true"}});
+  EXPECT_EQ(Build("b3", Compile("-gencode=arch=compute_89,code=sm_89", changed)), Outcome::kMiss)
+      << last_output_;
+
+  std::string pre = tmp_.Write("src/pre.h", "#define PRE_VALUE 1\n");
+  std::string with_header = absl::StrCat(flashinfer, " -Xcompiler=-include,", pre);
+  ASSERT_EQ(Build("b4", Compile("-gencode=arch=compute_89,code=sm_89", with_header)),
+            Outcome::kMiss)
+      << last_output_;
+  ASSERT_EQ(Build("b5", Compile("-gencode=arch=compute_89,code=sm_89", with_header)), Outcome::kHit)
+      << last_output_;
+  tmp_.Write("src/pre.h", "#define PRE_VALUE 2\n");
+  EXPECT_EQ(Build("b6", Compile("-gencode=arch=compute_89,code=sm_89", with_header)),
+            Outcome::kMiss)
+      << last_output_;
+}
+
+// DeepGEMM's JIT shape: nvcc SOURCE -o TMP -cubin, each kernel its own source under a cache
+// directory, the output a fresh temporary name: a second pod (another output name) hits with
+// the same cubin; a changed header its -I names misses.
+TEST_F(NvccLauncherTest, DeviceCodeCompileHitsUnderAnotherOutputName) {
+  auto compile = [&](const std::string& output) {
+    return absl::StrCat("$KCACHE nvcc ", src_, " -o ", output,
+                        " -std=c++17 --diag-suppress=39,161 -I", tmp_ / "src",
+                        " --gpu-architecture=sm_89 --compiler-options=-fPIC,-O3 -cubin -O3 "
+                        "--expt-relaxed-constexpr --expt-extended-lambda");
+  };
+  ASSERT_EQ(Build("b1", compile("tmp-1")), Outcome::kMiss) << last_output_;
+  EXPECT_FALSE(testing::Contains(last_output_, "uncached")) << last_output_;
+  ASSERT_EQ(Build("b2", compile("tmp-2")), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "b1/tmp-1", tmp_ / "b2/tmp-2"));
+  EXPECT_EQ(ReadAll(tmp_ / "b2/tmp-2").substr(0, 4),
+            "\x7f"
+            "ELF");
+  tmp_.Write("src/device_only.cuh", "#define DEVICE_FACTOR 5.0f\n");
+  EXPECT_EQ(Build("b3", compile("tmp-3")), Outcome::kMiss) << last_output_;
+  EXPECT_FALSE(testing::SameFile(tmp_ / "b1/tmp-1", tmp_ / "b3/tmp-3"));
 }
 
 TEST_F(NvccLauncherTest, AppendFlagsFromTheEnvironmentMiss) {

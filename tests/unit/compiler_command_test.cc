@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
 namespace kcache {
 namespace {
 
@@ -183,7 +186,7 @@ TEST(CompilerCommandTest, EachUncachedReason) {
       {kG, {"-E", "a.cc"}, UncachedReason::kPreprocessOnly},
       {kN, {"-M", "a.cu"}, UncachedReason::kPreprocessOnly},
       {kG, {"-S", "-c", "a.cc", "-o", "a.s"}, UncachedReason::kOtherOutput},
-      {kN, {"-ptx", "a.cu", "-o", "a.ptx"}, UncachedReason::kOtherOutput},
+      {kN, {"-lib", "a.cu", "-o", "a.a"}, UncachedReason::kOtherOutput},
       {kG, {"-c", "-o", "a.o"}, UncachedReason::kNoSource},
       {kG, {"-c", "a.cc", "b.cc", "-o", "a.o"}, UncachedReason::kSeveralInputs},
       {kG, {"-c", "a.cc", "x.o", "-o", "a.o"}, UncachedReason::kSeveralInputs},
@@ -282,6 +285,113 @@ TEST(CompilerCommandTest, EveryReasonHasADistinctName) {
     EXPECT_TRUE(names.insert(name).second) << i << " has the name of another reason: " << name;
   }
   EXPECT_EQ(UncachedReasonName(static_cast<UncachedReason>(kUncachedReasonCount)), "unknown");
+}
+
+// Lines as nvcc 13's --help prints them (and one of each odd shape it has).
+constexpr char kNvccHelp[] =
+    "Options for specifying the compilation phase\n"
+    "============================================\n"
+    "--cubin                                             (-cubin)                    \n"
+    "        Compile all .cu/.gpu/.ptx input files to device-only .cubin files.\n"
+    "--output-file <file>                                (-o)                        \n"
+    "--static-global-template-stub {true|false}          (-static-global-template-stub)\n"
+    "--compress-mode [default,size,speed,balance,none]   (-compress-mode)            \n"
+    "--entries entry,...                                 (-e)                        \n"
+    "--no-align-double                                   --no-align-double           \n"
+    "--jobserver                                         (-jobserver)                \n"
+    "--threads <number>                                  (-t)                        \n";
+
+TEST(CompilerCommandTest, NvccHelpGivesEachOptionsSpellingsAndWhetherItTakesAValue) {
+  CompilerOptionTable table = ParseNvccHelp(kNvccHelp);
+  auto takes = [&](const char* name) {
+    bool value = false;
+    EXPECT_TRUE(table.Find(name, &value)) << name;
+    return value;
+  };
+  EXPECT_FALSE(takes("cubin"));
+  EXPECT_TRUE(takes("output-file"));
+  EXPECT_TRUE(takes("o"));
+  EXPECT_TRUE(takes("static-global-template-stub"));
+  EXPECT_TRUE(takes("compress-mode"));
+  EXPECT_TRUE(takes("entries"));
+  EXPECT_TRUE(takes("e"));
+  EXPECT_FALSE(takes("no-align-double"));
+  EXPECT_FALSE(takes("jobserver"));
+  EXPECT_TRUE(takes("t"));
+  bool value = false;
+  EXPECT_FALSE(table.Find("Options", &value));
+  EXPECT_FALSE(table.Find("compile", &value));
+  EXPECT_TRUE(ParseNvccHelp("nvcc: fatal error\n").options.empty());
+}
+
+// FlashInfer's options, unknown to the parser: refused alone, keyed as written (with their
+// values) once nvcc's own table says how they parse.
+TEST(CompilerCommandTest, OptionsOnlyTheCompilersTableKnowsAreKeyedAsWritten) {
+  std::vector<std::string> args = {"-static-global-template-stub=false",
+                                   "--compress-mode=size",
+                                   "--jobserver",
+                                   "--entries",
+                                   "k1,k2",
+                                   "-c",
+                                   "k.cu",
+                                   "-o",
+                                   "k.o"};
+  EXPECT_EQ(Nvcc(args).uncached, UncachedReason::kUnknownOption);
+  CompilerOptionTable table = ParseNvccHelp(kNvccHelp);
+  ParsedCompilerCommand parsed = ParseCompilerCommand(CompilerFamily::kNvcc, args, &table);
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.source, "k.cu");
+  EXPECT_EQ(parsed.command.output, "k.o");
+  const std::vector<std::string>& keyed = parsed.command.keyed_args;
+  for (const std::string& expected :
+       {std::string("-static-global-template-stub=false"), std::string("--compress-mode=size"),
+        std::string("--jobserver"), std::string("--entries\x01k1,k2")}) {
+    EXPECT_NE(std::find(keyed.begin(), keyed.end(), expected), keyed.end()) << expected;
+  }
+  args[0] = "-static-global-template-stub=true";
+  EXPECT_NE(ParseCompilerCommand(CompilerFamily::kNvcc, args, &table).command.keyed_args, keyed);
+}
+
+// What the table does not name, and a value given to a flag it names, are still refused; the
+// table never overrides what the parser knows (-o stays the output).
+TEST(CompilerCommandTest, TheTableNeitherGuessesNorOverridesKnownOptions) {
+  CompilerOptionTable table = ParseNvccHelp(kNvccHelp);
+  auto parse = [&](std::vector<std::string> args) {
+    return ParseCompilerCommand(CompilerFamily::kNvcc, args, &table);
+  };
+  EXPECT_EQ(parse({"--made-up", "-c", "k.cu", "-o", "k.o"}).uncached,
+            UncachedReason::kUnknownOption);
+  EXPECT_EQ(parse({"--jobserver=4", "-c", "k.cu", "-o", "k.o"}).uncached,
+            UncachedReason::kUnknownOption);
+  EXPECT_EQ(parse({"-dlink", "-c", "k.cu", "-o", "k.o"}).uncached, UncachedReason::kOtherOutput);
+  ParsedCompilerCommand parsed = parse({"--jobserver", "-c", "k.cu", "--output-file", "k.o"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.output, "k.o");
+}
+
+// DeepGEMM's JIT compiles each kernel with -cubin: one source's device code at -o, cached
+// as its own kind (the option keyed); with -c as well, an object.
+TEST(CompilerCommandTest, DeviceCodeOfOneSourceIsCacheable) {
+  for (const char* mode : {"-cubin", "-ptx", "-fatbin", "-ltoir", "--cubin"}) {
+    ParsedCompilerCommand parsed =
+        Nvcc({"/cache/kernel.cu", "-o", "/cache/tmp/1234", "-std=c++20",
+              "--ptxas-options=--register-usage-level=10", "-I/dg/include",
+              "--gpu-architecture=sm_90a", "--compiler-options=-fPIC,-O3", mode, "-O3",
+              "--expt-relaxed-constexpr", "--expt-extended-lambda"});
+    ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << mode << ": " << parsed.detail;
+    EXPECT_EQ(parsed.command.kind, CompilerOutput::kDeviceCode) << mode;
+    EXPECT_EQ(parsed.command.source, "/cache/kernel.cu");
+    EXPECT_EQ(parsed.command.output, "/cache/tmp/1234");
+    const std::vector<std::string>& keyed = parsed.command.keyed_args;
+    EXPECT_NE(std::find(keyed.begin(), keyed.end(),
+                        absl::StrCat("-", absl::StripPrefix(absl::StripPrefix(mode, "-"), "-"))),
+              keyed.end())
+        << mode;
+  }
+  EXPECT_EQ(Nvcc({"-cubin", "-c", "k.cu", "-o", "k.o"}).command.kind, CompilerOutput::kObject);
+  EXPECT_EQ(Nvcc({"-cubin", "k.cu"}).uncached, UncachedReason::kNoOutput);
+  EXPECT_EQ(Nvcc({"-cubin", "a.cu", "b.cu", "-o", "k.cubin"}).uncached,
+            UncachedReason::kSeveralInputs);
 }
 
 }  // namespace
