@@ -13,12 +13,14 @@ A generator is a zero-argument function found in flashinfer.jit or one of its su
 ...). `kcache run --arch` sets FLASHINFER_CUDA_ARCH_LIST, which FlashInfer reads instead of
 asking a GPU. The modules go to FlashInfer's workspace ($FLASHINFER_WORKSPACE_BASE/.cache/
 flashinfer, default under $HOME); a pod needs none of it: its build of the same module, in a
-workspace at any path, is served by kcached. --verbose prints ninja's commands and output.
+workspace at any path, is served by kcached. Prints each module's build seconds;
+--verbose also prints ninja's commands and output.
 Exit codes: 0 built, 1 a build failed, 2 bad input (no flashinfer, no such generator)."""
 import argparse
 import importlib
 import pkgutil
 import sys
+import time
 
 
 def find_generator(jit, name):
@@ -58,12 +60,13 @@ def main(argv):
             return 2
         generators.append((name, generator))
     for name, generator in generators:
+        start = time.monotonic()
         try:
             generator().build(verbose=args.verbose)
         except Exception as e:  # the build's own output (ninja's, nvcc's) is above
             print(f"flashinfer_warm: {name}: {e}", file=sys.stderr)
             return 1
-        print(f"flashinfer_warm: built {name}")
+        print(f"flashinfer_warm: built {name} in {time.monotonic() - start:.2f} s", flush=True)
     return 0
 
 
