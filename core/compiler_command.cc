@@ -174,13 +174,39 @@ struct GccValued {
   absl::string_view name;
   Role role;
 };
+// Longer names before their prefixes ("iwithprefixbefore" before "iwithprefix"). Options that
+// name files the compile reads or programs it runs (-B, -specs=, -wrapper, --sysroot) are keyed
+// as written: what they make it read and run is observed (engine/objects/observed_manifest.h).
 constexpr GccValued kGccValued[] = {
-    {"o", R::kOutput},      {"MF", R::kDepFile},     {"x", R::kLanguage},
-    {"I", R::kPlain},       {"D", R::kPlain},        {"U", R::kPlain},
-    {"MT", R::kDepTarget},  {"MQ", R::kDepTarget},   {"L", R::kPlain},
-    {"l", R::kPlain},       {"isystem", R::kPlain},  {"idirafter", R::kPlain},
-    {"iquote", R::kPlain},  {"isysroot", R::kPlain}, {"include", R::kPlain},
+    {"o", R::kOutput},
+    {"MF", R::kDepFile},
+    {"x", R::kLanguage},
+    {"I", R::kPlain},
+    {"D", R::kPlain},
+    {"U", R::kPlain},
+    {"MT", R::kDepTarget},
+    {"MQ", R::kDepTarget},
+    {"L", R::kPlain},
+    {"l", R::kPlain},
+    {"isystem", R::kPlain},
+    {"idirafter", R::kPlain},
+    {"iquote", R::kPlain},
+    {"isysroot", R::kPlain},
+    {"include", R::kPlain},
     {"imacros", R::kPlain},
+    {"iwithprefixbefore", R::kPlain},
+    {"iwithprefix", R::kPlain},
+    {"iprefix", R::kPlain},
+    {"imultilib", R::kPlain},
+    {"B", R::kPlain},
+    {"specs", R::kPlain},
+    {"-specs", R::kPlain},
+    {"-sysroot", R::kPlain},
+    {"wrapper", R::kPlain},
+    {"Xclang", R::kPlain},
+    {"Xpreprocessor", R::kPlain},
+    {"Xassembler", R::kPlain},
+    {"Xlinker", R::kPlain},
 };
 
 constexpr absl::string_view kGccFlags[] = {
@@ -307,8 +333,8 @@ struct Parse {
         // may read or write files its dependency output does not list, and a link-time
         // optimization runs lto1, a tool not keyed: never guessed at.
         for (const std::string& arg : command.args) {
-          if (absl::StartsWith(arg, "-Wl,") || absl::StartsWith(arg, "-fuse-ld") ||
-              absl::StartsWith(arg, "-flto")) {
+          if (absl::StartsWith(arg, "-Wl,") || arg == "-Xlinker" ||
+              absl::StartsWith(arg, "-fuse-ld") || absl::StartsWith(arg, "-flto")) {
             Fail(UncachedReason::kUnknownOption, arg);
           }
         }
@@ -507,6 +533,14 @@ bool IsSourceFileName(absl::string_view path) {
   return false;
 }
 
+std::string UncachedOptionName(absl::string_view detail) {
+  if (absl::StartsWith(detail, "@")) return "@";
+  if (detail.size() < 2 || detail[0] != '-' || detail.find(' ') != absl::string_view::npos) {
+    return "";
+  }
+  return std::string(detail.substr(0, detail.find_first_of("=,")));
+}
+
 bool IsNativeTuning(absl::string_view option) {
   for (absl::string_view tuning : {"-march=", "-mcpu=", "-mtune="}) {
     if (absl::StartsWith(option, tuning) && option.substr(tuning.size()) == "native") return true;
@@ -541,14 +575,6 @@ bool IsUncacheableHostOption(absl::string_view option, UncachedReason* reason) {
       {"-fopt-info", U::kKeepTemps},
       {"-fmodule", U::kKeepTemps},
       {"-fsanitize-coverage", U::kProfiling},
-      {"-B", U::kUnknownOption},
-      {"-specs", U::kUnknownOption},
-      {"--specs", U::kUnknownOption},
-      {"-wrapper", U::kUnknownOption},
-      {"-Xclang", U::kUnknownOption},
-      {"-Xpreprocessor", U::kUnknownOption},
-      {"-Xassembler", U::kUnknownOption},
-      {"-Xlinker", U::kUnknownOption},
   };
   if (IsNativeTuning(option)) {
     *reason = U::kNativeTarget;  // the code is this CPU's: a hit elsewhere could not run

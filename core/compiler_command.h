@@ -156,6 +156,11 @@ inline const std::string& CommandSubject(const CompilerCommand& command) {
   return command.kind == CompilerOutput::kLinkedLibrary ? command.output : command.source;
 }
 
+// The option a parse's detail (ParsedCompilerCommand::detail) names, as kcached counts it:
+// up to its '=' or ',' ("-fprofile-use=x" -> "-fprofile-use", "-Wa,-a" -> "-Wa"), "@" for a
+// response file; "" when the detail is no option ("no -o", a source's name).
+std::string UncachedOptionName(absl::string_view detail);
+
 // -march=native, -mcpu=native or -mtune=native: this machine's CPU picks the code.
 bool IsNativeTuning(absl::string_view option);
 

@@ -354,6 +354,12 @@ int RunStatOnServer(const std::string& server, bool json_out, double timeout_s) 
                 {"store_artifacts", stats->store_artifacts},
                 {"store_bytes", stats->store_bytes},
                 {"counters", counters}};
+    json options = json::array();
+    for (const auto& option : stats->uncached_options) {
+      options.push_back(
+          {{"reason", option.reason}, {"option", option.option}, {"count", option.count}});
+    }
+    out["uncached_by_option"] = options;
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
@@ -373,6 +379,13 @@ int RunStatOnServer(const std::string& server, bool json_out, double timeout_s) 
     table.AddRow({counter.name, std::to_string(counter.value), counter.help});
   }
   std::printf("\n%s", table.Render().c_str());
+  if (!stats->uncached_options.empty()) {
+    Table options({"launcher commands run uncached, by option", "reason", "commands"}, {2});
+    for (const auto& option : stats->uncached_options) {
+      options.AddRow({option.option, option.reason, std::to_string(option.count)});
+    }
+    std::printf("\n%s", options.Render().c_str());
+  }
   return kExitOk;
 }
 

@@ -96,12 +96,14 @@ std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client:
   return std::make_unique<FastObjectCache>(std::move(fast), std::move(budget));
 }
 
-std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast,
-                                                  std::shared_ptr<CacheBudget> budget) {
-  return [fast = std::move(fast), budget = std::move(budget)](UncachedReason reason) {
+std::function<void(UncachedReason, absl::string_view)> UncachedNotes(
+    std::shared_ptr<client::FastPath> fast, std::shared_ptr<CacheBudget> budget) {
+  return [fast = std::move(fast), budget = std::move(budget)](UncachedReason reason,
+                                                              absl::string_view option) {
     if (reason == UncachedReason::kNone || budget->spent()) return;
     v1::FastRequest note;
     note.set_note_uncached(static_cast<uint32_t>(reason));
+    note.set_note_uncached_option(std::string(option.substr(0, 64)));
     CacheBudget::Call call = budget->Begin(absl::ZeroDuration(), kNoteCap);
     // A note is not answered: sent or not, it only spends time (a lost note is no time-out).
     fast->Tell(note, call.deadline);

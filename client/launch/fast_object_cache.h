@@ -24,10 +24,10 @@ std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client:
                                                          std::shared_ptr<CacheBudget> budget);
 
 // LauncherOptions::note_uncached over `fast`: tells kcached of each command run uncached
-// (objects.uncached_<reason>), not waiting for it (at most 100 ms of `budget` to send it);
-// nothing when the fast path is away or the budget spent.
-std::function<void(UncachedReason)> UncachedNotes(std::shared_ptr<client::FastPath> fast,
-                                                  std::shared_ptr<CacheBudget> budget);
+// (objects.uncached_<reason>, and the option that decided it), not waiting for it (at most
+// 100 ms of `budget` to send it); nothing when the fast path is away or the budget spent.
+std::function<void(UncachedReason, absl::string_view)> UncachedNotes(
+    std::shared_ptr<client::FastPath> fast, std::shared_ptr<CacheBudget> budget);
 
 // A connection (not dialled yet) to the fast socket of `server` (KCACHE_SERVER) when it is a
 // unix socket whose fast socket exists; null otherwise.

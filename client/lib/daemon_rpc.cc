@@ -407,6 +407,9 @@ absl::StatusOr<DaemonStats> DaemonConnection::Stat(absl::Time deadline) {
   stats.toolkits.assign(response.toolkits().begin(), response.toolkits().end());
   stats.uptime_seconds = response.uptime_seconds();
   stats.redis_door = response.redis_door();
+  for (const v1::UncachedOption& option : response.uncached_options()) {
+    stats.uncached_options.push_back({option.reason(), option.option(), option.count()});
+  }
   return stats;
 }
 

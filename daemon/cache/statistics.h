@@ -16,6 +16,7 @@
 #include "core/compiler_command.h"
 #include "daemon/cache/cache_types.h"
 #include "daemon/cache/histogram.h"
+#include "daemon/cache/uncached_options.h"
 
 namespace kcache {
 
@@ -208,6 +209,11 @@ ResolveOutcome OutcomeOf(CacheTier tier);
 // Lock-free counters; every method is thread-safe.
 class Statistics {
  public:
+  // Launcher commands run uncached by the option that decided it (a bounded table beside the
+  // counters: the objects.uncached_<reason> counters count every such command once).
+  UncachedOptionCounts& uncached_options() { return uncached_options_; }
+  const UncachedOptionCounts& uncached_options() const { return uncached_options_; }
+
   void Add(Statistic s, uint64_t n = 1) {
     counters_[Index(s)].fetch_add(n, std::memory_order_relaxed);
   }
@@ -240,6 +246,7 @@ class Statistics {
   std::array<std::atomic<uint64_t>, kStatisticCount> counters_{};
   std::array<LatencyHistogram, kResolveOutcomeCount> resolve_seconds_;
   LatencyHistogram compile_seconds_;
+  UncachedOptionCounts uncached_options_;
 };
 
 }  // namespace kcache

@@ -169,6 +169,7 @@ class DaemonImpl final : public Daemon {
         std::all_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->sandboxed(); });
     cache_options.memory_bytes = options_.memory_cache_bytes;
     cache_options.statistics = statistics_;
+    statistics_->uncached_options().SetLimit(options_.max_uncached_options);
     cache_options.write_back_queue_bytes = options_.write_back_queue_bytes;
     if (!options_.shared.empty()) {
       absl::StatusOr<SharedKeys> keys =
@@ -554,6 +555,7 @@ class DaemonImpl final : public Daemon {
     metrics.queued_bytes = tracker_.queued_bytes();
     metrics.queued_bytes_limit = tracker_.limits().max_queued_bytes;
     metrics.object_memory_bytes = object_memo_ != nullptr ? object_memo_->bytes() : 0;
+    metrics.uncached_options = statistics_->uncached_options().Snapshot();
     metrics.serving = serving_.load();
     return metrics;
   }

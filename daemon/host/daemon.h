@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/cache/uncached_options.h"
 #include "daemon/service/object_cache_service.h"
 #include "daemon/service/redis_door_server.h"
 #include "engine/workers/process_pool.h"
@@ -82,6 +83,9 @@ struct DaemonOptions {
   // --object-memory-mb: launchers' listings and objects kept in memory once read from a store
   // (engine/objects/memo_object_cache.h); 0: none.
   uint64_t object_memory_bytes = uint64_t{256} << 20;
+  // --max-uncached-options: distinct (reason, option) pairs kcached counts launcher commands
+  // run uncached by (daemon/cache/uncached_options.h); past it, option "(others)".
+  size_t max_uncached_options = UncachedOptionCounts::kDefaultLimit;
   // --share-client-objects: client-made objects (the launchers', the Redis door's) also go to
   // and come from the shared tier (engine/objects/fleet_object_cache.h). Needs --shared.
   bool share_client_objects = false;

@@ -54,6 +54,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "entry may carry (e.g. 1MiB); larger ones are refused")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
+  app.add_option("--max-uncached-options", o.max_uncached_options,
+                 "Distinct options kcached counts launcher commands run uncached by (`kcache "
+                 "stat --server`, kcache_launcher_uncached_option_total); the rest count as "
+                 "\"(others)\"")
+      ->capture_default_str();
   app.add_option("--object-memory-mb", object_memory_mb,
                  "MiB of launchers' listings and objects kept in memory once read from a store, "
                  "so the next pod's compile of the same command reads and decompresses nothing "

@@ -394,6 +394,14 @@ std::string RenderMetrics(const CacheSnapshot& snapshot, const DaemonMetrics& da
   out.Sample("kcache_object_memory_bytes", "gauge",
              "Bytes of launchers' listings and objects held in memory (--object-memory-mb).", "",
              static_cast<double>(daemon.object_memory_bytes));
+  for (const UncachedOptionCount& counted : daemon.uncached_options) {
+    out.Sample(
+        "kcache_launcher_uncached_option_total", "counter",
+        "Launcher commands run uncached, by reason and the option that decided it "
+        "(at most --max-uncached-options options; the rest as \"(others)\").",
+        Join(Label("reason", UncachedReasonName(counted.reason)), Label("option", counted.option)),
+        static_cast<double>(counted.count));
+  }
   Stores(snapshot, out);
   Histograms(snapshot, out);
   return out.Take();

@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "daemon/cache/cache_types.h"
 #include "daemon/cache/statistics.h"
+#include "daemon/cache/uncached_options.h"
 
 namespace kcache {
 
@@ -38,7 +40,9 @@ struct DaemonMetrics {
   uint64_t queued_bytes = 0;          // payload reserved by Resolve writes in flight
   uint64_t queued_bytes_limit = 0;    // --max-queued-mb, in bytes
   uint64_t object_memory_bytes = 0;   // launchers' listings and objects held (--object-memory-mb)
-  bool serving = true;                // false while shutting down
+  // Launcher commands run uncached by reason and option (daemon/cache/uncached_options.h).
+  std::vector<UncachedOptionCount> uncached_options;
+  bool serving = true;  // false while shutting down
 };
 
 // The whole exposition: counters, gauges (memory, stores, tiers up), histograms.

@@ -280,6 +280,8 @@ class FastPathServerImpl final : public FastPathServer {
           return;
         }
         stats_->Add(UncachedStatistic(static_cast<UncachedReason>(request.note_uncached())));
+        stats_->uncached_options().Add(static_cast<UncachedReason>(request.note_uncached()),
+                                       request.note_uncached_option());
         return;
       case v1::FastRequest::kListObjects:
       case v1::FastRequest::kGetObject:

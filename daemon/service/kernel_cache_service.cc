@@ -137,6 +137,12 @@ grpc::ServerUnaryReactor* KernelCacheService::Stat(grpc::CallbackServerContext* 
   uint64_t uptime = static_cast<uint64_t>(absl::ToInt64Seconds(absl::Now() - options_.started));
   SnapshotToProto(parts_.cache->Snapshot(), uptime, response);
   response->set_redis_door(options_.redis_door);
+  for (const UncachedOptionCount& counted : parts_.stats->uncached_options().Snapshot()) {
+    v1::UncachedOption* option = response->add_uncached_options();
+    option->set_reason(std::string(UncachedReasonName(counted.reason)));
+    option->set_option(counted.option);
+    option->set_count(counted.count);
+  }
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -162,7 +162,7 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const Obser
   absl::StatusOr<observe::ObservedReads> reads = observation.Read();
   if (!reads.ok()) {
     Log(options, absl::StrCat("not stored (unreadable_input): ", reads.status().message()));
-    if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput);
+    if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput, "");
     return;
   }
   ObservedCompile observed;
@@ -180,7 +180,7 @@ void Store(const LauncherOptions& options, const Prepared& prepared, const Obser
   if (!manifest.ok()) {
     Log(options, absl::StrCat("not stored (", UncachedReasonName(reason),
                               "): ", manifest.status().message()));
-    if (options.note_uncached) options.note_uncached(reason);
+    if (options.note_uncached) options.note_uncached(reason, "");
     return;
   }
   DepFile deps = ParseDepFile(*dep_text);
@@ -225,7 +225,7 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
     digests.Save();
     Log(options, absl::StrCat("uncached (unreadable_input): the compile cannot be observed: ",
                               observation.status().message()));
-    if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput);
+    if (options.note_uncached) options.note_uncached(UncachedReason::kUnreadableInput, "");
     return ExecReplacing(argv);
   }
   std::vector<std::string> env = observation->Environment(environ);
@@ -271,7 +271,9 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
     digests.Save();
     Log(options,
         absl::StrCat("uncached (", UncachedReasonName(reason), "): ", prepared.status().message()));
-    if (options.note_uncached) options.note_uncached(reason);
+    if (options.note_uncached) {
+      options.note_uncached(reason, UncachedOptionName(prepared.status().message()));
+    }
     return ExecReplacing(argv);
   }
   absl::StatusOr<std::unique_ptr<ObjectCache>> cache =

@@ -44,8 +44,10 @@ struct LauncherOptions {
   // compiles and stores) and leaves with what it returns. The digest memo is saved first.
   std::function<int()> hand_off;
   // Told of every command that runs uncached, or whose compile is not stored, with the reason
-  // (kcached counts them: objects.uncached_<reason>). Unset: only the KCACHE_LOG line says it.
-  std::function<void(UncachedReason)> note_uncached;
+  // and, when an option decided it, the option's name (UncachedOptionName; else ""): kcached
+  // counts them (objects.uncached_<reason>, and by option). Unset: only the KCACHE_LOG line
+  // says it.
+  std::function<void(UncachedReason, absl::string_view option)> note_uncached;
   // libkcache-observe.so (FindObserveLibrary, observed_manifest.h), preloaded into a miss's
   // compile to record what it reads; "" (not installed): every compile runs uncached.
   std::string observe_library;

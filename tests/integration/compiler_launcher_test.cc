@@ -539,6 +539,13 @@ TEST_F(CompilerLauncherTest, LaunchBinaryHitsOverTheFastPathAndHandsAMissToKcach
   }
   EXPECT_EQ(counters["objects.uncached_not_a_compile"], 2) << counters;
   EXPECT_EQ(counters["objects.uncached_preprocess_only"], 1) << counters;
+  // And by the option that decided it (a query without -c has none).
+  testing::RunResult stat =
+      testing::Run(absl::StrCat(testing::KcacheCli(), " stat --json --server ", daemon.address()));
+  ASSERT_EQ(stat.exit_code, 0) << stat.output;
+  EXPECT_EQ(json::parse(stat.output)["uncached_by_option"],
+            json::parse(R"([{"reason": "preprocess_only", "option": "-E", "count": 1}])"))
+      << stat.output;
 }
 
 // kcached answers a listing or bundle it has answered before from its slot in the arena (not

@@ -36,6 +36,7 @@ namespace {
 
 using client::Client;
 using client::ClientOptions;
+using client::DaemonStats;
 using client::Device;
 using client::FetchedKernel;
 using ::kcache::testing::DaemonProcess;
@@ -413,6 +414,40 @@ TEST(HostileFastPathTest, hostile_ConnectionsPastTheBoundAreToldWhyAndUseGrpc) {
   EXPECT_EQ(k->view_owner, nullptr);
   EXPECT_TRUE(k->data() == Payload(0));
   EXPECT_GE(Counter(*c, "fast.connections_refused"), 2u);
+}
+
+// Notes of commands run uncached carry the option that decided them: a client naming endless
+// distinct options (long, with newlines and quotes) fills the table to --max-uncached-options
+// and no further; each name kept is cut to 64 printable bytes; the rest count as "(others)".
+TEST(HostileFastPathTest, hostile_UncachedOptionNamesStayBoundedAndPrintable) {
+  testing::DaemonOptions options;
+  options.extra_flags = {"--no-toolkit", "--max-uncached-options", "4"};
+  DaemonProcess daemon(options);
+  StartWithPayloads(daemon, 1);
+  FastSocket raw;
+  ASSERT_TRUE(raw.Connect(daemon.socket_path() + ".fast"));
+  constexpr int kNotes = 300;
+  for (int i = 0; i < kNotes; ++i) {
+    v1::FastRequest note;
+    note.set_note_uncached(static_cast<uint32_t>(UncachedReason::kUnknownOption));
+    note.set_note_uncached_option(absl::StrCat("-opt", i, "\n\"}\x01", std::string(4000, 'x')));
+    ASSERT_TRUE(raw.Send(note));
+  }
+  std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
+  WaitFor([&] { return Counter(*admin, "objects.uncached_unknown_option") == kNotes; });
+  absl::StatusOr<DaemonStats> stats = admin->Stat();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->uncached_options.size(), 5u);  // four kept, and (others)
+  uint64_t counted = 0;
+  for (const DaemonStats::UncachedOption& option : stats->uncached_options) {
+    EXPECT_EQ(option.reason, "unknown_option");
+    EXPECT_LE(option.option.size(), 64u);
+    for (char c : option.option) EXPECT_TRUE(c > 0x20 && c < 0x7f) << option.option;
+    counted += option.count;
+  }
+  EXPECT_EQ(stats->uncached_options.front().option, "(others)");
+  EXPECT_EQ(stats->uncached_options.front().count, static_cast<uint64_t>(kNotes - 4));
+  EXPECT_EQ(counted, static_cast<uint64_t>(kNotes));
 }
 
 }  // namespace

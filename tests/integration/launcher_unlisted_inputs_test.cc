@@ -127,31 +127,6 @@ TEST_F(LauncherUnlistedInputsTest, ProfileDataFile) {
   ExpectNotServedStale("b", command, "p.o");
 }
 
-// __TIME__ made by pasting two pieces of its name: the time-macro scan must see it, else the
-// first compile's time is served forever.
-TEST_F(LauncherUnlistedInputsTest, TimeMacroPastedFromPieces) {
-  std::string src = tmp_.Write(
-      "src/when.cpp", "#define P(a, b) a##b\nconst char* built() { return P(__TI, ME__); }\n");
-  std::string command = absl::StrCat("$KCACHE c++ -c ", src, " -o w.o");
-  EXPECT_NE(Build("b1", command), Outcome::kHit) << last_output_;
-  EXPECT_TRUE(testing::Contains(last_output_, "(time_macros)")) << last_output_;
-  EXPECT_NE(Build("b2", command), Outcome::kHit) << last_output_;
-}
-
-// gcc writes $PWD as the debug info's compile directory when $PWD names the working directory,
-// as it does through a symlink: two links to one build directory record two directories.
-TEST_F(LauncherUnlistedInputsTest, DebugInfoUnderASymlinkedDirectory) {
-  std::string src = tmp_.Write("src/dbg.cpp", "int dbg(int x) { return x * 3; }\n");
-  fs::create_directories(tmp_ / "real");
-  fs::create_directory_symlink(tmp_ / "real", tmp_ / "link1");
-  fs::create_directory_symlink(tmp_ / "real", tmp_ / "link2");
-  std::string command = absl::StrCat("$KCACHE c++ -g -MD -MF d.o.d -c ", src, " -o d.o");
-  ASSERT_EQ(Build("link1", command), Outcome::kMiss) << last_output_;
-  ASSERT_TRUE(testing::Contains(ReadAll(tmp_ / "real/d.o"), tmp_ / "link1"));
-  ExpectNotServedStale("link2", command, "d.o");
-  EXPECT_EQ(Build("link2", command), Outcome::kHit) << last_output_;  // itself, recorded now
-}
-
 // Two objects from one source with the same flags share an entry; the hit's dependency file
 // must name its own object (and, with -MP, the phony targets), as the compiler's does: make
 // otherwise never rebuilds the second object when a header changes.
@@ -190,15 +165,6 @@ class NvccUnlistedInputsTest : public LauncherUnlistedInputsTest {
   }
   std::string src_;
 };
-
-// CUDA 13's nvcc.profile adds SYSTEM_INCLUDES to every preprocessing, host and device.
-TEST_F(NvccUnlistedInputsTest, SystemIncludesFromTheEnvironment) {
-  LauncherEnv env = env_;
-  env.extra = "SYSTEM_INCLUDES=\"-DFACTOR=2 -DHOST=1\"";
-  ASSERT_EQ(Build("b1", Compile(""), &env), Outcome::kMiss) << last_output_;
-  env.extra = "SYSTEM_INCLUDES=\"-DFACTOR=3 -DHOST=2\"";
-  ExpectNotServedStale("b2", Compile(""), "k.o", &env);
-}
 
 // ptxas reads the options file -Xptxas names; nvcc reads --options-file in NVCC_APPEND_FLAGS.
 TEST_F(NvccUnlistedInputsTest, OptionsFilesInPassThroughsAndTheEnvironment) {

@@ -270,6 +270,22 @@ TEST_F(ObservedInputsTest, NativeTargetsNoOptionShowsAreNeverStored) {
   EXPECT_NE(Build("b4", nvcc, &env), Outcome::kHit) << last_output_;
 }
 
+// -B names a directory the driver takes its programs from (conda's compiler_compat holds an
+// `ld`): the assembler found there is keyed by what ran, not by any rule for -B.
+TEST_F(ObservedInputsTest, ProgramFromABDirectoryIsKeyedByContent) {
+  std::string as = Tool("bdir/as", "#!/bin/sh\nexec as --defsym MARK=1 \"$@\"\n");
+  std::string source = tmp_.Write("src/f.c", "int f(void) { return 1; }\n");
+  std::string flags = absl::StrCat("-B ", tmp_ / "tools/bdir/", " -c ", source, " -o f.o");
+  std::string command = absl::StrCat("$KCACHE cc ", flags);
+  ASSERT_EQ(Build("b1", command), Outcome::kMiss) << last_output_;
+  ASSERT_FALSE(testing::Contains(last_output_, "not stored")) << last_output_;
+  ASSERT_EQ(Build("b2", command), Outcome::kHit) << last_output_;
+  Tool("bdir/as", "#!/bin/sh\nexec as --defsym MARK=2 \"$@\"\n");
+  EXPECT_EQ(Build("b3", command), Outcome::kMiss) << last_output_;
+  EXPECT_TRUE(SameFile(tmp_ / "b3/f.o", Plain("plain", absl::StrCat("cc ", flags)) + "/f.o"));
+  EXPECT_FALSE(SameFile(tmp_ / "b1/f.o", tmp_ / "b3/f.o"));
+}
+
 // A hit writes the command's outputs: a compile that also wrote another file (here a wrapper's
 // log; a kept temporary or a listing an option asked for alike) is never stored.
 TEST_F(ObservedInputsTest, CompileThatWritesMoreThanItsOutputsIsNeverStored) {

@@ -207,7 +207,6 @@ TEST(CompilerCommandTest, EachUncachedReason) {
        UncachedReason::kProfiling},
       {kG, {"-frobnicate", "-Zq", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kUnknownOption},
       {kN, {"--frobnicate", "-c", "a.cu", "-o", "a.o"}, UncachedReason::kUnknownOption},
-      {kG, {"-B/tmp/evil", "-c", "a.cc", "-o", "a.o"}, UncachedReason::kUnknownOption},
       {kG, {"-c", "a.cc"}, UncachedReason::kNoOutput},
       // A shared object from one source, but the linker told something past the driver.
       {kG, {"a.cc", "-shared", "-Wl,-Map=a.map", "-o", "a.so"}, UncachedReason::kUnknownOption},
@@ -392,6 +391,38 @@ TEST(CompilerCommandTest, DeviceCodeOfOneSourceIsCacheable) {
   EXPECT_EQ(Nvcc({"-cubin", "k.cu"}).uncached, UncachedReason::kNoOutput);
   EXPECT_EQ(Nvcc({"-cubin", "a.cu", "b.cu", "-o", "k.cubin"}).uncached,
             UncachedReason::kSeveralInputs);
+}
+
+// What kcached counts an uncached command by: the deciding option's name, never its value.
+TEST(CompilerCommandTest, UncachedOptionNameIsTheOptionWithoutItsValue) {
+  EXPECT_EQ(UncachedOptionName("-fprofile-use=/data/x.gcda"), "-fprofile-use");
+  EXPECT_EQ(UncachedOptionName("-Wa,-adhln=listing"), "-Wa");
+  EXPECT_EQ(UncachedOptionName("--keep"), "--keep");
+  EXPECT_EQ(UncachedOptionName("@/tmp/args.rsp"), "@");
+  EXPECT_EQ(UncachedOptionName("no -c"), "");
+  EXPECT_EQ(UncachedOptionName("b.cu"), "");
+  EXPECT_EQ(UncachedOptionName("-"), "");
+  EXPECT_EQ(UncachedOptionName(Gcc({"-fplugin=x.so", "-c", "a.c", "-o", "a.o"}).detail),
+            "-fplugin");
+}
+
+// Options that name programs or files the driver uses (conda's -B compiler_compat, -specs=,
+// --sysroot, pass-throughs to the preprocessor or assembler) are keyed as written, with their
+// values; what they make the compile read or run is observed by the launcher.
+TEST(CompilerCommandTest, OptionsNamingProgramsAndFilesAreKeyedWithTheirValues) {
+  ParsedCompilerCommand parsed =
+      Gcc({"-pthread", "-B", "/conda/compiler_compat", "-specs=/x/y.specs", "--sysroot", "/sys",
+           "-Xassembler", "--noexecstack", "-Xpreprocessor", "-DZ", "-iwithprefixbefore", "inc",
+           "-c", "a.cc", "-o", "a.o"});
+  ASSERT_EQ(parsed.uncached, UncachedReason::kNone) << parsed.detail;
+  EXPECT_EQ(parsed.command.source, "a.cc");
+  const std::vector<std::string>& keyed = parsed.command.keyed_args;
+  for (const char* expected :
+       {"-B\x01/conda/compiler_compat", "-specs=/x/y.specs", "--sysroot\x01/sys",
+        "-Xassembler\x01--noexecstack", "-Xpreprocessor\x01-DZ", "-iwithprefixbefore\x01inc"}) {
+    EXPECT_NE(std::find(keyed.begin(), keyed.end(), expected), keyed.end()) << expected;
+  }
+  EXPECT_EQ(Gcc({"-B/other", "-c", "a.cc", "-o", "a.o"}).uncached, UncachedReason::kNone);
 }
 
 }  // namespace

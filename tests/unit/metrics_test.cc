@@ -20,6 +20,16 @@
 namespace kcache {
 namespace {
 
+// What the daemon knows beside the cache, as these tests give it.
+DaemonMetrics TestDaemon(const std::string& toolkit) {
+  DaemonMetrics daemon;
+  daemon.version = "0.1.0";
+  daemon.toolkit = toolkit;
+  daemon.start_time_unix = 1;
+  daemon.calls_in_flight_limit = 1;
+  return daemon;
+}
+
 CacheSnapshot SnapshotOf(const Statistics& stats) {
   CacheSnapshot snapshot;
   snapshot.counters = stats.Values();
@@ -39,7 +49,7 @@ CacheSnapshot SnapshotOf(const Statistics& stats) {
 }
 
 std::string Render(const Statistics& stats) {
-  return RenderMetrics(SnapshotOf(stats), DaemonMetrics{"0.1.0", "NVRTC 13.0", 1, 0, true});
+  return RenderMetrics(SnapshotOf(stats), TestDaemon("NVRTC 13.0"));
 }
 
 // The family a sample belongs to ("x_bucket" of histogram "x" belongs to "x").
@@ -182,8 +192,27 @@ TEST(MetricsTest, StoresAreLabelledAndFailingTiersAreDown) {
 TEST(MetricsTest, LabelValuesAreEscaped) {
   CacheSnapshot snapshot = SnapshotOf(Statistics());
   snapshot.stores[0].path = "/odd\"dir\\with\nnewline";
-  std::string text = RenderMetrics(snapshot, DaemonMetrics{"0.1.0", "", 1, 0, true});
+  std::string text = RenderMetrics(snapshot, TestDaemon(""));
   EXPECT_TRUE(absl::StrContains(text, "store=\"/odd\\\"dir\\\\with\\nnewline\"")) << text;
+  std::vector<std::string> problems = FormatProblems(text);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+// Launcher commands run uncached by option: one sample per pair, the option a label value
+// like any other (a client's name with a quote is escaped).
+TEST(MetricsTest, UncachedCommandsByOptionAreOneFamily) {
+  DaemonMetrics daemon = TestDaemon("");
+  daemon.uncached_options = {{UncachedReason::kUnknownOption, "-fmade\"up", 3},
+                             {UncachedReason::kProfiling, "-fplugin", 1}};
+  std::string text = RenderMetrics(SnapshotOf(Statistics()), daemon);
+  EXPECT_TRUE(absl::StrContains(text,
+                                "\nkcache_launcher_uncached_option_total{reason=\"unknown_option\","
+                                "option=\"-fmade\\\"up\"} 3\n"))
+      << text;
+  EXPECT_TRUE(absl::StrContains(
+      text,
+      "\nkcache_launcher_uncached_option_total{reason=\"profiling\",option=\"-fplugin\"} 1\n"))
+      << text;
   std::vector<std::string> problems = FormatProblems(text);
   EXPECT_TRUE(problems.empty()) << problems.front();
 }

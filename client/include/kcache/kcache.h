@@ -225,6 +225,13 @@ struct DaemonStats {
   // The daemon's Redis door for torch.compile (docs/torch-compile.md): "unix:///path" or
   // "HOST:PORT"; empty when it has none (or is older than this field).
   std::string redis_door;
+  // Launcher commands run uncached, by reason and the option that decided it, most counted
+  // first (empty from a kcached older than this field).
+  struct UncachedOption {
+    std::string reason, option;
+    uint64_t count = 0;
+  };
+  std::vector<UncachedOption> uncached_options;
   uint64_t Counter(absl::string_view name) const;  // 0 when absent
 };
 
