@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package kcache needs to build, test and benchmark, and the Python
 # packages of its checks: a project-local virtual environment (.venv, or $KCACHE_VENV) filled
-# from the pinned requirements/test.txt with pip from PyPI (never the system Python's
-# site-packages; Debian's python3-venv makes the environment). What Debian packages well
-# (yamllint, redis-server, the C++ libraries) stays a Debian package.
+# from the pinned requirements/test.txt with pip from PyPI, then requirements/no-deps.txt with
+# `pip install --no-deps` (never the system Python's site-packages; Debian's python3-venv makes
+# the environment). What Debian packages well (yamllint, redis-server, the C++ libraries) stays
+# a Debian package.
 # Idempotent: packages already present are left alone and apt is not touched; pip runs only
-# when the environment is missing or requirements/test.txt changed since it last ran (pip's
-# own cache keeps what it downloaded).
+# when the environment is missing or requirements/test.txt or no-deps.txt changed since it
+# last ran (pip's own cache keeps what it downloaded).
 # Runs apt-get directly as root, through sudo otherwise. The CUDA toolkit is not
 # a Debian package: it is expected at $CUDA_HOME (default /usr/local/cuda).
 #
@@ -17,11 +18,14 @@
 #                                         -DKCACHE_BUILD_BENCH=OFF)
 #   scripts/install-deps.sh --lock        after editing requirements/test.in: resolve it in a
 #                                         scratch environment and rewrite requirements/test.txt
+#                                         (no-deps.txt is pinned by hand: its packages' own
+#                                         needs go into test.in)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${KCACHE_VENV:-$root/.venv}
 lock=$root/requirements/test.txt
+no_deps=$root/requirements/no-deps.txt
 build_only=0 relock=0
 case ${1:-} in
   "") ;;
@@ -86,11 +90,14 @@ if ((relock)); then
 fi
 if ((!build_only)); then
   stamp=$venv/.kcache-requirements
-  if [[ ! -x $venv/bin/python ]] || ! cmp -s "$lock" "$stamp"; then
-    echo "install-deps: filling the Python environment $venv from requirements/test.txt"
+  if [[ ! -x $venv/bin/python ]] || ! cat "$lock" "$no_deps" | cmp -s - "$stamp"; then
+    echo "install-deps: filling the Python environment $venv from requirements/test.txt" \
+      "and no-deps.txt"
     [[ -x $venv/bin/python ]] || "$python" -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-input -r "$lock"
-    cp "$lock" "$stamp"
+    pip=("$venv/bin/pip" install -q --disable-pip-version-check --no-input)
+    "${pip[@]}" -r "$lock"
+    "${pip[@]}" --no-deps -r "$no_deps"
+    cat "$lock" "$no_deps" >"$stamp"
   fi
 fi
 

@@ -11,12 +11,16 @@ docs/jit-libraries.md).
 A generator is a zero-argument function found in flashinfer.jit or one of its submodules
 (gen_norm_module, gen_page_module, gen_rope_module, gen_sampling_module, gen_cascade_module,
 ...). `kcache run --arch` sets FLASHINFER_CUDA_ARCH_LIST, which FlashInfer reads instead of
-asking a GPU. Exit codes: 0 built, 1 a build failed, 2 bad input (no flashinfer, no such
-generator)."""
+asking a GPU. The modules go to FlashInfer's workspace ($FLASHINFER_WORKSPACE_BASE/.cache/
+flashinfer, default under $HOME); a pod needs none of it: its build of the same module, in a
+workspace at any path, is served by kcached. Prints each module's build seconds;
+--verbose also prints ninja's commands and output.
+Exit codes: 0 built, 1 a build failed, 2 bad input (no flashinfer, no such generator)."""
 import argparse
 import importlib
 import pkgutil
 import sys
+import time
 
 
 def find_generator(jit, name):
@@ -37,6 +41,10 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("generators", nargs="+", metavar="GENERATOR",
                         help="module generators of flashinfer.jit, e.g. gen_norm_module")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print ninja's commands and output (with KCACHE_LOG=1, each "
+                        "launcher's hit, miss or uncached line); FLASHINFER_JIT_VERBOSE=1 "
+                        "would also compile with -g -O0, another build")
     args = parser.parse_args(argv)
     try:
         jit = importlib.import_module("flashinfer.jit")
@@ -52,12 +60,13 @@ def main(argv):
             return 2
         generators.append((name, generator))
     for name, generator in generators:
+        start = time.monotonic()
         try:
-            generator().build()
+            generator().build(verbose=args.verbose)
         except Exception as e:  # the build's own output (ninja's, nvcc's) is above
             print(f"flashinfer_warm: {name}: {e}", file=sys.stderr)
             return 1
-        print(f"flashinfer_warm: built {name}")
+        print(f"flashinfer_warm: built {name} in {time.monotonic() - start:.2f} s", flush=True)
     return 0
 
 

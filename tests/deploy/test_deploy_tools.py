@@ -313,11 +313,25 @@ def test_yamllint_with_deploy_yamllint_refuses_the_bad_fixtures():
     assert "indentation.yaml:4:4: " in r.stdout and "wrong indentation: expected 2 but found 3 (indentation)" in r.stdout
 
 
-def test_flashinfer_warm_says_what_is_missing():
-    # This environment has no FlashInfer: the warm-up script says so and exits 2 (bad input)
+def test_flashinfer_warm_says_what_is_missing(tmp_path):
+    # An image without FlashInfer (a flashinfer package that fails to import stands in for
+    # it, ahead of the installed one): the warm-up script says so and exits 2 (bad input)
     # instead of a traceback; with no generator named, argparse's usage error (2).
-    code, _, err = tool("flashinfer_warm.py", "gen_norm_module")
+    absent = tmp_path / "flashinfer"
+    absent.mkdir()
+    (absent / "__init__.py").write_text('raise ImportError("No module named flashinfer")\n')
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    code, _, err = tool("flashinfer_warm.py", "gen_norm_module", env=env)
     assert code == 2
     assert "cannot import flashinfer.jit" in err and "install flashinfer-python" in err
-    code, _, err = tool("flashinfer_warm.py")
+    code, _, err = tool("flashinfer_warm.py", env=env)
     assert code == 2 and "GENERATOR" in err
+
+
+def test_flashinfer_warm_refuses_a_generator_flashinfer_lacks():
+    # With the pinned flashinfer-python (requirements/no-deps.txt): a name no module of
+    # flashinfer.jit defines is bad input (2), named, before anything is built.
+    code, _, err = tool("flashinfer_warm.py", "gen_norm_module", "gen_no_such_module")
+    assert code == 2
+    assert "flashinfer.jit has no generator 'gen_no_such_module'" in err
+    assert "built" not in err

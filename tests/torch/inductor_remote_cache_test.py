@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from door_daemon import start_kcached
+from kcache_stat import object_counters
 
 COMPILE = """
 import json, torch
@@ -58,16 +59,6 @@ def compile_in_a_new_pod(kcache: str, tmp: Path) -> tuple[dict, float]:
     return json.loads(lines[-1][len("COUNTERS "):]), time.monotonic() - start
 
 
-def object_counters(kcache: str, tmp: Path) -> dict:
-    """kcached's compiler-launcher counters (objects.*)."""
-    stat = subprocess.run([kcache, "stat", "--server", f"unix://{tmp}/kcache.sock", "--json"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if stat.returncode != 0:
-        sys.exit(f"kcache stat failed: {stat.stdout}")
-    return {k: v for k, v in json.loads(stat.stdout)["counters"].items()
-            if k.startswith("objects.")}
-
-
 def main() -> int:
     try:
         import redis  # noqa: F401  (Inductor's remote cache client)
@@ -81,9 +72,9 @@ def main() -> int:
         daemon = start_kcached(kcached, tmp)
         try:
             first, first_seconds = compile_in_a_new_pod(kcache, tmp)
-            after_first = object_counters(kcache, tmp)
+            after_first = object_counters(kcache, tmp / "kcache.sock")
             second, second_seconds = compile_in_a_new_pod(kcache, tmp)
-            after_second = object_counters(kcache, tmp)
+            after_second = object_counters(kcache, tmp / "kcache.sock")
         finally:
             daemon.terminate()
             daemon.wait(30)
