@@ -4,16 +4,12 @@
 #define KCACHE_DAEMON_CACHE_MEMORY_LRU_H_
 
 #include <cstdint>
-#include <list>
-#include <memory>
 #include <optional>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "core/answer.h"
 #include "core/artifact.h"
+#include "core/bounded_lru.h"
 #include "core/compat.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
@@ -33,32 +29,25 @@ struct MemoryKey {
   }
 };
 
-struct MemoryLruStats {
-  uint64_t bytes = 0;  // payload bytes held (an artifact under two keys counts twice)
-  uint64_t entries = 0;
-  uint64_t evictions = 0;      // entries dropped to stay within the bound, since creation
-  uint64_t invalidations = 0;  // entries dropped by InvalidateKernel, since creation
-};
+using MemoryLruStats = BoundedLruStats;
 
-// Least-recently-used map bounded by payload bytes. Thread-safe (one mutex; every operation
-// is a hash lookup plus a list splice, except InvalidateKernel, which scans).
+// The kernel answers' adapter over BoundedLru (core/bounded_lru.h): an answer stands for its
+// artifact's payload bytes (an artifact under two keys counts twice). Thread-safe.
 class MemoryLru {
  public:
-  explicit MemoryLru(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
-  MemoryLru(const MemoryLru&) = delete;
-  MemoryLru& operator=(const MemoryLru&) = delete;
+  explicit MemoryLru(uint64_t capacity_bytes) : lru_(capacity_bytes) {}
 
   // The answer for `key` (now the most recently used), or nullopt. Its rule is the one it would
   // be served under from a store: never kCompiled.
-  std::optional<Answer> Lookup(const MemoryKey& key);
+  std::optional<Answer> Lookup(const MemoryKey& key) { return lru_.Find(key); }
 
   // A token to pass to InsertIfCurrent: taken before reading the stores, it lets an insert
   // notice that the kernel was invalidated while the stores were being read.
-  uint64_t epoch() const;
+  uint64_t epoch() const { return lru_.epoch(); }
 
   // Inserts or replaces `key`, then evicts least recently used entries until the payload
-  // bytes fit the bound. An artifact larger than the whole bound is not kept. Returns false
-  // when it kept nothing.
+  // bytes fit the bound. An answer with no artifact, or one larger than the whole bound, is
+  // not kept. Returns false when it kept nothing.
   bool Insert(const MemoryKey& key, Answer entry);
   // As Insert, unless some kernel was invalidated since `epoch` was taken (the stores may
   // have changed under the reader): then nothing is inserted and it returns false.
@@ -68,28 +57,11 @@ class MemoryLru {
   // some devices may have changed).
   void InvalidateKernel(const KernelId& id);
 
-  MemoryLruStats Stats() const;
-  uint64_t capacity() const { return capacity_; }
+  MemoryLruStats Stats() const { return lru_.Stats(); }
+  uint64_t capacity() const { return lru_.capacity(); }
 
  private:
-  struct Node {
-    MemoryKey key;
-    Answer entry;
-    uint64_t bytes = 0;
-  };
-  using Order = std::list<Node>;  // front: most recently used
-
-  bool InsertLocked(const MemoryKey& key, Answer entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EraseLocked(Order::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  const uint64_t capacity_;
-  mutable absl::Mutex mu_;
-  Order order_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<MemoryKey, Order::iterator> index_ ABSL_GUARDED_BY(mu_);
-  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t invalidations_ ABSL_GUARDED_BY(mu_) = 0;
+  BoundedLru<MemoryKey, Answer> lru_;
 };
 
 }  // namespace kcache

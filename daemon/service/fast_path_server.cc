@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/bounded_lru.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/service/convert.h"
 #include "daemon/service/epoll_threads.h"
@@ -344,7 +345,10 @@ class FastPathServerImpl final : public FastPathServer {
     uint64_t checksum = 0;
     uint64_t lease = 0;
   };
-  static constexpr size_t kMaxAnswers = 4096;
+  // The bytes of the records of answers remembered for Reanswer (their names and slot keys,
+  // and what a record costs beyond them): about 4,000 records, least recently used dropped.
+  static constexpr uint64_t kRememberedAnswerBytes = uint64_t{1} << 20;
+  static constexpr uint64_t kRememberedAnswerOverhead = 128;
 
   // The answer under `name` given before in this generation, leased again from its slot.
   // NotFound when there is none, the generation moved on or its slot was evicted (answer it
@@ -352,14 +356,11 @@ class FastPathServerImpl final : public FastPathServer {
   absl::StatusOr<Answered> Reanswer(Connection& c, const std::string& name, uint64_t generation) {
     if (!options_.objects_generation) return absl::NotFoundError("answers are not reused");
     Answered answered;
-    {
-      absl::MutexLock lock(&answers_mu_);
-      auto it = answers_.find(name);
-      if (it == answers_.end() || it->second.generation != generation) {
-        return absl::NotFoundError("not answered in this generation");
-      }
-      answered = it->second.answer;
+    std::optional<RememberedAnswer> remembered = answers_.Find(name);
+    if (!remembered.has_value() || remembered->generation != generation) {
+      return absl::NotFoundError("not answered in this generation");
     }
+    answered = remembered->answer;
     absl::StatusOr<uint64_t> lease =
         TakeLease(c, answered.size, [&] { return arena_->LeaseExisting(answered.slot_key); });
     if (!lease.ok()) return lease.status();
@@ -403,9 +404,8 @@ class FastPathServerImpl final : public FastPathServer {
   }
 
   void Remember(const std::string& name, const Answered& answer, uint64_t generation) {
-    absl::MutexLock lock(&answers_mu_);
-    if (answers_.size() >= kMaxAnswers) answers_.clear();  // small records: start over
-    answers_[name] = RememberedAnswer{answer, generation};
+    answers_.Insert(name, RememberedAnswer{answer, generation},
+                    name.size() + answer.slot_key.size() + kRememberedAnswerOverhead);
   }
 
   // A new lease of this connection on the `size` bytes `place` puts in the arena (a
@@ -583,8 +583,7 @@ class FastPathServerImpl final : public FastPathServer {
     Answered answer;
     uint64_t generation = 0;
   };
-  absl::Mutex answers_mu_;
-  absl::flat_hash_map<std::string, RememberedAnswer> answers_ ABSL_GUARDED_BY(answers_mu_);
+  BoundedLru<std::string, RememberedAnswer> answers_{kRememberedAnswerBytes};
   absl::Mutex gauge_mu_;
   uint64_t leases_shown_ ABSL_GUARDED_BY(gauge_mu_) = 0;
   uint64_t bytes_shown_ ABSL_GUARDED_BY(gauge_mu_) = 0;

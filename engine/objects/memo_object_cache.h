@@ -13,17 +13,14 @@
 #ifndef KCACHE_ENGINE_OBJECTS_MEMO_OBJECT_CACHE_H_
 #define KCACHE_ENGINE_OBJECTS_MEMO_OBJECT_CACHE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "core/bounded_lru.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::objects {
@@ -55,38 +52,23 @@ class MemoObjectCache final : public ObjectCache {
   // How many Puts and Deletes went through so far. An answer of List or Get taken while it
   // stayed the same is this cache's answer for as long as it still is (kcached's fast path
   // keeps answers in their wire form under it).
-  uint64_t Generation();
+  uint64_t Generation() const { return held_.epoch(); }
 
-  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  uint64_t bytes() const { return held_.Stats().bytes; }
   uint64_t max_bytes() const { return max_bytes_; }
 
  private:
   using Value = std::variant<std::vector<ObjectEntryMeta>, std::string>;
-  struct Held {
-    std::shared_ptr<const Value> value;
-    uint64_t bytes = 0;
-    std::list<std::string>::iterator recency;  // in recency_, most recent first
-  };
 
-  // The value under `name`, made most recent; null when absent.
-  std::shared_ptr<const Value> Find(const std::string& name);
   // Whether an answer of `bytes` is kept at all (at most a quarter of the bound): checked
   // before the answer is copied.
   bool Keeps(uint64_t bytes) const { return bytes <= max_bytes_ / 4; }
-  // Keeps `value` under `name` unless a Put or Delete ran since `generation` was read.
-  void Keep(const std::string& name, Value value, uint64_t bytes, uint64_t generation);
-  // Drops `names` and starts a new generation (after the inner cache changed).
-  void Forget(std::initializer_list<std::string> names);
-  void Drop(absl::flat_hash_map<std::string, Held>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<ObjectCache> inner_;
   const uint64_t max_bytes_;
   const std::function<void()> on_hit_;
-  std::atomic<uint64_t> bytes_{0};
-  absl::Mutex mu_;
-  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<std::string, Held> held_ ABSL_GUARDED_BY(mu_);
-  std::list<std::string> recency_ ABSL_GUARDED_BY(mu_);
+  // Listings under "L<key1>", bundles under "G<entry key>"; epoch() is Generation().
+  BoundedLru<std::string, std::shared_ptr<const Value>> held_;
 };
 
 }  // namespace kcache::objects

@@ -1,5 +1,6 @@
-// The memory tier on its own: hits share the stored artifact, the byte bound holds, least
-// recently used entries go first, and invalidation drops a kernel's entries.
+// The kernel answers' memory tier on its own: hits share the stored artifact, an answer counts
+// its artifact's bytes, and invalidation drops a kernel's entries (on every device) and refuses
+// an insert read before it. The LRU under it: bounded_lru_test.
 #include "daemon/cache/memory_lru.h"
 
 #include <gtest/gtest.h>
@@ -44,48 +45,18 @@ TEST(MemoryLruTest, KeyIncludesDeviceSmAndDriver) {
   EXPECT_FALSE(lru.Lookup(MemoryKey{IdOf("b"), {8, 9}, 13000}).has_value());
 }
 
-TEST(MemoryLruTest, StaysWithinTheByteBoundEvictingLeastRecentlyUsed) {
-  MemoryLru lru(3000);
-  MemoryKey a{IdOf("a"), {8, 9}, 0}, b{IdOf("b"), {8, 9}, 0}, c{IdOf("c"), {8, 9}, 0},
-      d{IdOf("d"), {8, 9}, 0};
-  ASSERT_TRUE(lru.Insert(a, EntryOf(1000)));
-  ASSERT_TRUE(lru.Insert(b, EntryOf(1000)));
-  ASSERT_TRUE(lru.Insert(c, EntryOf(1000)));
-  EXPECT_EQ(lru.Stats().bytes, 3000u);
-  ASSERT_TRUE(lru.Lookup(a).has_value());  // a is now the most recent; b the least
-  ASSERT_TRUE(lru.Insert(d, EntryOf(1000)));
-  EXPECT_FALSE(lru.Lookup(b).has_value());
-  EXPECT_TRUE(lru.Lookup(a).has_value());
-  EXPECT_TRUE(lru.Lookup(c).has_value());
-  EXPECT_TRUE(lru.Lookup(d).has_value());
-  MemoryLruStats stats = lru.Stats();
-  EXPECT_EQ(stats.bytes, 3000u);
-  EXPECT_EQ(stats.entries, 3u);
-  EXPECT_EQ(stats.evictions, 1u);
-
-  ASSERT_TRUE(lru.Insert(b, EntryOf(2500)));  // needs room for 2500: evicts until it fits
-  EXPECT_LE(lru.Stats().bytes, 3000u);
-  EXPECT_TRUE(lru.Lookup(b).has_value());
-}
-
-TEST(MemoryLruTest, ArtifactLargerThanTheBoundIsNotKept) {
-  MemoryLru lru(100);
-  MemoryKey a{IdOf("a"), {8, 9}, 0};
-  EXPECT_FALSE(lru.Insert(a, EntryOf(101)));
+// An answer stands for its artifact's payload bytes (the bound itself: bounded_lru_test).
+TEST(MemoryLruTest, AnAnswerCountsItsArtifactsBytesAndOneWithoutIsNotKept) {
+  MemoryLru lru(1000);
+  MemoryKey a{IdOf("a"), {8, 9}, 0}, b{IdOf("b"), {8, 9}, 0};
+  ASSERT_TRUE(lru.Insert(a, EntryOf(600)));
+  EXPECT_EQ(lru.Stats().bytes, 600u);
+  EXPECT_FALSE(lru.Insert(b, EntryOf(1001)));
+  ASSERT_TRUE(lru.Insert(b, EntryOf(600)));  // 1200 > 1000: a goes
   EXPECT_FALSE(lru.Lookup(a).has_value());
-  EXPECT_EQ(lru.Stats().bytes, 0u);
-  MemoryLru none(0);  // a zero bound keeps nothing
-  EXPECT_FALSE(none.Insert(a, EntryOf(1)));
-}
-
-TEST(MemoryLruTest, ReplacingAKeyKeepsTheByteCountExact) {
-  MemoryLru lru(10000);
-  MemoryKey a{IdOf("a"), {8, 9}, 0};
-  ASSERT_TRUE(lru.Insert(a, EntryOf(1000, 'x')));
-  ASSERT_TRUE(lru.Insert(a, EntryOf(400, 'y')));
-  EXPECT_EQ(lru.Stats().bytes, 400u);
-  EXPECT_EQ(lru.Stats().entries, 1u);
-  EXPECT_EQ(lru.Lookup(a)->artifact->bytes, std::string(400, 'y'));
+  EXPECT_EQ(lru.Stats().evictions, 1u);
+  EXPECT_FALSE(lru.Insert(a, Answer{nullptr, ServeRule::kExactSass, "none"}));
+  EXPECT_FALSE(lru.Lookup(a).has_value());
 }
 
 TEST(MemoryLruTest, InvalidateKernelDropsOnlyThatKernelsEntries) {
