@@ -16,32 +16,13 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/tier_health.h"
 #include "daemon/cache/cache_types.h"
 #include "daemon/cache/statistics.h"
 #include "engine/resolve/decide.h"
 #include "engine/store/store.h"
 
 namespace kcache {
-
-// When a tier may be called. Off after a failure for `initial`, doubling with each failure
-// after it comes back (up to `max`), reset by a success. Thread-safe.
-class TierHealth {
- public:
-  TierHealth(absl::Duration initial, absl::Duration max)
-      : initial_(initial), max_(max), backoff_(initial) {}
-
-  // True when the tier is on, or its time off is over (calls try it again).
-  bool Available(absl::Time now) const;
-  // Switches the tier off from `now`. True when it was on (a new switch-off).
-  bool RecordFailure(absl::Time now);
-  void RecordSuccess();
-
- private:
-  const absl::Duration initial_, max_;
-  mutable absl::Mutex mu_;
-  absl::Duration backoff_ ABSL_GUARDED_BY(mu_);
-  absl::Time off_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-};
 
 // The store tiers as a snapshot shows them.
 struct TiersSnapshot {

@@ -1,7 +1,6 @@
 // Client-made objects on the shared fleet tier: kcached's object cache, and Redis after it.
 #include "engine/objects/fleet_object_cache.h"
 
-#include <atomic>
 #include <deque>
 #include <thread>
 #include <utility>
@@ -60,7 +59,8 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
         redis_(std::move(redis)),
         leases_(std::move(leases)),
         options_(std::move(options)),
-        count_(std::move(count)) {}
+        count_(std::move(count)),
+        health_(options_.off_initial, options_.off_max) {}
 
   absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) override {
     absl::StatusOr<std::vector<ObjectEntryMeta>> local = pod_->List(key1);
@@ -184,18 +184,19 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
 
  private:
   // One command on the key args[1] (EVAL's key is args[3]); a failure is counted and switches
-  // the tier off for a while. While off: Unavailable, uncounted.
+  // the tier off for a while (health_). While off: Unavailable, uncounted.
   absl::StatusOr<RedisReply> Call(const std::vector<std::string>& args, absl::Duration limit) {
     absl::Time now = absl::Now();
-    if (now < absl::FromUnixNanos(off_until_ns_.load(std::memory_order_relaxed))) {
+    if (!health_.Available(now)) {
       return absl::UnavailableError("the fleet tier is switched off after an error");
     }
     size_t key_index = args[0] == "EVAL" ? 3 : 1;
     absl::StatusOr<RedisReply> reply = redis_->Command(args, key_index, now + limit);
-    if (!reply.ok()) {
+    if (reply.ok()) {
+      health_.RecordSuccess();
+    } else {
       Count(FleetObjectCount::kError);
-      off_until_ns_.store(absl::ToUnixNanos(absl::Now() + options_.off_after_error),
-                          std::memory_order_relaxed);
+      health_.RecordFailure(absl::Now());
     }
     return reply;
   }
@@ -265,7 +266,7 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
   std::unique_ptr<RedisLeases> leases_;
   const FleetObjectOptions options_;
   const std::function<void(FleetObjectCount)> count_;
-  std::atomic<int64_t> off_until_ns_{0};
+  TierHealth health_;
 
   struct Write {
     ObjectEntryMeta entry;

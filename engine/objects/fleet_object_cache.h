@@ -39,8 +39,9 @@
 // hold (miss); an entry written (put); a write dropped, the queue full (write dropped); a frame
 // that does not verify, a bundle over max_object_bytes, a frame or listing over the bounds below
 // (refused: never served, and read without buffering more than the bound); a failed call (error).
-// After an error the tier is skipped (a miss, uncounted) for `off_after_error`. Nothing here fails
-// a request.
+// After an error the tier is skipped (a miss, uncounted) for a while (core/tier_health.h: from
+// `off_initial`, doubling while it keeps failing, up to `off_max`; kcached's shared tier for
+// kernels follows the same rule). Nothing here fails a request.
 //
 // Thread-safe when `pod` is; `redis` is owned (RedisCluster is thread-safe).
 #ifndef KCACHE_ENGINE_OBJECTS_FLEET_OBJECT_CACHE_H_
@@ -52,6 +53,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "core/tier_health.h"
 #include "engine/objects/compile_turns.h"
 #include "engine/objects/object_cache.h"
 #include "engine/shared/redis_cluster.h"
@@ -72,10 +74,11 @@ inline constexpr uint64_t kMaxFleetTurnIdBytes = uint64_t{64} << 10;
 
 struct FleetObjectOptions {
   SharedKeys keys;  // --shared-key-file (and its second): seal and open
-  uint64_t max_object_bytes = uint64_t{256} << 20;  // --max-object-bytes
-  absl::Duration budget = absl::Milliseconds(100);  // --shared-budget-ms: one lookup
+  uint64_t max_object_bytes = kDefaultMaxObjectBytes;  // --max-object-bytes
+  absl::Duration budget = absl::Milliseconds(100);     // --shared-budget-ms: one lookup
   absl::Duration write_deadline = absl::Seconds(2);
-  absl::Duration off_after_error = absl::Seconds(5);
+  absl::Duration off_initial = absl::Seconds(5);
+  absl::Duration off_max = absl::Minutes(1);
 };
 
 enum class FleetObjectCount { kHit, kMiss, kPut, kRefused, kError, kWriteDropped };
