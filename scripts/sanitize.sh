@@ -24,7 +24,8 @@ cd "$root"
 # defers a signal that arrives on a thread blocked inside an uninstrumented library, so
 # kcached under TSan does not stop on SIGTERM (docs/fuzzing.md, "Sanitizers").
 TSAN_TESTS=(single_flight_test artifact_cache_test memory_lru_test bounded_lru_test
-  process_pool_test write_behind_test background_compiles_test memo_object_cache_test)
+  background_writer_test process_pool_test write_behind_test background_compiles_test
+  memo_object_cache_test)
 
 launcher=()
 if command -v ccache >/dev/null; then

@@ -55,17 +55,11 @@ SharedTier::SharedTier(SharedTierOptions options, std::unique_ptr<RedisCluster> 
       leases_(
           std::move(leaser), LeaseOptionsOf(options_),
           [this](const absl::Status& status) { RecordFailure(status); },
-          [this] { stats_->Add(Statistic::kSharedLeaseRenewals); }) {
-  thread_ = std::thread([this] { RunWriter(); });
-}
+          [this] { stats_->Add(Statistic::kSharedLeaseRenewals); }),
+      writes_(BackgroundWriterBounds{.max_jobs = options_.write_queue}, AtDestruction::kAbandon,
+              [this](Write& write) { WriteOne(write); }) {}
 
-SharedTier::~SharedTier() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  thread_.join();
-}
+SharedTier::~SharedTier() = default;
 
 void SharedTier::RecordFailure(const absl::Status& status) {
   stats_->Add(Statistic::kSharedErrors);
@@ -158,64 +152,39 @@ std::optional<std::vector<Artifact>> SharedTier::AwaitFleet(const std::vector<Ar
 
 void SharedTier::Publish(const std::vector<std::shared_ptr<const Artifact>>& artifacts,
                          const std::string& lease) {
-  absl::MutexLock lock(&mu_);
   for (const std::shared_ptr<const Artifact>& artifact : artifacts) {
     if (artifact->bytes.size() > options_.max_value_bytes) {
       stats_->Add(Statistic::kSharedTooBig);
-    } else if (queue_.size() >= options_.write_queue) {
+    } else if (!writes_.Add(Write{artifact, ""}, artifact->bytes.size())) {
       stats_->Add(Statistic::kSharedWritesDropped);
-    } else {
-      queue_.push_back(Write{artifact, ""});
     }
   }
   // The release goes last (and always: a lease left behind only delays the others until it
   // expires).
-  if (!lease.empty()) queue_.push_back(Write{nullptr, lease});
+  if (!lease.empty()) writes_.AddAlways(Write{nullptr, lease});
 }
 
 void SharedTier::ReleaseLease(const std::string& lease) {
-  if (lease.empty()) return;
-  absl::MutexLock lock(&mu_);
-  queue_.push_back(Write{nullptr, lease});
+  if (!lease.empty()) writes_.AddAlways(Write{nullptr, lease});
 }
 
-void SharedTier::Flush() {
-  absl::MutexLock lock(&mu_);
-  auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return stopping_ || (queue_.empty() && writing_ == 0);
-  };
-  mu_.Await(absl::Condition(&done));
-}
+void SharedTier::Flush() { writes_.Drain(); }
 
-void SharedTier::RunWriter() {
-  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
-  while (true) {
-    Write write;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&ready));
-      if (stopping_) return;
-      write = std::move(queue_.front());
-      queue_.pop_front();
-      ++writing_;
-    }
-    const std::shared_ptr<const Artifact>& artifact = write.artifact;
-    if (artifact == nullptr) {
-      leases_.Release(write.lease);
-    } else if (!health_.Available(absl::Now())) {
-      stats_->Add(Statistic::kSharedSkips);
+void SharedTier::WriteOne(const Write& write) {
+  const std::shared_ptr<const Artifact>& artifact = write.artifact;
+  if (artifact == nullptr) {
+    leases_.Release(write.lease);
+  } else if (!health_.Available(absl::Now())) {
+    stats_->Add(Statistic::kSharedSkips);
+  } else {
+    std::string frame = SealSharedEntry(options_.keys, *artifact);
+    absl::Status written = writer_->Set(SharedEntryRedisKey(artifact->meta.key), frame);
+    if (written.ok()) {
+      stats_->Add(Statistic::kSharedWrites);
+      health_.RecordSuccess();
     } else {
-      std::string frame = SealSharedEntry(options_.keys, *artifact);
-      absl::Status written = writer_->Set(SharedEntryRedisKey(artifact->meta.key), frame);
-      if (written.ok()) {
-        stats_->Add(Statistic::kSharedWrites);
-        health_.RecordSuccess();
-      } else {
-        RecordFailure(written);
-      }
+      RecordFailure(written);
     }
-    absl::MutexLock lock(&mu_);
-    --writing_;
   }
 }
 

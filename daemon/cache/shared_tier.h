@@ -14,11 +14,9 @@
 #define KCACHE_DAEMON_CACHE_SHARED_TIER_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -27,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/artifact.h"
+#include "core/background_writer.h"
 #include "daemon/cache/shared_tier_options.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/cache/store_tiers.h"
@@ -77,14 +76,14 @@ class SharedTier {
              Statistics* stats);
   void RecordFailure(const absl::Status& status);
   void LogRejectedOnce(const std::string& redis_key, const absl::Status& status);
-  void RunWriter();
-  // `count`: count misses and rejections (the first look; a wait's polls are not counted).
-  std::optional<std::vector<Artifact>> Fetch(const std::vector<ArtifactKey>& keys,
-                                             absl::Time deadline, bool count);
   struct Write {
     std::shared_ptr<const Artifact> artifact;  // null: only release `lease`
     std::string lease;                         // released after this write ("" none)
   };
+  void WriteOne(const Write& write);  // on the writer thread
+  // `count`: count misses and rejections (the first look; a wait's polls are not counted).
+  std::optional<std::vector<Artifact>> Fetch(const std::vector<ArtifactKey>& keys,
+                                             absl::Time deadline, bool count);
 
   const SharedTierOptions options_;
   std::unique_ptr<RedisCluster> reader_;  // lookups, with the budget
@@ -94,11 +93,10 @@ class SharedTier {
   RedisLeases leases_;  // its own connections: taken here, renewed by its thread
 
   absl::Mutex mu_;
-  std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
-  size_t writing_ ABSL_GUARDED_BY(mu_) = 0;  // taken from the queue, not yet written
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<std::string> rejected_logged_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
+  // At most options_.write_queue artifacts wait; at destruction what waits is dropped (its
+  // lease expires). Last: joined first.
+  BackgroundWriter<Write> writes_;
 };
 
 }  // namespace kcache

@@ -1,4 +1,5 @@
-// WriteBehind: writes done after the request that caused them, by one thread of its own. A
+// WriteBehind: writes done after the request that caused them, by one thread of its own
+// (core/background_writer.h). A
 // baked-store hit is copied into the writable store (so it is kept when the image's store
 // goes, and counted in its LRU); made on the request's path, that copy's compression and
 // write were about half of a first request's time with a large baked store.
@@ -10,16 +11,15 @@
 #define KCACHE_DAEMON_CACHE_WRITE_BEHIND_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "core/artifact.h"
+#include "core/background_writer.h"
 
 namespace kcache {
 
@@ -40,19 +40,11 @@ class WriteBehind {
   void Drain();
 
  private:
-  void Run();
-
-  const uint64_t max_bytes_;
   const std::function<void(const Artifact&)> write_;
   const std::function<void()> on_dropped_;
   absl::Mutex mu_;
-  std::deque<std::shared_ptr<const Artifact>> queue_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> queued_keys_ ABSL_GUARDED_BY(mu_);
-  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t added_ ABSL_GUARDED_BY(mu_) = 0;    // writes queued so far
-  uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;  // of them, run (or failed)
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread writer_;
+  BackgroundWriter<std::shared_ptr<const Artifact>> writer_;  // last: joined first
 };
 
 }  // namespace kcache

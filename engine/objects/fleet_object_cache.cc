@@ -1,16 +1,13 @@
 // Client-made objects on the shared fleet tier: kcached's object cache, and Redis after it.
 #include "engine/objects/fleet_object_cache.h"
 
-#include <deque>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/background_writer.h"
 
 namespace kcache::objects {
 namespace {
@@ -125,15 +122,9 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
   absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override {
     absl::Status put = pod_->Put(entry, bundle);
     if (!put.ok()) return put;
-    absl::MutexLock lock(&mu_);
-    if (queued_entries_ >= kMaxFleetWritesQueued ||
-        queued_bytes_ + bundle.size() > options_.max_object_bytes) {
+    if (!writes_.Add(Write{entry, bundle, ""}, bundle.size())) {
       Count(FleetObjectCount::kWriteDropped);
-      return absl::OkStatus();
     }
-    queued_bytes_ += bundle.size();
-    ++queued_entries_;
-    queue_.push_back({entry, bundle, ""});
     return absl::OkStatus();
   }
 
@@ -164,16 +155,7 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
   }
 
   void Release(const KernelId& key1) override {
-    absl::MutexLock lock(&mu_);
-    queue_.push_back({{}, "", FleetTurnRedisKey(key1)});
-  }
-
-  ~FleetObjectCache() override {
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
-    writer_.join();
+    writes_.AddAlways(Write{{}, "", FleetTurnRedisKey(key1)});
   }
 
   absl::Status Delete(const ArtifactKey& key) override { return pod_->Delete(key); }
@@ -218,42 +200,30 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
     return ids;
   }
 
+  struct Write {
+    ObjectEntryMeta entry;
+    std::string bundle;
+    std::string release;  // non-empty: only release this lease
+  };
   // The writer thread's: seals and writes each queued entry, the entry before its listing (a
   // listing never names an entry not yet written), and releases a lease after the entries
   // queued before it.
-  void RunWriter() {
-    for (;;) {
-      Write write;
-      {
-        absl::MutexLock lock(&mu_);
-        mu_.Await(absl::Condition(
-            +[](FleetObjectCache* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
-              return self->stopping_ || !self->queue_.empty();
-            },
-            this));
-        if (stopping_) return;
-        write = std::move(queue_.front());
-        queue_.pop_front();
-        queued_bytes_ -= write.bundle.size();
-        if (write.release.empty()) --queued_entries_;
-      }
-      if (!write.release.empty()) {
-        leases_->Release(write.release);
-        continue;
-      }
-      const ObjectEntryMeta& entry = write.entry;
-      std::string redis_key = FleetObjectRedisKey(entry.key);
-      std::string frame =
-          SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, write.bundle), redis_key);
-      std::string listing_frame = SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, ""),
-                                                    ListingFieldRedisKey(entry.key));
-      if (Call({"SET", redis_key, frame}, options_.write_deadline).ok() &&
-          Call(
-              {"HSET", FleetListingRedisKey(entry.key.kernel_id), entry.key.toolkit, listing_frame},
-              options_.write_deadline)
-              .ok()) {
-        Count(FleetObjectCount::kPut);
-      }
+  void WriteOne(const Write& write) {
+    if (!write.release.empty()) {
+      leases_->Release(write.release);
+      return;
+    }
+    const ObjectEntryMeta& entry = write.entry;
+    std::string redis_key = FleetObjectRedisKey(entry.key);
+    std::string frame =
+        SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, write.bundle), redis_key);
+    std::string listing_frame = SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, ""),
+                                                  ListingFieldRedisKey(entry.key));
+    if (Call({"SET", redis_key, frame}, options_.write_deadline).ok() &&
+        Call({"HSET", FleetListingRedisKey(entry.key.kernel_id), entry.key.toolkit, listing_frame},
+             options_.write_deadline)
+            .ok()) {
+      Count(FleetObjectCount::kPut);
     }
   }
 
@@ -268,17 +238,11 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
   const std::function<void(FleetObjectCount)> count_;
   TierHealth health_;
 
-  struct Write {
-    ObjectEntryMeta entry;
-    std::string bundle;
-    std::string release;  // non-empty: only release this lease
-  };
-  absl::Mutex mu_;
-  std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // bundle bytes in queue_
-  size_t queued_entries_ ABSL_GUARDED_BY(mu_) = 0;  // entries (not releases) in queue_
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread writer_{[this] { RunWriter(); }};  // last: starts once the rest is built
+  // At most kMaxFleetWritesQueued entries and max_object_bytes of bundles wait; at
+  // destruction what waits is dropped (its lease expires). Last: joined first.
+  BackgroundWriter<Write> writes_{
+      BackgroundWriterBounds{kMaxFleetWritesQueued, options_.max_object_bytes},
+      AtDestruction::kAbandon, [this](Write& write) { WriteOne(write); }};
 };
 
 }  // namespace
