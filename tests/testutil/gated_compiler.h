@@ -48,8 +48,10 @@ inline std::string ReadProcFile(const std::string& path) {
 
 class GatedCompiler {
  public:
+  static constexpr char kName[] = "gated-c++";
+
   // Writes the script at `dir`/bin/gated-c++.
-  explicit GatedCompiler(const TempDir& dir) : path_(dir / "bin/gated-c++") {
+  explicit GatedCompiler(const TempDir& dir) : path_(absl::StrCat(dir / "bin", "/", kName)) {
     std::filesystem::create_directories(dir / "bin");
     std::ofstream(path_) << "#!/bin/sh\ncase \" $* \" in *\" -c \"*) kill -STOP $$;; esac\n"
                             "exec c++ \"$@\"\n";
@@ -65,7 +67,10 @@ class GatedCompiler {
 
   const std::string& path() const { return path_; }
 
-  // The script's instances running now (its path in their command line).
+  // The script's instances running now: its path in their command line and its name as theirs
+  // (the kernel names a process running a script after the script). Not the launchers that
+  // have its path as an argument: a SIGCONT sent to one of them would cancel the SIGSTOP with
+  // which LeakSanitizer stops its threads at exit, and leave the launcher hung.
   std::vector<pid_t> Instances() const {
     std::vector<pid_t> pids;
     std::error_code error;  // never thrown: a process that ends meanwhile is skipped
@@ -73,6 +78,7 @@ class GatedCompiler {
          it.increment(error)) {
       std::string name = it->path().filename();
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (ReadProcFile(it->path() / "comm") != absl::StrCat(kName, "\n")) continue;
       std::string cmdline = ReadProcFile(it->path() / "cmdline");
       size_t at = cmdline.find(path_ + '\0');
       if (at != std::string::npos && (at == 0 || cmdline[at - 1] == '\0')) {
