@@ -70,12 +70,16 @@ def wrappers(tmp: Path, name: str, tool: str) -> dict:
     return {"PYTORCH_NVCC": str(bin_dir / "nvcc"), "CXX": str(bin_dir / "c++")}
 
 
-def time_served_commands(build_dir: Path, env_extra: dict) -> list[float]:
+def time_served_commands(build_dir: Path, env_extra: dict, kcache_env: list[str]) -> list[float]:
     """Milliseconds of each command of build.ninja (the compiles, then the link) run again,
-    served (a hit)."""
+    served (a hit), in the environment `kcache run` gave the pod (`kcache_env` prints it: the
+    shims first on PATH, the shim CUDA_HOME; a compile observed under another PATH or
+    CUDA_HOME is another key)."""
     commands = subprocess.run(["ninja", "-t", "commands"], cwd=build_dir, text=True,
                               stdout=subprocess.PIPE, check=True).stdout.splitlines()
     env = dict(os.environ, **env_extra)
+    printed = subprocess.run(kcache_env, env=env, text=True, stdout=subprocess.PIPE, check=True)
+    env.update(line.split("=", 1) for line in printed.stdout.splitlines() if "=" in line)
     times = []
     for command in commands:
         start = time.monotonic()
@@ -136,8 +140,9 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path, pods: int) -> li
             seconds, out = load(tmp / f"kcache/pod{pod}/other",
                                 {**arch_env, **pod_state, "KCACHE_LOG": "1"}, serve)
             if pod == pods - 1:
-                per_command = time_served_commands(tmp / f"kcache/pod{pod}/other/kcache_bench_ext",
-                                                   {**pod_state, "KCACHE_SERVER": f"unix://{socket}"})
+                per_command = time_served_commands(
+                    tmp / f"kcache/pod{pod}/other/kcache_bench_ext", pod_state,
+                    [kcache, "env", "--server", f"unix://{socket}", "--shims", str(tmp / "shims")])
         finally:
             daemon.terminate()
             daemon.wait(30)
