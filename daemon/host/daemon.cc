@@ -525,7 +525,8 @@ class DaemonImpl final : public Daemon {
     StartupWarmResult warmed = cache_->WarmAfterStart(options_.warm_start_bytes, each,
                                                       [this] { return !stopping_warm_.load(); });
     spdlog::info(
-        "start-up warm: read {} artifacts ({} MiB of --warm-start-mb {}), {} answers in memory, "
+        "start-up warm: read {} artifacts ({} MiB of --warm-start-max-bytes {}), {} answers in "
+        "memory, "
         "in {} ms",
         warmed.artifacts, warmed.bytes >> 20, options_.warm_start_bytes >> 20,
         warmed.memory_entries, absl::ToInt64Milliseconds(absl::Now() - start));
@@ -606,7 +607,7 @@ class DaemonImpl final : public Daemon {
   ProgressTicker ticker_;
   std::unique_ptr<KernelCacheService> service_;
   std::unique_ptr<objects::ObjectCache> object_cache_;   // over the cache's stores
-  objects::MemoObjectCache* object_memo_ = nullptr;      // object_cache_, --object-memory-mb
+  objects::MemoObjectCache* object_memo_ = nullptr;      // object_cache_, --object-memory-max-bytes
   std::unique_ptr<objects::CompileTurns> object_turns_;  // over object_cache_ (and its leases)
   std::unique_ptr<ObjectCacheService> object_service_;
   std::unique_ptr<FastPathServer> fast_;         // stopped before the cache closes

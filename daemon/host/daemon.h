@@ -45,11 +45,11 @@ struct DaemonOptions {
   std::string probe_address = "127.0.0.1";  // --probe-address
   ProcessPoolOptions compile;               // --compile-workers, --compile-cpu-seconds, ...
   absl::Duration compile_limit_backoff = absl::Minutes(10);  // --compile-limit-backoff-seconds
-  uint64_t memory_cache_bytes = uint64_t{256} << 20;         // --memory-cache-mb
-  uint64_t write_back_queue_bytes = uint64_t{64} << 20;      // --write-back-queue-mb
+  uint64_t memory_cache_bytes = uint64_t{256} << 20;         // --memory-cache-max-bytes
+  uint64_t write_back_queue_bytes = uint64_t{64} << 20;      // --write-back-queue-max-bytes
   // Payload bytes the start-up warm reads once kcached serves (docs/kcached.md, "Start-up");
   // 0: none.
-  uint64_t warm_start_bytes = uint64_t{128} << 20;  // --warm-start-mb
+  uint64_t warm_start_bytes = uint64_t{128} << 20;  // --warm-start-max-bytes
   // How long Start waits at most for the start-up warm (until it is done or has read its
   // first 16 MiB, the most recently used) before it opens the main socket and kcached is
   // ready (the warm goes on in the background past it), so that the first worker after a
@@ -59,7 +59,7 @@ struct DaemonOptions {
   size_t max_request_threads = 256;  // threads for blocking work (requests waiting on compiles)
   // --max-calls-in-flight: calls answered at once; more are refused RESOURCE_EXHAUSTED.
   int64_t max_calls_in_flight = 1024;
-  // --max-queued-mb: payload bytes Resolve streams may have queued for their clients at once
+  // --queued-max-bytes: payload bytes Resolve streams may have queued for their clients at once
   // (one chunk, at most 1 MiB, per stream sending); past it RESOURCE_EXHAUSTED.
   uint64_t max_queued_bytes = uint64_t{256} << 20;
   // --shared URL: the shared tier (docs/shared-tier.md), redis://host:port or
@@ -75,15 +75,15 @@ struct DaemonOptions {
   // path"); unset: <the --listen socket's path>.fast; "": off. Only with a unix --listen.
   std::optional<std::string> fast_socket;
   uint64_t fast_arena_bytes = uint64_t{1} << 30;         // --fast-arena-bytes
-  uint64_t fast_max_leased_bytes = uint64_t{256} << 20;  // --fast-max-leased-bytes
+  uint64_t fast_max_leased_bytes = uint64_t{256} << 20;  // --fast-leased-max-bytes
   int fast_max_connections = 256;                        // --fast-max-connections
-  // --max-object-bytes (the largest compiler output, object, dependency file and logs, a
-  // launcher may put; docs/torch-extensions.md), --max-object-upload-bytes (the bytes of every
-  // put in flight together), --max-object-entry-bytes (one entry's metadata): past each a put
+  // --object-max-bytes (the largest compiler output, object, dependency file and logs, a
+  // launcher may put; docs/torch-extensions.md), --object-upload-max-bytes (the bytes of every
+  // put in flight together), --object-entry-max-bytes (one entry's metadata): past each a put
   // is refused RESOURCE_EXHAUSTED, counted.
   ObjectServiceLimits objects;
-  // --object-memory-mb: launchers' listings and objects kept in memory once read from a store
-  // (engine/objects/memo_object_cache.h); 0: none.
+  // --object-memory-max-bytes: launchers' listings and objects kept in memory once read from a
+  // store (engine/objects/memo_object_cache.h); 0: none.
   uint64_t object_memory_bytes = uint64_t{256} << 20;
   // --max-uncached-options: distinct (reason, option) pairs kcached counts launcher commands
   // run uncached by (daemon/cache/uncached_options.h); past it, option "(others)".

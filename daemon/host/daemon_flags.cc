@@ -9,22 +9,17 @@
 #include "daemon/host/listen_socket.h"
 #include "daemon/host/log_format.h"
 #include "daemon/host/redis_door_flags.h"
+#include "daemon/host/size_flags.h"
 
 namespace kcache {
 
 absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   DaemonOptions o;
   std::string socket_mode = "0660";
-  uint64_t memory_cache_mb = o.memory_cache_bytes >> 20;
-  uint64_t write_back_queue_mb = o.write_back_queue_bytes >> 20;
-  uint64_t object_memory_mb = o.object_memory_bytes >> 20;
-  uint64_t warm_start_mb = o.warm_start_bytes >> 20;
   int64_t warm_before_ready_ms = absl::ToInt64Milliseconds(o.warm_before_ready);
-  uint64_t compile_memory_mb = o.compile.memory_bytes_per_worker >> 20;
   int64_t compile_timeout_seconds = absl::ToInt64Seconds(o.compile.wall_time_per_compile);
   int64_t compile_limit_backoff_seconds = absl::ToInt64Seconds(o.compile_limit_backoff);
   int64_t grace_seconds = absl::ToInt64Seconds(o.shutdown_grace);
-  uint64_t max_queued_mb = o.max_queued_bytes >> 20;
   std::string log_level = "info";
   std::string log_format = "text";
 
@@ -34,36 +29,30 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   app.set_version_flag("--version", absl::StrCat("kcached ", kVersion));
   app.add_option("--store", o.store, "Writable artifact store folder (created if missing)")
       ->required();
-  app.add_option("--store-max-bytes", o.store_max_bytes,
-                 "Bound of the writable store (e.g. 8GiB, 500MiB; 0: none); past it the least "
-                 "recently used artifacts are evicted")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
-  app.add_option("--max-object-bytes", o.objects.max_object_bytes,
-                 "Largest compiler output a launcher (kcache nvcc/c++), or value the Redis door, "
-                 "may store through this kcached (e.g. 256MiB); larger ones are refused")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
-  app.add_option("--max-object-upload-bytes", o.objects.max_upload_bytes,
-                 "Bytes of launchers' uploads kcached holds at once, all together (e.g. 512MiB; "
-                 "at least --max-object-bytes); an upload past it is refused, retry later")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
-  app.add_option("--max-object-entry-bytes", o.objects.max_entry_bytes,
-                 "Largest metadata (source path, header manifest, key fields) one launcher "
-                 "entry may carry (e.g. 1MiB); larger ones are refused")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
+  AddSizeFlag(app, "--store-max-bytes", o.store_max_bytes,
+              "Bound of the writable store (e.g. 8GiB, 500MiB; 0: none); past it the least "
+              "recently used artifacts are evicted");
+  AddSizeFlag(app, "--object-max-bytes,--max-object-bytes", o.objects.max_object_bytes,
+              "Largest compiler output a launcher (kcache nvcc/c++), or value the Redis door, "
+              "may store through this kcached (e.g. 256MiB); larger ones are refused");
+  AddSizeFlag(app, "--object-upload-max-bytes,--max-object-upload-bytes",
+              o.objects.max_upload_bytes,
+              "Bytes of launchers' uploads kcached holds at once, all together (e.g. 512MiB; "
+              "at least --object-max-bytes); an upload past it is refused, retry later");
+  AddSizeFlag(app, "--object-entry-max-bytes,--max-object-entry-bytes", o.objects.max_entry_bytes,
+              "Largest metadata (source path, header manifest, key fields) one launcher "
+              "entry may carry (e.g. 1MiB); larger ones are refused");
   app.add_option("--max-uncached-options", o.max_uncached_options,
                  "Distinct options kcached counts launcher commands run uncached by (`kcache "
                  "stat --server`, kcache_launcher_uncached_option_total); the rest count as "
                  "\"(others)\"")
       ->capture_default_str();
-  app.add_option("--object-memory-mb", object_memory_mb,
-                 "MiB of launchers' listings and objects kept in memory once read from a store, "
-                 "so the next pod's compile of the same command reads and decompresses nothing "
-                 "(least recently used dropped first; 0: none)")
-      ->capture_default_str();
+  AddMibAlias(app, "--object-memory-mb", o.object_memory_bytes,
+              AddSizeFlag(app, "--object-memory-max-bytes", o.object_memory_bytes,
+                          "Bytes of launchers' listings and objects kept in memory once read "
+                          "from a store, so the next pod's compile of the same command reads "
+                          "and decompresses nothing (least recently used dropped first; 0: "
+                          "none)"));
   int64_t object_wait_seconds = 180;
   app.add_option("--object-wait-seconds", object_wait_seconds,
                  "Longest a launcher's miss waits for another launcher's compile of the same "
@@ -103,9 +92,10 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "CPU seconds one compile may use (0: no limit)")
       ->check(CLI::Range(0, 86400))
       ->capture_default_str();
-  app.add_option("--compile-memory-mb", compile_memory_mb,
-                 "Address-space limit of each compile worker in MiB (0: no limit)")
-      ->capture_default_str();
+  AddMibAlias(app, "--compile-memory-mb", o.compile.memory_bytes_per_worker,
+              AddSizeFlag(app, "--compile-memory-max-bytes", o.compile.memory_bytes_per_worker,
+                          "Address-space limit of each compile worker (e.g. 4GiB; 0: no "
+                          "limit)"));
   app.add_option("--compile-timeout-seconds", compile_timeout_seconds,
                  "Wall time one compile may take (0: no limit)")
       ->check(CLI::Range(int64_t{0}, int64_t{86400}))
@@ -117,18 +107,19 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--compile-worker", o.compile.worker_binary,
                  "Path of kcache-compile-worker (default: next to kcached)");
-  app.add_option("--memory-cache-mb", memory_cache_mb, "Bound of the in-memory LRU in MiB")
-      ->capture_default_str();
-  app.add_option("--write-back-queue-mb", write_back_queue_mb,
-                 "MiB of baked-store hits waiting to be copied into the writable store (by a "
-                 "thread of their own, after the request); past it a copy is dropped and "
-                 "counted (tier.write_backs_dropped)")
-      ->capture_default_str();
-  app.add_option("--warm-start-mb", warm_start_mb,
-                 "MiB of the stores' most recently used artifacts read into the fast path's "
-                 "arena in the background once serving, so the first workers find them ready "
-                 "(0: none)")
-      ->capture_default_str();
+  AddMibAlias(app, "--memory-cache-mb", o.memory_cache_bytes,
+              AddSizeFlag(app, "--memory-cache-max-bytes", o.memory_cache_bytes,
+                          "Bound of the in-memory LRU of kernels' artifacts (e.g. 256MiB)"));
+  AddMibAlias(app, "--write-back-queue-mb", o.write_back_queue_bytes,
+              AddSizeFlag(app, "--write-back-queue-max-bytes", o.write_back_queue_bytes,
+                          "Bytes of baked-store hits waiting to be copied into the writable "
+                          "store (by a thread of their own, after the request); past it a "
+                          "copy is dropped and counted (tier.write_backs_dropped)"));
+  AddMibAlias(app, "--warm-start-mb", o.warm_start_bytes,
+              AddSizeFlag(app, "--warm-start-max-bytes", o.warm_start_bytes,
+                          "Bytes of the stores' most recently used artifacts read into the "
+                          "fast path's arena in the background once serving, so the first "
+                          "workers find them ready (0: none)"));
   app.add_option("--warm-before-ready-ms", warm_before_ready_ms,
                  "How long kcached waits at most for that warm (done, or its first 16 MiB "
                  "read, the most recently used) before it opens its main socket and is ready, "
@@ -140,11 +131,11 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "Calls answered at once; more are refused RESOURCE_EXHAUSTED (retry later)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
-  app.add_option("--max-queued-mb", max_queued_mb,
-                 "MiB of artifacts Resolve streams may have queued for their clients at once "
-                 "(1 MiB per stream sending); past it, RESOURCE_EXHAUSTED")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
-      ->capture_default_str();
+  CLI::Option* queued = AddSizeFlag(
+      app, "--queued-max-bytes", o.max_queued_bytes,
+      "Bytes of artifacts Resolve streams may have queued for their clients at once (1 MiB "
+      "per stream sending; from 1MiB to 1TiB); past it, RESOURCE_EXHAUSTED");
+  AddMibAlias(app, "--max-queued-mb", o.max_queued_bytes, queued);
   app.add_option("--shutdown-grace-seconds", grace_seconds,
                  "On SIGTERM, how long in-flight requests may take to finish")
       ->check(CLI::Range(int64_t{0}, int64_t{3600}))
@@ -173,10 +164,8 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "Longest a shared-tier lookup may delay a miss")
       ->check(CLI::Range(1, 60000))
       ->capture_default_str();
-  app.add_option("--shared-max-bytes", o.shared_max_bytes,
-                 "Artifacts larger than this stay out of the shared tier (e.g. 8MiB)")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
+  AddSizeFlag(app, "--shared-max-bytes", o.shared_max_bytes,
+              "Artifacts larger than this stay out of the shared tier (e.g. 8MiB)");
   app.add_option("--shared-lease-seconds", shared_lease_seconds,
                  "Expiry of the lease a daemon takes on a miss before compiling it for the fleet")
       ->check(CLI::Range(1, 86400))
@@ -195,14 +184,10 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   CLI::Option* fast_socket_option = app.add_option(
       "--fast-socket", fast_socket,
       "In-pod fast path socket (SOCK_SEQPACKET); default <--listen path>.fast; \"\" = off");
-  app.add_option("--fast-arena-bytes", o.fast_arena_bytes,
-                 "Size of the fast path's shared read-only arena (e.g. 1GiB)")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
-  app.add_option("--fast-max-leased-bytes", o.fast_max_leased_bytes,
-                 "Bytes of arena one fast-path connection may hold leased; past it: gRPC")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
+  AddSizeFlag(app, "--fast-arena-bytes", o.fast_arena_bytes,
+              "Size of the fast path's shared read-only arena (e.g. 1GiB)");
+  AddSizeFlag(app, "--fast-leased-max-bytes,--fast-max-leased-bytes", o.fast_max_leased_bytes,
+              "Bytes of arena one fast-path connection may hold leased; past it: gRPC");
   app.add_option("--fast-max-connections", o.fast_max_connections,
                  "Fast-path connections open at once; more are refused (they use gRPC)")
       ->check(CLI::Range(1, 65536))
@@ -223,19 +208,18 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   absl::StatusOr<mode_t> mode = ParseSocketMode(socket_mode);
   if (!mode.ok()) return mode.status();
   o.socket_mode = *mode;
-  o.memory_cache_bytes = memory_cache_mb << 20;
-  o.write_back_queue_bytes = write_back_queue_mb << 20;
-  o.object_memory_bytes = object_memory_mb << 20;
   o.turns.wait = absl::Seconds(object_wait_seconds);
-  o.warm_start_bytes = warm_start_mb << 20;
   o.warm_before_ready = absl::Milliseconds(warm_before_ready_ms);
-  o.compile.memory_bytes_per_worker = compile_memory_mb << 20;
   o.compile_limit_backoff = absl::Seconds(compile_limit_backoff_seconds);
   o.compile.wall_time_per_compile = compile_timeout_seconds == 0
                                         ? absl::InfiniteDuration()
                                         : absl::Seconds(compile_timeout_seconds);
   o.shutdown_grace = absl::Seconds(grace_seconds);
-  o.max_queued_bytes = max_queued_mb << 20;
+  if (o.max_queued_bytes < (uint64_t{1} << 20) || o.max_queued_bytes > (uint64_t{1} << 40)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--queued-max-bytes ", o.max_queued_bytes,
+                     " must be from 1MiB to 1TiB: each Resolve stream sending holds up to 1 MiB"));
+  }
   o.shared_budget = absl::Milliseconds(shared_budget_ms);
   o.shared_lease = absl::Seconds(shared_lease_seconds);
   o.shared_wait = absl::Seconds(shared_wait_seconds);
@@ -246,13 +230,13 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
   }
   if (o.objects.max_upload_bytes < o.objects.max_object_bytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--max-object-upload-bytes ", o.objects.max_upload_bytes,
-                     " must be at least --max-object-bytes ", o.objects.max_object_bytes,
+        absl::StrCat("--object-upload-max-bytes ", o.objects.max_upload_bytes,
+                     " must be at least --object-max-bytes ", o.objects.max_object_bytes,
                      ": an upload of the largest object must fit"));
   }
   if (o.objects.max_entry_bytes < (64 << 10) || o.objects.max_entry_bytes > (2 << 20)) {
     return absl::InvalidArgumentError(
-        "--max-object-entry-bytes must be from 64KiB to 2MiB: a launcher's entry lists its "
+        "--object-entry-max-bytes must be from 64KiB to 2MiB: a launcher's entry lists its "
         "headers, and a listing page of such entries must stay under gRPC's 4 MiB message");
   }
   if (o.share_client_objects && o.shared.empty()) {

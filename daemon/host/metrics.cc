@@ -92,7 +92,7 @@ constexpr MetricMapping kRows[] = {
     {S::kTierSkips, "kcache_tier_skips_total",
      "Store calls skipped because their tier was switched off.", "", ""},
     {S::kMemoryEvictions, "kcache_memory_evictions_total",
-     "Memory cache entries evicted to stay within --memory-cache-mb.", "", ""},
+     "Memory cache entries evicted to stay within --memory-cache-max-bytes.", "", ""},
     {S::kMemoryInvalidations, "kcache_memory_invalidations_total",
      "Memory cache entries dropped because a new artifact of their kernel was stored.", "", ""},
     {S::kWriteBacks, "kcache_write_backs_total", "Baked-store hits copied into the writable store.",
@@ -213,16 +213,16 @@ constexpr MetricMapping kRows[] = {
      "Launchers' listings and objects answered from memory, not read from a store.", "", ""},
     {S::kRedisRefusedTotal, kRedisRefused, kRedisRefusedHelp, "reason", "total_bytes"},
     {S::kRedisHeldBytes, "kcache_redis_held_bytes",
-     "Bytes the Redis door's connections hold now (bound: --redis-max-total-bytes).", "", ""},
+     "Bytes the Redis door's connections hold now (bound: --redis-total-max-bytes).", "", ""},
     {S::kRedisRefusedKeyTooBig, kRedisRefused, kRedisRefusedHelp, "reason", "key_too_big"},
     {S::kObjectPutsRefusedUploads, kObjectPutsRefused, kObjectPutsRefusedHelp, "reason",
      "uploads_bound"},
     {S::kObjectUploadBytes, "kcache_object_upload_bytes",
-     "Bytes of launchers' uploads held now (bound: --max-object-upload-bytes).", "", ""},
+     "Bytes of launchers' uploads held now (bound: --object-upload-max-bytes).", "", ""},
     {S::kObjectPutsRefusedEntryTooBig, kObjectPutsRefused, kObjectPutsRefusedHelp, "reason",
      "entry_too_big"},
     {S::kObjectListingSkipped, "kcache_object_listing_skipped_total",
-     "Entries left out of export listings: metadata over --max-object-entry-bytes.", "", ""},
+     "Entries left out of export listings: metadata over --object-entry-max-bytes.", "", ""},
     {S::kBakedStoresSkippedDamaged, "kcache_baked_stores_skipped_damaged",
      "--baked stores kcached started without because they did not open.", "", ""},
     {S::kObjectTurnsHeld, kObjectTurns, kObjectTurnsHelp, "outcome", "held"},
@@ -398,16 +398,16 @@ std::string RenderMetrics(const CacheSnapshot& snapshot, const DaemonMetrics& da
              "Payload bytes reserved by Resolve streams for their writes in flight.", "",
              static_cast<double>(daemon.queued_bytes));
   out.Sample("kcache_queued_bytes_limit", "gauge",
-             "Payload bytes queued for clients before Resolves are refused (--max-queued-mb).", "",
-             static_cast<double>(daemon.queued_bytes_limit));
+             "Payload bytes queued for clients before Resolves are refused (--queued-max-bytes).",
+             "", static_cast<double>(daemon.queued_bytes_limit));
   Counters(snapshot, out);
   out.Sample("kcache_memory_cache_bytes", "gauge", "Payload bytes in the memory cache.", "",
              static_cast<double>(snapshot.memory_bytes));
   out.Sample("kcache_memory_cache_entries", "gauge", "Entries in the memory cache.", "",
              static_cast<double>(snapshot.memory_entries));
   out.Sample("kcache_object_memory_bytes", "gauge",
-             "Bytes of launchers' listings and objects held in memory (--object-memory-mb).", "",
-             static_cast<double>(daemon.object_memory_bytes));
+             "Bytes of launchers' listings and objects held in memory (--object-memory-max-bytes).",
+             "", static_cast<double>(daemon.object_memory_bytes));
   for (const UncachedOptionCount& counted : daemon.uncached_options) {
     out.Sample(
         "kcache_launcher_uncached_option_total", "counter",

@@ -38,8 +38,9 @@ struct DaemonMetrics {
   int64_t calls_in_flight = 0;
   int64_t calls_in_flight_limit = 0;  // --max-calls-in-flight
   uint64_t queued_bytes = 0;          // payload reserved by Resolve writes in flight
-  uint64_t queued_bytes_limit = 0;    // --max-queued-mb, in bytes
-  uint64_t object_memory_bytes = 0;   // launchers' listings and objects held (--object-memory-mb)
+  uint64_t queued_bytes_limit = 0;    // --queued-max-bytes, in bytes
+  uint64_t object_memory_bytes =
+      0;  // launchers' listings and objects held (--object-memory-max-bytes)
   // Launcher commands run uncached by reason and option (daemon/cache/uncached_options.h).
   std::vector<UncachedOptionCount> uncached_options;
   bool serving = true;  // false while shutting down

@@ -13,8 +13,8 @@
 namespace kcache {
 
 // Turns over `stores` (kcached's own stores, where launchers' puts land); `memo` (may be null:
-// --object-memory-mb 0) is kcached's object memory, told to forget a listing when the fleet's
-// entry is copied in beneath it; `leases` (may be null: no --share-client-objects). All
+// --object-memory-max-bytes 0) is kcached's object memory, told to forget a listing when the
+// fleet's entry is copied in beneath it; `leases` (may be null: no --share-client-objects). All
 // borrowed, with `counts`: they must outlive the turns.
 std::unique_ptr<objects::CompileTurns> NewObjectTurns(const objects::CompileTurnOptions& options,
                                                       objects::ObjectCache* stores,

@@ -18,8 +18,8 @@ struct RedisDoorFlags {
   int64_t idle_seconds = 300;
 };
 
-// Adds --redis-listen, --redis-socket-mode, --redis-namespaces, --redis-max-value-bytes,
-// --redis-max-key-bytes, --redis-max-buffer-bytes, --redis-max-total-bytes,
+// Adds --redis-listen, --redis-socket-mode, --redis-namespaces, --redis-value-max-bytes,
+// --redis-key-max-bytes, --redis-buffer-max-bytes, --redis-total-max-bytes (size_flags.h),
 // --redis-max-connections and --redis-idle-seconds. `options` and `flags` must outlive the
 // parse.
 void AddRedisDoorFlags(CLI::App& app, RedisDoorOptions& options, RedisDoorFlags& flags);

@@ -1,6 +1,6 @@
 // ByteBudget: bytes held in memory for many clients at once, against one bound: the Redis
-// door's connections (--redis-max-total-bytes) and the object service's uploads
-// (--max-object-upload-bytes). Each move is mirrored in a gauge statistic, so that what is held
+// door's connections (--redis-total-max-bytes) and the object service's uploads
+// (--object-upload-max-bytes). Each move is mirrored in a gauge statistic, so that what is held
 // now is visible in `kcache stat` and /metrics.
 #ifndef KCACHE_DAEMON_SERVICE_BYTE_BUDGET_H_
 #define KCACHE_DAEMON_SERVICE_BYTE_BUDGET_H_

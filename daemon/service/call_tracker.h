@@ -56,7 +56,7 @@ class TrackedCall {
 // What a call may hold at once. 0 means no bound (tests only: kcached always sets both).
 struct CallLimits {
   int64_t max_calls = 1024;                         // --max-calls-in-flight
-  uint64_t max_queued_bytes = uint64_t{256} << 20;  // --max-queued-mb
+  uint64_t max_queued_bytes = uint64_t{256} << 20;  // --queued-max-bytes
 };
 
 // Thread-safe.

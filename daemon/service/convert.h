@@ -54,7 +54,7 @@ void SummaryToProto(const WarmSummary& summary, v1::WarmSummary* out);
 
 void SnapshotToProto(const CacheSnapshot& snapshot, uint64_t uptime_seconds, v1::StatResponse* out);
 // A listed kernel's name is at most this long: a longer one (a Redis-door key stored before
-// --redis-max-key-bytes) is cut, ending "... (N bytes)".
+// --redis-key-max-bytes) is cut, ending "... (N bytes)".
 inline constexpr size_t kMaxListedNameBytes = 4096;
 // A List page holds about this much (at least one kernel).
 inline constexpr size_t kListPageBytes = size_t{1} << 20;

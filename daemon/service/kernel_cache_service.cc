@@ -100,7 +100,7 @@ grpc::Status QueuedBytesStatus(const CallTracker& tracker, Statistics* stats,
   return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
       "kcached is busy: ", tracker.limits().max_queued_bytes >> 20,
       " MiB of artifacts are queued for clients that have not read them yet (its "
-      "--max-queued-mb bound); read your Resolve streams to the end, retry in a moment, or "
+      "--queued-max-bytes bound); read your Resolve streams to the end, retry in a moment, or "
       "raise the bound")));
 }
 

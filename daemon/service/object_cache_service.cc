@@ -131,7 +131,7 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
     return ToGrpcStatus(ListObjectsByKey(*cache_, *request, response));
   }
   if (!entries.ok()) return ToGrpcStatus(entries.status());
-  // An entry over --max-object-entry-bytes (stored before that bound: the Redis door once took
+  // An entry over --object-entry-max-bytes (stored before that bound: the Redis door once took
   // keys of any length) is left out, so that a page stays far below gRPC's 4 MiB message limit
   // whatever the store holds; it is still served by key.
   uint64_t skipped = 0;
@@ -146,7 +146,7 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
   if (skipped > 0) {
     counts_->Add(Statistic::kObjectListingSkipped, skipped);
     spdlog::warn(
-        "object listing: left out {} entries whose metadata is over --max-object-entry-bytes {} "
+        "object listing: left out {} entries whose metadata is over --object-entry-max-bytes {} "
         "(stored before that bound); they cannot be exported",
         skipped, limits_.max_entry_bytes);
   }
@@ -182,7 +182,7 @@ absl::StatusOr<objects::ObjectEntryMeta> ObjectCacheService::CheckedEntry(
     counts_->Add(Statistic::kObjectPutsRefusedEntryTooBig);
     return absl::ResourceExhaustedError(absl::StrCat(
         "PutObject: the entry's metadata (source path, manifest, key fields) is ", entry_bytes,
-        " bytes, over kcached's --max-object-entry-bytes ", limits_.max_entry_bytes));
+        " bytes, over kcached's --object-entry-max-bytes ", limits_.max_entry_bytes));
   }
   absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(first.entry());
   if (entry.ok() && entry->key.toolkit != objects::ManifestId(entry->manifest)) {
@@ -214,7 +214,7 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
     counts_->Add(Statistic::kObjectPutsRefusedUploads);
     return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
         "PutObject: kcached holds ", uploads_.held(), " bytes of uploads in flight; ", entry->size,
-        " more would pass its --max-object-upload-bytes ", uploads_.limit(), ": retry later")));
+        " more would pass its --object-upload-max-bytes ", uploads_.limit(), ": retry later")));
   }
   BudgetShare share(&uploads_, entry->size);
   std::string bundle;

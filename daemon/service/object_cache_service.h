@@ -33,14 +33,14 @@ void RecordObjectUse(objects::ObjectCache& cache, const v1::GetObjectRequest& re
 
 // The object service's bounds (docs/kcached.md; each refusal counted in objects.*).
 struct ObjectServiceLimits {
-  // --max-object-bytes: a PutObject stream announcing or sending more is refused
+  // --object-max-bytes: a PutObject stream announcing or sending more is refused
   // (RESOURCE_EXHAUSTED) before it is buffered.
   uint64_t max_object_bytes = objects::kDefaultMaxObjectBytes;
-  // --max-object-upload-bytes: the bytes every PutObject in flight together may announce; an
+  // --object-upload-max-bytes: the bytes every PutObject in flight together may announce; an
   // upload that would pass it is refused (RESOURCE_EXHAUSTED, retry later) before its bytes are
   // read. Each upload takes its announced size when it starts and gives it back when it ends.
   uint64_t max_upload_bytes = uint64_t{512} << 20;
-  // --max-object-entry-bytes: an entry's metadata (key1, entry id, source path, manifest, key
+  // --object-entry-max-bytes: an entry's metadata (key1, entry id, source path, manifest, key
   // fields) as sent; a larger one is refused (RESOURCE_EXHAUSTED). Listings page by it: an
   // entry stored before this bound that is larger is left out of `kcache export` listings.
   uint64_t max_entry_bytes = uint64_t{1} << 20;

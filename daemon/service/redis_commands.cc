@@ -79,7 +79,7 @@ void RedisCommands::Dispatch(const resp::Command& command, Call& call) const {
   if (command.oversized_bytes > 0) {
     count_(Count::kRefusedValueTooBig, 1);
     return call.Error(absl::StrCat("ERR an argument of ", command.oversized_bytes,
-                                   " bytes is over kcached's --redis-max-value-bytes ",
+                                   " bytes is over kcached's --redis-value-max-bytes ",
                                    options_.max_value_bytes, ": not stored"));
   }
   const size_t argc = command.args.size();
@@ -119,7 +119,7 @@ std::string RedisCommands::CheckKey(const std::string& key) const {
   if (key.size() > options_.max_key_bytes) {
     count_(Count::kRefusedKeyTooBig, 1);
     return absl::StrCat("ERR a key of ", key.size(),
-                        " bytes is over kcached's --redis-max-key-bytes ", options_.max_key_bytes,
+                        " bytes is over kcached's --redis-key-max-bytes ", options_.max_key_bytes,
                         ": keys are listed, so they stay small");
   }
   size_t colon = key.find(':');

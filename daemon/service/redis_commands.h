@@ -22,9 +22,9 @@ struct RedisCommandOptions {
   // --redis-namespaces: a key is served only when its text before the first ':' is one of
   // these ("pt2:..." is Inductor's, "triton:..." the kcache Triton backend's).
   std::vector<std::string> namespaces = {"pt2", "triton"};
-  // --redis-max-value-bytes: a SET of a larger value is refused (the connection stays open).
+  // --redis-value-max-bytes: a SET of a larger value is refused (the connection stays open).
   uint64_t max_value_bytes = uint64_t{32} << 20;
-  // --redis-max-key-bytes: a command naming a longer key is refused (the connection stays
+  // --redis-key-max-bytes: a command naming a longer key is refused (the connection stays
   // open). Keys are listed (`kcache ls --server`, `kcache export`): they stay small.
   uint64_t max_key_bytes = uint64_t{16} << 10;
   std::string version;  // kcached's, for HELLO and INFO
@@ -60,8 +60,8 @@ enum class RedisDoorCount {
   kConnections,
   kRefusedDriverTooOld,    // a cubin the connection's driver cannot load, answered as a miss
   kRefusedToolkitUnknown,  // a cubin whose toolkit cannot be read, answered as a miss
-  kRefusedTotal,           // every connection together held --redis-max-total-bytes
-  kRefusedKeyTooBig,       // a key over --redis-max-key-bytes
+  kRefusedTotal,           // every connection together held --redis-total-max-bytes
+  kRefusedKeyTooBig,       // a key over --redis-key-max-bytes
 };
 
 // What Execute did with a command.
@@ -106,7 +106,7 @@ class RedisCommands {
   // or whose toolkit cannot be read (core/load_check.h CheckCubinForDriver).
   bool LoadsOnDriver(const RedisSession& session, absl::string_view value) const;
   void CountNotLoaded(const absl::Status& refused) const;  // CheckCubinForDriver's refusal
-  // An error when `key` is over --redis-max-key-bytes or outside the namespaces (counted),
+  // An error when `key` is over --redis-key-max-bytes or outside the namespaces (counted),
   // "" otherwise.
   std::string CheckKey(const std::string& key) const;
 

@@ -131,7 +131,7 @@ class ResolveReactor final : public StreamWriter<grpc::ByteBuffer> {
                   served->reason, std::string(CacheTierName(served->tier)));
     // One chunk in flight at a time: the call holds that much of the bound until it ends.
     if (!ReserveQueued(std::min<uint64_t>(kChunkBytes, served->artifact->bytes.size()))) {
-      spdlog::debug("resolve {} refused: {} MiB queued for slow readers (--max-queued-mb)",
+      spdlog::debug("resolve {} refused: {} MiB queued for slow readers (--queued-max-bytes)",
                     Describe(query), tracker_->limits().max_queued_bytes >> 20);
       End(QueuedBytesStatus(*tracker_, stats_, context_));
       return;

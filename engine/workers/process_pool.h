@@ -33,7 +33,7 @@ struct ProcessPoolOptions {
   // --compile-cpu-seconds: CPU seconds one compile may use before its worker is stopped
   // (SIGPROF). 0: no limit.
   int cpu_seconds_per_compile = 120;
-  // --compile-memory-mb: address space of each worker (RLIMIT_AS), NVRTC and its libraries
+  // --compile-memory-max-bytes: address space of each worker (RLIMIT_AS), NVRTC and its libraries
   // included; an idle worker maps ~230 MB. 0: no limit. Not applied in AddressSanitizer and
   // ThreadSanitizer builds (they reserve terabytes of address space).
   uint64_t memory_bytes_per_worker = uint64_t{4} << 30;

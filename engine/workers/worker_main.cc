@@ -269,7 +269,7 @@ absl::Status MapOutOfMemory(const CompileJob& job, const absl::Status& status) {
                           : absl::StrCat(" under the ", FormatBytes(limit.rlim_cur), " limit");
   absl::Status mapped = absl::ResourceExhaustedError(
       absl::StrCat("compile of ", DescribeJob(job), " ran out of memory", under,
-                   " (--compile-memory-mb); NVRTC said: ", status.message()));
+                   " (--compile-memory-max-bytes); NVRTC said: ", status.message()));
   status.ForEachPayload([&mapped](absl::string_view type_url, const absl::Cord& value) {
     mapped.SetPayload(type_url, value);
   });

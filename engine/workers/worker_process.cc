@@ -166,7 +166,7 @@ absl::Status WorkerProcess::ReadHello() {
         launch_.limits.memory_bytes == 0
             ? std::string()
             : absl::StrCat(" under its ", FormatBytes(launch_.limits.memory_bytes),
-                           " memory limit (--compile-memory-mb; a worker maps about 230 MB "
+                           " memory limit (--compile-memory-max-bytes; a worker maps about 230 MB "
                            "before it compiles anything, so allow at least 1 GiB)");
     return absl::FailedPreconditionError(
         absl::StrCat("the compile worker could not load the toolkit", limit, ": ", s.message()));
@@ -255,7 +255,7 @@ absl::Status WorkerProcess::ExplainExit(const CompileJob& job, int status) {
     fate_ = WorkerFate::kLimitKilled;
     return absl::ResourceExhaustedError(
         absl::StrCat("compile of ", what, " ran out of memory", memory,
-                     " (--compile-memory-mb); the worker was stopped"));
+                     " (--compile-memory-max-bytes); the worker was stopped"));
   }
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && killed_here_) {
     fate_ = WorkerFate::kCrashed;

@@ -83,7 +83,7 @@ class WorkerProcess {
   //   DeadlineExceeded  "compile of K (id) for T ran past the 300 s wall-clock limit
   //                      (--compile-timeout-seconds); the worker was killed"
   //   ResourceExhausted the CPU-time limit (--compile-cpu-seconds) or the memory limit
-  //                      (--compile-memory-mb)
+  //                      (--compile-memory-max-bytes)
   //   Internal          "compile worker crashed (signal 11, SIGSEGV) while compiling K (id)
   //                      for T; the daemon keeps serving ..."
   absl::StatusOr<CompileOutput> Run(const CompileJob& job);

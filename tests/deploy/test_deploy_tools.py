@@ -57,7 +57,7 @@ KUSTOMIZATION_CASES = {
     "socket-dir-not-a-mount": ["the socket's folder /run/kcache2 (--listen) is not a volumeMount of kcached"],
     "address-env-mismatch": ['env[KCACHE_ADDRESS] is "unix:///run/kcache/other.sock", kcached --listen is unix:///run/kcache/kcache.sock'],
     "server-arg-mismatch": ["args: --server is unix:///run/kcache/other.sock, kcached --listen is unix:///run/kcache/kcache.sock"],
-    "unknown-flag": ["unknown flag --memory-cache: kcached --help does not list it (did you mean --memory-cache-mb?)"],
+    "unknown-flag": ["unknown flag --memory-cache: kcached --help does not list it (did you mean --memory-cache-max-bytes or --memory-cache-mb?)"],
     "bad-flag-value": ["--log-level=verbose: not one of trace, debug, info, warn, error"],
     "missing-required-flag": ["--store is required by kcached and missing"],
     "not-native-sidecar": ["initContainers[kcached].restartPolicy is undefined, want Always"],
@@ -274,12 +274,16 @@ Options:
   --probe-port INT:INT in [0 - 65535]=0
                               TCP port --not-a-flag here
   --no-toolkit                Serve only
-  --memory-cache-mb UINT=256  Bound
+  --memory-cache-max-bytes UINT:SIZE [b, kb(=1024b), ...]=268435456 Excludes: --memory-cache-mb
+                              Bound
+  --workers UINT=0            Workers
   --log-level TEXT:{trace,debug,info,warn,error}=info
                               Level
 """)
-    assert sorted(f) == ["--baked", "--help", "--log-level", "--memory-cache-mb", "--no-toolkit",
-                         "--probe-port", "--store", "-h"]
+    assert sorted(f) == ["--baked", "--help", "--log-level", "--memory-cache-max-bytes", "--no-toolkit",
+                         "--probe-port", "--store", "--workers", "-h"]
+    assert f["--memory-cache-max-bytes"].size and not f["--memory-cache-max-bytes"].integer
+    assert f["--workers"].integer and not f["--workers"].size
     assert f["--store"].required
     assert f["--baked"].repeatable
     assert not f["--no-toolkit"].takes_value
@@ -287,14 +291,18 @@ Options:
     assert f["--probe-port"].range == (0, 65535)
     assert f["--log-level"].choices == ["trace", "debug", "info", "warn", "error"]
     problems, values = check_args(["--store", "/s", "--baked=/a", "--baked=/b", "--no-toolkit",
-                                   "--probe-port=70000", "--memory-cache-mb=x", "stray", "--store=/t"], f, "prog")
+                                   "--probe-port=70000", "--memory-cache-max-bytes=x", "--workers=2MiB", "stray",
+                                   "--store=/t"], f, "prog")
     assert values["--baked"] == ["/a", "/b"]
     assert sorted(problems) == [
-        "--memory-cache-mb=x: not an integer",
+        "--memory-cache-max-bytes=x: not a size (bytes, or a number and a unit: 512MiB, 8GiB)",
         "--probe-port=70000: out of range [0 - 65535]",
         "--store is given 2 times; prog takes it once",
+        "--workers=2MiB: not an integer",
         'unexpected argument "stray": prog takes no positional arguments',
     ]
+    for size in ("512MiB", "8GiB", "4096", "1.5G", "64kb"):
+        assert check_args([f"--memory-cache-max-bytes={size}", "--store=/s"], f, "prog")[0] == [], size
     assert "--probe-port" in flags and "--listen" in flags, "the real kcached --help parses"
 
 

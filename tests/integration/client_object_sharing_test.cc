@@ -162,7 +162,7 @@ TEST_F(ClientObjectSharingTest, ADamagedListingOfALauncherObjectIsAMissNeverServ
 
 TEST_F(ClientObjectSharingTest, ValuesOverMaxObjectBytesAreRefusedAndHugeOnesNeverRead) {
   DaemonProcess& a = StartOnCluster(true);
-  DaemonProcess& b = StartOnCluster(true, {"--max-object-bytes", "2000"});
+  DaemonProcess& b = StartOnCluster(true, {"--object-max-bytes", "2000"});
   std::string file = tmp_.Write("big", std::string(5000, 'v'));
   EXPECT_EQ(Door(a, absl::StrCat("-x SET pt2:big < ", file)), "OK");
   ASSERT_EQ(WaitCounter(a, "objects.fleet_puts", 1), 1);

@@ -464,18 +464,18 @@ TEST_F(CompilerLauncherTest, ObjectOverTheStoresSizeBoundIsNotStoredAndTheBuildS
   LauncherEnv bounded = env_;
   bounded.extra = "KCACHE_MAX_OBJECT_BYTES=100";
   ASSERT_EQ(Build("b1", Compile(), &bounded), Outcome::kMiss) << last_output_;
-  EXPECT_TRUE(testing::Contains(last_output_, "over --max-object-bytes 100")) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "over --object-max-bytes 100")) << last_output_;
   ASSERT_EQ(Build("b2", Compile()), Outcome::kMiss) << last_output_;  // nothing was stored
   EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));
   EXPECT_EQ(Build("b3", Compile()), Outcome::kHit) << last_output_;  // the default bound stores
 }
 
 TEST_F(CompilerLauncherTest, ObjectOverKcachedsSizeBoundIsRefusedAndTheBuildSucceeds) {
-  testing::DaemonProcess daemon(KcachedOptions({"--max-object-bytes", "100"}));
+  testing::DaemonProcess daemon(KcachedOptions({"--object-max-bytes", "100"}));
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   LauncherEnv remote = Through(daemon);
   ASSERT_EQ(Build("b1", Compile(), &remote), Outcome::kMiss) << last_output_;
-  EXPECT_TRUE(testing::Contains(last_output_, "--max-object-bytes 100")) << last_output_;
+  EXPECT_TRUE(testing::Contains(last_output_, "--object-max-bytes 100")) << last_output_;
   EXPECT_FALSE(ReadAll(tmp_ / "b1/answer.o").empty());
   EXPECT_EQ(Build("b2", Compile(), &remote), Outcome::kMiss) << last_output_ << daemon.Log();
   EXPECT_TRUE(testing::SameFile(tmp_ / "b1/answer.o", tmp_ / "b2/answer.o"));

@@ -45,7 +45,7 @@ class DaemonStoreFaultsTest : public ::testing::Test {
   void StartDaemon(std::vector<std::string> flags) {
     flags.push_back("--no-toolkit");
     // Store hits, not the start-up warm's memory answers: the stores are what is tested.
-    flags.insert(flags.end(), {"--warm-start-mb", "0"});
+    flags.insert(flags.end(), {"--warm-start-max-bytes", "0"});
     daemon_.options().extra_flags = std::move(flags);
     absl::Status started = daemon_.Start();
     ASSERT_TRUE(started.ok()) << started << daemon_.Log();

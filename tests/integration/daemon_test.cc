@@ -135,7 +135,8 @@ TEST_F(DaemonTest, BakedStoreServesReadOnly) {
     PutSynthetic(**baked, k, "sm_89");
   }
   daemon_.options().baked = {baked_dir / "baked"};
-  StartDaemon({"--no-toolkit", "--warm-start-mb", "0"});  // a store hit, not the warm's answer
+  StartDaemon(
+      {"--no-toolkit", "--warm-start-max-bytes", "0"});  // a store hit, not the warm's answer
   v1::ResolveRequest request;
   request.set_kernel_name("baked");
   request.mutable_device()->set_sm_major(8);

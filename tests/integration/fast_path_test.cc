@@ -474,7 +474,7 @@ struct PastABound {
 };
 
 TEST(FastPathTest, LeaseBoundFallsBackToGrpc) {
-  PastABound run({"--fast-max-leased-bytes", "300000"}, 200 * 1000);
+  PastABound run({"--fast-leased-max-bytes", "300000"}, 200 * 1000);
   ASSERT_TRUE(run.FirstOnTheFastPathSecondOverGrpc(200 * 1000));
   Client& c = *run.c;
   EXPECT_EQ(Counter(c, "fast.fallback_lease_bound"), 1u);

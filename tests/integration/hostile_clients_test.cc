@@ -89,7 +89,7 @@ std::unique_ptr<v1::KernelCache::Stub> NarrowWindowStub(const std::string& addre
 TEST(HostileClientsTest, AbandonedResolveStreamsStayWithinTheDaemonsBounds) {
   const char* env = std::getenv("KCACHE_TEST_ABANDONED_STREAMS");
   const int streams = env != nullptr ? std::atoi(env) : 1500;
-  // kcached's defaults: --max-calls-in-flight 1024 and --max-queued-mb 256, which 256 unread
+  // kcached's defaults: --max-calls-in-flight 1024 and --queued-max-bytes 256MiB, which 256 unread
   // streams of a 1 MiB artifact fill (one chunk each).
   constexpr int kMaxHolding = 256;
   DaemonProcess daemon;
@@ -165,7 +165,7 @@ TEST(HostileClientsTest, PastTheQueuedBytesBoundResolveIsRefusedAndSaysWhatToDo)
     ::kcache::testing::PutSynthetic(**store, record, "sm_86", std::string(3 << 20, 'x'));
   }
   int port = ::kcache::testing::FreePort();
-  daemon.options().extra_flags = {"--no-toolkit", "--max-queued-mb", "2", "--probe-port",
+  daemon.options().extra_flags = {"--no-toolkit", "--queued-max-bytes", "2MiB", "--probe-port",
                                   std::to_string(port)};
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   v1::ResolveRequest request;
@@ -188,7 +188,7 @@ TEST(HostileClientsTest, PastTheQueuedBytesBoundResolveIsRefusedAndSaysWhatToDo)
   ::kcache::testing::ResolveOutcome third =
       ::kcache::testing::CallResolve(*stub, request, std::chrono::seconds(10));
   EXPECT_EQ(third.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_TRUE(Contains(third.status.error_message(), "--max-queued-mb"))
+  EXPECT_TRUE(Contains(third.status.error_message(), "--queued-max-bytes"))
       << third.status.error_message();
   EXPECT_EQ(StatCounter(*stub, "resolve.refused_queued_bytes"), 1u);
   // Once a reader goes, a call gets the whole artifact. The daemon gives the reader's bytes

@@ -1,7 +1,7 @@
 // Hostile uploads to kcached's object service (PutObject, the compiler launchers' puts)
 // against a real kcached with small bounds: many uploads started and never finished, and an
 // entry whose metadata is huge. kcached's resident memory (VmRSS) stays within
-// --max-object-upload-bytes plus slack, the refused uploads get RESOURCE_EXHAUSTED naming the
+// --object-upload-max-bytes plus slack, the refused uploads get RESOURCE_EXHAUSTED naming the
 // bound and its flag, and another client's lookups are answered throughout.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -31,7 +31,7 @@ using ::kcache::testing::RssSampler;
 using ::kcache::testing::SteadyClient;
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-constexpr uint64_t kUploadsBytes = 16 * kMiB;  // --max-object-upload-bytes
+constexpr uint64_t kUploadsBytes = 16 * kMiB;  // --object-upload-max-bytes
 constexpr uint64_t kObjectBytes = 6 * kMiB;    // each upload announces this
 // gRPC's buffers and the allocator's slack beside the uploads' own bytes.
 constexpr uint64_t kSlackBytes = ::kcache::testing::kAllocatorSlackBytes;
@@ -59,8 +59,8 @@ class HostileObjectUploadsTest : public ::testing::Test {
   void SetUp() override {
     ::kcache::testing::SmallAsanQuarantine();
     daemon_.options().extra_flags = {
-        "--no-toolkit", "--warm-start-mb",           "0",    "--max-object-bytes",
-        "8MiB",         "--max-object-upload-bytes", "16MiB"};
+        "--no-toolkit", "--warm-start-max-bytes",    "0",    "--object-max-bytes",
+        "8MiB",         "--object-upload-max-bytes", "16MiB"};
     ASSERT_TRUE(daemon_.Start().ok()) << daemon_.Log();
     channel_ = grpc::CreateChannel(daemon_.address(), grpc::InsecureChannelCredentials());
     objects_ = v1::ObjectCache::NewStub(channel_);
@@ -154,7 +154,7 @@ TEST_F(HostileObjectUploadsTest, UnfinishedUploadsStayWithinTheUploadBound) {
     }
     grpc::Status status = upload->writer->Finish();
     EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
-    EXPECT_TRUE(Contains(status.error_message(), "--max-object-upload-bytes 16777216"))
+    EXPECT_TRUE(Contains(status.error_message(), "--object-upload-max-bytes 16777216"))
         << status.error_message();
     ++refused;
   }
@@ -182,7 +182,7 @@ TEST_F(HostileObjectUploadsTest, AnEntryWithHugeMetadataIsRefusedBeforeItsBytes)
   writer->WritesDone();
   grpc::Status status = writer->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
-  EXPECT_TRUE(Contains(status.error_message(), "--max-object-entry-bytes 1048576"))
+  EXPECT_TRUE(Contains(status.error_message(), "--object-entry-max-bytes 1048576"))
       << status.error_message();
   EXPECT_EQ(Counter("objects.puts_refused_entry_too_big"), 1u);
   EXPECT_TRUE(Lookup());

@@ -1,7 +1,7 @@
 // Hostile clients of kcached's Redis door against a real kcached with small bounds (a few MiB
 // exercise them): pipelined GETs of a large value whose replies are never read, and
 // unfinished SETs on many connections. kcached's resident memory (VmRSS) stays within the
-// documented bound (--redis-max-total-bytes plus 128 KiB a connection, plus the values its two
+// documented bound (--redis-total-max-bytes plus 128 KiB a connection, plus the values its two
 // door threads are reading) while another client keeps getting answers throughout.
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -32,8 +32,8 @@ using ::kcache::testing::RssSampler;
 using ::kcache::testing::SteadyClient;
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-constexpr uint64_t kValueBytes = 2 * kMiB;   // --redis-max-value-bytes
-constexpr uint64_t kTotalBytes = 12 * kMiB;  // --redis-max-total-bytes
+constexpr uint64_t kValueBytes = 2 * kMiB;   // --redis-value-max-bytes
+constexpr uint64_t kTotalBytes = 12 * kMiB;  // --redis-total-max-bytes
 // What kcached may hold beside the door's own bound: the values its two door threads are
 // reading (each read copies a value out of its bundle), the allocator's slack.
 constexpr uint64_t kSlackBytes = ::kcache::testing::kAllocatorSlackBytes;
@@ -80,15 +80,15 @@ class HostileRedisDoorTest : public ::testing::Test {
     ::kcache::testing::SmallAsanQuarantine();
     port_ = ::kcache::testing::FreePort();
     daemon_.options().extra_flags = {"--no-toolkit",
-                                     "--warm-start-mb",
+                                     "--warm-start-max-bytes",
                                      "0",
                                      "--redis-listen",
                                      absl::StrCat("127.0.0.1:", port_),
-                                     "--redis-max-value-bytes",
+                                     "--redis-value-max-bytes",
                                      "2MiB",
-                                     "--redis-max-buffer-bytes",
+                                     "--redis-buffer-max-bytes",
                                      "4MiB",
-                                     "--redis-max-total-bytes",
+                                     "--redis-total-max-bytes",
                                      "12MiB"};
     ASSERT_TRUE(daemon_.Start().ok()) << daemon_.Log();
     stub_ = ::kcache::testing::NewStub(daemon_.address());

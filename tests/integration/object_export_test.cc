@@ -66,7 +66,7 @@ TEST_F(ObjectExportTest, OnlyTheNamespacesAskedFor) {
 }
 
 TEST_F(ObjectExportTest, ManyPagesOfLongNamesAllArrive) {
-  DaemonProcess& pod = StartDaemon({"--redis-max-key-bytes", "128KiB"});
+  DaemonProcess& pod = StartDaemon({"--redis-key-max-bytes", "128KiB"});
   // 24 names of 96 KiB: about 4.5 MiB of listing, several 1 MiB pages.
   for (int i = 0; i < 24; ++i) {
     std::string name = absl::StrCat("pt2:", std::string(96 << 10, 'a' + i % 26), i);
@@ -80,7 +80,7 @@ TEST_F(ObjectExportTest, ManyPagesOfLongNamesAllArrive) {
 }
 
 // A store that holds an entry whose key is larger than a gRPC message (stored before
-// --redis-max-key-bytes) and more than a page of others: `kcache ls --server` pages through it
+// --redis-key-max-bytes) and more than a page of others: `kcache ls --server` pages through it
 // all (the long name cut) and `kcache export` exports the others, leaving that one out.
 TEST_F(ObjectExportTest, ListingsPageThroughAStoreWithAHugeKey) {
   DaemonProcess& pod = StartDaemon({});

@@ -106,7 +106,8 @@ TEST_F(ProbePortTest, MetricsCountWhatTheDaemonServed) {
     ASSERT_TRUE(store.ok()) << store.status();
     ::kcache::testing::PutSynthetic(**store, kernel, "sm_86", payload);
   }
-  StartDaemon({"--no-toolkit", "--warm-start-mb", "0"});  // a store hit, not the warm's answer
+  StartDaemon(
+      {"--no-toolkit", "--warm-start-max-bytes", "0"});  // a store hit, not the warm's answer
   std::string before = HttpGet(port_, "/metrics").body;
   EXPECT_EQ(Sample(before, "kcache_resolve_requests_total"), 0) << before;
   EXPECT_EQ(Sample(before, "kcache_store_artifacts{store=\"" + daemon_.store_path() +

@@ -69,9 +69,9 @@ class RedisDoorTest : public ::testing::Test {
     daemon_.options().extra_flags = {"--no-toolkit",
                                      "--redis-listen",
                                      absl::StrCat("127.0.0.1:", port_),
-                                     "--redis-max-value-bytes",
+                                     "--redis-value-max-bytes",
                                      "1MiB",
-                                     "--redis-max-buffer-bytes",
+                                     "--redis-buffer-max-bytes",
                                      "3MiB",
                                      "--redis-max-connections",
                                      absl::StrCat(idle_connections_ + 5)};
@@ -138,7 +138,7 @@ TEST_F(RedisDoorTest, ServesEveryCommandToRedisCli) {
   EXPECT_TRUE(Contains(Cli("FLUSHALL").output, "unknown command 'FLUSHALL'"));
   EXPECT_TRUE(Contains(Cli("SET mine:a v").output, "outside the namespaces"));
   EXPECT_TRUE(Contains(Cli("SET pt2:" + std::string(17000, 'k') + " v").output,
-                       "over kcached's --redis-max-key-bytes 16384"));
+                       "over kcached's --redis-key-max-bytes 16384"));
   EXPECT_EQ(Counter("redis.refused_namespace"), 1u);
   EXPECT_EQ(Counter("redis.refused_key_too_big"), 1u);
   EXPECT_GE(Counter("redis.hits"), 3u);
@@ -161,7 +161,7 @@ TEST_F(RedisDoorTest, BinaryValuesRoundTripAndTooLargeOnesAreRefused) {
 
   std::string big = daemon_.dir() + "/big.bin";
   std::ofstream(big, std::ios::binary) << std::string((1 << 20) + 1, 'x');
-  EXPECT_TRUE(Contains(Cli("SET pt2:big", big).output, "over kcached's --redis-max-value-bytes"));
+  EXPECT_TRUE(Contains(Cli("SET pt2:big", big).output, "over kcached's --redis-value-max-bytes"));
   EXPECT_EQ(Cli("EXISTS pt2:big").output, "0\n");
   EXPECT_EQ(Counter("redis.refused_value_too_big"), 1u);
 
@@ -397,10 +397,10 @@ TEST(RedisDoorIdleTest, ASilentConnectionIsClosedAndCounted) {
 TEST(RedisDoorFlagsTest, ABadAddressOrBufferStopsStartUp) {
   for (std::vector<std::string> flags :
        {std::vector<std::string>{"--redis-listen", "nowhere"},
-        std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-max-value-bytes", "8MiB",
-                                 "--redis-max-buffer-bytes", "8MiB"},
+        std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-value-max-bytes", "8MiB",
+                                 "--redis-buffer-max-bytes", "8MiB"},
         std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-namespaces", "a:b"},
-        std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-max-total-bytes",
+        std::vector<std::string>{"--redis-listen", "127.0.0.1:0", "--redis-total-max-bytes",
                                  "32MiB"},
         std::vector<std::string>{"--redis-listen", "unix:///tmp/kcache-x.sock",
                                  "--redis-socket-mode", "9"}}) {

@@ -1,7 +1,7 @@
 // kcached's start-up warm (docs/kcached.md, "Start-up") against a real daemon on a temp
 // socket: once serving, it reads the stores' most recently used artifacts within
-// --warm-start-mb into the fast path's arena and remembers in the memory tier what a store hit
-// would serve each cubin's SM, so the first workers are served from memory whatever their
+// --warm-start-max-bytes into the fast path's arena and remembers in the memory tier what a store
+// hit would serve each cubin's SM, so the first workers are served from memory whatever their
 // driver, byte for byte what the stores hold, never what their driver cannot load; a
 // baked-store hit is copied into the writable store.
 #include <gtest/gtest.h>
@@ -145,7 +145,7 @@ TEST(StartupWarmTest, ADriverTooOldForTheRememberedCubinIsNotServedIt) {
 
 TEST(StartupWarmTest, ReadsNoMoreThanItsBudget) {
   DaemonProcess daemon;
-  daemon.options().extra_flags = {"--warm-start-mb", "1"};
+  daemon.options().extra_flags = {"--warm-start-max-bytes", "1MiB"};
   std::vector<Stored> stored = PutPayloads(daemon.store_path(), {700000, 700000, 700000});
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   std::unique_ptr<Client> c = Connect(daemon.address());
@@ -161,7 +161,7 @@ TEST(StartupWarmTest, ReadsNoMoreThanItsBudget) {
 
 TEST(StartupWarmTest, OffWithZeroBudget) {
   DaemonProcess daemon;
-  daemon.options().extra_flags = {"--warm-start-mb", "0"};
+  daemon.options().extra_flags = {"--warm-start-max-bytes", "0"};
   PutPayloads(daemon.store_path(), {100000});
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   std::unique_ptr<Client> c = Connect(daemon.address());
@@ -176,7 +176,7 @@ TEST(StartupWarmTest, BakedHitIsCopiedIntoTheWritableStore) {
   std::vector<Stored> stored = PutPayloads(baked, {200000});
   testing::DaemonOptions options;
   options.baked = {baked};
-  options.extra_flags = {"--warm-start-mb", "0"};  // else the warm's memory answer serves it
+  options.extra_flags = {"--warm-start-max-bytes", "0"};  // else the warm's memory answer serves it
   DaemonProcess daemon(options);
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   std::unique_ptr<Client> c = Connect(daemon.address());

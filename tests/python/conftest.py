@@ -138,7 +138,7 @@ def redis_door(kcached: str, session_dir: Path) -> Iterator[int]:
     port = free_port()
     d = Daemon(kcached, directory / "store", directory,
                ["--no-toolkit", "--redis-listen", f"127.0.0.1:{port}",
-                "--redis-max-value-bytes", "1MiB"])
+                "--redis-value-max-bytes", "1MiB"])
     d.start()
     yield port
     d.stop()

@@ -43,7 +43,7 @@ def test_refusals_are_errors_and_the_connection_stays(redis_door: int) -> None:
     r = redis.Redis(port=redis_door, single_connection_client=True)
     with pytest.raises(redis.ResponseError, match="outside the namespaces"):
         r.set("mine:a", b"v")
-    with pytest.raises(redis.ResponseError, match="--redis-max-value-bytes"):
+    with pytest.raises(redis.ResponseError, match="--redis-value-max-bytes"):
         r.set("pt2:big", b"x" * ((1 << 20) + 1))
     with pytest.raises(redis.ResponseError, match="unknown command"):
         r.execute_command("FLUSHALL")

@@ -168,7 +168,7 @@ def test_a_door_away_or_refusing_costs_a_compile(door_env: int,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     backend = kcache_triton.Backend("big")
     with pytest.warns(RuntimeWarning, match="failed"):
-        backend.put("huge.bin", b"x" * ((1 << 20) + 1))  # over --redis-max-value-bytes
+        backend.put("huge.bin", b"x" * ((1 << 20) + 1))  # over --redis-value-max-bytes
     assert backend.get(["huge.bin"]) == {}
     monkeypatch.setenv("KCACHE_REDIS_ADDR", "127.0.0.1:1")  # nothing listens there
     away = kcache_triton.Backend("k")

@@ -322,9 +322,10 @@ TEST_F(ProcessPoolTest, HeavyCompilePastTheMemoryLimitIsResourceExhausted) {
   absl::Status status = pool->Compile(Job(MoeRouting(), "sm_90")).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
   EXPECT_NE(status.message().find("compile of moe_routing ("), absl::string_view::npos) << status;
-  EXPECT_NE(status.message().find(
-                ") for sm_90 ran out of memory under the 300 MiB limit (--compile-memory-mb)"),
-            absl::string_view::npos)
+  EXPECT_NE(
+      status.message().find(
+          ") for sm_90 ran out of memory under the 300 MiB limit (--compile-memory-max-bytes)"),
+      absl::string_view::npos)
       << status;
   ExpectServes(*pool);
 }
@@ -337,7 +338,7 @@ TEST_F(ProcessPoolTest, MemoryLimitTooLowToLoadTheToolkitIsReportedAtStart) {
       NewProcessPoolCompiler(toolkit_, options);
   ASSERT_EQ(pool.status().code(), absl::StatusCode::kFailedPrecondition) << pool.status();
   EXPECT_NE(pool.status().message().find("could not load the toolkit under its 100 MiB memory "
-                                         "limit (--compile-memory-mb"),
+                                         "limit (--compile-memory-max-bytes"),
             absl::string_view::npos)
       << pool.status();
 }

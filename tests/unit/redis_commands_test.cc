@@ -96,7 +96,7 @@ TEST_F(RedisCommandsTest, RefusesKeysOutsideTheNamespaces) {
 
 TEST_F(RedisCommandsTest, RefusesValuesOverTheBoundAndKeysOverTheirs) {
   std::string reply = Run({"SET", "pt2:big", ""}, /*oversized=*/101);
-  EXPECT_NE(reply.find("101 bytes is over kcached's --redis-max-value-bytes 100"),
+  EXPECT_NE(reply.find("101 bytes is over kcached's --redis-value-max-bytes 100"),
             std::string::npos)
       << reply;
   EXPECT_EQ(Run({"EXISTS", "pt2:big"}), ":0\r\n");
@@ -108,7 +108,7 @@ TEST_F(RedisCommandsTest, RefusesValuesOverTheBoundAndKeysOverTheirs) {
                                            {"EXISTS", long_key},
                                            {"DEL", long_key}}) {
     reply = Run(command);
-    EXPECT_NE(reply.find("65 bytes is over kcached's --redis-max-key-bytes 64"), std::string::npos)
+    EXPECT_NE(reply.find("65 bytes is over kcached's --redis-key-max-bytes 64"), std::string::npos)
         << command[0] << ": " << reply;
   }
   EXPECT_EQ(counts_[RedisDoorCount::kRefusedKeyTooBig], 5);

@@ -19,10 +19,15 @@ class Flag:
     required: bool
     repeatable: bool
     integer: bool
+    size: bool  # bytes with an optional unit (CLI11's AsSizeValue: "UINT:SIZE ...")
     type: str
     default: str | None = None
     choices: list[str] | None = None
     range: tuple[float, float] | None = None
+
+
+# A value CLI11's AsSizeValue reads: a number of bytes, or a number and a unit.
+SIZE = r"[0-9]+(\.[0-9]+)?\s*([kmgtpe]i?b?|b)?"
 
 
 def read_flags(binary: str) -> dict[str, Flag]:
@@ -56,7 +61,8 @@ def parse_help(text: str, binary: str = "the program") -> dict[str, Flag]:
             takes_value=rest != "",
             required=bool(re.search(r"\bREQUIRED\b", rest)),
             repeatable=bool(re.search(r"(^|\s)\.\.\.(\s|$)", rest)),
-            integer=bool(re.match(r"^U?INT\b", rest)),
+            integer=bool(re.match(r"^U?INT\b", rest)) and not rest.startswith("UINT:SIZE"),
+            size=rest.startswith("UINT:SIZE"),
             type=rest,
         )
         default = re.search(r"=(\S+)\s*(REQUIRED|\.\.\.)?$", re.sub(r"\s+(REQUIRED|\.\.\.)$", "", rest))
@@ -120,9 +126,11 @@ def check_args(args: list, flags: dict[str, Flag], program: str):
                 continue
             if info.choices and value not in info.choices:
                 problems.append(f"{name}={value}: not one of {', '.join(info.choices)}")
-            if info.integer and not re.fullmatch(r"-?[0-9]+", value):
+            if info.size and not re.fullmatch(SIZE, value, re.IGNORECASE):
+                problems.append(f"{name}={value}: not a size (bytes, or a number and a unit: 512MiB, 8GiB)")
+            elif info.integer and not re.fullmatch(r"-?[0-9]+", value):
                 problems.append(f"{name}={value}: not an integer")
-            elif info.range:
+            elif info.range and not info.size:
                 try:
                     number = float(value)
                 except ValueError:
