@@ -1,6 +1,6 @@
 // EpollThreads: serving threads that share one epoll set, and the eventfd that wakes every one
-// of them to stop: the fast path's (fast_path_server.cc) and the Redis door's
-// (redis_door_server.cc). Their loops take events from fd() and return on kWakeId.
+// of them to stop: ConnectionServer's (connection_server.h), under the fast path and the Redis
+// door. Their loops take events from fd() and return on kWakeId.
 #ifndef KCACHE_DAEMON_SERVICE_EPOLL_THREADS_H_
 #define KCACHE_DAEMON_SERVICE_EPOLL_THREADS_H_
 

@@ -11,11 +11,16 @@
 // asks over gRPC. Requests pass the same validation as the gRPC Resolve (request_limits.h) and
 // count in the same statistics, plus fast.* (daemon/cache/statistics.h).
 //
-// Threads: `threads` threads share one epoll set; a connection is served by one thread at a
-// time (EPOLLONESHOT), at most kFastBatch messages per turn, in order. A lookup that blocks on a
-// store blocks one thread. Memory: the arena (its size is the bound of what clients can make
-// the daemon hold), one receive buffer per thread, and per connection its leases' table and at
-// most kFastBatch unsent answers; a client that does not read its answers is not read from.
+// Connections (connection_server.h, kPackets): `threads` threads share one epoll set; a
+// connection is served by one thread at a time, at most kFastBatch messages per turn, in
+// order, and its turn's answers are sent together. A lookup that blocks on a store blocks one
+// thread. Memory: the arena (its size is the bound of what clients can make the daemon hold),
+// one receive buffer per thread, and per connection its leases' table and at most kFastBatch
+// unsent answers; a client that does not read its answers is not read from.
+//
+// Files: fast_path_server.cc (the protocol: greeting, requests, refusals),
+// fast_kernel_answers.cc (Resolve), fast_object_answers.cc (the launchers' lookups and notes),
+// fast_leases.cc (a connection's leases on the arena, fast_arena.h).
 #ifndef KCACHE_DAEMON_SERVICE_FAST_PATH_SERVER_H_
 #define KCACHE_DAEMON_SERVICE_FAST_PATH_SERVER_H_
 

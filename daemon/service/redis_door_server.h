@@ -3,9 +3,9 @@
 // ("127.0.0.1:6390": open to every local user). It frames RESP (engine/resp/resp.h) and
 // answers with RedisCommands over the object cache.
 //
-// Threads: `threads` threads share one epoll set; a connection is served by one thread at a
-// time (EPOLLONESHOT), so idle connections cost a descriptor and a little memory, never a
-// thread. Bounds (each a flag, each refusal counted in redis.* statistics):
+// Connections (connection_server.h, kStream): `threads` threads share one epoll set; a
+// connection is served by one thread at a time, so idle connections cost a descriptor and a
+// little memory, never a thread. Bounds (each a flag, each refusal counted in redis.* statistics):
 // - at most max_connections open (more are answered -ERR and closed);
 // - per connection at most max_buffer_bytes of input not yet answered plus replies not yet
 //   sent. Replies are checked against it as they are built: a command whose reply does not
