@@ -28,7 +28,7 @@ absl::StatusOr<FastLeases::Leased> FastLeases::Take(
   if (leased_bytes_ + size > max_bytes_) {
     stats_->Add(Statistic::kFastFallbackLeaseBound);
     return absl::ResourceExhaustedError(absl::StrCat(
-        "this connection holds ", leased_bytes_, " bytes of leases; --fast-max-leased-bytes is ",
+        "this connection holds ", leased_bytes_, " bytes of leases; --fast-leased-max-bytes is ",
         max_bytes_, ": release some, or use gRPC"));
   }
   absl::StatusOr<FastArena::Placed> placed = place();

@@ -1,5 +1,5 @@
 // FastLeases: the leases one fast-path connection holds on the arena (fast_arena.h), within
-// --fast-max-leased-bytes, given back when it closes; FastArenaGauges mirrors what the arena
+// --fast-leased-max-bytes, given back when it closes; FastArenaGauges mirrors what the arena
 // holds in the fast.leases_held and fast.arena_bytes statistics after each change.
 #ifndef KCACHE_DAEMON_SERVICE_FAST_LEASES_H_
 #define KCACHE_DAEMON_SERVICE_FAST_LEASES_H_

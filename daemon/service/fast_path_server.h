@@ -46,7 +46,7 @@ struct FastPathOptions {
   std::string socket_path;  // --fast-socket: bound here (a stale file must be gone already)
   mode_t socket_mode = 0660;
   uint64_t arena_bytes = uint64_t{1} << 30;         // --fast-arena-bytes
-  uint64_t max_leased_bytes = uint64_t{256} << 20;  // --fast-max-leased-bytes
+  uint64_t max_leased_bytes = uint64_t{256} << 20;  // --fast-leased-max-bytes
   int max_connections = 256;                        // --fast-max-connections
   int threads = 2;                                  // serving threads
   // The object cache's generation (objects::MemoObjectCache::Generation). While it stays the

@@ -54,7 +54,7 @@ void Count(Statistics& stats, RedisDoorCount count, int64_t n) {
 constexpr size_t kReadBytes = 64 << 10;
 // Bytes read from one connection per turn before the thread serves another.
 constexpr size_t kTurnBytes = 4 << 20;
-// What a connection may hold whatever the others hold (--redis-max-total-bytes aside): a
+// What a connection may hold whatever the others hold (--redis-total-max-bytes aside): a
 // small command and its reply always go through, so a client is answered under any load.
 constexpr uint64_t kSmallBytes = RedisCommands::kSmallReplyBytes;
 
@@ -78,7 +78,7 @@ struct RedisDoorShared {
   Statistics* const stats;
   const RedisDoorOptions options;
   const RedisCommands commands;
-  ByteBudget budget;  // what every connection holds (--redis-max-total-bytes)
+  ByteBudget budget;  // what every connection holds (--redis-total-max-bytes)
   resp::ParserLimits limits;
 };
 
@@ -127,14 +127,14 @@ class RedisConnection final : public ConnectionHandler {
     return parser_.buffered() + waiting_bytes_ + c.unsent_bytes();
   }
 
-  // More input would pass --redis-max-total-bytes, and this connection holds an unfinished
+  // More input would pass --redis-total-max-bytes, and this connection holds an unfinished
   // command of its own: refused (it cannot be framed past the bytes dropped), then closed.
   void RefuseOverTotal(Connection& c) {
     Count(*door_.stats, RedisDoorCount::kRefusedTotal, 1);
     resp::AppendError(
         *c.stream_output(),
         absl::StrCat("ERR kcached's Redis door holds ", door_.budget.held(),
-                     " bytes for all its connections, at --redis-max-total-bytes ",
+                     " bytes for all its connections, at --redis-total-max-bytes ",
                      door_.budget.limit(), ": this connection's unfinished command of ",
                      parser_.buffered(), " bytes is dropped; retry later"));
     c.CloseAfterSending();
@@ -179,7 +179,7 @@ class RedisConnection final : public ConnectionHandler {
     }
     if (parser_.buffered() + c.unsent_bytes() > door_.options.max_buffer_bytes) {
       Count(*door_.stats, RedisDoorCount::kRefusedBuffer, 1);
-      resp::AppendError(*out, absl::StrCat("ERR over kcached's --redis-max-buffer-bytes ",
+      resp::AppendError(*out, absl::StrCat("ERR over kcached's --redis-buffer-max-bytes ",
                                            door_.options.max_buffer_bytes,
                                            " of unanswered input; closing the connection"));
       c.CloseAfterSending();
@@ -196,7 +196,7 @@ class RedisConnection final : public ConnectionHandler {
           *c.stream_output(),
           absl::StrCat("ERR a reply of ", needed, " bytes (beside ", input,
                        " bytes of input read) is over kcached's "
-                       "--redis-max-buffer-bytes ",
+                       "--redis-buffer-max-bytes ",
                        door_.options.max_buffer_bytes, ": not sent; ask for less at once"));
       return;
     }
@@ -204,7 +204,7 @@ class RedisConnection final : public ConnectionHandler {
     resp::AppendError(*c.stream_output(),
                       absl::StrCat("ERR kcached's Redis door holds ", door_.budget.held(),
                                    " bytes for all its connections: a reply of ", needed,
-                                   " bytes would pass --redis-max-total-bytes ",
+                                   " bytes would pass --redis-total-max-bytes ",
                                    door_.budget.limit(), "; retry later"));
   }
 
@@ -270,13 +270,13 @@ absl::StatusOr<std::unique_ptr<RedisDoorServer>> RedisDoorServer::Start(
     objects::ObjectCache* objects, Statistics* stats, RedisDoorOptions options) {
   if (options.max_buffer_bytes < options.commands.max_value_bytes + (uint64_t{1} << 20)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--redis-max-buffer-bytes ", options.max_buffer_bytes,
-        " must be at least --redis-max-value-bytes + 1 MiB: a SET of the largest value must fit"));
+        "--redis-buffer-max-bytes ", options.max_buffer_bytes,
+        " must be at least --redis-value-max-bytes + 1 MiB: a SET of the largest value must fit"));
   }
   if (options.max_total_bytes < options.max_buffer_bytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--redis-max-total-bytes ", options.max_total_bytes,
-                     " must be at least --redis-max-buffer-bytes ", options.max_buffer_bytes,
+        absl::StrCat("--redis-total-max-bytes ", options.max_total_bytes,
+                     " must be at least --redis-buffer-max-bytes ", options.max_buffer_bytes,
                      ": one connection's command of the largest value must fit"));
   }
   auto server = std::make_unique<RedisDoorServerImpl>(objects, stats, std::move(options));

@@ -44,11 +44,11 @@ struct RedisDoorOptions {
   // passwords, and Inductor's pt2: values hold Python its workers run.
   mode_t socket_mode = 0600;
   int max_connections = 1024;                        // --redis-max-connections
-  uint64_t max_buffer_bytes = uint64_t{64} << 20;    // --redis-max-buffer-bytes
-  uint64_t max_total_bytes = uint64_t{256} << 20;    // --redis-max-total-bytes
+  uint64_t max_buffer_bytes = uint64_t{64} << 20;    // --redis-buffer-max-bytes
+  uint64_t max_total_bytes = uint64_t{256} << 20;    // --redis-total-max-bytes
   absl::Duration idle_timeout = absl::Seconds(300);  // --redis-idle-seconds
   int threads = 2;
-  RedisCommandOptions commands;  // --redis-namespaces, --redis-max-value/key-bytes
+  RedisCommandOptions commands;  // --redis-namespaces, --redis-value/key-max-bytes
 };
 
 class RedisDoorServer {

@@ -240,7 +240,7 @@ TEST_F(HostileRedisDoorTest, UnfinishedSetsOnManyConnectionsStayWithinTheTotal) 
   // The connections past the total were told why, naming the flag, and closed.
   int told = 0;
   for (int fd : attackers) {
-    if (Contains(ReadAvailable(fd, 50), "--redis-max-total-bytes")) ++told;
+    if (Contains(ReadAvailable(fd, 50), "--redis-total-max-bytes")) ++told;
     close(fd);
   }
   EXPECT_GE(told, 1);

@@ -209,7 +209,7 @@ TEST_F(RedisDoorTest, HostileFramesGetAnErrorAndTheConnectionCloses) {
   many += absl::StrCat("$", 1 << 20, "\r\n", std::string(100000, 'z'));  // and no more
   reply = Exchange(fd, many);
   close(fd);
-  EXPECT_TRUE(Contains(reply, "-ERR over kcached's --redis-max-buffer-bytes 3145728")) << reply;
+  EXPECT_TRUE(Contains(reply, "-ERR over kcached's --redis-buffer-max-bytes 3145728")) << reply;
   EXPECT_EQ(Counter("redis.refused_buffer"), 1u);
   EXPECT_EQ(Cli("PING").output, "PONG\n");
 }
