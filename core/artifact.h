@@ -15,8 +15,8 @@
 namespace kcache {
 
 // Numbered and stable: stored in keys and sent on the wire. kObject is not a kernel's
-// artifact: a compiler launcher's outputs (engine/objects), keyed by its key1 in place of a
-// kernel id, with no target (encoded as an empty string) and its entry id as `toolkit`. It
+// artifact: an object entry (core/object_entry.h), laid out on these fields by
+// engine/objects/object_schema.h alone, with no target (encoded as an empty string). It
 // never travels in Resolve answers and kernel listings leave it out.
 enum class ArtifactKind : uint8_t { kCubin = 1, kPtx = 2, kLtoir = 3, kObject = 4 };
 absl::string_view ArtifactKindName(ArtifactKind kind);  // "cubin", "ptx", "ltoir", "object"

@@ -58,7 +58,7 @@ class RemoteTurn final : public objects::CompileTurn {
 
   // Runs the call until this launcher holds the turn, the holder's entry arrived, or it
   // compiles on its own (false: the turn is of no further use).
-  bool Await(const KernelId& key1, const std::vector<std::string>& listed) {
+  bool Await(const CommandKey& key1, const std::vector<std::string>& listed) {
     if (budget_->spent()) return false;
     launch::CacheBudget::Call first = budget_->Begin();
     watch_ = Watchdog().Start(&context_, first.deadline, absl::InfiniteFuture());
@@ -198,7 +198,7 @@ class RemoteTurn final : public objects::CompileTurn {
 
 std::unique_ptr<objects::CompileTurn> AwaitRemoteTurn(const std::string& address,
                                                       std::shared_ptr<launch::CacheBudget> budget,
-                                                      const KernelId& key1,
+                                                      const CommandKey& key1,
                                                       const std::vector<std::string>& listed,
                                                       const std::string& subject) {
   auto turn = std::make_unique<RemoteTurn>(address, std::move(budget), subject);

@@ -29,7 +29,7 @@ namespace kcache::cli {
 // after Compiled ends the call).
 std::unique_ptr<objects::CompileTurn> AwaitRemoteTurn(const std::string& address,
                                                       std::shared_ptr<launch::CacheBudget> budget,
-                                                      const KernelId& key1,
+                                                      const CommandKey& key1,
                                                       const std::vector<std::string>& listed,
                                                       const std::string& subject);
 

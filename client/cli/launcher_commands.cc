@@ -27,6 +27,7 @@
 #include "client/launch/launch_command.h"
 #include "engine/objects/launcher.h"
 #include "engine/objects/run_process.h"
+#include "engine/objects/store_object_cache.h"
 #include "engine/store/store.h"
 
 namespace kcache::cli {
@@ -86,7 +87,7 @@ objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBud
   }
   // One compile per miss among kcached's launchers (and its fleet's): wait for another's.
   if (!server.empty()) {
-    options.await_turn = [server, budget](const KernelId& key1,
+    options.await_turn = [server, budget](const CommandKey& key1,
                                           const std::vector<std::string>& listed,
                                           const std::string& subject) {
       return AwaitRemoteTurn(server, budget, key1, listed, subject);

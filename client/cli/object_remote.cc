@@ -37,15 +37,15 @@ class RemoteObjectCache final : public objects::ObjectCache {
         stub_(v1::ObjectCache::NewStub(
             grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))) {}
 
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> List(const KernelId& key1) override {
+  absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override {
     v1::ListObjectsRequest request;
     request.set_key1(std::string(key1.Bytes()));
-    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries = Call(request);
+    absl::StatusOr<std::vector<ObjectEntry>> entries = Call(request);
     if (entries.ok()) listed_.Note(*entries);
     return entries;
   }
 
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> ListAll() override {
+  absl::StatusOr<std::vector<ObjectEntry>> ListAll() override {
     v1::ListObjectsRequest request;
     request.set_all(true);
     return Call(request);
@@ -57,20 +57,20 @@ class RemoteObjectCache final : public objects::ObjectCache {
     request.set_client_made(true);
     request.set_page_after(after);
     objects::ObjectPage page;
-    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries = Call(request, &page.next_after);
+    absl::StatusOr<std::vector<ObjectEntry>> entries = Call(request, &page.next_after);
     if (!entries.ok()) return entries.status();
     page.entries = *std::move(entries);
     return page;
   }
 
-  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+  absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override {
     std::optional<Timed> timed = Start(listed_.TransferTimeOf(key), kTransferDeadline);
     if (!timed.has_value()) return Refused();
     grpc::ClientContext context;
     context.set_deadline(timed->deadline);
     v1::GetObjectRequest request;
-    request.set_key1(std::string(key.kernel_id.Bytes()));
-    request.set_entry_id(key.toolkit);
+    request.set_key1(std::string(key.command.Bytes()));
+    request.set_entry_id(key.entry_id);
     std::unique_ptr<grpc::ClientReader<v1::ObjectChunk>> reader =
         stub_->GetObject(&context, request);
     std::string bytes;
@@ -95,7 +95,7 @@ class RemoteObjectCache final : public objects::ObjectCache {
     return bytes;
   }
 
-  absl::Status Put(const objects::ObjectEntryMeta& entry, const std::string& bundle) override {
+  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
     std::optional<Timed> timed = Start(launch::TransferTime(bundle.size()), kTransferDeadline);
     if (!timed.has_value()) return Refused();
     grpc::ClientContext context;
@@ -103,7 +103,7 @@ class RemoteObjectCache final : public objects::ObjectCache {
     v1::PutObjectResponse response;
     std::unique_ptr<grpc::ClientWriter<v1::PutObjectRequest>> writer =
         stub_->PutObject(&context, &response);
-    objects::ObjectEntryMeta sized = entry;
+    ObjectEntry sized = entry;
     sized.size = bundle.size();
     size_t offset = 0;
     do {
@@ -142,8 +142,8 @@ class RemoteObjectCache final : public objects::ObjectCache {
   }
 
   // `next_page`, when given, receives the response's next_page_after.
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> Call(const v1::ListObjectsRequest& request,
-                                                             std::string* next_page = nullptr) {
+  absl::StatusOr<std::vector<ObjectEntry>> Call(const v1::ListObjectsRequest& request,
+                                                std::string* next_page = nullptr) {
     std::optional<Timed> timed = Start(absl::ZeroDuration(), kListDeadline);
     if (!timed.has_value()) return Refused();
     grpc::ClientContext context;
@@ -153,9 +153,9 @@ class RemoteObjectCache final : public objects::ObjectCache {
     Finish(*timed, status);
     if (!status.ok()) return FromGrpc(status, address_);
     if (next_page != nullptr) *next_page = response.next_page_after();
-    std::vector<objects::ObjectEntryMeta> entries;
+    std::vector<ObjectEntry> entries;
     for (v1::ObjectEntry& wire : *response.mutable_entries()) {
-      absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(std::move(wire));
+      absl::StatusOr<ObjectEntry> entry = objects::FromWire(std::move(wire));
       if (entry.ok()) entries.push_back(std::move(*entry));
     }
     return entries;

@@ -13,6 +13,7 @@
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 #include "engine/compile/compiler.h"
+#include "engine/objects/object_schema.h"
 #include "engine/resolve/in_process.h"
 #include "engine/store/store.h"
 
@@ -63,11 +64,10 @@ json MetaJson(const ArtifactMeta& m) {
 void PrintObjects(const std::vector<ArtifactMeta>& artifacts) {
   Table table({"compiler output of", "key", "entry", "headers", "bytes"}, {3, 4});
   size_t count = 0;
-  for (const ArtifactMeta& m : artifacts) {
-    if (m.key.kind != ArtifactKind::kObject) continue;
+  for (const ObjectEntry& entry : objects::ObjectEntriesOf(artifacts)) {
     ++count;
-    table.AddRow({m.kernel_name, m.key.kernel_id.ShortHex(), m.key.toolkit.substr(0, 12),
-                  absl::StrCat(m.lowered_names.size()), HumanBytes(m.size)});
+    table.AddRow({entry.source, entry.key.command.ShortHex(), entry.key.entry_id.substr(0, 12),
+                  absl::StrCat(entry.manifest.size()), HumanBytes(entry.size)});
   }
   if (count > 0) std::printf("\n%s%zu compiler outputs\n", table.Render().c_str(), count);
 }
@@ -139,7 +139,7 @@ int RunStat(const StoreFlags& flags) {
     auto& [count, bytes] = by_kind[std::string(ArtifactKindName(m.key.kind))];
     ++count;
     bytes += m.size;
-    if (m.key.kind == ArtifactKind::kObject) continue;  // compiler outputs: no toolkit, no compile
+    if (objects::IsObjectArtifact(m)) continue;  // compiler outputs: no toolkit, no compile
     ++by_toolkit[m.key.toolkit];
     uint64_t& micros = compiles[{m.key.kernel_id, m.key.target.sm.arch(), m.key.toolkit,
                                  m.key.kind == ArtifactKind::kLtoir}];

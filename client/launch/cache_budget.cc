@@ -35,12 +35,12 @@ absl::Duration TransferTime(uint64_t bytes) {
   return absl::Milliseconds(50) * static_cast<int64_t>(bytes >> 20);
 }
 
-void ListedSizes::Note(const std::vector<objects::ObjectEntryMeta>& entries) {
-  for (const objects::ObjectEntryMeta& entry : entries) sizes_[entry.key.toolkit] = entry.size;
+void ListedSizes::Note(const std::vector<ObjectEntry>& entries) {
+  for (const ObjectEntry& entry : entries) sizes_[entry.key.entry_id] = entry.size;
 }
 
-absl::Duration ListedSizes::TransferTimeOf(const ArtifactKey& key) const {
-  auto listed = sizes_.find(key.toolkit);
+absl::Duration ListedSizes::TransferTimeOf(const ObjectEntryKey& key) const {
+  auto listed = sizes_.find(key.entry_id);
   return listed == sizes_.end() ? absl::ZeroDuration() : TransferTime(listed->second);
 }
 

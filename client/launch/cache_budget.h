@@ -35,12 +35,12 @@ absl::Duration TransferTime(uint64_t bytes);
 // The sizes of the entries a lookup's List gave: a Get of one of them takes its TransferTime.
 class ListedSizes {
  public:
-  void Note(const std::vector<objects::ObjectEntryMeta>& entries);
+  void Note(const std::vector<ObjectEntry>& entries);
   // Zero for an entry not listed.
-  absl::Duration TransferTimeOf(const ArtifactKey& key) const;
+  absl::Duration TransferTimeOf(const ObjectEntryKey& key) const;
 
  private:
-  std::unordered_map<std::string, uint64_t> sizes_;  // by entry id (ArtifactKey::toolkit)
+  std::unordered_map<std::string, uint64_t> sizes_;  // by ObjectEntryKey::entry_id
 };
 
 class CacheBudget {

@@ -20,7 +20,7 @@ class FastObjectCache final : public objects::ObjectCache {
   FastObjectCache(std::shared_ptr<client::FastPath> fast, std::shared_ptr<CacheBudget> budget)
       : fast_(std::move(fast)), budget_(std::move(budget)) {}
 
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> List(const KernelId& key1) override {
+  absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override {
     v1::FastRequest request;
     request.mutable_list_objects()->set_key1(std::string(key1.Bytes()));
     absl::StatusOr<objects::HeldBytes> bytes = Ask(std::move(request));
@@ -30,11 +30,11 @@ class FastObjectCache final : public objects::ObjectCache {
       return absl::DataLossError(
           absl::StrCat("kcached at ", fast_->socket_path(), ": the listing does not parse"));
     }
-    std::vector<objects::ObjectEntryMeta> entries;
+    std::vector<ObjectEntry> entries;
     for (v1::ObjectEntry& wire : *listing.mutable_entries()) {
-      absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(std::move(wire));
+      absl::StatusOr<ObjectEntry> entry = objects::FromWire(std::move(wire));
       if (!entry.ok()) return entry.status();
-      if (entry->key.kernel_id != key1) {
+      if (entry->key.command != key1) {
         return absl::DataLossError(
             absl::StrCat("kcached at ", fast_->socket_path(), " listed an entry of another key"));
       }
@@ -44,23 +44,23 @@ class FastObjectCache final : public objects::ObjectCache {
     return entries;
   }
 
-  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+  absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override {
     absl::StatusOr<objects::HeldBytes> held = GetHeld(key);
     if (!held.ok()) return held.status();
     return std::string(held->bytes);
   }
 
-  absl::StatusOr<objects::HeldBytes> GetHeld(const ArtifactKey& key) override {
+  absl::StatusOr<objects::HeldBytes> GetHeld(const ObjectEntryKey& key) override {
     v1::FastRequest request;
-    request.mutable_get_object()->set_key1(std::string(key.kernel_id.Bytes()));
-    request.mutable_get_object()->set_entry_id(key.toolkit);
+    request.mutable_get_object()->set_key1(std::string(key.command.Bytes()));
+    request.mutable_get_object()->set_entry_id(key.entry_id);
     return Ask(std::move(request), listed_.TransferTimeOf(key));
   }
 
-  absl::Status Put(const objects::ObjectEntryMeta&, const std::string&) override {
+  absl::Status Put(const ObjectEntry&, const std::string&) override {
     return absl::UnimplementedError("kcache-launch stores nothing: the full kcache does");
   }
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> ListAll() override {
+  absl::StatusOr<std::vector<ObjectEntry>> ListAll() override {
     return absl::UnimplementedError("listing every entry is gRPC's");
   }
 

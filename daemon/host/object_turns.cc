@@ -37,7 +37,7 @@ std::unique_ptr<objects::CompileTurns> NewObjectTurns(const objects::CompileTurn
                                                       objects::FleetCompileLeases* leases,
                                                       Statistics* counts) {
   auto count = [counts](objects::TurnCount what, int64_t n) { counts->Move(StatisticOf(what), n); };
-  auto forget = [memo](const KernelId& key1) {
+  auto forget = [memo](const CommandKey& key1) {
     if (memo != nullptr) memo->ForgetListing(key1);
   };
   return std::make_unique<objects::CompileTurns>(options, stores, leases, std::move(count),

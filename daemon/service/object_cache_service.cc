@@ -80,11 +80,11 @@ class StreamTurnCall final : public objects::TurnCall {
 
 absl::Status ListObjectsByKey(objects::ObjectCache& cache, const v1::ListObjectsRequest& request,
                               v1::ListObjectsResponse* response) {
-  absl::StatusOr<KernelId> key1 = KernelId::FromBytes(request.key1());
+  absl::StatusOr<CommandKey> key1 = CommandKey::FromBytes(request.key1());
   if (!key1.ok()) return absl::InvalidArgumentError("ListObjects: key1 is not 32 bytes");
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries = cache.List(*key1);
+  absl::StatusOr<std::vector<ObjectEntry>> entries = cache.List(*key1);
   if (!entries.ok()) return entries.status();
-  for (const objects::ObjectEntryMeta& entry : *entries) {
+  for (const ObjectEntry& entry : *entries) {
     objects::ToWire(entry, response->add_entries());
   }
   return absl::OkStatus();
@@ -93,11 +93,11 @@ absl::Status ListObjectsByKey(objects::ObjectCache& cache, const v1::ListObjects
 namespace {
 
 // The entry `request` names (InvalidArgument for a malformed key1 or entry_id).
-absl::StatusOr<ArtifactKey> KeyOf(const v1::GetObjectRequest& request) {
+absl::StatusOr<ObjectEntryKey> KeyOf(const v1::GetObjectRequest& request) {
   v1::ObjectEntry wire;
   wire.set_key1(request.key1());
   wire.set_entry_id(request.entry_id());
-  absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(std::move(wire));
+  absl::StatusOr<ObjectEntry> entry = objects::FromWire(std::move(wire));
   if (!entry.ok()) return entry.status();
   return entry->key;
 }
@@ -106,19 +106,19 @@ absl::StatusOr<ArtifactKey> KeyOf(const v1::GetObjectRequest& request) {
 
 absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
                                            const v1::GetObjectRequest& request) {
-  absl::StatusOr<ArtifactKey> key = KeyOf(request);
+  absl::StatusOr<ObjectEntryKey> key = KeyOf(request);
   if (!key.ok()) return key.status();
   return cache.Get(*key);
 }
 
 void RecordObjectUse(objects::ObjectCache& cache, const v1::GetObjectRequest& request) {
-  if (absl::StatusOr<ArtifactKey> key = KeyOf(request); key.ok()) cache.RecordUse(*key);
+  if (absl::StatusOr<ObjectEntryKey> key = KeyOf(request); key.ok()) cache.RecordUse(*key);
 }
 
 grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
                                              const v1::ListObjectsRequest* request,
                                              v1::ListObjectsResponse* response) {
-  absl::StatusOr<std::vector<objects::ObjectEntryMeta>> entries;
+  absl::StatusOr<std::vector<ObjectEntry>> entries;
   if (request->all() && request->client_made()) {
     absl::StatusOr<objects::ObjectPage> page = cache_->ListClientMade(request->page_after());
     if (!page.ok()) return ToGrpcStatus(page.status());
@@ -135,7 +135,7 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
   // keys of any length) is left out, so that a page stays far below gRPC's 4 MiB message limit
   // whatever the store holds; it is still served by key.
   uint64_t skipped = 0;
-  for (const objects::ObjectEntryMeta& entry : *entries) {
+  for (const ObjectEntry& entry : *entries) {
     v1::ObjectEntry* wire = response->add_entries();
     objects::ToWire(entry, wire);
     if (wire->ByteSizeLong() > limits_.max_entry_bytes) {
@@ -171,8 +171,7 @@ grpc::Status ObjectCacheService::GetObject(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-absl::StatusOr<objects::ObjectEntryMeta> ObjectCacheService::CheckedEntry(
-    const v1::PutObjectRequest& first) {
+absl::StatusOr<ObjectEntry> ObjectCacheService::CheckedEntry(const v1::PutObjectRequest& first) {
   if (!first.has_entry()) {
     counts_->Add(Statistic::kObjectPutsRefused);
     return absl::InvalidArgumentError("PutObject: the first message must carry the entry");
@@ -184,8 +183,8 @@ absl::StatusOr<objects::ObjectEntryMeta> ObjectCacheService::CheckedEntry(
         "PutObject: the entry's metadata (source path, manifest, key fields) is ", entry_bytes,
         " bytes, over kcached's --object-entry-max-bytes ", limits_.max_entry_bytes));
   }
-  absl::StatusOr<objects::ObjectEntryMeta> entry = objects::FromWire(first.entry());
-  if (entry.ok() && entry->key.toolkit != objects::ManifestId(entry->manifest)) {
+  absl::StatusOr<ObjectEntry> entry = objects::FromWire(first.entry());
+  if (entry.ok() && entry->key.entry_id != ManifestId(entry->manifest)) {
     entry = absl::InvalidArgumentError("PutObject: entry_id is not the manifest's digest");
   }
   if (entry.ok()) {
@@ -206,7 +205,7 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
     counts_->Add(Statistic::kObjectPutsRefused);
     return Invalid("PutObject: the first message must carry the entry");
   }
-  absl::StatusOr<objects::ObjectEntryMeta> entry = CheckedEntry(message);
+  absl::StatusOr<ObjectEntry> entry = CheckedEntry(message);
   if (!entry.ok()) return ToGrpcStatus(entry.status());
   // The announced size is taken before a byte of the bundle is read, and held to the end.
   if (!uploads_.TryTake(entry->size)) {
@@ -240,7 +239,7 @@ grpc::Status ObjectCacheService::AwaitCompile(
     grpc::ServerReaderWriter<v1::AwaitCompileUpdate, v1::AwaitCompileRequest>* stream) {
   v1::AwaitCompileRequest first;
   if (!stream->Read(&first)) return Invalid("AwaitCompile: the first message must name key1");
-  absl::StatusOr<KernelId> key1 = KernelId::FromBytes(first.key1());
+  absl::StatusOr<CommandKey> key1 = CommandKey::FromBytes(first.key1());
   if (!key1.ok()) return Invalid("AwaitCompile: key1 is not 32 bytes");
   absl::flat_hash_set<std::string> seen;
   for (int i = 0; i < std::min(first.seen_entry_ids_size(), kMaxSeenEntryIds); ++i) {

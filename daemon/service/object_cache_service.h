@@ -74,7 +74,7 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
 
  private:
   // The entry the first message announces, checked against the bounds (counted when refused).
-  absl::StatusOr<objects::ObjectEntryMeta> CheckedEntry(const v1::PutObjectRequest& first);
+  absl::StatusOr<ObjectEntry> CheckedEntry(const v1::PutObjectRequest& first);
 
   objects::ObjectCache* cache_;
   objects::CompileTurns* turns_;

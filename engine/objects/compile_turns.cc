@@ -105,7 +105,7 @@ struct CompileTurns::Flight {
 
 CompileTurns::CompileTurns(CompileTurnOptions options, ObjectCache* stores,
                            FleetCompileLeases* fleet, std::function<void(TurnCount, int64_t)> count,
-                           std::function<void(const KernelId&)> arrived_from_fleet)
+                           std::function<void(const CommandKey&)> arrived_from_fleet)
     : options_(options),
       stores_(stores),
       fleet_(fleet),
@@ -116,16 +116,17 @@ void CompileTurns::Count(TurnCount what, int64_t n) const {
   if (count_) count_(what, n);
 }
 
-bool CompileTurns::StoredSince(const KernelId& key1, const absl::flat_hash_set<std::string>& seen) {
-  absl::StatusOr<std::vector<ObjectEntryMeta>> entries = stores_->List(key1);
+bool CompileTurns::StoredSince(const CommandKey& key1,
+                               const absl::flat_hash_set<std::string>& seen) {
+  absl::StatusOr<std::vector<ObjectEntry>> entries = stores_->List(key1);
   if (!entries.ok()) return false;
-  for (const ObjectEntryMeta& entry : *entries) {
-    if (!seen.contains(entry.key.toolkit)) return true;
+  for (const ObjectEntry& entry : *entries) {
+    if (!seen.contains(entry.key.entry_id)) return true;
   }
   return false;
 }
 
-void CompileTurns::Serve(const KernelId& key1, const absl::flat_hash_set<std::string>& seen,
+void CompileTurns::Serve(const CommandKey& key1, const absl::flat_hash_set<std::string>& seen,
                          const std::string& client, TurnCall& call) {
   if (options_.wait <= absl::ZeroDuration()) {
     call.Send(TurnUpdate{TurnUpdate::Kind::kCompile, "", "", absl::ZeroDuration()});
@@ -177,7 +178,7 @@ void CompileTurns::Serve(const KernelId& key1, const absl::flat_hash_set<std::st
   Count(TurnCount::kCalls, -1);
 }
 
-void CompileTurns::Lead(const KernelId& key1, const absl::flat_hash_set<std::string>& seen,
+void CompileTurns::Lead(const CommandKey& key1, const absl::flat_hash_set<std::string>& seen,
                         const std::string& client, std::string why,
                         const std::shared_ptr<Flight>& flight, absl::Time give_up, TurnCall& call,
                         bool* waited) {
@@ -312,8 +313,8 @@ void CompileTurns::ServeArrival(const std::string& holder, TurnCall& call) {
   Count(end->kind == TurnEnd::Kind::kServed ? TurnCount::kServed : TurnCount::kNotServed);
 }
 
-void CompileTurns::Finish(const KernelId& key1, const std::shared_ptr<Flight>& flight, int outcome,
-                          std::string why) {
+void CompileTurns::Finish(const CommandKey& key1, const std::shared_ptr<Flight>& flight,
+                          int outcome, std::string why) {
   absl::MutexLock lock(&mu_);
   flight->done = true;
   flight->outcome = outcome;

@@ -32,7 +32,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/kernel_spec.h"
+#include "core/object_entry.h"
 #include "engine/objects/object_cache.h"
 #include "engine/shared/redis_lease.h"
 
@@ -83,11 +83,11 @@ class FleetCompileLeases {
   // tier did not list when the wait began, nor `seen` (the launcher's lookup) names, is in the
   // tier (then copied into this kcached's store: kArrived) or the lease is taken here.
   // `keep_waiting` gets the holder's token.
-  virtual LeaseWait Await(const KernelId& key1, const absl::flat_hash_set<std::string>& seen,
+  virtual LeaseWait Await(const CommandKey& key1, const absl::flat_hash_set<std::string>& seen,
                           absl::Time give_up,
                           std::function<bool(const std::string& holder)> keep_waiting) = 0;
   // Releases the lease on key1 this kcached took, once the entries put before are written.
-  virtual void Release(const KernelId& key1) = 0;
+  virtual void Release(const CommandKey& key1) = 0;
 };
 
 // What is counted (kcached's objects.turn_* statistics).
@@ -120,32 +120,32 @@ class CompileTurns {
   // memory, which must forget its listing) may be empty.
   CompileTurns(CompileTurnOptions options, ObjectCache* stores, FleetCompileLeases* fleet,
                std::function<void(TurnCount, int64_t)> count,
-               std::function<void(const KernelId&)> arrived_from_fleet);
+               std::function<void(const CommandKey&)> arrived_from_fleet);
 
   // Serves one launcher's call for `key1`. `seen`: the entry ids its lookup listed (and found
   // not matching its files): an entry stored under key1 since, by a compile that ended just
   // before this call, is served as an arrival rather than compiled again. `client` says who it
   // is ("kcache pid 12 on host-a"; made printable and short here). Returns when the call is
   // done with.
-  void Serve(const KernelId& key1, const absl::flat_hash_set<std::string>& seen,
+  void Serve(const CommandKey& key1, const absl::flat_hash_set<std::string>& seen,
              const std::string& client, TurnCall& call);
 
  private:
   struct Flight;
   enum class Followed { kDone, kHolderGone };
   // The call holding the turn: `why` says why it compiles after a wait ("": it did not).
-  void Lead(const KernelId& key1, const absl::flat_hash_set<std::string>& seen,
+  void Lead(const CommandKey& key1, const absl::flat_hash_set<std::string>& seen,
             const std::string& client, std::string why, const std::shared_ptr<Flight>& flight,
             absl::Time give_up, TurnCall& call, bool* waited);
   // Whether `stores` list an entry under key1 that is not in `seen`.
-  bool StoredSince(const KernelId& key1, const absl::flat_hash_set<std::string>& seen);
+  bool StoredSince(const CommandKey& key1, const absl::flat_hash_set<std::string>& seen);
   // A call waiting for the holder of `flight`; kHolderGone sets `*gone` to who it was.
   Followed Follow(const std::shared_ptr<Flight>& flight, absl::Time give_up, TurnCall& call,
                   bool* waited, std::string* gone);
   // Tells a waiter that `holder`'s entry arrived and counts what its lookup found.
   void ServeArrival(const std::string& holder, TurnCall& call);
   // Ends `flight` for its waiters and forgets it.
-  void Finish(const KernelId& key1, const std::shared_ptr<Flight>& flight, int outcome,
+  void Finish(const CommandKey& key1, const std::shared_ptr<Flight>& flight, int outcome,
               std::string why);
   void SetHolder(const std::shared_ptr<Flight>& flight, const std::string& holder);
   void Count(TurnCount what, int64_t n = 1) const;
@@ -154,7 +154,7 @@ class CompileTurns {
   ObjectCache* const stores_;
   FleetCompileLeases* const fleet_;
   const std::function<void(TurnCount, int64_t)> count_;
-  const std::function<void(const KernelId&)> arrived_from_fleet_;
+  const std::function<void(const CommandKey&)> arrived_from_fleet_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(mu_);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/objects/header_manifest.h"
 #include "engine/objects/launcher.h"
 #include "engine/objects/prepared_command.h"
 
@@ -58,10 +59,10 @@ std::string ExplainCompile(const LauncherOptions& options, CompilerFamily family
   }
   absl::StatusOr<std::unique_ptr<ObjectCache>> cache = options.open_cache();
   if (!cache.ok()) return absl::StrCat("error: ", cache.status().message());
-  absl::StatusOr<std::vector<ObjectEntryMeta>> entries = (*cache)->List(prepared->key.key1);
+  absl::StatusOr<std::vector<ObjectEntry>> entries = (*cache)->List(prepared->key.key1);
   if (!entries.ok()) return absl::StrCat("error: ", entries.status().message());
   std::string first_difference;
-  for (const ObjectEntryMeta& entry : *entries) {
+  for (const ObjectEntry& entry : *entries) {
     std::string difference;
     if (ManifestMatches(entry.manifest, prepared->dirs, options.lookup.env, digests, &difference)) {
       return absl::StrCat("hit: entry ", entry.key.ToString());
@@ -72,11 +73,11 @@ std::string ExplainCompile(const LauncherOptions& options, CompilerFamily family
     return absl::StrCat("miss: the command matches ", entries->size(), " recorded entr",
                         entries->size() == 1 ? "y" : "ies", " but ", first_difference);
   }
-  absl::StatusOr<std::vector<ObjectEntryMeta>> all = (*cache)->ListAll();
+  absl::StatusOr<std::vector<ObjectEntry>> all = (*cache)->ListAll();
   if (!all.ok()) return absl::StrCat("error: ", all.status().message());
-  const ObjectEntryMeta* nearest = nullptr;
+  const ObjectEntry* nearest = nullptr;
   size_t nearest_count = 0;
-  for (const ObjectEntryMeta& entry : *all) {
+  for (const ObjectEntry& entry : *all) {
     if (entry.source != prepared->key.source) continue;
     size_t count = CountDifferences(prepared->key.fields, entry.fields);
     if (nearest == nullptr || count < nearest_count) {

@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/background_writer.h"
+#include "engine/objects/object_schema.h"
 
 namespace kcache::objects {
 namespace {
@@ -39,12 +40,12 @@ constexpr char kBoundedIds[] =
     "if b > tonumber(ARGV[2]) then return b end "
     "return t";
 
-std::string Prefix(const KernelId& key1) {
-  return absl::StrCat("kcache:obj:v1:{", absl::BytesToHexString(key1.Bytes()), "}:");
+std::string Prefix(const CommandKey& key1) {
+  return absl::StrCat("kcache:obj:v1:{", key1.Hex(), "}:");
 }
 
-std::string ListingFieldRedisKey(const ArtifactKey& key) {
-  return absl::StrCat(FleetListingRedisKey(key.kernel_id), ":", key.toolkit);
+std::string ListingFieldRedisKey(const ObjectEntryKey& key) {
+  return absl::StrCat(FleetListingRedisKey(key.command), ":", key.entry_id);
 }
 
 class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
@@ -59,24 +60,24 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
         count_(std::move(count)),
         health_(options_.off_initial, options_.off_max) {}
 
-  absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) override {
-    absl::StatusOr<std::vector<ObjectEntryMeta>> local = pod_->List(key1);
+  absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override {
+    absl::StatusOr<std::vector<ObjectEntry>> local = pod_->List(key1);
     if (local.ok() && !local->empty()) return local;
     absl::StatusOr<RedisReply> reply =
         Call({"EVAL", kBoundedListing, "1", FleetListingRedisKey(key1),
               absl::StrCat(kMaxFleetListing), absl::StrCat(kMaxFleetListingBytes)},
              options_.budget);
     if (!reply.ok()) return local;
-    std::vector<ObjectEntryMeta> entries;
+    std::vector<ObjectEntry> entries;
     if (reply->type == RedisReply::Type::kArray) {
       for (size_t i = 0; i + 1 < reply->elements.size(); i += 2) {
-        ArtifactKey key = ObjectArtifactKey(key1, Manifest{});
-        key.toolkit = reply->elements[i].str;
-        absl::StatusOr<Artifact> opened = OpenSharedEntryAt(
-            options_.keys, key, ListingFieldRedisKey(key), reply->elements[i + 1].str);
-        ObjectEntryMeta entry;
-        if (opened.ok()) entry = EntryMetaFromArtifact(opened->meta);
-        if (!opened.ok() || ManifestId(entry.manifest) != key.toolkit) {
+        ObjectEntryKey key{key1, reply->elements[i].str};
+        absl::StatusOr<Artifact> opened =
+            OpenSharedEntryAt(options_.keys, ObjectStoreKey(key), ListingFieldRedisKey(key),
+                              reply->elements[i + 1].str);
+        ObjectEntry entry;
+        if (opened.ok()) entry = ObjectEntryFromArtifact(opened->meta);
+        if (!opened.ok() || ManifestId(entry.manifest) != key.entry_id) {
           Count(FleetObjectCount::kRefused);
           continue;
         }
@@ -89,11 +90,11 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
     return entries;
   }
 
-  absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override { return pod_->ListAll(); }
+  absl::StatusOr<std::vector<ObjectEntry>> ListAll() override { return pod_->ListAll(); }
 
-  void RecordUse(const ArtifactKey& key) override { pod_->RecordUse(key); }
+  void RecordUse(const ObjectEntryKey& key) override { pod_->RecordUse(key); }
 
-  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+  absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override {
     absl::StatusOr<std::string> local = pod_->Get(key);
     if (local.ok()) return local;
     std::string redis_key = FleetObjectRedisKey(key);
@@ -107,19 +108,19 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
     }
     absl::StatusOr<Artifact> artifact =
         reply->type == RedisReply::Type::kString
-            ? OpenSharedEntryAt(options_.keys, key, redis_key, reply->str)
+            ? OpenSharedEntryAt(options_.keys, ObjectStoreKey(key), redis_key, reply->str)
             : absl::ResourceExhaustedError("over the bound");
     if (!artifact.ok() || artifact->bytes.size() > options_.max_object_bytes) {
       Count(FleetObjectCount::kRefused);
       return local;
     }
     // A copy for the next lookup; a failure to keep it costs only that.
-    pod_->Put(EntryMetaFromArtifact(artifact->meta), artifact->bytes).IgnoreError();
+    pod_->Put(ObjectEntryFromArtifact(artifact->meta), artifact->bytes).IgnoreError();
     Count(FleetObjectCount::kHit);
     return std::move(artifact->bytes);
   }
 
-  absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override {
+  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
     absl::Status put = pod_->Put(entry, bundle);
     if (!put.ok()) return put;
     if (!writes_.Add(Write{entry, bundle, ""}, bundle.size())) {
@@ -128,7 +129,7 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
     return absl::OkStatus();
   }
 
-  LeaseWait Await(const KernelId& key1, const absl::flat_hash_set<std::string>& seen_before,
+  LeaseWait Await(const CommandKey& key1, const absl::flat_hash_set<std::string>& seen_before,
                   absl::Time give_up,
                   std::function<bool(const std::string& holder)> keep_waiting) override {
     // What arrives is an entry the tier did not list when the wait began (one it did, this
@@ -145,20 +146,19 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
       bool any = false;
       for (const std::string& id : *ids) {
         if (!seen.insert(id).second) continue;
-        ArtifactKey key = ObjectArtifactKey(key1, Manifest{});
-        key.toolkit = id;
-        any = Get(key).ok() || any;  // verified, and copied into this kcached's store
+        any = Get(ObjectEntryKey{key1, id}).ok() ||
+              any;  // verified, and copied into this kcached's store
       }
       return any;
     };
     return leases_->Await(FleetTurnRedisKey(key1), give_up, hooks);
   }
 
-  void Release(const KernelId& key1) override {
+  void Release(const CommandKey& key1) override {
     writes_.AddAlways(Write{{}, "", FleetTurnRedisKey(key1)});
   }
 
-  absl::Status Delete(const ArtifactKey& key) override { return pod_->Delete(key); }
+  absl::Status Delete(const ObjectEntryKey& key) override { return pod_->Delete(key); }
 
   absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
     return pod_->ListClientMade(after);
@@ -185,7 +185,7 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
 
   // The entry ids key1's listing holds (Unavailable while the tier is switched off; counted
   // refused and ResourceExhausted over the bounds).
-  absl::StatusOr<std::vector<std::string>> ListedIds(const KernelId& key1) {
+  absl::StatusOr<std::vector<std::string>> ListedIds(const CommandKey& key1) {
     absl::StatusOr<RedisReply> reply =
         Call({"EVAL", kBoundedIds, "1", FleetListingRedisKey(key1), absl::StrCat(kMaxFleetListing),
               absl::StrCat(kMaxFleetTurnIdBytes)},
@@ -201,7 +201,7 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
   }
 
   struct Write {
-    ObjectEntryMeta entry;
+    ObjectEntry entry;
     std::string bundle;
     std::string release;  // non-empty: only release this lease
   };
@@ -213,14 +213,14 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
       leases_->Release(write.release);
       return;
     }
-    const ObjectEntryMeta& entry = write.entry;
+    const ObjectEntry& entry = write.entry;
     std::string redis_key = FleetObjectRedisKey(entry.key);
     std::string frame =
-        SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, write.bundle), redis_key);
-    std::string listing_frame = SealSharedEntryAt(options_.keys, ArtifactFromEntry(entry, ""),
+        SealSharedEntryAt(options_.keys, ArtifactFromObjectEntry(entry, write.bundle), redis_key);
+    std::string listing_frame = SealSharedEntryAt(options_.keys, ArtifactFromObjectEntry(entry, ""),
                                                   ListingFieldRedisKey(entry.key));
     if (Call({"SET", redis_key, frame}, options_.write_deadline).ok() &&
-        Call({"HSET", FleetListingRedisKey(entry.key.kernel_id), entry.key.toolkit, listing_frame},
+        Call({"HSET", FleetListingRedisKey(entry.key.command), entry.key.entry_id, listing_frame},
              options_.write_deadline)
             .ok()) {
       Count(FleetObjectCount::kPut);
@@ -247,15 +247,15 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
 
 }  // namespace
 
-std::string FleetObjectRedisKey(const ArtifactKey& key) {
-  return absl::StrCat(Prefix(key.kernel_id), key.toolkit);
+std::string FleetObjectRedisKey(const ObjectEntryKey& key) {
+  return absl::StrCat(Prefix(key.command), key.entry_id);
 }
 
-std::string FleetListingRedisKey(const KernelId& key1) {
+std::string FleetListingRedisKey(const CommandKey& key1) {
   return absl::StrCat(Prefix(key1), "list");
 }
 
-std::string FleetTurnRedisKey(const KernelId& key1) { return absl::StrCat(Prefix(key1), "turn"); }
+std::string FleetTurnRedisKey(const CommandKey& key1) { return absl::StrCat(Prefix(key1), "turn"); }
 
 FleetObjects NewFleetObjectCache(std::unique_ptr<ObjectCache> pod,
                                  std::unique_ptr<RedisCluster> redis,

@@ -84,9 +84,9 @@ struct FleetObjectOptions {
 enum class FleetObjectCount { kHit, kMiss, kPut, kRefused, kError, kWriteDropped };
 
 // The Redis keys above (for tests and tools).
-std::string FleetObjectRedisKey(const ArtifactKey& key);
-std::string FleetListingRedisKey(const KernelId& key1);
-std::string FleetTurnRedisKey(const KernelId& key1);
+std::string FleetObjectRedisKey(const ObjectEntryKey& key);
+std::string FleetListingRedisKey(const CommandKey& key1);
+std::string FleetTurnRedisKey(const CommandKey& key1);
 
 struct FleetObjects {
   std::unique_ptr<ObjectCache> cache;

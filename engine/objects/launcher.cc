@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "core/file_io.h"
 #include "engine/objects/file_digests.h"
+#include "engine/objects/object_bundle.h"
 #include "engine/objects/observed_manifest.h"
 #include "engine/objects/prepared_command.h"
 #include "engine/objects/run_process.h"
@@ -50,13 +51,13 @@ struct Hit {
 std::optional<Hit> Lookup(const LauncherOptions& options, ObjectCache& cache,
                           const Prepared& prepared, FileDigests& digests,
                           std::vector<std::string>* listed) {
-  absl::StatusOr<std::vector<ObjectEntryMeta>> entries = cache.List(prepared.key.key1);
+  absl::StatusOr<std::vector<ObjectEntry>> entries = cache.List(prepared.key.key1);
   if (!entries.ok()) {
     Log(options, absl::StrCat("lookup failed: ", entries.status().message()));
     return std::nullopt;
   }
-  for (const ObjectEntryMeta& entry : *entries) listed->push_back(entry.key.toolkit);
-  for (const ObjectEntryMeta& entry : *entries) {
+  for (const ObjectEntry& entry : *entries) listed->push_back(entry.key.entry_id);
+  for (const ObjectEntry& entry : *entries) {
     if (!ManifestMatches(entry.manifest, prepared.dirs, options.lookup.env, digests, nullptr)) {
       continue;
     }
@@ -129,7 +130,7 @@ std::string Absolute(const BaseDirs& dirs, const std::string& path) {
 }
 
 // "N inputs: F files, A paths absent, V variables, O other facts" for KCACHE_LOG.
-std::string DescribeManifest(const Manifest& manifest) {
+std::string DescribeManifest(const HeaderManifest& manifest) {
   size_t files = 0, absent = 0, variables = 0;
   for (const auto& [path, value] : manifest) {
     if (!path.empty() && path[0] == '$') {
@@ -178,7 +179,7 @@ absl::Status Store(const LauncherOptions& options, const Prepared& prepared,
   observed.linkers = Linkers(prepared);
   observed.host_native_keyed = !command.native_args.empty();
   UncachedReason reason = UncachedReason::kNone;
-  absl::StatusOr<Manifest> manifest =
+  absl::StatusOr<HeaderManifest> manifest =
       ObservedManifest(*reads, observed, digests, compiled_from, &reason);
   if (!manifest.ok()) {
     Log(options, absl::StrCat("not stored (", UncachedReasonName(reason),
@@ -200,8 +201,8 @@ absl::Status Store(const LauncherOptions& options, const Prepared& prepared,
     Log(options, absl::StrCat("not stored: ", sized.message()));
     return sized;
   }
-  ObjectEntryMeta entry;
-  entry.key = ObjectArtifactKey(prepared.key.key1, *manifest);
+  ObjectEntry entry;
+  entry.key = ObjectEntryKey::Of(prepared.key.key1, *manifest);
   entry.source = prepared.key.source;
   entry.manifest = std::move(*manifest);
   entry.fields = prepared.key.fields;

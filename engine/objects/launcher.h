@@ -66,7 +66,7 @@ struct LauncherOptions {
   // launcher compiles the same command (docs/torch-extensions.md, "One compile per miss").
   // Null (or unset): compile at once.
   std::function<std::unique_ptr<CompileTurn>(
-      const KernelId& key1, const std::vector<std::string>& listed, const std::string& subject)>
+      const CommandKey& key1, const std::vector<std::string>& listed, const std::string& subject)>
       await_turn;
   // libkcache-observe.so (FindObserveLibrary, observed_manifest.h), preloaded into a miss's
   // compile to record what it reads; "" (not installed): every compile runs uncached.

@@ -11,13 +11,15 @@ namespace {
 // What a kept string costs beyond its characters (its header and the allocator's rounding).
 constexpr uint64_t kStringOverhead = 48;
 
-std::string ListingName(const KernelId& key1) { return absl::StrCat("L", key1.Bytes()); }
-std::string BundleName(const ArtifactKey& key) { return absl::StrCat("G", key.Encode()); }
+std::string ListingName(const CommandKey& key1) { return absl::StrCat("L", key1.Bytes()); }
+std::string BundleName(const ObjectEntryKey& key) {
+  return absl::StrCat("G", key.command.Bytes(), key.entry_id);
+}
 
-uint64_t ListingBytes(const std::vector<ObjectEntryMeta>& entries) {
+uint64_t ListingBytes(const std::vector<ObjectEntry>& entries) {
   uint64_t bytes = 0;
-  for (const ObjectEntryMeta& entry : entries) {
-    bytes += entry.source.size() + entry.key.toolkit.size() + 4 * kStringOverhead;
+  for (const ObjectEntry& entry : entries) {
+    bytes += entry.source.size() + entry.key.entry_id.size() + 4 * kStringOverhead;
     for (const auto& [path, digest] : entry.manifest) {
       bytes += path.size() + digest.size() + 2 * kStringOverhead;
     }
@@ -37,14 +39,14 @@ MemoObjectCache::MemoObjectCache(std::unique_ptr<ObjectCache> inner, uint64_t ma
       on_hit_(std::move(on_hit)),
       held_(max_bytes) {}
 
-absl::StatusOr<std::vector<ObjectEntryMeta>> MemoObjectCache::List(const KernelId& key1) {
+absl::StatusOr<std::vector<ObjectEntry>> MemoObjectCache::List(const CommandKey& key1) {
   std::string name = ListingName(key1);
   if (std::optional<std::shared_ptr<const Value>> held = held_.Find(name)) {
     if (on_hit_) on_hit_();
-    return std::get<std::vector<ObjectEntryMeta>>(**held);
+    return std::get<std::vector<ObjectEntry>>(**held);
   }
   uint64_t generation = held_.epoch();
-  absl::StatusOr<std::vector<ObjectEntryMeta>> entries = inner_->List(key1);
+  absl::StatusOr<std::vector<ObjectEntry>> entries = inner_->List(key1);
   if (entries.ok() && !entries->empty()) {
     if (uint64_t bytes = ListingBytes(*entries); Keeps(bytes)) {
       held_.InsertIfCurrent(name, std::make_shared<const Value>(*entries), bytes, generation);
@@ -53,7 +55,7 @@ absl::StatusOr<std::vector<ObjectEntryMeta>> MemoObjectCache::List(const KernelI
   return entries;
 }
 
-absl::StatusOr<std::string> MemoObjectCache::Get(const ArtifactKey& key) {
+absl::StatusOr<std::string> MemoObjectCache::Get(const ObjectEntryKey& key) {
   std::string name = BundleName(key);
   if (std::optional<std::shared_ptr<const Value>> held = held_.Find(name)) {
     if (on_hit_) on_hit_();
@@ -69,18 +71,20 @@ absl::StatusOr<std::string> MemoObjectCache::Get(const ArtifactKey& key) {
   return bytes;
 }
 
-absl::Status MemoObjectCache::Put(const ObjectEntryMeta& entry, const std::string& bundle) {
+absl::Status MemoObjectCache::Put(const ObjectEntry& entry, const std::string& bundle) {
   absl::Status put = inner_->Put(entry, bundle);
-  held_.Invalidate({ListingName(entry.key.kernel_id), BundleName(entry.key)});
+  held_.Invalidate({ListingName(entry.key.command), BundleName(entry.key)});
   return put;
 }
 
-absl::Status MemoObjectCache::Delete(const ArtifactKey& key) {
+absl::Status MemoObjectCache::Delete(const ObjectEntryKey& key) {
   absl::Status deleted = inner_->Delete(key);
-  held_.Invalidate({ListingName(key.kernel_id), BundleName(key)});
+  held_.Invalidate({ListingName(key.command), BundleName(key)});
   return deleted;
 }
 
-void MemoObjectCache::ForgetListing(const KernelId& key1) { held_.Invalidate({ListingName(key1)}); }
+void MemoObjectCache::ForgetListing(const CommandKey& key1) {
+  held_.Invalidate({ListingName(key1)});
+}
 
 }  // namespace kcache::objects

@@ -35,19 +35,19 @@ class MemoObjectCache final : public ObjectCache {
   MemoObjectCache(std::unique_ptr<ObjectCache> inner, uint64_t max_bytes,
                   std::function<void()> on_hit = nullptr);
 
-  absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) override;
-  absl::StatusOr<std::string> Get(const ArtifactKey& key) override;
-  absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override;
-  absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override { return inner_->ListAll(); }
-  absl::Status Delete(const ArtifactKey& key) override;
-  void RecordUse(const ArtifactKey& key) override { inner_->RecordUse(key); }
+  absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override;
+  absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override;
+  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override;
+  absl::StatusOr<std::vector<ObjectEntry>> ListAll() override { return inner_->ListAll(); }
+  absl::Status Delete(const ObjectEntryKey& key) override;
+  void RecordUse(const ObjectEntryKey& key) override { inner_->RecordUse(key); }
   absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
     return inner_->ListClientMade(after);
   }
 
   // Drops key1's listing: entries were added under it beneath this cache (kcached's launcher
   // turns copy in an entry another kcached of the fleet compiled: compile_turns.h).
-  void ForgetListing(const KernelId& key1);
+  void ForgetListing(const CommandKey& key1);
 
   // How many Puts and Deletes went through so far. An answer of List or Get taken while it
   // stayed the same is this cache's answer for as long as it still is (kcached's fast path
@@ -58,7 +58,7 @@ class MemoObjectCache final : public ObjectCache {
   uint64_t max_bytes() const { return max_bytes_; }
 
  private:
-  using Value = std::variant<std::vector<ObjectEntryMeta>, std::string>;
+  using Value = std::variant<std::vector<ObjectEntry>, std::string>;
 
   // Whether an answer of `bytes` is kept at all (at most a quarter of the bound): checked
   // before the answer is copied.

@@ -2,10 +2,10 @@
 // keys, docs/torch-compile.md), as object entries of the object cache (object_cache.h), so
 // they share its store, checksums, LRU bound and the client-made trust rule.
 //
-// A name's entry: key1 = SHA-256 over "kcache.named-object\0" and the name (a domain of its
-// own: never a launcher's key1), entry id = the empty manifest's id; meta.kernel_name the
-// name, C-escaped for listings. The bundle holds the value as its object and the name as its
-// only target, and a read checks that name: a value is never served for another name.
+// A name's entry: its key is NamedValueKey(name) (core/object_entry.h), its source the name,
+// C-escaped for listings, its one key field ("name", the same). The bundle holds the value as
+// its object and the name as its only target, and a read checks that name: a value is never
+// served for another name.
 #ifndef KCACHE_ENGINE_OBJECTS_NAMED_OBJECT_H_
 #define KCACHE_ENGINE_OBJECTS_NAMED_OBJECT_H_
 
@@ -14,12 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/artifact.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::objects {
-
-ArtifactKey NamedObjectKey(absl::string_view name);
 
 // Stores `value` under `name`, replacing what was there. The cache's errors pass through
 // (ResourceExhausted over its byte bound or on a full disk; AlreadyExists when a baked store

@@ -7,29 +7,31 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "engine/objects/named_object.h"
+#include "engine/objects/object_bundle.h"
+#include "engine/objects/object_schema.h"
 
 namespace kcache::objects {
 namespace {
 
 // The value's name when `entry` is a named value's (its listed name is that name's key).
-bool NamedValueName(const ObjectEntryMeta& entry, std::string* name) {
-  return absl::CUnescape(entry.source, name) && NamedObjectKey(*name) == entry.key;
+bool NamedValueName(const ObjectEntry& entry, std::string* name) {
+  return absl::CUnescape(entry.source, name) && NamedValueKey(*name) == entry.key;
 }
 
 // Whether `bundle` is what `entry` says it is.
-bool Verifies(const ObjectEntryMeta& entry, const std::string& bundle) {
+bool Verifies(const ObjectEntry& entry, const std::string& bundle) {
   absl::StatusOr<ObjectBundle> decoded = DecodeBundle(bundle);
   if (!decoded.ok()) return false;
   std::string name;
   if (NamedValueName(entry, &name)) {
     return decoded->deps.targets.size() == 1 && decoded->deps.targets[0] == name;
   }
-  return entry.key.kind == ArtifactKind::kObject && ManifestId(entry.manifest) == entry.key.toolkit;
+  return ManifestId(entry.manifest) == entry.key.entry_id;
 }
 
 }  // namespace
 
-std::string NamespaceOf(const ObjectEntryMeta& entry) {
+std::string NamespaceOf(const ObjectEntry& entry) {
   std::string name;
   if (!NamedValueName(entry, &name)) return kLauncherNamespace;
   return name.substr(0, name.find(':'));
@@ -47,7 +49,7 @@ absl::StatusOr<ExportProgress> ExportObjects(
       return absl::DataLossError("the object listing went backwards; export stopped");
     }
     after = page->next_after;
-    for (const ObjectEntryMeta& entry : page->entries) {
+    for (const ObjectEntry& entry : page->entries) {
       ++done.listed;
       std::string ns = NamespaceOf(entry);
       const auto& wanted = options.namespaces;
@@ -58,7 +60,8 @@ absl::StatusOr<ExportProgress> ExportObjects(
       } else if (!Verifies(entry, *bundle)) {
         ++done.refused;
       } else {
-        if (absl::Status put = to.Put(ArtifactFromEntry(entry, *bundle)); !put.ok()) return put;
+        if (absl::Status put = to.Put(ArtifactFromObjectEntry(entry, *bundle)); !put.ok())
+          return put;
         ++done.exported;
         done.bytes += bundle->size();
         ++done.by_namespace[ns];

@@ -21,7 +21,7 @@ namespace kcache::objects {
 // The namespace of the launchers' entries; a named value's is its name's text before the
 // first ':' ("pt2", "triton").
 inline constexpr char kLauncherNamespace[] = "objects";
-std::string NamespaceOf(const ObjectEntryMeta& entry);
+std::string NamespaceOf(const ObjectEntry& entry);
 
 struct ExportOptions {
   std::vector<std::string> namespaces;  // only these; empty: every one

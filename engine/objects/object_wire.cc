@@ -4,9 +4,9 @@
 
 namespace kcache::objects {
 
-void ToWire(const ObjectEntryMeta& entry, v1::ObjectEntry* wire) {
-  wire->set_key1(std::string(entry.key.kernel_id.Bytes()));
-  wire->set_entry_id(entry.key.toolkit);
+void ToWire(const ObjectEntry& entry, v1::ObjectEntry* wire) {
+  wire->set_key1(std::string(entry.key.command.Bytes()));
+  wire->set_entry_id(entry.key.entry_id);
   wire->set_source(entry.source);
   for (const auto& [path, digest] : entry.manifest) {
     v1::ObjectPair* line = wire->add_manifest();
@@ -21,8 +21,8 @@ void ToWire(const ObjectEntryMeta& entry, v1::ObjectEntry* wire) {
   wire->set_size(entry.size);
 }
 
-absl::StatusOr<ObjectEntryMeta> FromWire(v1::ObjectEntry wire) {
-  absl::StatusOr<KernelId> key1 = KernelId::FromBytes(wire.key1());
+absl::StatusOr<ObjectEntry> FromWire(v1::ObjectEntry wire) {
+  absl::StatusOr<CommandKey> key1 = CommandKey::FromBytes(wire.key1());
   if (!key1.ok()) return absl::InvalidArgumentError("object entry: key1 is not 32 bytes");
   bool hex = wire.entry_id().size() == 64;
   for (char c : wire.entry_id()) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
@@ -32,10 +32,9 @@ absl::StatusOr<ObjectEntryMeta> FromWire(v1::ObjectEntry wire) {
     return absl::InvalidArgumentError(absl::StrCat("object entry: over ", kMaxWireManifestLines,
                                                    " lines or ", kMaxWireEntryBytes, " bytes"));
   }
-  ObjectEntryMeta entry;
-  entry.key.kernel_id = *key1;
-  entry.key.kind = ArtifactKind::kObject;
-  entry.key.toolkit = std::move(*wire.mutable_entry_id());
+  ObjectEntry entry;
+  entry.key.command = *key1;
+  entry.key.entry_id = std::move(*wire.mutable_entry_id());
   entry.source = std::move(*wire.mutable_source());
   entry.manifest.reserve(wire.manifest_size());
   for (v1::ObjectPair& line : *wire.mutable_manifest()) {

@@ -1,4 +1,4 @@
-// ObjectEntryMeta <-> its wire form (proto/kcache/v1/objects.proto), for both sides of the
+// ObjectEntry <-> its wire form (proto/kcache/v1/objects.proto), for both sides of the
 // ObjectCache service: kcached (daemon/service) and the launchers' client (client/cli).
 #ifndef KCACHE_ENGINE_OBJECTS_OBJECT_WIRE_H_
 #define KCACHE_ENGINE_OBJECTS_OBJECT_WIRE_H_
@@ -15,11 +15,11 @@ inline constexpr size_t kObjectChunkBytes = 1 << 20;
 inline constexpr int kMaxWireManifestLines = 1 << 16;
 inline constexpr size_t kMaxWireEntryBytes = 16 << 20;
 
-void ToWire(const ObjectEntryMeta& entry, v1::ObjectEntry* wire);
+void ToWire(const ObjectEntry& entry, v1::ObjectEntry* wire);
 // InvalidArgument naming the field when the entry is malformed (a bad key1 or entry id, more
 // lines than the bounds above). Takes the message whole: its strings are moved, not copied
 // (a launcher's listing holds ~5 400 manifest lines); pass std::move of one no longer needed.
-absl::StatusOr<ObjectEntryMeta> FromWire(v1::ObjectEntry wire);
+absl::StatusOr<ObjectEntry> FromWire(v1::ObjectEntry wire);
 
 }  // namespace kcache::objects
 

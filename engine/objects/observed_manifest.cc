@@ -206,9 +206,10 @@ bool OnlyHostNativeTuning(const std::string& option) {
   return !absl::StrContains(rest, "native");
 }
 
-absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
-                                          const ObservedCompile& compile, FileDigests& digests,
-                                          absl::Time compiled_from, UncachedReason* reason) {
+absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& reads,
+                                                const ObservedCompile& compile,
+                                                FileDigests& digests, absl::Time compiled_from,
+                                                UncachedReason* reason) {
   const BaseDirs& dirs = *compile.dirs;
   if (reads.processes.empty()) {
     return Uncached(reason, UncachedReason::kUnreadableInput,
@@ -241,7 +242,7 @@ absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
     }
   }
 
-  Manifest manifest;
+  HeaderManifest manifest;
   // The environment the compile's processes read, as the launcher had it.
   std::set<std::string> variables;
   for (const observe::EnvRead& read : reads.env) {
@@ -388,7 +389,7 @@ absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
   auto add = [&](const std::set<std::string>& paths, DigestKind kind,
                  absl::string_view prefix) -> absl::Status {
     std::vector<std::string> list(paths.begin(), paths.end());
-    absl::StatusOr<Manifest> part =
+    absl::StatusOr<HeaderManifest> part =
         MakeInputManifest(list, dirs, digests, reason, compiled_from, kind);
     if (!part.ok()) return part.status();
     for (auto& [path, digest] : *part) {

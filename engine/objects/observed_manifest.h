@@ -22,7 +22,7 @@
 #include "core/compiler_command.h"
 #include "engine/objects/compiler_tools.h"
 #include "engine/objects/file_digests.h"
-#include "engine/objects/object_key.h"
+#include "engine/objects/header_manifest.h"
 #include "engine/observe/observed_reads.h"
 
 namespace kcache::objects {
@@ -98,9 +98,10 @@ struct ObservedCompile {
 // it for their own timing and are not counted), kInputChanged (an input changed at or after
 // `compiled_from`, or a path found absent was read later), kUnreadableInput also for an input that
 // cannot be read now.
-absl::StatusOr<Manifest> ObservedManifest(const observe::ObservedReads& reads,
-                                          const ObservedCompile& compile, FileDigests& digests,
-                                          absl::Time compiled_from, UncachedReason* reason);
+absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& reads,
+                                                const ObservedCompile& compile,
+                                                FileDigests& digests, absl::Time compiled_from,
+                                                UncachedReason* reason);
 
 }  // namespace kcache::objects
 

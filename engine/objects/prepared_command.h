@@ -8,9 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/compiler_command.h"
+#include "engine/objects/command_key.h"
 #include "engine/objects/file_digests.h"
 #include "engine/objects/launcher.h"
-#include "engine/objects/object_key.h"
 
 namespace kcache::objects {
 

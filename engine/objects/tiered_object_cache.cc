@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "engine/objects/store_object_cache.h"
 
 namespace kcache::objects {
 namespace {
@@ -15,15 +16,15 @@ class TieredObjectCache final : public ObjectCache {
     caches_.push_back(NewStoreObjectCache(local));  // last: asked after the baked stores
   }
 
-  absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) override {
+  absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override {
     return Merge([&](ObjectCache& cache) { return cache.List(key1); });
   }
 
-  absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override {
+  absl::StatusOr<std::vector<ObjectEntry>> ListAll() override {
     return Merge([](ObjectCache& cache) { return cache.ListAll(); });
   }
 
-  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+  absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override {
     for (auto& cache : caches_) {
       absl::StatusOr<std::string> bytes = cache->Get(key);
       if (bytes.ok()) return bytes;
@@ -31,7 +32,7 @@ class TieredObjectCache final : public ObjectCache {
     return absl::NotFoundError(absl::StrCat("no object ", key.ToString()));
   }
 
-  absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override {
+  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
     if (absl::Status sized = CheckObjectBytes(bundle.size(), max_object_bytes_); !sized.ok()) {
       return sized;
     }
@@ -45,10 +46,10 @@ class TieredObjectCache final : public ObjectCache {
   }
 
   // The writable store's entry only: a baked store's stays (it is read-only).
-  absl::Status Delete(const ArtifactKey& key) override { return caches_.back()->Delete(key); }
+  absl::Status Delete(const ObjectEntryKey& key) override { return caches_.back()->Delete(key); }
 
   // The writable store's, the one with a bound (a key it does not hold is passed over there).
-  void RecordUse(const ArtifactKey& key) override { caches_.back()->RecordUse(key); }
+  void RecordUse(const ObjectEntryKey& key) override { caches_.back()->RecordUse(key); }
 
   // Client-made: the writable store's.
   absl::StatusOr<ObjectPage> ListClientMade(const std::string& after) override {
@@ -58,14 +59,14 @@ class TieredObjectCache final : public ObjectCache {
  private:
   // Entries of every store, each key once (the first store's, a baked one before the local).
   template <typename ListFn>
-  absl::StatusOr<std::vector<ObjectEntryMeta>> Merge(ListFn list) {
-    std::vector<ObjectEntryMeta> merged;
-    std::set<std::string> seen;
+  absl::StatusOr<std::vector<ObjectEntry>> Merge(ListFn list) {
+    std::vector<ObjectEntry> merged;
+    std::set<ObjectEntryKey> seen;
     for (auto& cache : caches_) {
-      absl::StatusOr<std::vector<ObjectEntryMeta>> entries = list(*cache);
+      absl::StatusOr<std::vector<ObjectEntry>> entries = list(*cache);
       if (!entries.ok()) continue;
-      for (ObjectEntryMeta& entry : *entries) {
-        if (seen.insert(entry.key.Encode()).second) merged.push_back(std::move(entry));
+      for (ObjectEntry& entry : *entries) {
+        if (seen.insert(entry.key).second) merged.push_back(std::move(entry));
       }
     }
     return merged;

@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/objects/fleet_object_cache.h"
 #include "engine/objects/named_object.h"
+#include "engine/objects/object_bundle.h"
+#include "engine/objects/object_schema.h"
 #include "engine/shared/redis_cluster.h"
 #include "engine/shared/shared_entry.h"
 #include "tests/testutil/client_objects.h"
@@ -40,13 +42,12 @@ class ClientObjectSharingTest : public testing::ClientObjectTest {
   // The frame of door value `name` in the tier ("" when absent).
   std::string Frame(const std::string& name) {
     absl::StatusOr<std::optional<std::string>> frame =
-        Tier()->Get(objects::FleetObjectRedisKey(objects::NamedObjectKey(name)));
+        Tier()->Get(objects::FleetObjectRedisKey(NamedValueKey(name)));
     return frame.ok() && frame->has_value() ? **frame : "";
   }
 
   void PutFrame(const std::string& name, const std::string& frame) {
-    ASSERT_TRUE(
-        Tier()->Set(objects::FleetObjectRedisKey(objects::NamedObjectKey(name)), frame).ok());
+    ASSERT_TRUE(Tier()->Set(objects::FleetObjectRedisKey(NamedValueKey(name)), frame).ok());
   }
 
   // Keys of the client-made objects' namespace on every node.
@@ -124,13 +125,13 @@ TEST_F(ClientObjectSharingTest, DamagedMovedOrForeignFramesAreMissesNeverServed)
   objects::ObjectBundle bundle;
   bundle.object = "planted";
   bundle.deps.targets = {"pt2:four"};
-  objects::ObjectEntryMeta entry;
-  entry.key = objects::NamedObjectKey("pt2:four");
+  ObjectEntry entry;
+  entry.key = NamedValueKey("pt2:four");
   entry.source = "pt2:four";
-  ArtifactKey key = entry.key;
-  PutFrame("pt2:four", SealSharedEntryAt(
-                           *other, objects::ArtifactFromEntry(entry, objects::EncodeBundle(bundle)),
-                           objects::FleetObjectRedisKey(key)));
+  PutFrame("pt2:four",
+           SealSharedEntryAt(*other,
+                             objects::ArtifactFromObjectEntry(entry, objects::EncodeBundle(bundle)),
+                             objects::FleetObjectRedisKey(entry.key)));
   EXPECT_EQ(Door(b, "GET pt2:four"), "");
 
   EXPECT_EQ(Counter(b, "objects.fleet_refused"), 3) << b.Log();

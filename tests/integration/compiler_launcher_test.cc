@@ -13,7 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
-#include "engine/objects/object_cache.h"
+#include "engine/objects/store_object_cache.h"
 #include "engine/store/store.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_run.h"
@@ -428,7 +428,7 @@ TEST_F(CompilerLauncherTest, CorruptStoredObjectIsAMissAndNeverWritten) {
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(env_.store);
     ASSERT_TRUE(store.ok()) << store.status();
     std::unique_ptr<objects::ObjectCache> cache = objects::NewStoreObjectCache(store->get());
-    absl::StatusOr<std::vector<objects::ObjectEntryMeta>> all = cache->ListAll();
+    absl::StatusOr<std::vector<ObjectEntry>> all = cache->ListAll();
     ASSERT_TRUE(all.ok());
     ASSERT_EQ(all->size(), 1u);
     ASSERT_TRUE(cache->Put((*all)[0], "not a bundle").ok());

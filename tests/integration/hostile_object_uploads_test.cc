@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/objects/object_key.h"
+#include "core/object_entry.h"
 #include "kcache/v1/objects.grpc.pb.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_rpc.h"
@@ -40,7 +40,7 @@ constexpr uint64_t kSlackBytes = ::kcache::testing::kAllocatorSlackBytes;
 v1::ObjectEntry Entry(char tag, uint64_t size, const std::string& source = "src/a.cc") {
   v1::ObjectEntry entry;
   entry.set_key1(std::string(32, tag));
-  entry.set_entry_id(objects::ManifestId({}));
+  entry.set_entry_id(ManifestId({}));
   entry.set_source(source);
   entry.set_size(size);
   return entry;

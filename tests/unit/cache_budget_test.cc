@@ -124,17 +124,17 @@ TEST_F(CacheBudgetTest, AnsweredOrRefusedCallsAndNotesNeverMark) {
 }
 
 TEST_F(CacheBudgetTest, GetOfAListedEntryTakesItsTransferTime) {
-  objects::ObjectEntryMeta big, small;
-  big.key.toolkit = "entry-big";
+  ObjectEntry big, small;
+  big.key.entry_id = "entry-big";
   big.size = uint64_t{150} << 20;
-  small.key.toolkit = "entry-small";
+  small.key.entry_id = "entry-small";
   small.size = 4096;
   ListedSizes listed;
   listed.Note({big, small});
   EXPECT_EQ(listed.TransferTimeOf(big.key), absl::Milliseconds(7500));
   EXPECT_EQ(listed.TransferTimeOf(small.key), absl::ZeroDuration());
-  ArtifactKey other;
-  other.toolkit = "entry-not-listed";
+  ObjectEntryKey other;
+  other.entry_id = "entry-not-listed";
   EXPECT_EQ(listed.TransferTimeOf(other), absl::ZeroDuration());
 }
 

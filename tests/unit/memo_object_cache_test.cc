@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/sha256.h"
+#include "engine/objects/object_schema.h"
+#include "engine/objects/store_object_cache.h"
 #include "engine/objects/tiered_object_cache.h"
 #include "engine/store/store.h"
 #include "tests/testutil/temp_dir.h"
@@ -22,12 +24,12 @@ namespace {
 
 using testing::TempDir;
 
-KernelId Key1(const std::string& name) { return KernelId(Sha256Of(name)); }
+CommandKey Key1(const std::string& name) { return CommandKey(Sha256Of(name)); }
 
-ObjectEntryMeta Entry(const KernelId& key1, const std::string& header_digest) {
-  ObjectEntryMeta entry;
+ObjectEntry Entry(const CommandKey& key1, const std::string& header_digest) {
+  ObjectEntry entry;
   entry.manifest = {{"@base@/a.h", header_digest}};
-  entry.key = ObjectArtifactKey(key1, entry.manifest);
+  entry.key = ObjectEntryKey::Of(key1, entry.manifest);
   entry.source = "@base@/a.cpp";
   entry.fields = {{"compiler", "c++"}};
   return entry;
@@ -52,7 +54,7 @@ class MemoObjectCacheTest : public ::testing::Test {
     memo_.reset();
   }
 
-  std::string Got(const ArtifactKey& key) {
+  std::string Got(const ObjectEntryKey& key) {
     absl::StatusOr<std::string> bytes = memo_->Get(key);
     return bytes.ok() ? *bytes : absl::StrCat("<", bytes.status().ToString(), ">");
   }
@@ -64,10 +66,10 @@ class MemoObjectCacheTest : public ::testing::Test {
 };
 
 TEST_F(MemoObjectCacheTest, ListAndGetAreAnsweredFromMemoryAfterTheirFirstRead) {
-  ObjectEntryMeta entry = Entry(Key1("a"), "d1");
+  ObjectEntry entry = Entry(Key1("a"), "d1");
   ASSERT_TRUE(memo_->Put(entry, "object one").ok());
   for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<std::vector<ObjectEntryMeta>> listed = memo_->List(entry.key.kernel_id);
+    absl::StatusOr<std::vector<ObjectEntry>> listed = memo_->List(entry.key.command);
     ASSERT_TRUE(listed.ok()) << listed.status();
     ASSERT_EQ(listed->size(), 1u);
     EXPECT_EQ((*listed)[0].manifest, entry.manifest);
@@ -82,8 +84,8 @@ TEST_F(MemoObjectCacheTest, ListAndGetAreAnsweredFromMemoryAfterTheirFirstRead) 
 }
 
 TEST_F(MemoObjectCacheTest, PutAndDeleteThroughItAreSeenAtOnce) {
-  KernelId key1 = Key1("a");
-  ObjectEntryMeta first = Entry(key1, "d1"), second = Entry(key1, "d2");
+  CommandKey key1 = Key1("a");
+  ObjectEntry first = Entry(key1, "d1"), second = Entry(key1, "d2");
   ASSERT_TRUE(memo_->Put(first, "old bytes").ok());
   EXPECT_EQ(Got(first.key), "old bytes");
   EXPECT_EQ(memo_->List(key1)->size(), 1u);
@@ -93,22 +95,22 @@ TEST_F(MemoObjectCacheTest, PutAndDeleteThroughItAreSeenAtOnce) {
   EXPECT_EQ(memo_->List(key1)->size(), 2u);
   ASSERT_TRUE(memo_->Delete(first.key).ok());
   EXPECT_FALSE(memo_->Get(first.key).ok());
-  absl::StatusOr<std::vector<ObjectEntryMeta>> listed = memo_->List(key1);
+  absl::StatusOr<std::vector<ObjectEntry>> listed = memo_->List(key1);
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ((*listed)[0].key, second.key);
 }
 
 TEST_F(MemoObjectCacheTest, AnEmptyListingIsNotKeptSoAnEntryPutElsewhereIsFound) {
-  ObjectEntryMeta entry = Entry(Key1("a"), "d1");
-  EXPECT_TRUE(memo_->List(entry.key.kernel_id)->empty());
+  ObjectEntry entry = Entry(Key1("a"), "d1");
+  EXPECT_TRUE(memo_->List(entry.key.command)->empty());
   ASSERT_TRUE(store_->Put(entry, "put by another path").ok());  // e.g. the fleet tier's
-  EXPECT_EQ(memo_->List(entry.key.kernel_id)->size(), 1u);
+  EXPECT_EQ(memo_->List(entry.key.command)->size(), 1u);
   EXPECT_EQ(hits_, 0);
 }
 
 TEST_F(MemoObjectCacheTest, ItsByteBoundDropsTheLeastRecentlyUsedAndPassesLargeOnesThrough) {
   Open(4000);  // a quarter, 1000 bytes, the largest kept: four bundles of 900 fit, not five
-  std::vector<ObjectEntryMeta> entries;
+  std::vector<ObjectEntry> entries;
   for (const char* name : {"a", "b", "c", "d", "e"}) {
     entries.push_back(Entry(Key1(name), "d"));
     ASSERT_TRUE(memo_->Put(entries.back(), std::string(900, *name)).ok());
@@ -122,7 +124,7 @@ TEST_F(MemoObjectCacheTest, ItsByteBoundDropsTheLeastRecentlyUsedAndPassesLargeO
   EXPECT_EQ(Got(entries[1].key), std::string(900, 'b'));
   EXPECT_EQ(hits_, 4) << "b was dropped, so it is read from the store";
 
-  ObjectEntryMeta large = Entry(Key1("large"), "d");
+  ObjectEntry large = Entry(Key1("large"), "d");
   ASSERT_TRUE(memo_->Put(large, std::string(2000, 'x')).ok());
   EXPECT_EQ(Got(large.key), std::string(2000, 'x'));
   EXPECT_EQ(Got(large.key), std::string(2000, 'x'));
@@ -135,19 +137,19 @@ TEST_F(MemoObjectCacheTest, ItsByteBoundDropsTheLeastRecentlyUsedAndPassesLargeO
 class OneCallAtATime final : public ObjectCache {
  public:
   explicit OneCallAtATime(ObjectCache* inner) : inner_(inner) {}
-  absl::StatusOr<std::vector<ObjectEntryMeta>> List(const KernelId& key1) override {
+  absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override {
     absl::MutexLock lock(&mu_);
     return inner_->List(key1);
   }
-  absl::StatusOr<std::string> Get(const ArtifactKey& key) override {
+  absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override {
     absl::MutexLock lock(&mu_);
     return inner_->Get(key);
   }
-  absl::Status Put(const ObjectEntryMeta& entry, const std::string& bundle) override {
+  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
     absl::MutexLock lock(&mu_);
     return inner_->Put(entry, bundle);
   }
-  absl::StatusOr<std::vector<ObjectEntryMeta>> ListAll() override {
+  absl::StatusOr<std::vector<ObjectEntry>> ListAll() override {
     absl::MutexLock lock(&mu_);
     return inner_->ListAll();
   }
@@ -159,7 +161,7 @@ class OneCallAtATime final : public ObjectCache {
 
 TEST_F(MemoObjectCacheTest, ReadersRacingPutsEndWithTheLastPut) {
   MemoObjectCache racing(std::make_unique<OneCallAtATime>(store_.get()), uint64_t{64} << 20);
-  ObjectEntryMeta entry = Entry(Key1("a"), "d1");
+  ObjectEntry entry = Entry(Key1("a"), "d1");
   ASSERT_TRUE(racing.Put(entry, "v0").ok());
   std::atomic<bool> stop{false};
   std::vector<std::thread> readers;
@@ -167,7 +169,7 @@ TEST_F(MemoObjectCacheTest, ReadersRacingPutsEndWithTheLastPut) {
     readers.emplace_back([&] {
       while (!stop) {
         racing.Get(entry.key).IgnoreError();
-        racing.List(entry.key.kernel_id).IgnoreError();
+        racing.List(entry.key.command).IgnoreError();
       }
     });
   }
@@ -189,18 +191,18 @@ TEST(MemoObjectCacheBoundTest, BundlesServedFromMemoryAreKeptFromTheStoresEvicti
   ASSERT_TRUE(store.ok()) << store.status();
   MemoObjectCache memo(NewTieredObjectCache(store->get(), {}, uint64_t{1} << 20),
                        uint64_t{64} << 20);
-  std::vector<ObjectEntryMeta> entries;
+  std::vector<ObjectEntry> entries;
   for (int i = 0; i < 8; ++i) entries.push_back(Entry(Key1(absl::StrCat("k", i)), "d"));
   auto put_used_at = [&](int i, int64_t used) {
     Artifact artifact =
-        ArtifactFromEntry(entries[i], std::string(20000, static_cast<char>('a' + i)));
+        ArtifactFromObjectEntry(entries[i], std::string(20000, static_cast<char>('a' + i)));
     artifact.meta.created_unix_ms = used;
     artifact.meta.last_used_unix_ms = used;
     return (*store)->Put(artifact);
   };
   auto stored = [&](int i) {  // a listing, which records no use
     absl::StatusOr<std::vector<ArtifactMeta>> metas =
-        (*store)->ListArtifacts(entries[i].key.kernel_id);
+        (*store)->ListArtifacts(ObjectStoreId(entries[i].key.command));
     return metas.ok() && !metas->empty();
   };
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(put_used_at(i, i + 1).ok());  // at the bound

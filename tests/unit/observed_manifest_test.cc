@@ -33,7 +33,7 @@ class ObservedManifestTest : public ::testing::Test {
   }
 
   // The manifest of `log` (its lines; "S 1 0\t/usr/bin/cc" is prepended), or the reason.
-  absl::StatusOr<Manifest> Of(const std::string& log) {
+  absl::StatusOr<HeaderManifest> Of(const std::string& log) {
     reason_ = UncachedReason::kNone;
     observe::ObservedReads reads =
         observe::ParseObservation(absl::StrCat("S 1 0\t/usr/bin/cc\n", log));
@@ -41,14 +41,14 @@ class ObservedManifestTest : public ::testing::Test {
   }
 
   // The manifest's value for `path` (normalized), or "" when it has no line for it.
-  static std::string ValueOf(const Manifest& manifest, const std::string& path) {
+  static std::string ValueOf(const HeaderManifest& manifest, const std::string& path) {
     for (const auto& [name, value] : manifest) {
       if (name == path) return value;
     }
     return "";
   }
 
-  bool Matches(const Manifest& manifest, std::string* difference = nullptr) {
+  bool Matches(const HeaderManifest& manifest, std::string* difference = nullptr) {
     return ManifestMatches(manifest, dirs_, env_, digests_, difference);
   }
 
@@ -64,7 +64,7 @@ TEST_F(ObservedManifestTest, FilesReadAreDigestedAsTheirReadersReadThem) {
   std::string header = tmp_.Write("inc/h.h", "#define H 1\n");
   std::string local = tmp_.Write("build/local.h", "int local;\n");
   std::string object = tmp_.Write("lib/a.o", "not really an object");
-  absl::StatusOr<Manifest> manifest =
+  absl::StatusOr<HeaderManifest> manifest =
       Of(absl::StrCat("R 1 ", header, "\nR 1 ", local, "\nB 1 /lib/x86_64-linux-gnu/libc.so.6\n",
                       "S 2 1\t/usr/bin/ld\nR 2 ", object, "\n"));
   ASSERT_TRUE(manifest.ok()) << manifest.status();
@@ -83,7 +83,7 @@ TEST_F(ObservedManifestTest, FilesReadAreDigestedAsTheirReadersReadThem) {
 TEST_F(ObservedManifestTest, OutputsTemporariesAndDevicesAreNotInputs) {
   tmp_.Write("private/tmpxft.ii", "x");
   tmp_.Write("build/x.o", "x");
-  absl::StatusOr<Manifest> manifest = Of(absl::StrCat(
+  absl::StatusOr<HeaderManifest> manifest = Of(absl::StrCat(
       "R 1 ", tmp_ / "private/tmpxft.ii", "\nA 1 ", tmp_ / "private/other", "\nR 1 ", dirs_.cwd,
       "/x.o\nW 1 ", tmp_ / "private/made.h", "\nR 1 ", tmp_ / "private/made.h",
       "\nR 1 /dev/null\nR 1 /proc/self/maps\nR 1 /proc/1/status\nR 1 ", compile_.library, "\n"));
@@ -95,7 +95,7 @@ TEST_F(ObservedManifestTest, OutputsTemporariesAndDevicesAreNotInputs) {
 
 TEST_F(ObservedManifestTest, PathsLookedForAreAbsentUpToTheirFirstMissingDirectory) {
   fs::create_directories(tmp_ / "inc/a");
-  absl::StatusOr<Manifest> manifest =
+  absl::StatusOr<HeaderManifest> manifest =
       Of(absl::StrCat("A 1 ", tmp_ / "inc/a/h.h", "\nA 1 ", tmp_ / "inc/none/deep/h.h", "\nA 1 ",
                       tmp_ / "inc/none/other.h", "\nX 1 ", tmp_ / "inc", "\n"));
   ASSERT_TRUE(manifest.ok()) << manifest.status();
@@ -112,7 +112,7 @@ TEST_F(ObservedManifestTest, PathsLookedForAreAbsentUpToTheirFirstMissingDirecto
 
 TEST_F(ObservedManifestTest, EnvironmentTheCallerGaveIsKeyedWhatACompileSetIsNot) {
   env_ = {{"CPATH", dirs_.cwd + "/inc"}, {"TERM", "xterm"}, {"TOP", "/user/value"}};
-  absl::StatusOr<Manifest> manifest =
+  absl::StatusOr<HeaderManifest> manifest =
       Of(absl::StrCat("G 1 CPATH=", dirs_.cwd,
                       "/inc\n"
                       "g 1 SOURCE_DATE_EPOCH\n"
@@ -137,7 +137,7 @@ TEST_F(ObservedManifestTest, EnvironmentTheCallerGaveIsKeyedWhatACompileSetIsNot
 TEST_F(ObservedManifestTest, PwdCountsOnlyWhenItNamesTheWorkingDirectory) {
   fs::create_directory_symlink(dirs_.cwd, tmp_ / "link");
   env_ = {{"PWD", tmp_ / "link"}};
-  absl::StatusOr<Manifest> manifest = Of(absl::StrCat("G 1 PWD=", tmp_ / "link", "\n"));
+  absl::StatusOr<HeaderManifest> manifest = Of(absl::StrCat("G 1 PWD=", tmp_ / "link", "\n"));
   ASSERT_TRUE(manifest.ok()) << manifest.status();
   EXPECT_EQ(ValueOf(*manifest, "$PWD"), absl::StrCat("=", tmp_ / "link"));
   env_["PWD"] = dirs_.cwd;
@@ -151,7 +151,7 @@ TEST_F(ObservedManifestTest, LinksRealpathsAndListingsAreCheckedAgain) {
   std::string target = tmp_.Write("real/h.h", "x");
   fs::create_symlink(target, tmp_ / "alias.h");
   tmp_.Write("listed/a", "");
-  absl::StatusOr<Manifest> manifest = Of(absl::StrCat(
+  absl::StatusOr<HeaderManifest> manifest = Of(absl::StrCat(
       "L 1 ", tmp_ / "alias.h", "\t", target, "\nP 1 ", tmp_ / "real/h.h", "\t", target, "\nP 1 ",
       tmp_ / "alias.h", "\t", target, "\nD 1 ", tmp_ / "listed", "\nK 1 ", tmp_ / "alias.h", "\n"));
   ASSERT_TRUE(manifest.ok()) << manifest.status();
@@ -194,8 +194,8 @@ TEST_F(ObservedManifestTest, WhatCannotBeKeyedLeavesTheCompileUncached) {
 
 TEST_F(ObservedManifestTest, TheSameReadsGiveTheSameManifest) {
   std::string a = tmp_.Write("a.h", "a"), b = tmp_.Write("b.h", "b");
-  absl::StatusOr<Manifest> one = Of(absl::StrCat("R 1 ", a, "\nR 1 ", b, "\n"));
-  absl::StatusOr<Manifest> two = Of(absl::StrCat("R 1 ", b, "\nR 1 ", a, "\nR 1 ", a, "\n"));
+  absl::StatusOr<HeaderManifest> one = Of(absl::StrCat("R 1 ", a, "\nR 1 ", b, "\n"));
+  absl::StatusOr<HeaderManifest> two = Of(absl::StrCat("R 1 ", b, "\nR 1 ", a, "\nR 1 ", a, "\n"));
   ASSERT_TRUE(one.ok() && two.ok());
   EXPECT_EQ(*one, *two);
   EXPECT_EQ(ManifestId(*one), ManifestId(*two));

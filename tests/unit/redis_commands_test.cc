@@ -253,10 +253,9 @@ TEST_F(RedisCommandsTest, ACubinWithoutAToolkitIsAMissOnceTheDriverIsTold) {
 }
 
 TEST(NamedObjectTest, KeysDifferByEveryByteOfTheNameAndFromLauncherKeys) {
-  EXPECT_NE(objects::NamedObjectKey("pt2:a").Encode(), objects::NamedObjectKey("pt2:b").Encode());
-  EXPECT_NE(objects::NamedObjectKey(std::string("pt2:\0", 5)).Encode(),
-            objects::NamedObjectKey("pt2:").Encode());
-  EXPECT_EQ(objects::NamedObjectKey("pt2:a").Encode(), objects::NamedObjectKey("pt2:a").Encode());
+  EXPECT_NE(NamedValueKey("pt2:a"), NamedValueKey("pt2:b"));
+  EXPECT_NE(NamedValueKey(std::string("pt2:\0", 5)), NamedValueKey("pt2:"));
+  EXPECT_EQ(NamedValueKey("pt2:a"), NamedValueKey("pt2:a"));
 }
 
 }  // namespace

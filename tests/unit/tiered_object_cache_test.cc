@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "engine/objects/object_schema.h"
+#include "engine/objects/store_object_cache.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace kcache::objects {
@@ -13,12 +15,12 @@ namespace {
 
 using testing::TempDir;
 
-ObjectEntryMeta Entry(uint8_t key_byte) {
-  std::array<uint8_t, KernelId::kSize> bytes{};
+ObjectEntry Entry(uint8_t key_byte) {
+  std::array<uint8_t, CommandKey::kSize> bytes{};
   bytes[0] = key_byte;
-  Manifest manifest = {{"@cwd@/a.h", std::string(64, 'a')}};
-  ObjectEntryMeta entry;
-  entry.key = ObjectArtifactKey(KernelId(bytes), manifest);
+  HeaderManifest manifest = {{"@cwd@/a.h", std::string(64, 'a')}};
+  ObjectEntry entry;
+  entry.key = ObjectEntryKey::Of(CommandKey(bytes), manifest);
   entry.source = "@cwd@/a.cu";
   entry.manifest = manifest;
   entry.fields = {{"arg", "-O3"}};
@@ -59,7 +61,7 @@ TEST_F(TieredObjectCacheTest, ServesBakedEntriesAndRefusesToReplaceThem) {
 TEST_F(TieredObjectCacheTest, ClientPutsGoToTheWritableStoreAndAreListedOnce) {
   ASSERT_TRUE(cache_->Put(Entry(2), "client bytes").ok());
   EXPECT_EQ(*NewStoreObjectCache(local_.get())->Get(Entry(2).key), "client bytes");
-  absl::StatusOr<std::vector<ObjectEntryMeta>> listed = cache_->List(Entry(2).key.kernel_id);
+  absl::StatusOr<std::vector<ObjectEntry>> listed = cache_->List(Entry(2).key.command);
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ((*listed)[0].manifest, Entry(2).manifest);
@@ -84,7 +86,8 @@ TEST_F(TieredObjectCacheTest, ListsClientMadeEntriesOnlyInBoundedPagesInKeyOrder
     absl::StatusOr<ObjectPage> page = cache_->ListClientMade(after);
     ASSERT_TRUE(page.ok()) << page.status();
     ASSERT_FALSE(page->entries.empty());
-    for (const ObjectEntryMeta& entry : page->entries) keys.push_back(entry.key.Encode());
+    for (const ObjectEntry& entry : page->entries)
+      keys.push_back(ObjectStoreKey(entry.key).Encode());
     after = page->next_after;
     ++pages;
   } while (!after.empty() && pages < 100);
@@ -92,14 +95,15 @@ TEST_F(TieredObjectCacheTest, ListsClientMadeEntriesOnlyInBoundedPagesInKeyOrder
   ASSERT_EQ(keys.size(), 30u);  // the baked entry is not client-made
   EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
 
-  std::vector<ObjectEntryMeta> entries;
+  std::vector<ObjectEntry> entries;
   for (uint8_t i = 10; i < 40; ++i) entries.push_back(Entry(i));
   // A bound smaller than one entry: one entry a page, each after the last.
   ObjectPage first = PageOfEntries(entries, "", 1);
   ASSERT_EQ(first.entries.size(), 1u);
   ObjectPage second = PageOfEntries(entries, first.next_after, 1);
   ASSERT_EQ(second.entries.size(), 1u);
-  EXPECT_GT(second.entries[0].key.Encode(), first.entries[0].key.Encode());
+  EXPECT_GT(ObjectStoreKey(second.entries[0].key).Encode(),
+            ObjectStoreKey(first.entries[0].key).Encode());
   ObjectPage last = PageOfEntries(entries, keys[28], 1);
   ASSERT_EQ(last.entries.size(), 1u);
   EXPECT_TRUE(last.next_after.empty());

@@ -1,6 +1,6 @@
-// Object keys' pieces without a compiler: base directories, dependency files, manifests,
-// bundles (and a hostile one), the key's sensitivity to each field.
-#include "engine/objects/object_key.h"
+// engine/objects/file_digests.h: time macros found at every offset, the memo across processes
+// and edits, tools' digests, large files, the first mismatch in order, damaged memo lines.
+#include "engine/objects/file_digests.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,6 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "core/xxh128.h"
-#include "engine/objects/object_cache.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace kcache::objects {
@@ -27,65 +26,6 @@ std::string ReadAll(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-TEST(BaseDirsTest, NormalizeAndRestoreAtPathBoundaries) {
-  BaseDirs dirs{"/tmp/build", {"/src/tree", "/src"}};
-  EXPECT_EQ(dirs.Normalize("-I/tmp/build/include"), "-I@cwd@/include");
-  EXPECT_EQ(dirs.Normalize("/src/tree/a.cu /src/b.h"), "@base1@/a.cu @base2@/b.h");
-  EXPECT_EQ(dirs.Normalize("/tmp/buildx/a.h"), "/tmp/buildx/a.h");
-  EXPECT_EQ(dirs.Normalize("/tmp/build"), "@cwd@");
-  BaseDirs other{"/pod/ext", {"/other/tree", "/other"}};
-  EXPECT_EQ(other.Restore(dirs.Normalize("/tmp/build/x.o: /src/tree/a.cu")),
-            "/pod/ext/x.o: /other/tree/a.cu");
-}
-
-TEST(DepFileTest, ParsesNvccAndGccStylesAndWritesThemBack) {
-  DepFile nvcc =
-      ParseDepFile("a.o : a.cu \\\n    /usr/include/x.h \\\n    dir\\ with\\ space/y.h\n");
-  EXPECT_EQ(nvcc.targets, std::vector<std::string>{"a.o"});
-  EXPECT_EQ(nvcc.deps,
-            (std::vector<std::string>{"a.cu", "/usr/include/x.h", "dir with space/y.h"}));
-  DepFile gcc = ParseDepFile("a.o: a.cc b.h\nb.h:\n");  // -MP phony targets are dropped
-  EXPECT_EQ(gcc.deps, (std::vector<std::string>{"a.cc", "b.h"}));
-  DepFile again = ParseDepFile(WriteDepFile(nvcc));
-  EXPECT_EQ(again.targets, nvcc.targets);
-  EXPECT_EQ(again.deps, nvcc.deps);
-}
-
-TEST(ManifestTest, MatchesUntilAHeaderChangesOrGoes) {
-  TempDir tmp;
-  tmp.Write("a.h", "int a;\n");
-  tmp.Write("b.h", "int b;\n");
-  BaseDirs dirs{tmp.path(), {}};
-  FileDigests digests("");
-  UncachedReason reason = UncachedReason::kNone;
-  absl::StatusOr<Manifest> manifest =
-      MakeManifest(DepFile{{"x.o"}, {tmp / "a.h", "b.h"}}, dirs, digests, &reason);
-  ASSERT_TRUE(manifest.ok()) << manifest.status();
-  EXPECT_EQ((*manifest)[0].first, "@cwd@/a.h");
-  std::string difference;
-  EXPECT_TRUE(ManifestMatches(*manifest, dirs, Environment{}, digests, &difference));
-  tmp.Write("b.h", "int b2;\n");
-  EXPECT_FALSE(ManifestMatches(*manifest, dirs, Environment{}, digests, &difference));
-  EXPECT_NE(difference.find("b.h changed"), std::string::npos) << difference;
-  std::filesystem::remove(tmp / "a.h");
-  EXPECT_FALSE(ManifestMatches(*manifest, dirs, Environment{}, digests, &difference));
-  EXPECT_NE(difference.find("missing"), std::string::npos) << difference;
-}
-
-// Why MakeManifest refuses a dependency file naming one header holding `text` (kNone when it
-// does not), for a compile started at `compiled_from`.
-UncachedReason ManifestRefusal(const std::string& text,
-                               absl::Time compiled_from = absl::InfiniteFuture()) {
-  TempDir tmp;
-  tmp.Write("t.h", text);
-  BaseDirs dirs{tmp.path(), {}};
-  FileDigests digests("");
-  UncachedReason reason = UncachedReason::kNone;
-  absl::StatusOr<Manifest> manifest =
-      MakeManifest(DepFile{{"x.o"}, {"t.h"}}, dirs, digests, &reason, compiled_from);
-  return manifest.ok() ? UncachedReason::kNone : reason;
 }
 
 // The scan for time macros looks at 16 positions at a time: a macro at any offset (across a
@@ -131,10 +71,6 @@ TEST(FileDigestsTest, TimeMacrosAcrossTheSeamOfTwoReadsAreFound) {
   }
   std::string near = std::string(kPiece - 4, 'x') + "__TIMESIZE" + std::string(kPiece, 'y');
   EXPECT_FALSE(digests.Digest(tmp.Write("near.h", near))->has_time_macro);
-}
-
-TEST(ManifestTest, TimeMacrosAreNotCached) {
-  EXPECT_EQ(ManifestRefusal("const char* built = __DATE__;\n"), UncachedReason::kTimeMacros);
 }
 
 TEST(FileDigestsTest, MemoSurvivesAProcessAndSeesEdits) {
@@ -271,12 +207,6 @@ TEST(FileDigestsTest, FileChangedWithinTheSettleTimeIsNotMemoized) {
   EXPECT_TRUE(absl::StrContains(ReadAll(tmp / "memo"), file));
 }
 
-TEST(ManifestTest, HeaderChangedAfterTheCompileStartedIsNotStored) {
-  EXPECT_EQ(ManifestRefusal("int t;\n", absl::Now() - absl::Hours(1)),
-            UncachedReason::kInputChanged);
-  EXPECT_EQ(ManifestRefusal("int t;\n", absl::Now() + absl::Seconds(2)), UncachedReason::kNone);
-}
-
 // FirstMismatch checks a manifest-sized list on several threads and answers the first file,
 // in the list's order, whose digest differs or that is gone, whatever thread saw it; what it
 // read (files the memo did not know) is memoized after.
@@ -347,30 +277,6 @@ TEST(FileDigestsTest, DamagedMemoLinesAreNotBelievedAndNotSavedAgain) {
   EXPECT_FALSE(absl::StrContains(saved, std::string(kDigestHexDigits - 1, 'a'))) << saved;
   EXPECT_FALSE(absl::StrContains(saved, std::string(kDigestHexDigits, 'f'))) << saved;
   EXPECT_FALSE(absl::StrContains(saved, "no tabs")) << saved;
-}
-
-TEST(BundleTest, RoundTripsAndRefusesDamage) {
-  ObjectBundle bundle;
-  bundle.object = std::string(
-      "\x7f"
-      "ELF\0\1",
-      6);
-  bundle.deps = DepFile{{"@cwd@/x.o"}, {"@cwd@/x.cu", "/usr/include/stdio.h"}};
-  bundle.stderr_text = "warning: unused\n";
-  bundle.exit_code = 0;
-  std::string bytes = EncodeBundle(bundle);
-  absl::StatusOr<ObjectBundle> back = DecodeBundle(bytes);
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->object, bundle.object);
-  EXPECT_EQ(back->deps.deps, bundle.deps.deps);
-  EXPECT_EQ(back->stderr_text, bundle.stderr_text);
-  for (size_t cut : {size_t{0}, size_t{5}, bytes.size() / 2, bytes.size() - 1}) {
-    EXPECT_FALSE(DecodeBundle(bytes.substr(0, cut)).ok()) << cut;
-  }
-  EXPECT_FALSE(DecodeBundle(bytes + "x").ok());
-  std::string huge_count = bytes;
-  huge_count[6] = '\xff';  // the object's length, now far past the end
-  EXPECT_FALSE(DecodeBundle(huge_count).ok());
 }
 
 }  // namespace

@@ -1,0 +1,99 @@
+// The bundle's byte format: encoding and decoding a compile's outputs.
+#include "engine/objects/object_bundle.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace kcache::objects {
+namespace {
+
+constexpr char kBundleMagic[] = "KCOBJ1";
+// More strings than any real dependency file lists: a bound on what a hostile entry makes us
+// allocate.
+constexpr uint32_t kMaxBundleStrings = 1 << 20;
+
+void PutString(std::string& out, absl::string_view text) {
+  uint64_t size = text.size();
+  for (int shift = 0; shift < 64; shift += 8) out.push_back(static_cast<char>(size >> shift));
+  absl::StrAppend(&out, text);
+}
+
+bool TakeView(absl::string_view& in, absl::string_view* text) {
+  if (in.size() < 8) return false;
+  uint64_t size = 0;
+  for (int i = 7; i >= 0; --i) size = (size << 8) | static_cast<uint8_t>(in[i]);
+  in.remove_prefix(8);
+  if (size > in.size()) return false;
+  *text = in.substr(0, size);
+  in.remove_prefix(size);
+  return true;
+}
+
+bool TakeString(absl::string_view& in, std::string* text) {
+  absl::string_view view;
+  if (!TakeView(in, &view)) return false;
+  *text = std::string(view);
+  return true;
+}
+
+bool TakeList(absl::string_view& in, std::vector<std::string>* list) {
+  std::string count_text;
+  if (!TakeString(in, &count_text)) return false;
+  uint32_t count = 0;
+  if (!absl::SimpleAtoi(count_text, &count) || count > kMaxBundleStrings) return false;
+  list->resize(count);
+  for (std::string& item : *list) {
+    if (!TakeString(in, &item)) return false;
+  }
+  return true;
+}
+
+void PutList(std::string& out, const std::vector<std::string>& list) {
+  PutString(out, absl::StrCat(list.size()));
+  for (const std::string& item : list) PutString(out, item);
+}
+
+}  // namespace
+
+std::string EncodeBundle(const ObjectBundle& bundle) {
+  std::string out = kBundleMagic;
+  PutString(out, bundle.object);
+  PutList(out, bundle.deps.targets);
+  PutList(out, bundle.deps.deps);
+  PutString(out, bundle.stdout_text);
+  PutString(out, bundle.stderr_text);
+  PutString(out, absl::StrCat(bundle.exit_code));
+  return out;
+}
+
+absl::StatusOr<ObjectBundleView> DecodeBundleView(absl::string_view bytes) {
+  absl::string_view in = bytes;
+  ObjectBundleView bundle;
+  absl::string_view exit_text;
+  bool ok = absl::ConsumePrefix(&in, kBundleMagic) && TakeView(in, &bundle.object) &&
+            TakeList(in, &bundle.deps.targets) && TakeList(in, &bundle.deps.deps) &&
+            TakeView(in, &bundle.stdout_text) && TakeView(in, &bundle.stderr_text) &&
+            TakeView(in, &exit_text) && absl::SimpleAtoi(exit_text, &bundle.exit_code) &&
+            in.empty();
+  if (!ok) return absl::DataLossError("stored compiler output is not a kcache object bundle");
+  return bundle;
+}
+
+absl::StatusOr<ObjectBundle> DecodeBundle(absl::string_view bytes) {
+  absl::StatusOr<ObjectBundleView> view = DecodeBundleView(bytes);
+  if (!view.ok()) return view.status();
+  ObjectBundle bundle;
+  bundle.object = std::string(view->object);
+  bundle.deps = std::move(view->deps);
+  bundle.stdout_text = std::string(view->stdout_text);
+  bundle.stderr_text = std::string(view->stderr_text);
+  bundle.exit_code = view->exit_code;
+  return bundle;
+}
+
+}  // namespace kcache::objects
