@@ -297,9 +297,9 @@ class FastPathServerImpl final : public FastPathServer {
   }
 
   // list_objects or get_object: the listing (a serialized ListObjectsResponse) or the bundle,
-  // placed in the arena under a lease. Counted as objects.* like the gRPC calls, except that a
-  // listing is counted as a lookup only when its get follows (a launcher whose headers differ
-  // asks over gRPC next, which counts it): one launcher run, one lookup.
+  // placed in the arena under a lease. Counted as objects.* like the gRPC calls: a listing a
+  // lookup, a get an object served. kcache-launch hands a miss's listing on to kcache, which
+  // does not list it again (client/launch/handed_miss.h): one launcher run, one lookup.
   v1::FastResponse ObjectLookup(Connection& c, const v1::FastRequest& request) {
     if (objects_ == nullptr) {
       return Refusal(request.tag(), absl::FailedPreconditionError(
@@ -324,10 +324,7 @@ class FastPathServerImpl final : public FastPathServer {
       RecordObjectUse(*objects_, request.get_object());
     }
     if (!answered.ok()) return Refusal(request.tag(), answered.status());
-    if (!listing) {
-      stats_->Add(Statistic::kObjectLookups);
-      stats_->Add(Statistic::kObjectsServed);
-    }
+    stats_->Add(listing ? Statistic::kObjectLookups : Statistic::kObjectsServed);
     v1::FastResponse response;
     response.set_tag(request.tag());
     response.mutable_header()->set_size(answered->size);
