@@ -24,6 +24,7 @@
 #include "client/cli/torch_compile_env.h"
 #include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
+#include "client/launch/handed_miss.h"
 #include "client/launch/launch_command.h"
 #include "engine/objects/launcher.h"
 #include "engine/objects/run_process.h"
@@ -76,8 +77,10 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStoreToRead(const std::string
 }
 
 // The launchers' options from the environment, their caches taking their time for kcached
-// from `budget` (the command's: client/launch/cache_budget.h).
-objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBudget> budget) {
+// from `budget` (the command's: client/launch/cache_budget.h). `handed`: the record
+// kcache-launch handed this command over with (client/launch/handed_miss.h), or null.
+objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBudget> budget,
+                                                const objects::HandedMiss* handed = nullptr) {
   objects::LauncherOptions options = launch::LauncherOptionsFromEnvironment();
   std::string store_dir = Env("KCACHE_STORE"), server = Env("KCACHE_SERVER");
   // Launcher commands run uncached are counted by kcached when its fast path is there (the
@@ -93,9 +96,14 @@ objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBud
       return AwaitRemoteTurn(server, budget, key1, listed, subject);
     };
   }
-  options.open_cache = [store_dir, server,
-                        budget]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
-    if (!server.empty()) return OpenRemoteObjectCache(server, budget);
+  launch::ListedSizes listed;  // the handed lookup's entries to fetch
+  if (handed != nullptr) {
+    listed.Note(handed->fetch);
+    options.handed = handed;
+  }
+  options.open_cache = [store_dir, server, budget,
+                        listed]() -> absl::StatusOr<std::unique_ptr<objects::ObjectCache>> {
+    if (!server.empty()) return OpenRemoteObjectCache(server, budget, listed);
     if (store_dir.empty()) {
       return absl::FailedPreconditionError("neither KCACHE_STORE nor KCACHE_SERVER is set");
     }
@@ -156,10 +164,17 @@ bool IsLauncherInvocation(int argc, char** argv) {
 }
 
 int RunLauncherCli(int argc, char** argv) {
+  // First: the record's variable and descriptor are never the compiler's processes'.
+  absl::StatusOr<objects::HandedMiss> handed = launch::TakeHandedMiss(argv);
   absl::StatusOr<launch::LaunchCommand> command = launch::ParseLaunchCommand(argc, argv);
   if (!command.ok()) return Fail(command.status().message(), kExitBadInput);
   std::shared_ptr<launch::CacheBudget> budget = BudgetFromEnv();
-  objects::LauncherOptions options = LauncherOptionsFromEnv(budget);
+  objects::LauncherOptions options =
+      LauncherOptionsFromEnv(budget, handed.ok() ? &*handed : nullptr);
+  if (!handed.ok() && !absl::IsNotFound(handed.status()) && options.log) {
+    std::fprintf(stderr, "kcache: handed-over record not used (%s): keying and looking up again\n",
+                 std::string(handed.status().message()).c_str());
+  }
   if (std::optional<int> passed = launch::PassThroughInsideACompile(options, *command)) {
     return *passed;
   }

@@ -31,11 +31,13 @@ bool Answered(const grpc::Status& status) {
 
 class RemoteObjectCache final : public objects::ObjectCache {
  public:
-  RemoteObjectCache(std::string address, std::shared_ptr<launch::CacheBudget> budget)
+  RemoteObjectCache(std::string address, std::shared_ptr<launch::CacheBudget> budget,
+                    launch::ListedSizes listed)
       : address_(std::move(address)),
         budget_(std::move(budget)),
         stub_(v1::ObjectCache::NewStub(
-            grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))) {}
+            grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))),
+        listed_(std::move(listed)) {}
 
   absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override {
     v1::ListObjectsRequest request;
@@ -170,8 +172,9 @@ class RemoteObjectCache final : public objects::ObjectCache {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<objects::ObjectCache>> OpenRemoteObjectCache(
-    const std::string& address, std::shared_ptr<launch::CacheBudget> budget) {
-  return std::make_unique<RemoteObjectCache>(address, std::move(budget));
+    const std::string& address, std::shared_ptr<launch::CacheBudget> budget,
+    launch::ListedSizes listed) {
+  return std::make_unique<RemoteObjectCache>(address, std::move(budget), std::move(listed));
 }
 
 }  // namespace kcache::cli

@@ -18,8 +18,11 @@ namespace kcache::cli {
 // answered: a hung kcached costs the command at most the budget. Without, a listing gives up
 // after 5 s and a transfer after 60 s (the `kcache` commands that list or export objects).
 // Not thread-safe (it notes the sizes its listings gave, and `budget` is not): one command's.
+// `listed`: sizes of entries listed before it was opened (a handed-over lookup's), for their
+// gets' transfer time.
 absl::StatusOr<std::unique_ptr<objects::ObjectCache>> OpenRemoteObjectCache(
-    const std::string& address, std::shared_ptr<launch::CacheBudget> budget = nullptr);
+    const std::string& address, std::shared_ptr<launch::CacheBudget> budget = nullptr,
+    launch::ListedSizes listed = {});
 
 }  // namespace kcache::cli
 

@@ -15,10 +15,6 @@ namespace kcache::launch {
 namespace {
 
 constexpr char kTimeoutEnv[] = "KCACHE_TIMEOUT_MS";
-// "<milliseconds left>:<pid>:<flags>", set by kcache-launch just before it execs kcache; the
-// pid (exec keeps it) makes a copy that leaked into another process's environment no budget.
-// Flags: "p", the command asks again after an expired mark.
-constexpr char kLeftEnv[] = "KCACHE_TIMEOUT_LEFT";
 // How long the asking of a command that probes a daemon marked before may take besides its
 // budget (its process's start, the hand-off): other commands compile meanwhile.
 constexpr absl::Duration kProbeSlack = absl::Seconds(1);
@@ -39,6 +35,10 @@ void ListedSizes::Note(const std::vector<ObjectEntry>& entries) {
   for (const ObjectEntry& entry : entries) sizes_[entry.key.entry_id] = entry.size;
 }
 
+void ListedSizes::Note(const std::vector<objects::HandedEntry>& entries) {
+  for (const objects::HandedEntry& entry : entries) sizes_[entry.id] = entry.size;
+}
+
 absl::Duration ListedSizes::TransferTimeOf(const ObjectEntryKey& key) const {
   auto listed = sizes_.find(key.entry_id);
   return listed == sizes_.end() ? absl::ZeroDuration() : TransferTime(listed->second);
@@ -51,7 +51,7 @@ std::shared_ptr<CacheBudget> CacheBudget::FromEnvironment(const std::string& ser
   absl::Duration total = PositiveMillis(std::getenv(kTimeoutEnv), kDefaultCacheTimeout);
   auto budget =
       std::make_shared<CacheBudget>(total, UnresponsiveMark::FromEnvironment(server), log);
-  const char* handed = std::getenv(kLeftEnv);
+  const char* handed = std::getenv(kTimeoutLeftEnv);
   if (handed == nullptr) return budget;
   std::vector<std::string> fields = absl::StrSplit(handed, ':');
   int64_t left_ms = 0, pid = 0;
@@ -61,7 +61,7 @@ std::shared_ptr<CacheBudget> CacheBudget::FromEnvironment(const std::string& ser
     budget->handed_on_ = true;
     budget->mark_.set_probing(fields[2] == "p");
   }
-  unsetenv(kLeftEnv);
+  unsetenv(kTimeoutLeftEnv);
   return budget;
 }
 
@@ -130,7 +130,7 @@ std::string CacheBudget::WhySpent() const {
 void CacheBudget::HandOn() const {
   int64_t left_ms = std::max<int64_t>(absl::ToInt64Milliseconds(left_), 0);
   std::string value = absl::StrCat(left_ms, ":", getpid(), ":", mark_.probing() ? "p" : "");
-  setenv(kLeftEnv, value.c_str(), 1);
+  setenv(kTimeoutLeftEnv, value.c_str(), 1);
 }
 
 void CacheBudget::LogCompilingUncached() const {

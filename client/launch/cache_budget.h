@@ -18,9 +18,15 @@
 
 #include "absl/time/time.h"
 #include "client/launch/unresponsive_mark.h"
+#include "engine/objects/handed_miss.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::launch {
+
+// "<milliseconds left>:<pid>:<flags>", set by kcache-launch just before it execs kcache; the
+// pid (exec keeps it) makes a copy that leaked into another process's environment no budget.
+// Flags: "p", the command asks again after an expired mark.
+inline constexpr char kTimeoutLeftEnv[] = "KCACHE_TIMEOUT_LEFT";
 
 // KCACHE_TIMEOUT_MS when unset (or not a positive number). A hit through the fast path asks
 // kcached for well under a millisecond, a miss's gRPC lookup and put a few; this leaves room
@@ -36,6 +42,8 @@ absl::Duration TransferTime(uint64_t bytes);
 class ListedSizes {
  public:
   void Note(const std::vector<ObjectEntry>& entries);
+  // Entries listed by another process (a handed-over lookup, engine/objects/handed_miss.h).
+  void Note(const std::vector<objects::HandedEntry>& entries);
   // Zero for an entry not listed.
   absl::Duration TransferTimeOf(const ObjectEntryKey& key) const;
 

@@ -15,10 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Set while a launcher runs the real compiler: nvcc's own host-compiler steps (through a
-// masquerade -ccbin) then pass straight through instead of being cached one by one.
-constexpr char kInsideEnv[] = "KCACHE_INSIDE_COMPILE";
-
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
   return value == nullptr ? "" : value;
@@ -105,8 +101,8 @@ objects::LauncherOptions LauncherOptionsFromEnvironment() {
 
 std::optional<int> PassThroughInsideACompile(const objects::LauncherOptions& options,
                                              const LaunchCommand& command) {
-  if (Env(kInsideEnv).empty()) {
-    setenv(kInsideEnv, "1", 1);
+  if (Env(kInsideCompileEnv).empty()) {
+    setenv(kInsideCompileEnv, "1", 1);
     return std::nullopt;
   }
   return ExecRealCompiler(options, command);
@@ -126,6 +122,6 @@ int ExecRealCompiler(const objects::LauncherOptions& options, const LaunchComman
   return objects::ExecReplacing(argv);
 }
 
-void ClearInsideMark() { unsetenv(kInsideEnv); }
+void ClearInsideMark() { unsetenv(kInsideCompileEnv); }
 
 }  // namespace kcache::launch

@@ -19,6 +19,9 @@ namespace kcache::launch {
 
 // The names a masquerade link may have.
 inline constexpr const char* kCompilerNames[] = {"nvcc", "c++", "g++", "cc", "gcc"};
+// Set while a launcher runs the real compiler: nvcc's own host-compiler steps (through a
+// masquerade -ccbin) then pass straight through instead of being cached one by one.
+inline constexpr char kInsideCompileEnv[] = "KCACHE_INSIDE_COMPILE";
 // The launcher that serves hits without gRPC or RocksDB (client/launch/launch_main.cc); it
 // lives beside `kcache` and hands everything else to it.
 inline constexpr char kLaunchBinary[] = "kcache-launch";

@@ -17,6 +17,8 @@
 
 #include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
+#include "client/launch/handed_miss.h"
+#include "client/launch/handed_miss_record.h"
 #include "client/launch/launch_command.h"
 
 namespace {
@@ -24,9 +26,21 @@ namespace {
 namespace fs = std::filesystem;
 
 // Execs `kcache` (beside this binary) with this process's argv: argv[0] stays, so a masquerade
-// name means the same there. Returns only when it cannot (127).
-int HandToKcache(char** argv) {
+// name means the same there; `made`, when given, is what this process made of the command
+// (handed_miss.h: kcache then neither keys nor lists it again). Returns only when it cannot
+// (127).
+int HandToKcache(char** argv, const kcache::objects::HandedMiss* made = nullptr, bool log = false) {
   kcache::launch::ClearInsideMark();
+  unsetenv(kcache::launch::kHandedMissEnv);
+  if (made != nullptr) {
+    // Without the record kcache does the full pass: slower, as correct.
+    if (absl::Status handed = kcache::launch::HandOnMiss(*made, argv); !handed.ok()) {
+      if (log) {
+        std::fprintf(stderr, "kcache: not handed over (%s)\n",
+                     std::string(handed.message()).c_str());
+      }
+    }
+  }
   std::string kcache = (fs::path(kcache::launch::SelfExe()).parent_path() / "kcache").string();
   execv(kcache.c_str(), argv);
   std::fprintf(stderr, "kcache: cannot run %s: %s\n", kcache.c_str(), std::strerror(errno));
@@ -62,10 +76,10 @@ int main(int argc, char** argv) {
     return kcache::launch::NewFastObjectCache(fast, budget);
   };
   options.note_uncached = kcache::launch::UncachedNotes(fast, budget);
-  options.hand_off = [argv, budget, &options, &command] {
+  options.hand_off = [argv, budget, &options, &command](const kcache::objects::HandedMiss& made) {
     if (!budget->timed_out()) {
       budget->HandOn();
-      return HandToKcache(argv);
+      return HandToKcache(argv, &made, options.log);
     }
     // kcached did not answer: kcache would not ask it either, and would not store.
     budget->LogCompilingUncached();

@@ -192,7 +192,8 @@ constexpr StatisticInfo kRows[] = {
      "Redis-door store reads or writes that failed (answered as errors)"},
     {S::kRedisConnections, "redis.connections", "Redis-door connections open now (a gauge)"},
     {S::kObjectLookups, "objects.lookups",
-     "compiler launchers' lookups of a compile's entries (ListObjects by key)"},
+     "compiler launchers' lookups of a compile's entries (a listing by key, over gRPC or the "
+     "fast path)"},
     {S::kObjectsServed, "objects.served", "compiler outputs served to launchers: their hits"},
     {S::kObjectsStored, "objects.stored", "compiler outputs launchers stored: their misses"},
     {S::kObjectPutsRefused, "objects.puts_refused",

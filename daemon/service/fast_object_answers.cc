@@ -36,10 +36,7 @@ absl::StatusOr<v1::FastResponse> FastObjectAnswers::Lookup(FastLeases& leases,
     RecordObjectUse(*objects_, request.get_object());
   }
   if (!answered.ok()) return answered.status();
-  if (!listing) {
-    stats_->Add(Statistic::kObjectLookups);
-    stats_->Add(Statistic::kObjectsServed);
-  }
+  stats_->Add(listing ? Statistic::kObjectLookups : Statistic::kObjectsServed);
   v1::FastResponse response;
   response.set_tag(request.tag());
   response.mutable_header()->set_size(answered->size);

@@ -46,29 +46,39 @@ struct Hit {
   ObjectBundleView bundle;
 };
 
-// The first entry whose manifest matches, fetched and decoded; nullopt on a miss (a corrupt
-// or unreadable entry is a miss). `*listed` gets the ids of the entries listed.
+// Entry `key`'s bundle, fetched and decoded; nullopt when it is unusable (a corrupt or
+// unreadable entry is a miss).
+std::optional<Hit> Fetch(const LauncherOptions& options, ObjectCache& cache,
+                         const ObjectEntryKey& key) {
+  absl::StatusOr<HeldBytes> held = cache.GetHeld(key);
+  if (!held.ok()) {
+    Log(options, absl::StrCat("entry unusable: ", held.status().message()));
+    return std::nullopt;
+  }
+  absl::StatusOr<ObjectBundleView> bundle = DecodeBundleView(held->bytes);
+  if (bundle.ok()) return Hit{*std::move(held), *std::move(bundle)};
+  Log(options, absl::StrCat("entry unusable: ", bundle.status().message()));
+  return std::nullopt;
+}
+
+// The first entry whose manifest matches, fetched and decoded; nullopt on a miss. `*made`
+// gets what the lookup found: whether the listing answered, the ids listed, and the entries
+// that matched but could not be fetched.
 std::optional<Hit> Lookup(const LauncherOptions& options, ObjectCache& cache,
-                          const Prepared& prepared, FileDigests& digests,
-                          std::vector<std::string>* listed) {
+                          const Prepared& prepared, FileDigests& digests, HandedMiss* made) {
   absl::StatusOr<std::vector<ObjectEntry>> entries = cache.List(prepared.key.key1);
   if (!entries.ok()) {
     Log(options, absl::StrCat("lookup failed: ", entries.status().message()));
     return std::nullopt;
   }
-  for (const ObjectEntry& entry : *entries) listed->push_back(entry.key.entry_id);
+  made->looked_up = true;
+  for (const ObjectEntry& entry : *entries) made->listed.push_back(entry.key.entry_id);
   for (const ObjectEntry& entry : *entries) {
     if (!ManifestMatches(entry.manifest, prepared.dirs, options.lookup.env, digests, nullptr)) {
       continue;
     }
-    absl::StatusOr<HeldBytes> held = cache.GetHeld(entry.key);
-    if (!held.ok()) {
-      Log(options, absl::StrCat("entry unusable: ", held.status().message()));
-      continue;
-    }
-    absl::StatusOr<ObjectBundleView> bundle = DecodeBundleView(held->bytes);
-    if (bundle.ok()) return Hit{*std::move(held), *std::move(bundle)};
-    Log(options, absl::StrCat("entry unusable: ", bundle.status().message()));
+    if (std::optional<Hit> hit = Fetch(options, cache, entry.key)) return hit;
+    made->fetch.push_back(HandedEntry{entry.key.entry_id, entry.size});
   }
   return std::nullopt;
 }
@@ -254,26 +264,54 @@ int CompileAndStore(const LauncherOptions& options, const Prepared& prepared,
   return result->exit_code;
 }
 
-// Looks the command up and, on a hit, writes its outputs and replays the compiler's: the exit
-// code to leave with. nullopt on a miss; `*listed` gets the ids of the entries listed.
-std::optional<int> ServeHit(const LauncherOptions& options, const Prepared& prepared,
-                            FileDigests& digests, absl::Time started,
-                            std::vector<std::string>* listed) {
-  absl::StatusOr<std::unique_ptr<ObjectCache>> cache =
-      options.open_cache_to_read ? options.open_cache_to_read() : options.open_cache();
-  if (!cache.ok()) {
-    if (!options.hand_off)
-      Log(options, absl::StrCat("cache unavailable: ", cache.status().message()));
-    return std::nullopt;
-  }
-  std::optional<Hit> hit = Lookup(options, **cache, prepared, digests, listed);
-  cache->reset();  // a store directory is not held while compiling
-  if (!hit.has_value() || !WriteOutputs(prepared, hit->bundle)) return std::nullopt;
+// A hit: writes its outputs and replays the compiler's; the exit code to leave with. nullopt
+// when the outputs could not be written (then compile).
+std::optional<int> Serve(const LauncherOptions& options, const Prepared& prepared,
+                         FileDigests& digests, absl::Time started, const Hit& hit) {
+  if (!WriteOutputs(prepared, hit.bundle)) return std::nullopt;
   digests.Save();
   int64_t tenths = absl::ToInt64Microseconds(absl::Now() - started) / 100;  // of a ms
   Log(options, absl::StrCat("hit ", CommandSubject(prepared.command), " (", tenths / 10, ".",
                             tenths % 10, " ms)"));
-  return Replay(prepared, hit->bundle);
+  return Replay(prepared, hit.bundle);
+}
+
+// The cache a lookup reads; nullopt (and said when no launcher follows) when it cannot open.
+std::unique_ptr<ObjectCache> OpenToRead(const LauncherOptions& options) {
+  absl::StatusOr<std::unique_ptr<ObjectCache>> cache =
+      options.open_cache_to_read ? options.open_cache_to_read() : options.open_cache();
+  if (cache.ok()) return *std::move(cache);
+  if (!options.hand_off)
+    Log(options, absl::StrCat("cache unavailable: ", cache.status().message()));
+  return nullptr;
+}
+
+// Looks the command up and, on a hit, writes its outputs and replays the compiler's: the exit
+// code to leave with. nullopt on a miss; `*made` gets what the lookup found (Lookup).
+std::optional<int> ServeHit(const LauncherOptions& options, const Prepared& prepared,
+                            FileDigests& digests, absl::Time started, HandedMiss* made) {
+  std::unique_ptr<ObjectCache> cache = OpenToRead(options);
+  if (cache == nullptr) return std::nullopt;
+  std::optional<Hit> hit = Lookup(options, *cache, prepared, digests, made);
+  cache.reset();  // a store directory is not held while compiling
+  return hit.has_value() ? Serve(options, prepared, digests, started, *hit) : std::nullopt;
+}
+
+// A handed lookup's entries that matched but were not fetched, fetched by id (no listing):
+// the first usable one is served.
+std::optional<int> ServeHanded(const LauncherOptions& options, const Prepared& prepared,
+                               FileDigests& digests, absl::Time started, const HandedMiss& handed) {
+  if (handed.fetch.empty()) return std::nullopt;
+  std::unique_ptr<ObjectCache> cache = OpenToRead(options);
+  if (cache == nullptr) return std::nullopt;
+  for (const HandedEntry& entry : handed.fetch) {
+    if (std::optional<Hit> hit =
+            Fetch(options, *cache, ObjectEntryKey{prepared.key.key1, entry.id})) {
+      cache.reset();
+      return Serve(options, prepared, digests, started, *hit);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -285,7 +323,9 @@ CompilerFamily FamilyOfCompiler(const std::string& name) {
 int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std::string& compiler,
                 const std::vector<std::string>& args) {
   absl::Time started = absl::Now();
-  absl::StatusOr<std::string> compiler_path = RealCompiler(options, family, compiler);
+  const HandedMiss* handed = options.handed;
+  absl::StatusOr<std::string> compiler_path =
+      handed != nullptr ? handed->compiler_path : RealCompiler(options, family, compiler);
   if (!compiler_path.ok()) {
     std::fprintf(stderr, "kcache: %s\n", std::string(compiler_path.status().message()).c_str());
     return 127;
@@ -295,7 +335,8 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
   FileDigests digests(options.digest_table);
   UncachedReason reason = UncachedReason::kNone;
   absl::StatusOr<Prepared> prepared =
-      Prepare(options, family, *compiler_path, args, digests, &reason);
+      handed != nullptr ? PrepareHanded(options, family, args, *handed, digests, &reason)
+                        : Prepare(options, family, *compiler_path, args, digests, &reason);
   if (!prepared.ok()) {
     digests.Save();
     Log(options,
@@ -305,21 +346,34 @@ int RunLauncher(const LauncherOptions& options, CompilerFamily family, const std
     }
     return ExecReplacing(argv);
   }
-  std::vector<std::string> listed;
-  if (std::optional<int> served = ServeHit(options, *prepared, digests, started, &listed)) {
-    return *served;
+  HandedMiss made;  // what this pass's lookup found (handed on by kcache-launch)
+  std::optional<int> served;
+  if (handed != nullptr && handed->looked_up) {
+    made.listed = handed->listed;
+    served = ServeHanded(options, *prepared, digests, started, *handed);
+  } else {
+    served = ServeHit(options, *prepared, digests, started, &made);
   }
+  if (served.has_value()) return *served;
   if (options.hand_off) {
     digests.Save();
-    return options.hand_off();
+    made.compiler_path = prepared->compiler_path;
+    made.tools = prepared->tools;
+    made.key = prepared->key;
+    return options.hand_off(made);
   }
-  Log(options, absl::StrCat("miss ", CommandSubject(prepared->command)));
+  std::vector<std::string>& listed = made.listed;
+  Log(options, absl::StrCat("miss ", CommandSubject(prepared->command),
+                            handed == nullptr   ? ""
+                            : handed->looked_up ? " (key and lookup handed over by kcache-launch)"
+                                                : " (key handed over by kcache-launch)"));
   std::unique_ptr<CompileTurn> turn =
       options.await_turn
           ? options.await_turn(prepared->key.key1, listed, CommandSubject(prepared->command))
           : nullptr;
   if (turn != nullptr && turn->arrived()) {
-    std::optional<int> served = ServeHit(options, *prepared, digests, started, &listed);
+    listed.clear();
+    served = ServeHit(options, *prepared, digests, started, &made);
     turn->Served(served.has_value());
     if (served.has_value()) return *served;
   }

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "core/compiler_command.h"
 #include "engine/objects/compiler_tools.h"
+#include "engine/objects/handed_miss.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::objects {
@@ -53,9 +54,15 @@ struct LauncherOptions {
   // start to its outputs written), miss or uncached and why (KCACHE_LOG=1).
   bool log = false;
   // Set by kcache-launch, which serves hits only: a miss, or a cache that cannot be opened,
-  // calls it instead of compiling (it execs the full kcache, which asks again over gRPC,
-  // compiles and stores) and leaves with what it returns. The digest memo is saved first.
-  std::function<int()> hand_off;
+  // calls it instead of compiling, with what this pass made of the command (it execs the full
+  // kcache with that record, handed_miss.h, which compiles and stores) and leaves with what it
+  // returns. The digest memo is saved first.
+  std::function<int(const HandedMiss& made)> hand_off;
+  // Set in the kcache a kcache-launch handed this command to, when its record is this
+  // command's (client/launch/handed_miss.h checks): the real compiler, the key and the lookup
+  // are taken from it, not made again (a miss goes straight to await_turn and the compile).
+  // Not owned; outlives RunLauncher. Null: the full pass.
+  const HandedMiss* handed = nullptr;
   // Told of every command that runs uncached, or whose compile is not stored, with the reason
   // and, when an option decided it, the option's name (UncachedOptionName; else ""): kcached
   // counts them (objects.uncached_<reason>, and by option). Unset: only the KCACHE_LOG line

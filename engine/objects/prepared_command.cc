@@ -30,11 +30,14 @@ absl::StatusOr<std::string> RealCompiler(const LauncherOptions& options, Compile
   return FindCompiler(compiler, options.lookup);
 }
 
-// The command's key, or why it is not cached (*reason, with the message as detail).
-absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily family,
-                                 const std::string& compiler_path,
-                                 const std::vector<std::string>& args, FileDigests& digests,
-                                 UncachedReason* reason) {
+namespace {
+
+// The command `args` names, or why it is not cached (*reason, with the message as detail).
+absl::StatusOr<CompilerCommand> ParseCacheable(const LauncherOptions& options,
+                                               CompilerFamily family,
+                                               const std::string& compiler_path,
+                                               const std::vector<std::string>& args,
+                                               FileDigests& digests, UncachedReason* reason) {
   ParsedCompilerCommand parsed = ParseCompilerCommand(family, args);
   if (parsed.uncached == UncachedReason::kUnknownOption && family == CompilerFamily::kNvcc) {
     // An option of a newer nvcc than this parser knows: that nvcc's own table says how it
@@ -53,8 +56,21 @@ absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily 
     *reason = UncachedReason::kNoOutput;
     return absl::FailedPreconditionError("-MD without -MF");
   }
+  return std::move(parsed.command);
+}
+
+}  // namespace
+
+// The command's key, or why it is not cached (*reason, with the message as detail).
+absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily family,
+                                 const std::string& compiler_path,
+                                 const std::vector<std::string>& args, FileDigests& digests,
+                                 UncachedReason* reason) {
+  absl::StatusOr<CompilerCommand> command =
+      ParseCacheable(options, family, compiler_path, args, digests, reason);
+  if (!command.ok()) return command.status();
   Prepared prepared;
-  prepared.command = std::move(parsed.command);
+  prepared.command = *std::move(command);
   prepared.compiler_path = compiler_path;
   prepared.dirs = MakeBaseDirs(options);
   absl::StatusOr<std::vector<ToolFile>> tools =
@@ -78,6 +94,22 @@ absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily 
   if (!key.ok()) return key.status();
   prepared.tools = std::move(*tools);
   prepared.key = std::move(*key);
+  return prepared;
+}
+
+absl::StatusOr<Prepared> PrepareHanded(const LauncherOptions& options, CompilerFamily family,
+                                       const std::vector<std::string>& args,
+                                       const HandedMiss& handed, FileDigests& digests,
+                                       UncachedReason* reason) {
+  absl::StatusOr<CompilerCommand> command =
+      ParseCacheable(options, family, handed.compiler_path, args, digests, reason);
+  if (!command.ok()) return command.status();
+  Prepared prepared;
+  prepared.command = *std::move(command);
+  prepared.compiler_path = handed.compiler_path;
+  prepared.dirs = MakeBaseDirs(options);
+  prepared.tools = handed.tools;
+  prepared.key = handed.key;
   return prepared;
 }
 

@@ -34,6 +34,13 @@ absl::StatusOr<Prepared> Prepare(const LauncherOptions& options, CompilerFamily 
                                  const std::vector<std::string>& args, FileDigests& digests,
                                  UncachedReason* reason);
 
+// The same from what kcache-launch made of this command (LauncherOptions::handed): the command
+// parsed again (that is cheap), the real compiler, tools and key taken as handed.
+absl::StatusOr<Prepared> PrepareHanded(const LauncherOptions& options, CompilerFamily family,
+                                       const std::vector<std::string>& args,
+                                       const HandedMiss& handed, FileDigests& digests,
+                                       UncachedReason* reason);
+
 }  // namespace kcache::objects
 
 #endif  // KCACHE_ENGINE_OBJECTS_PREPARED_COMMAND_H_
