@@ -74,7 +74,7 @@ inline constexpr uint64_t kMaxFleetTurnIdBytes = uint64_t{64} << 10;
 
 struct FleetObjectOptions {
   SharedKeys keys;  // --shared-key-file (and its second): seal and open
-  uint64_t max_object_bytes = kDefaultMaxObjectBytes;  // --max-object-bytes
+  uint64_t max_object_bytes = kDefaultMaxObjectBytes;  // --object-max-bytes
   absl::Duration budget = absl::Milliseconds(100);     // --shared-budget-ms: one lookup
   absl::Duration write_deadline = absl::Seconds(2);
   absl::Duration off_initial = absl::Seconds(5);

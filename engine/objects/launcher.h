@@ -48,7 +48,7 @@ struct LauncherOptions {
   // The file digest memo ("" keeps none); KCACHE_STATE_DIR/file-digests by default.
   std::string digest_table;
   // A compile output (object + dependency file + logs) larger than this is not stored
-  // (--max-object-bytes, KCACHE_MAX_OBJECT_BYTES; default 256 MiB).
+  // (--object-max-bytes, KCACHE_MAX_OBJECT_BYTES; default 256 MiB).
   uint64_t max_object_bytes = kDefaultMaxObjectBytes;
   // One line on stderr per command saying hit (with the milliseconds from the launcher's
   // start to its outputs written), miss or uncached and why (KCACHE_LOG=1).

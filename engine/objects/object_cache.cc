@@ -17,7 +17,7 @@ absl::StatusOr<HeldBytes> ObjectCache::GetHeld(const ObjectEntryKey& key) {
 absl::Status CheckObjectBytes(uint64_t bytes, uint64_t max_bytes) {
   if (bytes <= max_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(
-      absl::StrCat("an object of ", bytes, " bytes is over --max-object-bytes ", max_bytes));
+      absl::StrCat("an object of ", bytes, " bytes is over --object-max-bytes ", max_bytes));
 }
 
 }  // namespace kcache::objects

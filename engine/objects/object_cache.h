@@ -24,10 +24,10 @@ struct HeldBytes {
   std::shared_ptr<const void> owner;
 };
 
-// The largest bundle stored, unless set otherwise: kcached's --max-object-bytes, the
+// The largest bundle stored, unless set otherwise: kcached's --object-max-bytes, the
 // launchers' KCACHE_MAX_OBJECT_BYTES.
 inline constexpr uint64_t kDefaultMaxObjectBytes = uint64_t{256} << 20;
-// OK when a bundle of `bytes` may be stored under the bound `max_bytes` (--max-object-bytes,
+// OK when a bundle of `bytes` may be stored under the bound `max_bytes` (--object-max-bytes,
 // KCACHE_MAX_OBJECT_BYTES); ResourceExhausted naming both numbers when it is larger.
 absl::Status CheckObjectBytes(uint64_t bytes, uint64_t max_bytes);
 
