@@ -52,7 +52,7 @@ TEST(LoadCheckTest, CompatibleSassRunsOnALaterMinorOfTheSameMajor) {
   EXPECT_TRUE(CheckArtifactForGpu(Art("sm_100f"), Gpu("10.3")).ok());
 }
 
-TEST(LoadCheckTest, SassForAnotherGpuIsRefusedWithTheIssuesMessage) {
+TEST(LoadCheckTest, SassForAnotherGpuIsRefusedNamingTheGpuAndWhatToResolve) {
   absl::Status s = CheckArtifactForGpu(Art("sm_89"), Gpu("9.0", 13000, "NVIDIA H100"));
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_PRED2(Contains, s.message(),
