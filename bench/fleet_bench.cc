@@ -18,6 +18,7 @@
 #include "bench/bench_util.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/redis_cluster.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache::bench {
 namespace {
@@ -120,7 +121,7 @@ std::pair<double, double> TierLatency(const std::vector<std::string>& shared_fla
 }
 
 int Main(int argc, char** argv) {
-  std::string manifest_path = KCACHE_SOURCE_DIR "/kernels/manifest.yaml";
+  std::string manifest_path = testing::SourcePath("kernels/manifest.yaml");
   std::string device_text = "8.9";
   std::string doc;
   int n = 8;

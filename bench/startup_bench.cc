@@ -19,6 +19,7 @@
 #include "engine/store/store.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache::bench {
 namespace {
@@ -93,7 +94,7 @@ struct WorkerTimes {
 WorkerTimes WorkerStart(const std::string& manifest, const std::string& device,
                         const std::string& address) {
   const char* env = std::getenv("KCACHE_EXAMPLE_WORKER");
-  std::string binary = absl::StrCat(KCACHE_BINARY_DIR, "/examples/worker/kcache-example-worker");
+  std::string binary = testing::BinaryPath("examples/worker/kcache-example-worker");
   if (env != nullptr && *env != '\0') binary = env;
   std::string command = absl::StrCat(binary, " --json --manifest ", manifest, " --device ", device,
                                      " --driver 13000 --server ", address);
@@ -227,7 +228,7 @@ absl::StatusOr<std::string> LargeStoreRows(const std::string& small, uint64_t ar
 }
 
 int Main(int argc, char** argv) {
-  std::string manifest_path = KCACHE_SOURCE_DIR "/kernels/manifest.yaml";
+  std::string manifest_path = testing::SourcePath("kernels/manifest.yaml");
   std::string device_text = "8.9";
   std::string doc;
   int runs = 11;

@@ -24,6 +24,7 @@
 #include "engine/compile/toolkit.h"
 #include "engine/store/store.h"
 #include "engine/warm/warm.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache::bench {
 namespace {
@@ -100,7 +101,7 @@ bool RunAll(const std::vector<std::string>& commands, int jobs) {
 }
 
 int Main(int argc, char** argv) {
-  std::string manifest_path = KCACHE_SOURCE_DIR "/kernels/manifest.yaml";
+  std::string manifest_path = testing::SourcePath("kernels/manifest.yaml");
   std::string arch = "7.5,8.6,8.9";
   std::string doc;
   int jobs = static_cast<int>(std::thread::hardware_concurrency());

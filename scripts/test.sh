@@ -7,10 +7,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # ccache, when installed, for every build below (CMake reads these at configure time): a CI
-# machine that keeps its cache rebuilds the three trees in minutes.
+# machine that keeps its cache rebuilds the three trees in minutes. Paths under the clone are
+# hashed relative to it and the working directory not at all, so a clone at another path hits
+# what an earlier clone compiled; the clone's own paths are compiled into one file only
+# (tests/testutil/tree_paths.cc), not into every test.
 if command -v ccache >/dev/null; then
   export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
   export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
 
 # step NAME COMMAND...: runs it and says how long it took.

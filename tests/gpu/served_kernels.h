@@ -23,10 +23,11 @@
 #include "core/manifest.h"
 #include "kcache/kcache.h"
 #include "tests/testutil/daemon_process.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache::gpu_test {
 
-inline std::string BundledManifestPath() { return KCACHE_SOURCE_DIR "/kernels/manifest.yaml"; }
+inline std::string BundledManifestPath() { return testing::SourcePath("kernels/manifest.yaml"); }
 
 // Names of the manifest's kernels whose declared arch range holds `arch` (e.g. 89), in order.
 inline std::vector<std::string> KernelsForArch(const Manifest& manifest, int arch) {

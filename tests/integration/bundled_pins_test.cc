@@ -12,6 +12,7 @@
 #include "core/target.h"
 #include "engine/compile/compiler.h"
 #include "tests/testutil/toolkit.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -42,8 +43,7 @@ const std::map<std::string, uint64_t> kPinnedSm86Cubins = {
 };
 
 Manifest BundledManifest() {
-  absl::StatusOr<Manifest> manifest =
-      LoadManifest(std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml");
+  absl::StatusOr<Manifest> manifest = LoadManifest(testing::SourcePath("kernels/manifest.yaml"));
   EXPECT_TRUE(manifest.ok()) << manifest.status();
   return manifest.ok() ? *std::move(manifest) : Manifest{};
 }

@@ -11,6 +11,7 @@
 #include "kcache/kcache_c.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kernels.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -249,7 +250,7 @@ TEST(CAbiNoDaemonTest, DetectDevicesWithoutADriverIsNotFound) {
 // The manifest reader hands out what LoadManifestKernels (the reader of `kcache warm`) reads:
 // the same kernels, variants included, with the same options, headers and arch range.
 TEST(CAbiManifestTest, LoadsWhatWarmReads) {
-  std::string path = std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml";
+  std::string path = testing::SourcePath("kernels/manifest.yaml");
   absl::StatusOr<std::vector<client::KernelSource>> expected = client::LoadManifestKernels(path);
   ASSERT_TRUE(expected.ok()) << expected.status();
   kcache_manifest* manifest = nullptr;

@@ -23,6 +23,7 @@
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -67,7 +68,7 @@ class ClientProgressTest : public ::testing::Test {
  protected:
   void SetUp() override {
     daemon_.options().extra_flags = {
-        "--compile-worker", KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty",
+        "--compile-worker", testing::BinaryPath("engine/workers/kcache-compile-worker-faulty"),
         "--compile-timeout-seconds", "60"};
   }
   void StartDaemon() {

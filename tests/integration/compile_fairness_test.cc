@@ -19,6 +19,7 @@
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
+#include "tests/testutil/tree_paths.h"
 #include "tests/testutil/wait.h"
 
 namespace kcache {
@@ -54,15 +55,15 @@ v1::ResolveRequest Small(int n, const std::string& client) {
 class CompileFairnessTest : public ::testing::Test {
  protected:
   void StartDaemon(int workers, int wall_seconds) {
-    daemon_.options().extra_flags = {"--compile-worker",
-                                     KCACHE_BINARY_DIR
-                                     "/engine/workers/kcache-compile-worker-faulty",
-                                     "--compile-workers",
-                                     std::to_string(workers),
-                                     "--compile-timeout-seconds",
-                                     std::to_string(wall_seconds),
-                                     "--probe-port",
-                                     std::to_string(port_)};
+    daemon_.options().extra_flags = {
+        "--compile-worker",
+        testing::BinaryPath("engine/workers/kcache-compile-worker-faulty"),
+        "--compile-workers",
+        std::to_string(workers),
+        "--compile-timeout-seconds",
+        std::to_string(wall_seconds),
+        "--probe-port",
+        std::to_string(port_)};
     ASSERT_TRUE(daemon_.Start().ok()) << daemon_.Log();
     stub_ = ::kcache::testing::NewStub(daemon_.address());
   }

@@ -18,6 +18,7 @@
 #include "kcache/kcache_c.h"
 #include "tests/testutil/client_kernels.h"
 #include "tests/testutil/daemon_process.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -102,7 +103,7 @@ class CompileProgressTest : public ::testing::Test {
   void SetUp() override {
     daemon_.options().extra_flags = {
         "--compile-worker",
-        KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty",
+        testing::BinaryPath("engine/workers/kcache-compile-worker-faulty"),
         "--compile-workers",
         "1",
         "--compile-timeout-seconds",

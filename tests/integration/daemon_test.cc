@@ -25,6 +25,7 @@
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/synthetic.h"
+#include "tests/testutil/tree_paths.h"
 #include "tests/testutil/wait.h"
 
 namespace kcache {
@@ -45,7 +46,7 @@ using ::kcache::testing::WaitFor;
 using ::kcache::testing::WireSpec;
 
 std::string FaultyWorker() {
-  return KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty";
+  return testing::BinaryPath("engine/workers/kcache-compile-worker-faulty");
 }
 
 class DaemonTest : public ::testing::Test {

@@ -12,6 +12,7 @@
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -23,9 +24,9 @@ using nlohmann::json;
 
 std::string WorkerBinary() {
   const char* path = std::getenv("KCACHE_EXAMPLE_WORKER");
-  return path != nullptr && *path != '\0' ? path
-                                          : KCACHE_BINARY_DIR
-             "/examples/worker/kcache-example-worker";
+  return path != nullptr && *path != '\0'
+             ? path
+             : testing::BinaryPath("examples/worker/kcache-example-worker");
 }
 
 class ExampleWorkerTest : public ::testing::Test {

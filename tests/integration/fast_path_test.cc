@@ -27,6 +27,7 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/fast_socket.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 #include "tests/testutil/wait.h"
 
 namespace kcache {
@@ -114,7 +115,7 @@ TEST(FastPathTest, BundledKernelsAreViewsIdenticalToGrpc) {
   DaemonProcess daemon;
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   absl::StatusOr<std::vector<client::KernelSource>> kernels =
-      client::LoadManifestKernels(std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml");
+      client::LoadManifestKernels(testing::SourcePath("kernels/manifest.yaml"));
   ASSERT_TRUE(kernels.ok()) << kernels.status();
   std::unique_ptr<Client> fast = Connect(daemon.address());
   std::unique_ptr<Client> grpc = Connect(daemon.address(), /*fast=*/false);

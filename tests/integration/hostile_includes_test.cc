@@ -21,6 +21,7 @@
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/run.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -147,7 +148,7 @@ TEST_F(HostileIncludesTest, UnsandboxedWorkersCompileOnlyTheImagesKernels) {
   baked_ = {baked};
   // A worker that says it has no sandbox (the fault-injecting build, run under that name).
   std::string worker = dir_ / "kcache-compile-worker-unsandboxed";
-  std::filesystem::copy_file(KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty",
+  std::filesystem::copy_file(testing::BinaryPath("engine/workers/kcache-compile-worker-faulty"),
                              worker);
   StartDaemon({"--compile-worker", worker});
   EXPECT_TRUE(Contains(daemon_->Log(), "NOT sandboxed")) << daemon_->Log();

@@ -16,6 +16,7 @@
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_rpc.h"
 #include "tests/testutil/run.h"
+#include "tests/testutil/tree_paths.h"
 #include "tests/testutil/wait.h"
 
 namespace kcache {
@@ -100,9 +101,9 @@ bool Gone(pid_t pid) {  // exited (a zombie waiting for a reaper counts as gone)
 // worker watches its socket and ends when the daemon's end closes.
 TEST(ProcessHygieneTest, WorkersDieWithADaemonKilledMidCompile) {
   DaemonProcess daemon;
-  daemon.options().extra_flags = {"--compile-worker",
-                                  KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty",
-                                  "--compile-workers", "1"};
+  daemon.options().extra_flags = {
+      "--compile-worker", testing::BinaryPath("engine/workers/kcache-compile-worker-faulty"),
+      "--compile-workers", "1"};
   ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
   std::thread hang([&] {
     auto stub = ::kcache::testing::NewStub(daemon.address());

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/testutil/kcache_run.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -35,7 +36,7 @@ PyMODINIT_FUNC PyInit_kcache_probe() { return PyModule_Create(&kModule); }
 class SetupPyRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    python_ = KCACHE_SOURCE_DIR "/scripts/venv-python";
+    python_ = testing::SourcePath("scripts/venv-python");
     if (testing::Run(python_ + " -c 'import setuptools, pip'").exit_code != 0) {
       GTEST_SKIP() << "the project's Python has no setuptools or pip";
     }

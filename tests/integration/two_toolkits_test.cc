@@ -14,6 +14,7 @@
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/toolkit.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -30,7 +31,7 @@ class TwoToolkitsTest : public ::testing::Test {
   void SetUp() override {
     nvrtc129_ = ::kcache::testing::Nvrtc129Root();
     ASSERT_FALSE(nvrtc129_.empty())
-        << "no NVRTC 12.9 in " << KCACHE_SOURCE_DIR << "/.venv: run scripts/install-deps.sh "
+        << "no NVRTC 12.9 in " << testing::SourcePath(".venv") << ": run scripts/install-deps.sh "
         << "(requirements/test.txt pins nvidia-cuda-nvrtc-cu12)";
     const char* cuda_home = std::getenv("CUDA_HOME");
     nvrtc130_ = cuda_home != nullptr && *cuda_home != '\0' ? cuda_home : "/usr/local/cuda";
@@ -126,7 +127,7 @@ namespace {
 // that declares no arch above what NVRTC 12.9 supports, built by 12.9.
 TEST_F(TwoToolkitsTest, TheWheelToolkitCompilesTheBundledKernelsForA128Driver) {
   std::string store = dir_ / "bundled";
-  std::string manifest = std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml";
+  std::string manifest = testing::SourcePath("kernels/manifest.yaml");
   RunResult warm =
       Kcache("warm --arch 7.5 --toolkit " + nvrtc130_ + " --store " + store + " " + manifest);
   ASSERT_EQ(warm.exit_code, 0) << warm.output;

@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 
 extern char** environ;
 
@@ -51,7 +52,7 @@ namespace kcache::testing {
 // The kcached binary under test (ctest sets KCACHED).
 inline std::string KcachedBinary() {
   const char* path = std::getenv("KCACHED");
-  return path != nullptr && *path != '\0' ? path : KCACHE_BINARY_DIR "/daemon/kcached";
+  return path != nullptr && *path != '\0' ? path : BinaryPath("daemon/kcached");
 }
 
 // grpc.health.v1.HealthCheckResponse.ServingStatus values.

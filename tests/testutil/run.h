@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/testutil/tree_paths.h"
+
 namespace kcache::testing {
 
 struct RunResult {
@@ -36,7 +38,7 @@ inline bool Contains(const std::string& text, const std::string& part) {
 // The kcache binary under test (ctest sets KCACHE_CLI).
 inline std::string KcacheCli() {
   const char* cli = std::getenv("KCACHE_CLI");
-  return cli ? cli : KCACHE_BINARY_DIR "/client/cli/kcache";
+  return cli ? cli : BinaryPath("client/cli/kcache");
 }
 
 // kcache-launch, beside kcache (where it hands what it does not serve).

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache::testing {
 
@@ -32,8 +33,7 @@ inline const absl::StatusOr<std::shared_ptr<const Toolkit>>& SharedToolkit() {
 inline std::string Nvrtc129Root() {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const auto& lib :
-       fs::directory_iterator(fs::path(KCACHE_SOURCE_DIR) / ".venv" / "lib", ec)) {
+  for (const auto& lib : fs::directory_iterator(fs::path(SourcePath("")) / ".venv" / "lib", ec)) {
     fs::path root = lib.path() / "site-packages" / "nvidia" / "cuda_nvrtc";
     if (fs::exists(root / "lib" / "libnvrtc.so.12", ec)) return root.string();
   }

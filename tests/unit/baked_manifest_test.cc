@@ -16,11 +16,12 @@
 #include "kcache/kcache.h"
 #include "kcache/v1/baked_manifest.pb.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache::client {
 namespace {
 
-constexpr char kBundled[] = KCACHE_SOURCE_DIR "/kernels/manifest.yaml";
+std::string BundledManifest() { return testing::SourcePath("kernels/manifest.yaml"); }
 
 void Write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
@@ -62,8 +63,8 @@ void ExpectSameKernels(const std::vector<KernelSource>& a, const std::vector<Ker
 TEST(BakedManifestTest, ReadsBackTheYamlManifestsKernels) {
   testing::TempDir dir;
   std::string baked = dir / "manifest.kcb";
-  ASSERT_TRUE(BakeManifest(kBundled, baked).ok());
-  absl::StatusOr<std::vector<KernelSource>> from_yaml = LoadManifestKernels(kBundled);
+  ASSERT_TRUE(BakeManifest(BundledManifest(), baked).ok());
+  absl::StatusOr<std::vector<KernelSource>> from_yaml = LoadManifestKernels(BundledManifest());
   absl::StatusOr<std::vector<KernelSource>> from_baked = LoadManifestKernels(baked);
   ASSERT_TRUE(from_yaml.ok()) << from_yaml.status();
   ASSERT_TRUE(from_baked.ok()) << from_baked.status();
@@ -94,12 +95,12 @@ TEST(BakedManifestTest, KeepsTheSourcesItWasBakedWithUntilBakedAgain) {
 TEST(BakedManifestTest, CarriesEachKernelsIdForTheClient) {
   testing::TempDir dir;
   std::string baked_path = dir / "manifest.kcb";
-  ASSERT_TRUE(BakeManifest(kBundled, baked_path).ok());
+  ASSERT_TRUE(BakeManifest(BundledManifest(), baked_path).ok());
   std::string bytes = Read(baked_path);
   v1::BakedManifest baked;
   ASSERT_EQ(bytes.substr(0, 8), "KCBAKED2");
   ASSERT_TRUE(baked.ParseFromString(bytes.substr(16)));
-  absl::StatusOr<std::vector<KernelSource>> from_yaml = LoadManifestKernels(kBundled);
+  absl::StatusOr<std::vector<KernelSource>> from_yaml = LoadManifestKernels(BundledManifest());
   ASSERT_TRUE(from_yaml.ok()) << from_yaml.status();
   ASSERT_EQ(baked.kernel_ids_size(), static_cast<int>(from_yaml->size()));
   for (size_t i = 0; i < from_yaml->size(); ++i) {
@@ -138,7 +139,7 @@ TEST(BakedManifestTest, CarriesEachKernelsIdForTheClient) {
 TEST(BakedManifestTest, RefusesADamagedFile) {
   testing::TempDir dir;
   std::string baked = dir / "manifest.kcb";
-  ASSERT_TRUE(BakeManifest(kBundled, baked).ok());
+  ASSERT_TRUE(BakeManifest(BundledManifest(), baked).ok());
   std::string bytes = Read(baked);
   Write(baked, bytes.substr(0, bytes.size() / 2));  // cut inside a source
   absl::StatusOr<std::vector<KernelSource>> loaded = LoadManifestKernels(baked);

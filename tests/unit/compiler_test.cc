@@ -20,6 +20,7 @@
 #include "engine/compile/toolkit.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/toolkit.h"
+#include "tests/testutil/tree_paths.h"
 
 extern char** environ;
 
@@ -36,7 +37,7 @@ std::string ReadFile(const fs::path& path) {
 }
 
 std::string TestData(const std::string& name) {
-  return ReadFile(fs::path(KCACHE_SOURCE_DIR) / "tests" / "testdata" / name);
+  return ReadFile(fs::path(testing::SourcePath("")) / "tests" / "testdata" / name);
 }
 
 Target T(const std::string& text) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -152,7 +153,7 @@ TEST_F(ManifestTest, MissingManifestIsNotFound) {
 }
 
 TEST(BundledManifestTest, LoadsAndEveryKernelHasAnId) {
-  absl::StatusOr<Manifest> m = LoadManifest(KCACHE_SOURCE_DIR "/kernels/manifest.yaml");
+  absl::StatusOr<Manifest> m = LoadManifest(testing::SourcePath("kernels/manifest.yaml"));
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_GE(m->kernels.size(), 8u);
   for (const ManifestKernel& k : m->kernels) {
@@ -168,7 +169,7 @@ namespace kcache {
 namespace {
 
 TEST(WriteManifestTest, RoundTripsEveryBundledKernelToTheSameIds) {
-  absl::StatusOr<Manifest> bundled = LoadManifest(KCACHE_SOURCE_DIR "/kernels/manifest.yaml");
+  absl::StatusOr<Manifest> bundled = LoadManifest(testing::SourcePath("kernels/manifest.yaml"));
   ASSERT_TRUE(bundled.ok()) << bundled.status();
   std::vector<KernelRecord> records;
   for (const ManifestKernel& k : bundled->kernels) records.push_back(k.record);

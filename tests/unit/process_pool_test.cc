@@ -28,13 +28,16 @@
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/toolkit.h"
+#include "tests/testutil/tree_paths.h"
 #include "tests/testutil/wait.h"
 
 namespace kcache {
 namespace {
 
-constexpr char kWorker[] = KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker";
-constexpr char kFaultyWorker[] = KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty";
+std::string Worker() { return testing::BinaryPath("engine/workers/kcache-compile-worker"); }
+std::string FaultyWorker() {
+  return testing::BinaryPath("engine/workers/kcache-compile-worker-faulty");
+}
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kMemoryLimitApplies = false;  // the pool leaves RLIMIT_AS off under sanitizers
@@ -79,7 +82,7 @@ KernelSpec Faulty(const std::string& marker) {
 
 // The CUB-heavy MoE routing kernel of the bundled manifest: ~3-5 s of NVRTC per target.
 KernelSpec MoeRouting() {
-  absl::StatusOr<Manifest> manifest = LoadManifest(KCACHE_SOURCE_DIR "/kernels/manifest.yaml");
+  absl::StatusOr<Manifest> manifest = LoadManifest(testing::SourcePath("kernels/manifest.yaml"));
   EXPECT_TRUE(manifest.ok()) << manifest.status();
   const ManifestKernel* kernel = manifest.ok() ? manifest->Find("moe_routing") : nullptr;
   EXPECT_NE(kernel, nullptr);
@@ -142,7 +145,7 @@ class InDeletedWorkingFolder {
 };
 
 TEST_F(ProcessPoolTest, GivesTheSameArtifactsAsTheInProcessCompiler) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 1));
   ASSERT_NE(pool, nullptr);
   EXPECT_EQ(pool->toolkit().identity().id, toolkit_->identity().id);
   std::unique_ptr<Compiler> local = NewNvrtcCompiler(toolkit_);
@@ -178,7 +181,7 @@ TEST_F(ProcessPoolTest, GivesTheSameArtifactsAsTheInProcessCompiler) {
 }
 
 TEST_F(ProcessPoolTest, RunsEightConcurrentCompilesOnTwoWorkers) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 2));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 2));
   ASSERT_NE(pool, nullptr);
   const std::vector<std::string> targets = {"sm_75", "sm_80", "sm_86",  "sm_87",
                                             "sm_89", "sm_90", "sm_100", "sm_120"};
@@ -202,7 +205,7 @@ TEST_F(ProcessPoolTest, RunsEightConcurrentCompilesOnTwoWorkers) {
 }
 
 TEST_F(ProcessPoolTest, CompileErrorCarriesTheNvrtcLogAcrossTheProcessBoundary) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 1));
   ASSERT_NE(pool, nullptr);
   KernelSpec broken;
   broken.name = "broken";
@@ -220,7 +223,7 @@ TEST_F(ProcessPoolTest, CompileErrorCarriesTheNvrtcLogAcrossTheProcessBoundary) 
 }
 
 TEST_F(ProcessPoolTest, UnsupportedTargetsNeverReachAWorkerAndTheWorkerRefusesBadOptions) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 1));
   ASSERT_NE(pool, nullptr);
   absl::Status old = pool->Compile(Job(Saxpy(), "sm_70")).status();
   EXPECT_EQ(old.code(), absl::StatusCode::kInvalidArgument) << old;
@@ -237,7 +240,7 @@ TEST_F(ProcessPoolTest, UnsupportedTargetsNeverReachAWorkerAndTheWorkerRefusesBa
 }
 
 TEST_F(ProcessPoolTest, CrashFailsOnlyThatCompileAndTheNextOneGetsANewWorker) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kFaultyWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(FaultyWorker(), 1));
   ASSERT_NE(pool, nullptr);
   ASSERT_EQ(pool->worker_pids().size(), 1u);
   pid_t first = pool->worker_pids()[0];
@@ -262,7 +265,7 @@ TEST_F(ProcessPoolTest, CrashFailsOnlyThatCompileAndTheNextOneGetsANewWorker) {
 // A worker whose socket closed but that did not exit is killed by the pool, and the message
 // says so (it blamed the kernel's OOM killer for the pool's own SIGKILL).
 TEST_F(ProcessPoolTest, WorkerThatClosedItsSocketButStaysIsKilledAndNotBlamedOnTheOomKiller) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kFaultyWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(FaultyWorker(), 1));
   ASSERT_NE(pool, nullptr);
   pid_t stuck = pool->worker_pids().at(0);
   absl::Status status = pool->Compile(Job(Faulty("KCACHE_TEST_CLOSE_AND_STOP"), "sm_89")).status();
@@ -277,7 +280,7 @@ TEST_F(ProcessPoolTest, WorkerThatClosedItsSocketButStaysIsKilledAndNotBlamedOnT
 }
 
 TEST_F(ProcessPoolTest, HangIsKilledAtTheWallClockLimit) {
-  ProcessPoolOptions options = Options(kFaultyWorker, 1);
+  ProcessPoolOptions options = Options(FaultyWorker(), 1);
   options.wall_time_per_compile = absl::Seconds(1);
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
   ASSERT_NE(pool, nullptr);
@@ -300,7 +303,7 @@ TEST_F(ProcessPoolTest, HangIsKilledAtTheWallClockLimit) {
 }
 
 TEST_F(ProcessPoolTest, HeavyCompilePastTheCpuLimitIsResourceExhausted) {
-  ProcessPoolOptions options = Options(kWorker, 1);
+  ProcessPoolOptions options = Options(Worker(), 1);
   options.cpu_seconds_per_compile = 1;
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
   ASSERT_NE(pool, nullptr);
@@ -315,7 +318,7 @@ TEST_F(ProcessPoolTest, HeavyCompilePastTheCpuLimitIsResourceExhausted) {
 
 TEST_F(ProcessPoolTest, HeavyCompilePastTheMemoryLimitIsResourceExhausted) {
   if (!kMemoryLimitApplies) GTEST_SKIP() << "no RLIMIT_AS under sanitizers";
-  ProcessPoolOptions options = Options(kWorker, 1);
+  ProcessPoolOptions options = Options(Worker(), 1);
   options.memory_bytes_per_worker = uint64_t{300} << 20;
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
   ASSERT_NE(pool, nullptr);
@@ -332,7 +335,7 @@ TEST_F(ProcessPoolTest, HeavyCompilePastTheMemoryLimitIsResourceExhausted) {
 
 TEST_F(ProcessPoolTest, MemoryLimitTooLowToLoadTheToolkitIsReportedAtStart) {
   if (!kMemoryLimitApplies) GTEST_SKIP() << "no RLIMIT_AS under sanitizers";
-  ProcessPoolOptions options = Options(kWorker, 1);
+  ProcessPoolOptions options = Options(Worker(), 1);
   options.memory_bytes_per_worker = uint64_t{100} << 20;
   absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
       NewProcessPoolCompiler(toolkit_, options);
@@ -344,7 +347,7 @@ TEST_F(ProcessPoolTest, MemoryLimitTooLowToLoadTheToolkitIsReportedAtStart) {
 }
 
 TEST_F(ProcessPoolTest, WorkerKilledWhileIdleIsReplacedWithoutFailingTheNextCompile) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 1));
   ASSERT_NE(pool, nullptr);
   pid_t first = pool->worker_pids().at(0);
   ASSERT_EQ(kill(first, SIGKILL), 0);
@@ -361,7 +364,7 @@ TEST_F(ProcessPoolTest, WorkerKilledWhileIdleIsReplacedWithoutFailingTheNextComp
 }
 
 TEST_F(ProcessPoolTest, AJobWhoseIdleWorkerDiesAsItIsHandedOverRunsInANewWorker) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 1));
   ASSERT_NE(pool, nullptr);
   pid_t first = pool->worker_pids().at(0);
   // Stopped, the worker is alive when the pool hands it the job, and cannot read it; killed
@@ -415,7 +418,7 @@ TEST_F(ProcessPoolTest, WorkerThatCannotStartIsReportedWithItsExit) {
 }
 
 TEST_F(ProcessPoolTest, DestroyingThePoolEndsEveryWorker) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 2));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 2));
   ASSERT_NE(pool, nullptr);
   std::vector<pid_t> pids = pool->worker_pids();
   ASSERT_EQ(pids.size(), 1u);  // one at start, the other on demand
@@ -424,14 +427,14 @@ TEST_F(ProcessPoolTest, DestroyingThePoolEndsEveryWorker) {
 }
 
 TEST_F(ProcessPoolTest, DefaultWorkerPathFindsTheBuiltWorker) {
-  EXPECT_EQ(DefaultCompileWorkerPath(), kWorker);
+  EXPECT_EQ(DefaultCompileWorkerPath(), Worker());
 }
 
 // The pool's worker compiles what the engine compiles in-process, byte for byte, and every job,
 // even one refused at once, makes the round trip; the times are printed for a reader (the
 // speed goals live in bench/, not here).
 TEST_F(ProcessPoolTest, WorkerOutputMatchesInProcessAndEveryJobMakesTheRoundTrip) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 1));
   ASSERT_NE(pool, nullptr);
   std::unique_ptr<Compiler> local = NewNvrtcCompiler(toolkit_);
   CompileJob saxpy = Job(Saxpy(), "sm_89");
@@ -488,7 +491,7 @@ namespace {
 // A job that waits for the only worker reports the wait apart from its compile, so the daemon
 // can tell queue wait from compile time.
 TEST_F(ProcessPoolTest, WaitForAFreeWorkerIsReportedApartFromTheCompile) {
-  ProcessPoolOptions options = Options(kFaultyWorker, 1);
+  ProcessPoolOptions options = Options(FaultyWorker(), 1);
   options.wall_time_per_compile = absl::Seconds(1);
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
   ASSERT_NE(pool, nullptr);
@@ -510,7 +513,7 @@ TEST_F(ProcessPoolTest, WaitForAFreeWorkerIsReportedApartFromTheCompile) {
 // A queued job nobody wants any more leaves the queue without compiling; one still wanted
 // waits its turn.
 TEST_F(ProcessPoolTest, QueuedJobNobodyWantsLeavesTheQueue) {
-  ProcessPoolOptions options = Options(kFaultyWorker, 1);
+  ProcessPoolOptions options = Options(FaultyWorker(), 1);
   options.wall_time_per_compile = absl::Seconds(2);
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
   ASSERT_NE(pool, nullptr);
@@ -536,7 +539,7 @@ TEST_F(ProcessPoolTest, QueuedJobNobodyWantsLeavesTheQueue) {
 // Every worker busy with a long compile (a bomb): a client with nothing running gets the
 // reserve worker after `reserve_after`, not after the bomb; the bomber's own next job does not.
 TEST_F(ProcessPoolTest, ReserveWorkerServesAnotherClientWhileEveryWorkerRunsABomb) {
-  ProcessPoolOptions options = Options(kFaultyWorker, 1);
+  ProcessPoolOptions options = Options(FaultyWorker(), 1);
   options.wall_time_per_compile = absl::Seconds(6);
   options.reserve_after = absl::Milliseconds(500);
   std::unique_ptr<ProcessPoolCompiler> pool = Pool(options);
@@ -572,7 +575,7 @@ CompileStatus::View AwaitStage(const CompileStatus& status, CompileStage stage) 
 // With one worker busy, waiting jobs read where they are in the queue, in turn order (a
 // client's second job behind another client's first), and compiling once they run.
 TEST_F(ProcessPoolTest, QueuedJobsReadTheirPlaceInTurnOrderThenCompiling) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(kFaultyWorker, 1));
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(FaultyWorker(), 1));
   ASSERT_NE(pool, nullptr);
   CompileJob slow = Job(Faulty("KCACHE_TEST_SLEEP_MS:4000"), "sm_89");
   slow.demand.client = "slow";

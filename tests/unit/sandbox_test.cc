@@ -25,12 +25,15 @@
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/toolkit.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
 
-constexpr char kWorker[] = KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker";
-constexpr char kFaultyWorker[] = KCACHE_BINARY_DIR "/engine/workers/kcache-compile-worker-faulty";
+std::string Worker() { return testing::BinaryPath("engine/workers/kcache-compile-worker"); }
+std::string FaultyWorker() {
+  return testing::BinaryPath("engine/workers/kcache-compile-worker-faulty");
+}
 constexpr char kSecret[] = "kcache-sandbox-test-secret-7f3a9c";
 
 class SandboxTest : public ::testing::Test {
@@ -73,7 +76,7 @@ class SandboxTest : public ::testing::Test {
 };
 
 TEST_F(SandboxTest, WorkersReportLandlockAndSeccompInForce) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(kWorker);
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Worker());
   ASSERT_NE(pool, nullptr);
   EXPECT_TRUE(pool->sandboxed()) << pool->sandbox();
   EXPECT_NE(pool->sandbox().find("Landlock ABI"), std::string::npos) << pool->sandbox();
@@ -84,7 +87,7 @@ TEST_F(SandboxTest, WorkersReportLandlockAndSeccompInForce) {
 // Every way found to make NVRTC read a host file: each fails to open, and no byte of the file
 // (or of the daemon's environment) is in the message or the compile log.
 TEST_F(SandboxTest, IncludesOfHostFilesCannotBeOpened) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(kWorker);
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Worker());
   ASSERT_NE(pool, nullptr);
   std::string relative = "../../../../../../../../.." + secret_file_;
   struct Variant {
@@ -131,7 +134,7 @@ TEST_F(SandboxTest, IncludesOfHostFilesCannotBeOpened) {
 
 // The fault-injecting worker runs the attempts itself, as a compromised NVRTC would.
 TEST_F(SandboxTest, ACompromisedCompilerCanReachNothing) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(kFaultyWorker);
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(FaultyWorker());
   ASSERT_NE(pool, nullptr);
   absl::StatusOr<CompileOutput> out =
       pool->Compile(Job(absl::StrCat("// KCACHE_TEST_ESCAPE:", secret_file_, "\n")));
@@ -148,7 +151,7 @@ TEST_F(SandboxTest, ACompromisedCompilerCanReachNothing) {
 // What compiled before the sandbox still compiles in it: kernels with the toolkit's headers,
 // their own headers from the spec, name expressions, LTO-IR.
 TEST_F(SandboxTest, KernelsWithHeadersFromTheSpecAndTheToolkitStillCompile) {
-  std::unique_ptr<ProcessPoolCompiler> pool = Pool(kWorker);
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Worker());
   ASSERT_NE(pool, nullptr);
   CompileJob scale = Job(testing::kScaleTemplateSource);
   scale.spec.headers = {{"scale.cuh", testing::kScaleHeader}};
@@ -176,13 +179,12 @@ extern "C" __global__ void sum(const float* in, float* out) {
 // so do kernels in the style of NVRTC's own samples that use the toolkit's other headers.
 TEST_F(SandboxTest, TheBundledSetAndToolkitHeaderSamplesCompile) {
   ProcessPoolOptions options;
-  options.worker_binary = kWorker;
+  options.worker_binary = Worker();
   options.workers = 2;
   absl::StatusOr<std::unique_ptr<ProcessPoolCompiler>> pool =
       NewProcessPoolCompiler(toolkit_, options);
   ASSERT_TRUE(pool.ok()) << pool.status();
-  absl::StatusOr<Manifest> bundled =
-      LoadManifest(std::string(KCACHE_SOURCE_DIR) + "/kernels/manifest.yaml");
+  absl::StatusOr<Manifest> bundled = LoadManifest(testing::SourcePath("kernels/manifest.yaml"));
   ASSERT_TRUE(bundled.ok()) << bundled.status();
   std::vector<CompileJob> jobs;
   for (const ManifestKernel& k : bundled->kernels) {

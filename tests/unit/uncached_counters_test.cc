@@ -21,6 +21,7 @@
 #include "daemon/host/metrics.h"
 #include "engine/store/store.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
 
 namespace kcache {
 namespace {
@@ -34,7 +35,7 @@ std::string StatisticName(int r) {
 }
 
 std::string ReadDoc(const std::string& name) {
-  std::ifstream in(std::string(KCACHE_SOURCE_DIR) + "/docs/" + name);
+  std::ifstream in(testing::SourcePath("docs/" + name));
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
