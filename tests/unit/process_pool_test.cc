@@ -102,7 +102,7 @@ class ProcessPoolTest : public ::testing::Test {
     toolkit_ = *toolkit;
   }
 
-  static ProcessPoolOptions Options(const char* worker, int workers) {
+  static ProcessPoolOptions Options(const std::string& worker, int workers) {
     ProcessPoolOptions options;
     options.worker_binary = worker;
     options.workers = workers;

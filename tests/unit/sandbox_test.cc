@@ -49,7 +49,7 @@ class SandboxTest : public ::testing::Test {
     setenv("KCACHE_TEST_SECRET", kSecret, 1);
   }
 
-  std::unique_ptr<ProcessPoolCompiler> Pool(const char* worker) {
+  std::unique_ptr<ProcessPoolCompiler> Pool(const std::string& worker) {
     ProcessPoolOptions options;
     options.worker_binary = worker;
     options.workers = 1;
