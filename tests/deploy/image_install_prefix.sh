@@ -34,8 +34,12 @@ die() { echo "FAIL: $*" >&2; [[ -f $work/kcached.log ]] && sed 's/^/  kcached: /
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
   { cat "$work/install.log" >&2; die "cmake --install $build"; }
-for f in bin/kcached bin/kcache-compile-worker bin/kcache bin/kcache-example-worker lib/libkcache.so \
-         lib/kcache/libkcache-observe.so include/kcache/kcache.h include/kcache/kcache_c.h; do
+installed=(bin/kcached bin/kcache-compile-worker bin/kcache bin/kcache-example-worker
+           lib/libkcache.so lib/kcache/libkcache-observe.so include/kcache/kcache.h
+           include/kcache/kcache_c.h)
+# The NVRTC stand-in `kcache run` preloads is built for x86-64 only (client/nvrtc).
+[[ $(uname -m) != x86_64 ]] || installed+=(lib/kcache/nvrtc/libnvrtc.so.13)
+for f in "${installed[@]}"; do
   [[ -e $prefix/$f ]] || die "cmake --install does not install $f"
 done
 

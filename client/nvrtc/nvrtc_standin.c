@@ -1,0 +1,302 @@
+/* kcache's libnvrtc.so.13 stand-in: a library with NVRTC's soname and every symbol NVRTC 13
+ * exports (nvrtc_entries.h), under NVRTC's version node (libnvrtc.map), that `kcache run`
+ * preloads (LD_PRELOAD) into the processes it starts, so that a program linked with -lnvrtc, a
+ * dlopen("libnvrtc.so.13") and cuda-python's loader all reach it instead of the real NVRTC
+ * (docs/nvrtc-standin.md). Each call is forwarded to the real NVRTC, opened by its full path
+ * with dlopen (RTLD_LOCAL) at the first call, once, whichever thread makes it:
+ *   $KCACHE_REAL_NVRTC when set (the only candidate then: `kcache run` sets it), else the first
+ *   of $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64 holding a libnvrtc.so.13;
+ *   never this library itself (a candidate that is the same file, by device and inode, is
+ *   refused), and only an NVRTC whose nvrtcVersion says 13.
+ * Without one, every entry point answers NVRTC_ERROR_INTERNAL_ERROR (nvrtcGetErrorString says
+ * why) and one line on stderr names what to set: the host process goes on. With KCACHE_LOG=1
+ * it writes a line when it loads the real NVRTC and one per nvrtcCompileProgram it forwards.
+ *
+ * Plain C that needs only the C library, built without kcache's sanitizer and warning flags: it
+ * loads into every process `kcache run` starts (Python, compilers, shells), where no C++ or
+ * sanitizer runtime may follow it. It does nothing until an NVRTC function is called. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/nvrtc/nvrtc_entries.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* ---------------------------------------------------------------- the table */
+
+enum {
+#define INDEX_RESULT(name, params, args) kIndex_##name,
+#define INDEX_OWN(name) kIndex_##name,
+#define INDEX_INTERNAL(name, fallback) kIndex_##name,
+  KCACHE_NVRTC_FUNCTIONS(INDEX_RESULT, INDEX_OWN, INDEX_INTERNAL) kEntryCount
+};
+
+static const char* const kEntryNames[kEntryCount] = {
+#define NAME_RESULT(name, params, args) #name,
+#define NAME_OWN(name) #name,
+#define NAME_INTERNAL(name, fallback) #name,
+    KCACHE_NVRTC_FUNCTIONS(NAME_RESULT, NAME_OWN, NAME_INTERNAL)};
+
+/* ---------------------------------------------------------------- state, set once by Load */
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static void* g_real[kEntryCount]; /* the real library's functions; NULL: it lacks one */
+static int g_loaded;              /* a real NVRTC is loaded */
+static int g_log;                 /* KCACHE_LOG=1 */
+static char g_path[4096];         /* the real NVRTC's path, as it was named */
+static int g_major, g_minor;      /* its version */
+static char g_told[kEntryCount];  /* "has no NAME" already said */
+
+/* Writes a line to stderr (formatted in one buffer, written at once: lines of several threads
+ * do not interleave). */
+#define SAY(...) dprintf(STDERR_FILENO, __VA_ARGS__)
+
+static const char* Env(const char* name) {
+  const char* value = getenv(name);
+  return value != NULL && value[0] != '\0' ? value : NULL;
+}
+
+/* Whether `path` is `self`'s file (same device and inode). */
+static int IsSelf(const struct stat* path, const struct stat* self) {
+  return self->st_ino != 0 && path->st_dev == self->st_dev && path->st_ino == self->st_ino;
+}
+
+/* Loads the NVRTC at `path`, filling g_real; 0 on success, else why not in `why`. */
+static int TryOpen(const char* path, const struct stat* self, char* why, size_t room) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    snprintf(why, room, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (IsSelf(&st, self)) {
+    snprintf(why, room, "%s is this stand-in, not the real NVRTC", path);
+    return -1;
+  }
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    const char* error = dlerror();
+    snprintf(why, room, "cannot load %s: %s", path, error != NULL ? error : "dlopen failed");
+    return -1;
+  }
+  nvrtcResult (*version)(int*, int*) = (nvrtcResult(*)(int*, int*))dlsym(handle, "nvrtcVersion");
+  int major = 0, minor = 0;
+  if (version == NULL || version(&major, &minor) != KCACHE_NVRTC_SUCCESS || major != 13) {
+    snprintf(why, room, "%s is not NVRTC 13 (nvrtcVersion says %d.%d)", path, major, minor);
+    dlclose(handle);
+    return -1;
+  }
+  for (int i = 0; i < kEntryCount; ++i) g_real[i] = dlsym(handle, kEntryNames[i]);
+  snprintf(g_path, sizeof g_path, "%s", path);
+  g_major = major;
+  g_minor = minor;
+  g_loaded = 1;
+  return 0;
+}
+
+/* The real NVRTC, found and loaded (pthread_once). */
+static void Load(void) {
+  g_log = Env("KCACHE_LOG") != NULL && strcmp(getenv("KCACHE_LOG"), "1") == 0;
+  struct stat self;
+  memset(&self, 0, sizeof self);
+  Dl_info info;
+  if (dladdr((void*)&Load, &info) != 0 && info.dli_fname != NULL) stat(info.dli_fname, &self);
+
+  char why[2048] = "";
+  const char* chosen = Env("KCACHE_REAL_NVRTC");
+  if (chosen != NULL) {
+    char reason[1536];
+    if (TryOpen(chosen, &self, reason, sizeof reason) != 0) {
+      snprintf(why, sizeof why, "$KCACHE_REAL_NVRTC: %s", reason);
+    }
+  } else {
+    const char* roots[] = {Env("CUDA_HOME"), Env("CUDA_PATH"), "/usr/local/cuda"};
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0] && !g_loaded; ++i) {
+      if (roots[i] == NULL) continue;
+      char path[4096], reason[1536];
+      snprintf(path, sizeof path, "%s/lib64/libnvrtc.so.13", roots[i]);
+      if (TryOpen(path, &self, reason, sizeof reason) != 0 && used < sizeof why) {
+        used += (size_t)snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", reason);
+      }
+    }
+  }
+  if (!g_loaded) {
+    SAY("kcache: libnvrtc.so.13 stand-in: no real NVRTC (%s): set KCACHE_REAL_NVRTC to the path "
+        "of the real libnvrtc.so.13; every NVRTC call fails until then\n",
+        why[0] ? why : "none found");
+  } else if (g_log) {
+    SAY("kcache: nvrtc: forwarding to %s (NVRTC %d.%d)\n", g_path, g_major, g_minor);
+  }
+}
+
+/* The real function `index` (NULL when there is none), the real NVRTC loaded first. */
+static void* Real(int index) {
+  pthread_once(&g_once, Load);
+  return g_real[index];
+}
+
+/* What entry `index` answers without a real function: NVRTC_ERROR_INTERNAL_ERROR, and a line
+ * the first time when the real NVRTC is loaded but lacks it. */
+static nvrtcResult Missing(int index) {
+  if (g_loaded && !__atomic_exchange_n(&g_told[index], 1, __ATOMIC_RELAXED)) {
+    SAY("kcache: libnvrtc.so.13 stand-in: %s (NVRTC %d.%d) has no %s: it answers "
+        "NVRTC_ERROR_INTERNAL_ERROR\n",
+        g_path, g_major, g_minor, kEntryNames[index]);
+  }
+  return KCACHE_NVRTC_ERROR_INTERNAL_ERROR;
+}
+
+/* ---------------------------------------------------------------- the documented functions */
+
+#define DEFINE_RESULT(name, params, args)                                   \
+  EXPORT nvrtcResult name params {                                          \
+    nvrtcResult(*real) params = (nvrtcResult(*) params)Real(kIndex_##name); \
+    if (real == NULL) return Missing(kIndex_##name);                        \
+    return real args;                                                       \
+  }
+#define DEFINE_NOTHING(...)
+KCACHE_NVRTC_FUNCTIONS(DEFINE_RESULT, DEFINE_NOTHING, DEFINE_NOTHING)
+
+/* nvrtcResult's names (nvrtc.h), for nvrtcGetErrorString without a real NVRTC. */
+static const char* const kResultNames[] = {"NVRTC_SUCCESS",
+                                           "NVRTC_ERROR_OUT_OF_MEMORY",
+                                           "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+                                           "NVRTC_ERROR_INVALID_INPUT",
+                                           "NVRTC_ERROR_INVALID_PROGRAM",
+                                           "NVRTC_ERROR_INVALID_OPTION",
+                                           "NVRTC_ERROR_COMPILATION",
+                                           "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
+                                           "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
+                                           "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
+                                           "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
+                                           "NVRTC_ERROR_INTERNAL_ERROR",
+                                           "NVRTC_ERROR_TIME_FILE_WRITE_FAILED",
+                                           "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED",
+                                           "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED",
+                                           "NVRTC_ERROR_PCH_CREATE",
+                                           "NVRTC_ERROR_CANCELLED",
+                                           "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED"};
+
+EXPORT const char* nvrtcGetErrorString(nvrtcResult result) {
+  const char* (*real)(nvrtcResult) = (const char* (*)(nvrtcResult))Real(kIndex_nvrtcGetErrorString);
+  if (real != NULL) return real(result);
+  if (result == KCACHE_NVRTC_ERROR_INTERNAL_ERROR && !g_loaded) {
+    return "NVRTC_ERROR_INTERNAL_ERROR (kcache's libnvrtc.so.13 stand-in found no real NVRTC: "
+           "set KCACHE_REAL_NVRTC to the path of the real libnvrtc.so.13)";
+  }
+  if (result >= 0 && (size_t)result < sizeof kResultNames / sizeof kResultNames[0]) {
+    return kResultNames[result];
+  }
+  return "NVRTC_ERROR unknown";
+}
+
+static double Milliseconds(const struct timespec* from, const struct timespec* to) {
+  return (double)(to->tv_sec - from->tv_sec) * 1e3 + (double)(to->tv_nsec - from->tv_nsec) / 1e6;
+}
+
+EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int num_options,
+                                       const char* const* options) {
+  nvrtcResult (*real)(nvrtcProgram, int, const char* const*) =
+      (nvrtcResult(*)(nvrtcProgram, int, const char* const*))Real(kIndex_nvrtcCompileProgram);
+  if (real == NULL) return Missing(kIndex_nvrtcCompileProgram);
+  if (!g_log) return real(prog, num_options, options);
+  struct timespec start, end;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  nvrtcResult result = real(prog, num_options, options);
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  SAY("kcache: nvrtc: nvrtcCompileProgram forwarded to %s: %s, %d options, %.1f ms\n", g_path,
+      nvrtcGetErrorString(result), num_options, Milliseconds(&start, &end));
+  return result;
+}
+
+/* ---------------------------------------------------------------- the undocumented functions */
+
+/* Each is a jump to the real function, every argument register and the stack as the caller left
+ * them. Its first call (and every call to one the real NVRTC lacks) saves the argument
+ * registers, asks Resolve_<name> and restores them; without a real function it returns its
+ * fallback. Resolve_<name> stores what it found in Real_<name>, read by the jump's fast path. */
+#define DEFINE_RESOLVER(name, fallback)                     \
+  HIDDEN void* Real_##name;                                 \
+  HIDDEN void* Resolve_##name(void) {                       \
+    void* real = Real(kIndex_##name);                       \
+    if (real == NULL) {                                     \
+      Missing(kIndex_##name);                               \
+      return NULL;                                          \
+    }                                                       \
+    __atomic_store_n(&Real_##name, real, __ATOMIC_RELEASE); \
+    return real;                                            \
+  }
+KCACHE_NVRTC_FUNCTIONS(DEFINE_NOTHING, DEFINE_NOTHING, DEFINE_RESOLVER)
+
+#define KCACHE_STRING(x) #x
+#define KCACHE_EXPANDED_STRING(x) KCACHE_STRING(x)
+
+#if defined(__x86_64__)
+#define DEFINE_JUMP(name, fallback) \
+  __asm__(".pushsection .text\n"                                           \
+          ".p2align 4\n"                                                   \
+          ".globl " #name "\n"                                             \
+          ".type " #name ", @function\n" #name ":\n"                       \
+          "  endbr64\n"                                                    \
+          "  movq Real_" #name "(%rip), %rax\n"                            \
+          "  testq %rax, %rax\n"                                           \
+          "  jz 1f\n"                                                      \
+          "  jmp *%rax\n"                                                  \
+          "1:\n"                                                           \
+          "  pushq %rbp\n"                                                 \
+          "  movq %rsp, %rbp\n"                                            \
+          "  subq $192, %rsp\n"                                            \
+          "  movq %rdi, 0(%rsp)\n"                                         \
+          "  movq %rsi, 8(%rsp)\n"                                         \
+          "  movq %rdx, 16(%rsp)\n"                                        \
+          "  movq %rcx, 24(%rsp)\n"                                        \
+          "  movq %r8, 32(%rsp)\n"                                         \
+          "  movq %r9, 40(%rsp)\n"                                         \
+          "  movq %rax, 48(%rsp)\n"                                        \
+          "  movdqu %xmm0, 64(%rsp)\n"                                     \
+          "  movdqu %xmm1, 80(%rsp)\n"                                     \
+          "  movdqu %xmm2, 96(%rsp)\n"                                     \
+          "  movdqu %xmm3, 112(%rsp)\n"                                    \
+          "  movdqu %xmm4, 128(%rsp)\n"                                    \
+          "  movdqu %xmm5, 144(%rsp)\n"                                    \
+          "  movdqu %xmm6, 160(%rsp)\n"                                    \
+          "  movdqu %xmm7, 176(%rsp)\n"                                    \
+          "  call Resolve_" #name "\n"                                     \
+          "  movq %rax, %r11\n"                                            \
+          "  movq 0(%rsp), %rdi\n"                                         \
+          "  movq 8(%rsp), %rsi\n"                                         \
+          "  movq 16(%rsp), %rdx\n"                                        \
+          "  movq 24(%rsp), %rcx\n"                                        \
+          "  movq 32(%rsp), %r8\n"                                         \
+          "  movq 40(%rsp), %r9\n"                                         \
+          "  movq 48(%rsp), %rax\n"                                        \
+          "  movdqu 64(%rsp), %xmm0\n"                                     \
+          "  movdqu 80(%rsp), %xmm1\n"                                     \
+          "  movdqu 96(%rsp), %xmm2\n"                                     \
+          "  movdqu 112(%rsp), %xmm3\n"                                    \
+          "  movdqu 128(%rsp), %xmm4\n"                                    \
+          "  movdqu 144(%rsp), %xmm5\n"                                    \
+          "  movdqu 160(%rsp), %xmm6\n"                                    \
+          "  movdqu 176(%rsp), %xmm7\n"                                    \
+          "  leave\n"                                                      \
+          "  testq %r11, %r11\n"                                           \
+          "  jz 2f\n"                                                      \
+          "  jmp *%r11\n"                                                  \
+          "2:\n"                                                           \
+          "  movq $" KCACHE_EXPANDED_STRING(fallback) ", %rax\n"           \
+          "  ret\n"                                                        \
+          ".size " #name ", .-" #name "\n"                                \
+          ".popsection\n");
+#else
+#error "the libnvrtc.so.13 stand-in forwards NVRTC's undocumented entries in x86-64 assembly only"
+#endif
+KCACHE_NVRTC_FUNCTIONS(DEFINE_NOTHING, DEFINE_NOTHING, DEFINE_JUMP)
