@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/file_io.h"
 #include "engine/observe/observe_log.h"
@@ -148,10 +149,16 @@ absl::StatusOr<Observation> Observation::Begin(const std::string& library,
 std::vector<std::string> Observation::Environment(char** base) const {
   std::vector<std::string> env;
   std::string preload = library_;
+  std::string stand_in = FindNvrtcStandIn(library_);
   for (char** entry = base; entry != nullptr && *entry != nullptr; ++entry) {
     absl::string_view text(*entry);
     if (absl::ConsumePrefix(&text, "LD_PRELOAD=")) {
-      if (!text.empty()) absl::StrAppend(&preload, ":", text);
+      for (absl::string_view item :
+           absl::StrSplit(text, absl::ByAnyChar(": "), absl::SkipEmpty())) {
+        std::error_code ec;
+        if (!stand_in.empty() && fs::equivalent(std::string(item), stand_in, ec) && !ec) continue;
+        absl::StrAppend(&preload, ":", item);
+      }
       continue;
     }
     if (absl::StartsWith(text, "TMPDIR=") || absl::StartsWith(text, KCACHE_OBSERVE_LOG_VAR "=") ||
@@ -196,6 +203,13 @@ std::string FindObserveLibrary(const std::string& binary) {
     }
   }
   return "";
+}
+
+std::string FindNvrtcStandIn(const std::string& observe_library) {
+  if (observe_library.empty()) return "";
+  fs::path candidate = fs::path(observe_library).parent_path() / "nvrtc" / "libnvrtc.so.13";
+  std::error_code ec;
+  return fs::is_regular_file(candidate, ec) ? candidate.string() : "";
 }
 
 // Whether `option` (an argument or value the observer recorded as naming a native target)

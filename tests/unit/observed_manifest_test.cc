@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -222,6 +223,27 @@ TEST(ObservationTest, EnvironmentPreloadsTheObserverAndGivesATemporaryDirectory)
   observation = absl::InternalError("gone");
   EXPECT_FALSE(fs::exists(dir));
   EXPECT_FALSE(Observation::Begin("", {}).ok());
+}
+
+// kcache's NVRTC stand-in, which `kcache run` preloads, lives in nvrtc/ beside the observer and
+// is left out of a compile's LD_PRELOAD: no manifest names a library of kcache's own.
+TEST(ObservationTest, EnvironmentLeavesOutTheNvrtcStandIn) {
+  TempDir tmp;
+  std::string library = tmp.Write("lib/kcache/libkcache-observe.so", "");
+  EXPECT_EQ(FindNvrtcStandIn(library), "");
+  std::string stand_in = tmp.Write("lib/kcache/nvrtc/libnvrtc.so.13", "");
+  EXPECT_EQ(FindNvrtcStandIn(library), stand_in);
+  fs::create_symlink(stand_in, tmp / "link.so");
+  absl::StatusOr<Observation> observation = Observation::Begin(library, {});
+  ASSERT_TRUE(observation.ok()) << observation.status();
+  std::string preload =
+      absl::StrCat("LD_PRELOAD=", stand_in, ":/lib/libjemalloc.so ", tmp / "link.so");
+  char* base[] = {preload.data(), nullptr};
+  std::vector<std::string> env = observation->Environment(base);
+  EXPECT_NE(std::find(env.begin(), env.end(),
+                      absl::StrCat("LD_PRELOAD=", library, ":/lib/libjemalloc.so")),
+            env.end())
+      << absl::StrJoin(env, "\n");
 }
 
 }  // namespace
