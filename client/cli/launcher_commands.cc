@@ -194,7 +194,8 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
       "run",
       "run COMMAND with every nvcc and host compiler it starts served by kcache "
       "(torch.utils.cpp_extension, FlashInfer, DeepGEMM, CMake, setup.py, make): sets PATH, "
-      "CUDA_HOME, the compiler and launcher variables (docs/jit-libraries.md)");
+      "CUDA_HOME, the compiler and launcher variables (docs/jit-libraries.md); NVRTC inside it "
+      "is kcache's libnvrtc.so.13 stand-in, forwarding to the real one (docs/nvrtc-standin.md)");
   AddRoutingFlags(run, run_flags);
   run->add_flag("--check", run_check,
                 "run nothing: say which compiler each way of finding one reaches under that "

@@ -10,8 +10,10 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/compiler_shims.h"
+#include "client/cli/nvrtc_env.h"
 #include "client/cli/torch_compile_env.h"
 #include "client/launch/launch_command.h"
+#include "engine/objects/observed_manifest.h"
 
 namespace kcache::cli {
 namespace {
@@ -154,6 +156,12 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
                 "with --redis: route Inductor's caches only and leave Triton's its local "
                 "directory (for a worker whose Python lacks the kcache package, which Triton "
                 "would fail to import)");
+  sub->add_flag("--no-nvrtc", flags.no_nvrtc,
+                "leave NVRTC alone; else LD_PRELOAD gets kcache's libnvrtc.so.13 stand-in, "
+                "which forwards every NVRTC call of the command's processes (torch, CuPy, "
+                "cuda-python, DeepGEMM, a program linked with -lnvrtc) to the real NVRTC, "
+                "KCACHE_REAL_NVRTC: the environment's, else the toolkit's lib64/libnvrtc.so.13; "
+                "nothing is cached yet (docs/nvrtc-standin.md)");
   sub->add_option("--arch", flags.arch,
                   "TORCH_CUDA_ARCH_LIST and FLASHINFER_CUDA_ARCH_LIST for the command, "
                   "comma-separated, e.g. 7.5,8.6,8.9,9.0");
@@ -280,6 +288,7 @@ absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
   if (!shims.ok()) return shims.status();
   absl::StatusOr<std::string> root = RealToolkitRoot(current);
   if (!root.ok()) return root.status();
+  std::string nvrtc_root = *root;  // its NVRTC, whether or not it has an nvcc
   std::string real_nvcc = root->empty() ? "" : absl::StrCat(*root, "/bin/nvcc");
   if (real_nvcc.empty() || FindProgram(real_nvcc, current).empty() ||
       NamesKcache(real_nvcc, current)) {
@@ -310,6 +319,11 @@ absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
   if (!flags.redis.empty() || flags.redis_from_kcached) {
     if (absl::Status routed = RouteRedis(router, flags); !routed.ok()) return routed;
   }
+  NvrtcRouting nvrtc = RouteNvrtc(
+      current.env, objects::FindNvrtcStandIn(objects::FindObserveLibrary(launch::SelfExe())),
+      nvrtc_root, !flags.no_nvrtc);
+  for (const auto& [name, value] : nvrtc.env) router.Set(name, value);
+  for (std::string& note : nvrtc.notes) router.Note(std::move(note));
   return router.Take();
 }
 

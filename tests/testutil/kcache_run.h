@@ -31,7 +31,9 @@ inline constexpr const char* kRoutedVariables[] = {"KCACHE_STORE",
                                                    "FLASHINFER_CXX_LAUNCHER",
                                                    "TORCH_CUDA_ARCH_LIST",
                                                    "FLASHINFER_CUDA_ARCH_LIST",
-                                                   "KCACHE_BASEDIR"};
+                                                   "KCACHE_BASEDIR",
+                                                   "KCACHE_REAL_NVRTC",
+                                                   "LD_PRELOAD"};
 
 // `env` arguments that unset them all.
 inline std::string UnsetRoutedVariables() {
