@@ -1,0 +1,307 @@
+// kcache's libnvrtc.so.13 stand-in (client/nvrtc, docs/nvrtc-standin.md) in the processes
+// `kcache run` starts: it exports what the real NVRTC exports under its version node, needs
+// only the C library, and a program linked with -lnvrtc or dlopening libnvrtc.so.13
+// (tests/nvrtc/nvrtc_program.c) compiles through it exactly what it compiles without it, from
+// 16 threads at once too; without a real NVRTC every call fails and says what to set. Also
+// what `kcache env` sets for it. The Python callers (cuda-python, cuda.core, torch) are
+// tests/python/test_nvrtc_standin.py's.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/testutil/kcache_run.h"
+#include "tests/testutil/run.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Contains;
+using testing::KcacheCli;
+using testing::Occurrences;
+using testing::RunResult;
+
+constexpr char kRealNvrtc[] = "/usr/local/cuda/lib64/libnvrtc.so.13";
+constexpr char kForwardedCompile[] = "kcache: nvrtc: nvrtcCompileProgram forwarded to ";
+constexpr char kNoRealNvrtc[] = "kcache: libnvrtc.so.13 stand-in: no real NVRTC (";
+
+// The symbols NVRTC 13.2 added to 13.0's, which the stand-in exports beside the toolkit's.
+const std::set<std::string> kSinceNvrtc13_2 = {"nvrtcGetTileIRSize@@libnvrtc.so.13",
+                                               "nvrtcGetTileIR@@libnvrtc.so.13",
+                                               "__nvrtcNvvmHandle@@libnvrtc.so.13"};
+
+// The stand-in beside the kcache under test.
+std::string StandIn() {
+  return (fs::path(KcacheCli()).parent_path() / "nvrtc" / "libnvrtc.so.13").string();
+}
+
+// A program of tests/nvrtc/, built beside this test.
+std::string Program(const std::string& name) {
+  return (fs::read_symlink("/proc/self/exe").parent_path() / name).string();
+}
+
+// Whether `output` has `line` as a whole line.
+bool HasLine(const std::string& output, const std::string& line) {
+  return Contains(absl::StrCat("\n", output), absl::StrCat("\n", line, "\n"));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+// `nm -D --defined-only` of `library`: its functions, "name@@version" each.
+std::set<std::string> Exports(const std::string& library) {
+  std::set<std::string> names;
+  RunResult nm = testing::Run(absl::StrCat("nm -D --defined-only ", library));
+  for (absl::string_view line : absl::StrSplit(nm.output, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (fields.size() == 3 && fields[1] == "T") names.insert(fields[2]);
+  }
+  return names;
+}
+
+class NvrtcStandInTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(StandIn())) GTEST_SKIP() << "no NVRTC stand-in at " << StandIn();
+    if (!fs::exists(kRealNvrtc)) GTEST_SKIP() << "no NVRTC at " << kRealNvrtc;
+  }
+
+  // `command` with none of the variables `kcache run` sets, and `assignments`.
+  RunResult Plain(const std::string& assignments, const std::string& command) {
+    return testing::Run(
+        absl::StrCat("env ", testing::UnsetRoutedVariables(), assignments, " ", command));
+  }
+
+  // `command` under `kcache run` (KCACHE_LOG=1), with `assignments` before it.
+  RunResult UnderKcache(const std::string& command, const std::string& assignments = "",
+                        const std::string& flags = "") {
+    return Plain(absl::StrCat("KCACHE_LOG=1 KCACHE_STATE_DIR=", tmp_ / "state", " ", assignments),
+                 absl::StrCat(KcacheCli(), " run --store ", tmp_ / "store", " --shims ",
+                              tmp_ / "shims", " ", flags, " -- ", command));
+  }
+
+  // `kcache env` (one NAME=VALUE a line) with `assignments` before it.
+  RunResult Env(const std::string& assignments, const std::string& flags = "") {
+    return Plain(absl::StrCat("KCACHE_STATE_DIR=", tmp_ / "state", " ", assignments),
+                 absl::StrCat(KcacheCli(), " env --store ", tmp_ / "store", " --shims ",
+                              tmp_ / "shims", " ", flags));
+  }
+
+  // Whether `output` says nvrtcCompileProgram was found in the stand-in ("nvrtc: PATH").
+  static bool ThroughStandIn(const std::string& output) {
+    std::string lines = absl::StrCat("\n", output);
+    size_t at = lines.find("\nnvrtc: ");
+    if (at == std::string::npos) return false;
+    std::string path = lines.substr(at + 8, lines.find('\n', at + 1) - at - 8);
+    std::error_code ec;
+    return fs::equivalent(path, StandIn(), ec);
+  }
+
+  // Compiles with `program` without and with the stand-in (by `kcache run`, and by the
+  // variables `kcache env --export` prints), and expects the same PTX, CUBIN, log and names.
+  void ExpectTheSameOutputs(const std::string& program) {
+    RunResult direct = Plain("LD_LIBRARY_PATH=/usr/local/cuda/lib64",
+                             absl::StrCat(program, " compile ", Dir("direct")));
+    ASSERT_EQ(direct.exit_code, 0) << direct.output;
+    EXPECT_FALSE(ThroughStandIn(direct.output)) << direct.output;
+
+    RunResult run = UnderKcache(absl::StrCat(program, " compile ", Dir("run")));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
+    EXPECT_EQ(Occurrences(run.output, absl::StrCat(kForwardedCompile)), 2) << run.output;
+    EXPECT_EQ(Occurrences(run.output, "NVRTC_SUCCESS"), 2) << run.output;
+
+    RunResult env = Plain(absl::StrCat("KCACHE_STATE_DIR=", tmp_ / "state"),
+                          absl::StrCat("sh -c 'eval \"$(", KcacheCli(), " env --export --store ",
+                                       tmp_ / "store", " --shims ", tmp_ / "shims", ")\" && ",
+                                       program, " compile ", Dir("env"), "'"));
+    ASSERT_EQ(env.exit_code, 0) << env.output;
+    EXPECT_TRUE(ThroughStandIn(env.output)) << env.output;
+
+    for (const char* file : {"ptx", "cubin", "log", "names"}) {
+      std::string expected = ReadFile(tmp_ / absl::StrCat("direct/", file));
+      if (std::string(file) != "log") {
+        EXPECT_FALSE(expected.empty()) << file;
+      }
+      EXPECT_EQ(ReadFile(tmp_ / absl::StrCat("run/", file)), expected) << file;
+      EXPECT_EQ(ReadFile(tmp_ / absl::StrCat("env/", file)), expected) << file;
+    }
+    EXPECT_TRUE(Contains(ReadFile(tmp_ / "direct/names"), "scale<float> _Z5scaleIf"))
+        << ReadFile(tmp_ / "direct/names");
+  }
+
+  std::string Dir(const std::string& name) {
+    fs::create_directories(tmp_ / name);
+    return tmp_ / name;
+  }
+
+  testing::TempDir tmp_;
+};
+
+TEST_F(NvrtcStandInTest, ExportsEveryRealNvrtcSymbolUnderItsVersionNode) {
+  std::set<std::string> ours = Exports(StandIn()), real = Exports(kRealNvrtc);
+  ASSERT_FALSE(real.empty());
+  for (const std::string& name : real) {
+    EXPECT_TRUE(ours.count(name)) << "the real NVRTC exports " << name
+                                  << ", the stand-in does not: add it to "
+                                     "client/nvrtc/nvrtc_entries.h";
+  }
+  for (const std::string& name : ours) {
+    EXPECT_TRUE(real.count(name) || kSinceNvrtc13_2.count(name))
+        << "the stand-in exports " << name << ", which no NVRTC 13 does";
+  }
+  EXPECT_EQ(ours.size(), 28u);
+}
+
+TEST_F(NvrtcStandInTest, HasNvrtcsSonameAndNeedsOnlyTheCLibrary) {
+  RunResult dynamic = testing::Run(absl::StrCat("readelf -d ", StandIn()));
+  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.output;
+  EXPECT_TRUE(Contains(dynamic.output, "Library soname: [libnvrtc.so.13]")) << dynamic.output;
+  const std::set<std::string> allowed = {"libc.so.6", "libdl.so.2", "libpthread.so.0"};
+  for (absl::string_view line : absl::StrSplit(dynamic.output, '\n')) {
+    size_t at = line.find("Shared library: [");
+    if (at == absl::string_view::npos) continue;
+    std::string needed(line.substr(at + 17, line.find(']', at) - at - 17));
+    EXPECT_TRUE(allowed.count(needed)) << "the stand-in needs " << needed;
+  }
+  // Only one file: no libnvrtc.so link that a -lnvrtc could pick up.
+  EXPECT_FALSE(fs::exists(fs::path(StandIn()).parent_path() / "libnvrtc.so"));
+}
+
+TEST_F(NvrtcStandInTest, ProgramLinkedWithNvrtcCompilesTheSameThroughIt) {
+  ExpectTheSameOutputs(Program("nvrtc_linked_program"));
+}
+
+TEST_F(NvrtcStandInTest, ProgramDlopeningNvrtcCompilesTheSameThroughIt) {
+  ExpectTheSameOutputs(Program("nvrtc_dlopen_program"));
+}
+
+TEST_F(NvrtcStandInTest, SixteenThreadsCompileAtOnceThroughIt) {
+  RunResult direct =
+      Plain("", absl::StrCat(Program("nvrtc_linked_program"), " threads 1 ", Dir("direct")));
+  ASSERT_EQ(direct.exit_code, 0) << direct.output;
+  RunResult run =
+      UnderKcache(absl::StrCat(Program("nvrtc_linked_program"), " threads 16 ", Dir("run")));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
+  EXPECT_EQ(Occurrences(run.output, kForwardedCompile), 16) << run.output;
+  EXPECT_EQ(Occurrences(run.output, "kcache: nvrtc: forwarding to "), 1) << run.output;
+  EXPECT_EQ(ReadFile(tmp_ / "run/ptx"), ReadFile(tmp_ / "direct/ptx"));
+}
+
+TEST_F(NvrtcStandInTest, WithoutARealNvrtcEveryCallFailsAndSaysWhatToSet) {
+  fs::create_symlink(StandIn(), tmp_ / "link-to-stand-in.so");
+  for (const std::string& real : {tmp_ / "absent.so", StandIn(), tmp_ / "link-to-stand-in.so"}) {
+    for (const char* program : {"nvrtc_linked_program", "nvrtc_dlopen_program"}) {
+      RunResult missing = Plain(absl::StrCat("LD_PRELOAD=", StandIn(), " KCACHE_REAL_NVRTC=", real),
+                                absl::StrCat(Program(program), " missing"));
+      EXPECT_EQ(missing.exit_code, 0) << missing.output;
+      EXPECT_EQ(Occurrences(missing.output, kNoRealNvrtc), 1) << missing.output;
+      EXPECT_TRUE(Contains(missing.output, "set KCACHE_REAL_NVRTC")) << missing.output;
+      EXPECT_TRUE(Contains(missing.output, "message: NVRTC_ERROR_INTERNAL_ERROR (kcache's"))
+          << missing.output;
+      if (real != tmp_ / "absent.so") {
+        EXPECT_TRUE(Contains(missing.output, "is this stand-in, not the real NVRTC"))
+            << missing.output;
+      }
+    }
+  }
+  // The undocumented entries answer their fallbacks: an error, and no function.
+  RunResult internals =
+      Plain(absl::StrCat("LD_PRELOAD=", StandIn(), " KCACHE_REAL_NVRTC=", tmp_ / "absent.so"),
+            absl::StrCat(Program("nvrtc_linked_program"), " internals"));
+  EXPECT_EQ(internals.exit_code, 0) << internals.output;
+  EXPECT_EQ(Occurrences(internals.output, "__nvrtcCPEx: 11\n"), 2) << internals.output;
+  EXPECT_EQ(Occurrences(internals.output, "__nvrtcNvvmHandle(0x4321): NULL\n"), 2)
+      << internals.output;
+}
+
+TEST_F(NvrtcStandInTest, UndocumentedEntriesJumpToTheRealOnes) {
+  // __nvrtcCPEx refuses a null program with NVRTC_ERROR_INVALID_PROGRAM (4), the first call
+  // through the stand-in's resolving path, the second through its jump.
+  RunResult direct = Plain("", absl::StrCat(Program("nvrtc_linked_program"), " internals"));
+  ASSERT_EQ(direct.exit_code, 0) << direct.output;
+  EXPECT_EQ(Occurrences(direct.output, "__nvrtcCPEx: 4\n"), 2) << direct.output;
+  RunResult forwarded =
+      Plain(absl::StrCat("LD_PRELOAD=", StandIn(), " KCACHE_REAL_NVRTC=", kRealNvrtc),
+            absl::StrCat(Program("nvrtc_linked_program"), " internals"));
+  ASSERT_EQ(forwarded.exit_code, 0) << forwarded.output;
+  EXPECT_TRUE(ThroughStandIn(forwarded.output)) << forwarded.output;
+  EXPECT_EQ(Occurrences(forwarded.output, "__nvrtcCPEx: 4\n"), 2) << forwarded.output;
+  // NVRTC 13.0 has no __nvrtcNvvmHandle: the stand-in's answers NULL and says so once.
+  EXPECT_EQ(Occurrences(forwarded.output, "has no __nvrtcNvvmHandle"), 1) << forwarded.output;
+}
+
+TEST_F(NvrtcStandInTest, WithoutKcacheRealNvrtcItTakesTheToolkitOfCudaHome) {
+  fs::create_directories(tmp_ / "cuda");
+  fs::create_symlink("/usr/local/cuda/lib64", tmp_ / "cuda/lib64");
+  RunResult found =
+      Plain(absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " CUDA_HOME=", tmp_ / "cuda"),
+            absl::StrCat(Program("nvrtc_linked_program"), " compile ", Dir("out")));
+  ASSERT_EQ(found.exit_code, 0) << found.output;
+  EXPECT_TRUE(Contains(found.output, absl::StrCat("kcache: nvrtc: forwarding to ", tmp_ / "cuda",
+                                                  "/lib64/libnvrtc.so.13 (NVRTC 13.")))
+      << found.output;
+
+  // A toolkit whose libnvrtc.so.13 is the stand-in is passed over for the next candidate.
+  fs::create_directories(tmp_ / "loop/lib64");
+  fs::create_symlink(StandIn(), tmp_ / "loop/lib64/libnvrtc.so.13");
+  RunResult looped =
+      Plain(absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " CUDA_HOME=", tmp_ / "loop",
+                         " CUDA_PATH=", tmp_ / "cuda"),
+            absl::StrCat(Program("nvrtc_linked_program"), " compile ", Dir("looped")));
+  ASSERT_EQ(looped.exit_code, 0) << looped.output;
+  EXPECT_TRUE(Contains(looped.output, absl::StrCat("forwarding to ", tmp_ / "cuda")))
+      << looped.output;
+}
+
+TEST_F(NvrtcStandInTest, KcacheEnvAppendsItToLdPreloadWithTheToolkitsNvrtc) {
+  std::string libm = "/lib/x86_64-linux-gnu/libm.so.6";
+  RunResult env = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda LD_PRELOAD=", libm));
+  ASSERT_EQ(env.exit_code, 0) << env.output;
+  std::string stand_in = fs::weakly_canonical(StandIn()).string();
+  EXPECT_TRUE(HasLine(env.output, absl::StrCat("LD_PRELOAD=", libm, ":", stand_in))) << env.output;
+  EXPECT_TRUE(HasLine(env.output, absl::StrCat("KCACHE_REAL_NVRTC=", kRealNvrtc))) << env.output;
+
+  // A real NVRTC the environment names is kept; one that is the stand-in is not.
+  std::string copy = tmp_.Write("real/libnvrtc.so.13", "");
+  RunResult kept = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda KCACHE_REAL_NVRTC=", copy));
+  EXPECT_TRUE(HasLine(kept.output, absl::StrCat("KCACHE_REAL_NVRTC=", copy))) << kept.output;
+  RunResult refused = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda KCACHE_REAL_NVRTC=", StandIn()));
+  EXPECT_TRUE(Contains(refused.output, "is not kept: it is kcache's stand-in")) << refused.output;
+  EXPECT_TRUE(HasLine(refused.output, absl::StrCat("KCACHE_REAL_NVRTC=", kRealNvrtc)))
+      << refused.output;
+
+  // A nested run keeps LD_PRELOAD as it is; --no-nvrtc takes the stand-in out of it.
+  RunResult nested = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda LD_PRELOAD=", libm, ":", StandIn(),
+                                      " KCACHE_REAL_NVRTC=", kRealNvrtc));
+  EXPECT_FALSE(Contains(absl::StrCat("\n", nested.output), "\nLD_PRELOAD=")) << nested.output;
+  RunResult off = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda LD_PRELOAD=", libm, ":", StandIn()),
+                      "--no-nvrtc");
+  EXPECT_TRUE(HasLine(off.output, absl::StrCat("LD_PRELOAD=", libm))) << off.output;
+  EXPECT_FALSE(Contains(off.output, "KCACHE_REAL_NVRTC=")) << off.output;
+
+  // Under `kcache run --no-nvrtc`, NVRTC is the real one.
+  RunResult plain = UnderKcache(
+      absl::StrCat(Program("nvrtc_linked_program"), " compile ", Dir("off")), "", "--no-nvrtc");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_FALSE(ThroughStandIn(plain.output)) << plain.output;
+  EXPECT_FALSE(Contains(plain.output, kForwardedCompile)) << plain.output;
+  EXPECT_TRUE(
+      Contains(testing::Run(absl::StrCat(KcacheCli(), " run --help")).output, "--no-nvrtc"));
+}
+
+}  // namespace
+}  // namespace kcache

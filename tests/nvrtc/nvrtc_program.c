@@ -1,0 +1,236 @@
+/* A program that uses NVRTC the two ways a host process does, for the NVRTC stand-in's tests
+ * (tests/integration/nvrtc_standin_test.cc): built linked with the toolkit's libnvrtc
+ * (nvrtc_linked_program) and, with KCACHE_TEST_DLOPEN, loading it with
+ * dlopen("libnvrtc.so.13") (nvrtc_dlopen_program). Either runs the same with and without the
+ * stand-in preloaded, so that its outputs can be compared byte for byte.
+ *
+ *   PROGRAM compile DIR     compiles a kernel to PTX (compute_89) and CUBIN (sm_89), writing
+ *                           DIR/ptx, DIR/cubin, DIR/log and DIR/names (its lowered names)
+ *   PROGRAM threads N DIR   N threads compile the kernel to PTX at once; DIR/ptx is thread 0's,
+ *                           and every thread's must be the same
+ *   PROGRAM missing         every call fails with NVRTC_ERROR_INTERNAL_ERROR (no real NVRTC)
+ *   PROGRAM internals       calls the undocumented entries with arguments they refuse
+ *   PROGRAM bench N         N calls of nvrtcVersion, and one compile, timed
+ * Each mode prints "nvrtc: PATH", the file nvrtcCompileProgram is found in, first. Exit 0 when
+ * all went as the mode expects, 1 otherwise. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef KCACHE_TEST_DLOPEN
+static void* Library(void) {
+  static void* handle;
+  if (handle == NULL) handle = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    fprintf(stderr, "dlopen libnvrtc.so.13: %s\n", dlerror());
+    exit(1);
+  }
+  return handle;
+}
+#define NVRTC(name) ((__typeof__(&name))Symbol(#name))
+#else
+static void* Library(void) { return RTLD_DEFAULT; }
+#define NVRTC(name) name
+#endif
+
+static void* Symbol(const char* name) {
+  void* found = dlsym(Library(), name);
+  if (found == NULL) {
+    fprintf(stderr, "no %s\n", name);
+    exit(1);
+  }
+  return found;
+}
+
+/* No internal-linkage symbols: its CUBIN is the same in every process. */
+static const char kSource[] =
+    "template <typename T>\n"
+    "__global__ void scale(T* data, T factor, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  int unused = 0;\n"
+    "  if (i < n) data[i] *= factor;\n"
+    "}\n"
+    "extern \"C\" __global__ void add_one(float* data, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) data[i] += 1.0f;\n"
+    "}\n";
+static const char* const kNames[] = {"scale<float>", "scale<double>"};
+
+static int Check(nvrtcResult result, const char* what) {
+  if (result == NVRTC_SUCCESS) return 1;
+  fprintf(stderr, "%s: %s\n", what, NVRTC(nvrtcGetErrorString)(result));
+  return 0;
+}
+
+static int WriteFile(const char* dir, const char* name, const char* data, size_t size) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE* file = fopen(path, "wb");
+  if (file == NULL) return 0;
+  int ok = fwrite(data, 1, size, file) == size;
+  return fclose(file) == 0 && ok;
+}
+
+/* Compiles kSource for `arch`; the program is left in *prog (destroyed by the caller). */
+static int Compile(const char* arch, nvrtcProgram* prog) {
+  if (!Check(NVRTC(nvrtcCreateProgram)(prog, kSource, "scale.cu", 0, NULL, NULL), "create")) {
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; ++i) {
+    if (!Check(NVRTC(nvrtcAddNameExpression)(*prog, kNames[i]), "add name")) return 0;
+  }
+  char option[64];
+  snprintf(option, sizeof option, "--gpu-architecture=%s", arch);
+  const char* options[] = {option, "-std=c++17"};
+  return Check(NVRTC(nvrtcCompileProgram)(*prog, 2, options), "compile");
+}
+
+static char* Ptx(nvrtcProgram prog, size_t* size) {
+  if (!Check(NVRTC(nvrtcGetPTXSize)(prog, size), "ptx size")) return NULL;
+  char* ptx = malloc(*size);
+  if (ptx == NULL || !Check(NVRTC(nvrtcGetPTX)(prog, ptx), "ptx")) return NULL;
+  return ptx;
+}
+
+static int CompileToFiles(const char* dir) {
+  nvrtcProgram prog;
+  size_t size = 0;
+  if (!Compile("compute_89", &prog)) return 0;
+  char* ptx = Ptx(prog, &size);
+  if (ptx == NULL || !WriteFile(dir, "ptx", ptx, size)) return 0;
+  free(ptx);
+  NVRTC(nvrtcDestroyProgram)(&prog);
+
+  if (!Compile("sm_89", &prog)) return 0;
+  if (!Check(NVRTC(nvrtcGetCUBINSize)(prog, &size), "cubin size")) return 0;
+  char* cubin = malloc(size);
+  if (cubin == NULL || !Check(NVRTC(nvrtcGetCUBIN)(prog, cubin), "cubin")) return 0;
+  if (!WriteFile(dir, "cubin", cubin, size)) return 0;
+  free(cubin);
+  if (!Check(NVRTC(nvrtcGetProgramLogSize)(prog, &size), "log size")) return 0;
+  char* log = malloc(size);
+  if (log == NULL || !Check(NVRTC(nvrtcGetProgramLog)(prog, log), "log")) return 0;
+  if (!WriteFile(dir, "log", log, strlen(log))) return 0;
+  free(log);
+  char names[4096] = "";
+  for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; ++i) {
+    const char* lowered = NULL;
+    if (!Check(NVRTC(nvrtcGetLoweredName)(prog, kNames[i], &lowered), "lowered name")) return 0;
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s %s\n", kNames[i], lowered);
+  }
+  NVRTC(nvrtcDestroyProgram)(&prog);
+  return WriteFile(dir, "names", names, strlen(names));
+}
+
+struct ThreadResult {
+  char* ptx;
+  size_t size;
+};
+
+static void* CompileInThread(void* arg) {
+  struct ThreadResult* result = arg;
+  nvrtcProgram prog;
+  if (Compile("compute_89", &prog)) {
+    result->ptx = Ptx(prog, &result->size);
+    NVRTC(nvrtcDestroyProgram)(&prog);
+  }
+  return NULL;
+}
+
+static int CompileInThreads(int count, const char* dir) {
+  pthread_t threads[64];
+  struct ThreadResult results[64];
+  if (count < 1 || count > 64) return 0;
+  memset(results, 0, sizeof results);
+  for (int i = 0; i < count; ++i) pthread_create(&threads[i], NULL, CompileInThread, &results[i]);
+  for (int i = 0; i < count; ++i) pthread_join(threads[i], NULL);
+  int same = 1;
+  for (int i = 0; i < count; ++i) {
+    if (results[i].ptx == NULL || results[i].size != results[0].size ||
+        memcmp(results[i].ptx, results[0].ptx, results[0].size) != 0) {
+      fprintf(stderr, "thread %d: %s\n", i, results[i].ptx == NULL ? "failed" : "another PTX");
+      same = 0;
+    }
+  }
+  return same && WriteFile(dir, "ptx", results[0].ptx, results[0].size);
+}
+
+static int AllFail(void) {
+  int major = 0, minor = 0;
+  nvrtcResult version = NVRTC(nvrtcVersion)(&major, &minor);
+  nvrtcProgram prog = NULL;
+  nvrtcResult create = NVRTC(nvrtcCreateProgram)(&prog, kSource, "scale.cu", 0, NULL, NULL);
+  nvrtcResult compile = NVRTC(nvrtcCompileProgram)(prog, 0, NULL);
+  printf("nvrtcVersion: %d\nnvrtcCreateProgram: %d\nnvrtcCompileProgram: %d\nmessage: %s\n",
+         version, create, compile, NVRTC(nvrtcGetErrorString)(create));
+  return version == NVRTC_ERROR_INTERNAL_ERROR && create == NVRTC_ERROR_INTERNAL_ERROR &&
+         compile == NVRTC_ERROR_INTERNAL_ERROR;
+}
+
+static int Internals(void) {
+  typedef int (*CompileEx)(void*, void*, void*, void*, void*, void*, void*, void*, void*);
+  typedef void* (*Handle)(int);
+  CompileEx compile_ex = (CompileEx)Symbol("__nvrtcCPEx");
+  Handle handle = (Handle)dlsym(Library(), "__nvrtcNvvmHandle");
+  for (int call = 0; call < 2; ++call) { /* the first resolves, the second jumps */
+    printf("__nvrtcCPEx: %d\n", compile_ex(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+    if (handle != NULL) {
+      printf("__nvrtcNvvmHandle(0x4321): %s\n", handle(0x4321) != NULL ? "found" : "NULL");
+    } else {
+      printf("__nvrtcNvvmHandle: not exported\n");
+    }
+  }
+  return 1;
+}
+
+static double Seconds(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static int Bench(long count) {
+  int major, minor;
+  nvrtcResult (*version)(int*, int*) = NVRTC(nvrtcVersion);
+  version(&major, &minor); /* loads it */
+  double start = Seconds();
+  for (long i = 0; i < count; ++i) version(&major, &minor);
+  double calls = Seconds() - start;
+  nvrtcProgram prog;
+  start = Seconds();
+  int ok = Compile("compute_89", &prog);
+  double compile = Seconds() - start;
+  printf("nvrtcVersion: %.1f ns per call; a compile: %.1f ms\n", calls / (double)count * 1e9,
+         compile * 1e3);
+  return ok;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s compile DIR | threads N DIR | missing | internals | bench N\n",
+            argv[0]);
+    return 2;
+  }
+  Dl_info info;
+  void* compile = Symbol("nvrtcCompileProgram");
+  printf("nvrtc: %s\n", dladdr(compile, &info) != 0 ? info.dli_fname : "?");
+  fflush(stdout);
+  int ok = 0;
+  if (strcmp(argv[1], "compile") == 0 && argc == 3) {
+    ok = CompileToFiles(argv[2]);
+  } else if (strcmp(argv[1], "threads") == 0 && argc == 4) {
+    ok = CompileInThreads(atoi(argv[2]), argv[3]);
+  } else if (strcmp(argv[1], "missing") == 0) {
+    ok = AllFail();
+  } else if (strcmp(argv[1], "internals") == 0) {
+    ok = Internals();
+  } else if (strcmp(argv[1], "bench") == 0 && argc == 3) {
+    ok = Bench(atol(argv[2]));
+  }
+  return ok ? 0 : 1;
+}

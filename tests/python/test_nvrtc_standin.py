@@ -1,0 +1,184 @@
+"""kcache's libnvrtc.so.13 stand-in (docs/nvrtc-standin.md) in Python processes under
+`kcache run`: cuda-python's bindings and cuda.core compile through it (cuda.pathfinder finds a
+loaded libnvrtc.so.13 before it looks in the wheel), byte for byte as they compile without it
+with the same real NVRTC; `kcache run` forwards to the toolkit's NVRTC unless
+KCACHE_REAL_NVRTC names another (the nvidia-cuda-nvrtc wheel's, say); torch, whose
+libtorch_cuda.so links NVRTC's versioned symbols, imports under it. The C programs' side is
+tests/integration/nvrtc_standin_test.cc."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Set
+
+import pytest
+
+TOOLKIT_NVRTC = "/usr/local/cuda/lib64/libnvrtc.so.13"
+FORWARDED = "kcache: nvrtc: nvrtcCompileProgram forwarded to "
+
+# Compiles one kernel with cuda.bindings' nvrtc (PTX for compute_89) and cuda.core's Program
+# (CUBIN for sm_89; its PTX output asks the driver whether it could load it, which needs a
+# GPU), and prints what came out and which NVRTC libraries the process mapped, as JSON.
+CALLER = r'''
+import hashlib, json
+from cuda.bindings import nvrtc
+from cuda.core import Program, ProgramOptions
+
+SOURCE = """template <typename T>
+__global__ void scale(T* data, T factor, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] *= factor;
+}
+"""
+
+def check(result):
+    err = result[0]
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, nvrtc.nvrtcGetErrorString(err)
+    return result[1:]
+
+major, minor = check(nvrtc.nvrtcVersion())
+(prog,) = check(nvrtc.nvrtcCreateProgram(SOURCE.encode(), b"scale.cu", 0, [], []))
+check(nvrtc.nvrtcAddNameExpression(prog, b"scale<float>"))
+options = [b"--gpu-architecture=compute_89"]
+check(nvrtc.nvrtcCompileProgram(prog, len(options), options))
+(size,) = check(nvrtc.nvrtcGetPTXSize(prog))
+ptx = b" " * size
+check(nvrtc.nvrtcGetPTX(prog, ptx))
+(lowered,) = check(nvrtc.nvrtcGetLoweredName(prog, b"scale<float>"))
+check(nvrtc.nvrtcDestroyProgram(prog))
+
+code = Program(SOURCE, "c++", ProgramOptions(arch="sm_89")).compile(
+    "cubin", name_expressions=("scale<float>",))
+core_lowered = code.symbol_mapping.get("scale<float>")
+maps = sorted({line.split()[-1] for line in open("/proc/self/maps") if "libnvrtc.so" in line})
+print(json.dumps({
+    "version": [major, minor],
+    "ptx": hashlib.sha256(ptx).hexdigest(),
+    "lowered": lowered.decode(),
+    "cubin": hashlib.sha256(bytes(code.code)).hexdigest(),
+    "core_lowered": core_lowered.decode() if isinstance(core_lowered, bytes) else core_lowered,
+    "maps": maps,
+}))
+'''
+
+# Every variable `kcache run` sets or reads (tests/testutil/kcache_run.h), left out of the
+# environment each run starts from.
+ROUTED = {"KCACHE_STORE", "KCACHE_SERVER", "KCACHE_REAL_CUDA_HOME", "CUDA_HOME", "CUDA_PATH",
+          "CUDACXX", "PYTORCH_NVCC", "FLASHINFER_NVCC", "DG_JIT_NVCC_COMPILER", "CC", "CXX",
+          "CMAKE_CUDA_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER",
+          "CMAKE_C_COMPILER_LAUNCHER", "FLASHINFER_NVCC_LAUNCHER", "FLASHINFER_CXX_LAUNCHER",
+          "TORCH_CUDA_ARCH_LIST", "FLASHINFER_CUDA_ARCH_LIST", "KCACHE_BASEDIR",
+          "KCACHE_REAL_NVRTC", "LD_PRELOAD"}
+
+
+@pytest.fixture(scope="module")
+def stand_in(kcache_cli: str) -> Path:
+    path = Path(kcache_cli).parent / "nvrtc" / "libnvrtc.so.13"
+    if not path.exists():
+        pytest.skip(f"no NVRTC stand-in at {path}")
+    if not os.path.exists(TOOLKIT_NVRTC):
+        pytest.skip(f"no NVRTC at {TOOLKIT_NVRTC}")
+    pytest.importorskip("cuda.bindings")
+    pytest.importorskip("cuda.core")
+    return path
+
+
+def wheel_nvrtc() -> Optional[str]:
+    """The nvidia-cuda-nvrtc wheel's libnvrtc.so.13, which cuda-python loads on its own."""
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(root) / "cu13" / "lib" / "libnvrtc.so.13"
+        if candidate.exists():
+            return str(candidate)
+    return None
+
+
+def clean_env(**extra: str) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ROUTED}
+    env["CUDA_HOME"] = "/usr/local/cuda"
+    env.update(extra)
+    return env
+
+
+def run_caller(args: List[str], env: Dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args + [sys.executable, "-c", CALLER], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def under_kcache(kcache_cli: str, tmp_path: Path, **extra: str) -> subprocess.CompletedProcess:
+    env = clean_env(KCACHE_LOG="1", KCACHE_STATE_DIR=str(tmp_path / "state"), **extra)
+    return run_caller([kcache_cli, "run", "--store", str(tmp_path / "store"), "--shims",
+                       str(tmp_path / "shims"), "--"], env)
+
+
+def result(run: subprocess.CompletedProcess) -> dict:
+    assert run.returncode == 0, run.stdout + run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def exports(library: str) -> Set[str]:
+    nm = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True, text=True,
+                        check=True)
+    return {f[2] for f in (line.split() for line in nm.stdout.splitlines())
+            if len(f) == 3 and f[1] == "T"}
+
+
+def test_stand_in_exports_what_the_wheels_nvrtc_exports(stand_in: Path) -> None:
+    wheel = wheel_nvrtc()
+    if wheel is None:
+        pytest.skip("no nvidia-cuda-nvrtc 13 wheel in this environment")
+    missing = exports(wheel) - exports(str(stand_in))
+    assert not missing, f"add to client/nvrtc/nvrtc_entries.h: {sorted(missing)}"
+
+
+def test_cuda_python_compiles_through_it_with_the_toolkits_nvrtc(
+        stand_in: Path, kcache_cli: str, tmp_path: Path) -> None:
+    run = under_kcache(kcache_cli, tmp_path)
+    through = result(run)
+    assert through["version"] == [13, 0], through
+    assert str(stand_in.resolve()) in [str(Path(m).resolve()) for m in through["maps"]], through
+    assert all(not m.endswith("cu13/lib/libnvrtc.so.13") for m in through["maps"]), through
+    assert run.stderr.count(FORWARDED + TOOLKIT_NVRTC + ": NVRTC_SUCCESS") == 2, run.stderr
+    # The same real NVRTC without the stand-in (preloaded, so cuda.pathfinder takes it).
+    direct = result(run_caller([], clean_env(LD_PRELOAD=TOOLKIT_NVRTC)))
+    assert direct["version"] == [13, 0]
+    for key in ("ptx", "lowered", "cubin", "core_lowered"):
+        assert through[key] == direct[key], key
+    assert through["lowered"].startswith("_Z5scaleIf"), through
+
+
+def test_kcache_real_nvrtc_names_the_wheels_nvrtc(stand_in: Path, kcache_cli: str,
+                                                  tmp_path: Path) -> None:
+    wheel = wheel_nvrtc()
+    if wheel is None:
+        pytest.skip("no nvidia-cuda-nvrtc 13 wheel in this environment")
+    run = under_kcache(kcache_cli, tmp_path, KCACHE_REAL_NVRTC=wheel)
+    through = result(run)
+    assert run.stderr.count(FORWARDED + wheel + ": NVRTC_SUCCESS") == 2, run.stderr
+    # What cuda-python compiles without kcache: the wheel's NVRTC, loaded by cuda.pathfinder.
+    direct = result(run_caller([], clean_env()))
+    assert any(m.endswith("cu13/lib/libnvrtc.so.13") for m in direct["maps"]), direct
+    assert through["version"] == direct["version"]
+    for key in ("ptx", "lowered", "cubin", "core_lowered"):
+        assert through[key] == direct[key], key
+
+
+def test_torch_imports_under_it(stand_in: Path, kcache_cli: str, tmp_path: Path) -> None:
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    script = ("import json, torch\n"
+              "print(json.dumps(sorted({l.split()[-1] for l in open('/proc/self/maps')"
+              " if 'libnvrtc.so.13' in l})))\n")
+    env = clean_env(KCACHE_STATE_DIR=str(tmp_path / "state"))
+    run = subprocess.run([kcache_cli, "run", "--store", str(tmp_path / "store"), "--shims",
+                          str(tmp_path / "shims"), "--", sys.executable, "-c", script], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    maps = json.loads(run.stdout.strip().splitlines()[-1])
+    # libtorch_cuda.so's NVRTC 13 is the stand-in: the wheel's is not even loaded.
+    assert [str(Path(m).resolve()) for m in maps] == [str(stand_in.resolve())], maps
