@@ -11,6 +11,9 @@
  * Without one, every entry point answers NVRTC_ERROR_INTERNAL_ERROR (nvrtcGetErrorString says
  * why) and one line on stderr names what to set: the host process goes on. With KCACHE_LOG=1
  * it writes a line when it loads the real NVRTC and one per nvrtcCompileProgram it forwards.
+ * When it loads the real NVRTC it routes that library's file, environment and clock calls
+ * through nvrtc_reads.c, which records what each compile reads; with KCACHE_NVRTC_READS_LOG
+ * set, each compile's record is appended to that file.
  *
  * Plain C that needs only the C library, built without kcache's sanitizer and warning flags: it
  * loads into every process `kcache run` starts (Python, compilers, shells), where no C++ or
@@ -18,6 +21,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 #include <unistd.h>
 
 #include "client/nvrtc/nvrtc_entries.h"
+#include "client/nvrtc/nvrtc_reads.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -55,6 +60,9 @@ static int g_log;                 /* KCACHE_LOG=1 */
 static char g_path[4096];         /* the real NVRTC's path, as it was named */
 static int g_major, g_minor;      /* its version */
 static char g_told[kEntryCount];  /* "has no NAME" already said */
+static int g_recordable;          /* its compiles' reads are recorded (nvrtc_reads.h) */
+static char g_unrecordable[1024]; /* ... if not, why */
+static const char* g_reads_log;   /* KCACHE_NVRTC_READS_LOG: where each record is appended */
 
 /* Writes a line to stderr (formatted in one buffer, written at once: lines of several threads
  * do not interleave). */
@@ -95,6 +103,7 @@ static int TryOpen(const char* path, const struct stat* self, char* why, size_t 
     return -1;
   }
   for (int i = 0; i < kEntryCount; ++i) g_real[i] = dlsym(handle, kEntryNames[i]);
+  g_recordable = KcacheNvrtcReadsHook(handle, g_unrecordable, sizeof g_unrecordable) == 0;
   snprintf(g_path, sizeof g_path, "%s", path);
   g_major = major;
   g_minor = minor;
@@ -136,6 +145,12 @@ static void Load(void) {
   } else if (g_log) {
     SAY("kcache: nvrtc: forwarding to %s (NVRTC %d.%d)\n", g_path, g_major, g_minor);
   }
+  if (g_loaded && !g_recordable) {
+    SAY("kcache: libnvrtc.so.13 stand-in: what %s reads cannot be recorded (%s): its compiles "
+        "are forwarded, never cached\n",
+        g_path, g_unrecordable);
+  }
+  g_reads_log = Env("KCACHE_NVRTC_READS_LOG");
 }
 
 /* The real function `index` (NULL when there is none), the real NVRTC loaded first. */
@@ -203,18 +218,55 @@ static double Milliseconds(const struct timespec* from, const struct timespec* t
   return (double)(to->tv_sec - from->tv_sec) * 1e3 + (double)(to->tv_nsec - from->tv_nsec) / 1e6;
 }
 
+/* Appends one compile's record to $KCACHE_NVRTC_READS_LOG, framed by lines that say which
+ * compile (its program name) and whether the record is whole. One write: records of compiles
+ * in several threads or processes do not interleave. */
+static void WriteRecord(const char* name, const char* record, size_t length, int complete) {
+  char head[4400];
+  int n = snprintf(head, sizeof head, "# nvrtc compile %s%s\n", name != NULL ? name : "",
+                   complete ? "" : " (incomplete: not kept whole)");
+  if (n < 0) return;
+  size_t head_length = (size_t)n < sizeof head ? (size_t)n : sizeof head - 1;
+  size_t total = head_length + length + sizeof "# end\n" - 1;
+  char* all = malloc(total);
+  if (all == NULL) return;
+  memcpy(all, head, head_length);
+  memcpy(all + head_length, record, length);
+  memcpy(all + head_length + length, "# end\n", sizeof "# end\n" - 1);
+  int fd = open(g_reads_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ssize_t written = write(fd, all, total);
+    (void)written;
+    close(fd);
+  }
+  free(all);
+}
+
 EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int num_options,
                                        const char* const* options) {
   nvrtcResult (*real)(nvrtcProgram, int, const char* const*) =
       (nvrtcResult(*)(nvrtcProgram, int, const char* const*))Real(kIndex_nvrtcCompileProgram);
   if (real == NULL) return Missing(kIndex_nvrtcCompileProgram);
-  if (!g_log) return real(prog, num_options, options);
+  KcacheNvrtcReads* reads = g_recordable && g_reads_log != NULL ? KcacheNvrtcReadsBegin() : NULL;
   struct timespec start, end;
   clock_gettime(CLOCK_MONOTONIC, &start);
   nvrtcResult result = real(prog, num_options, options);
   clock_gettime(CLOCK_MONOTONIC, &end);
-  SAY("kcache: nvrtc: nvrtcCompileProgram forwarded to %s: %s, %d options, %.1f ms\n", g_path,
-      nvrtcGetErrorString(result), num_options, Milliseconds(&start, &end));
+  if (reads != NULL) {
+    size_t length = 0;
+    int complete = 0;
+    char* record = KcacheNvrtcReadsEnd(reads, &length, &complete);
+    if (record != NULL) {
+      char name[64];
+      snprintf(name, sizeof name, "%p", (void*)prog);
+      WriteRecord(name, record, length, complete);
+      free(record);
+    }
+  }
+  if (g_log) {
+    SAY("kcache: nvrtc: nvrtcCompileProgram forwarded to %s: %s, %d options, %.1f ms\n", g_path,
+        nvrtcGetErrorString(result), num_options, Milliseconds(&start, &end));
+  }
   return result;
 }
 

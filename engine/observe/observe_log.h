@@ -44,6 +44,8 @@
 #define KCACHE_OBSERVE_FAILED 'F'
 /* A directory's entries were listed (opendir, scandir): payload the path. */
 #define KCACHE_OBSERVE_LISTED 'D'
+/* A library asked for by name (dlopen) that could not be loaded: payload the name. */
+#define KCACHE_OBSERVE_UNLOADABLE 'l'
 /* readlink: payload "<path>\t<target>". */
 #define KCACHE_OBSERVE_LINK 'L'
 /* realpath, canonicalize_file_name: payload "<path>\t<result>". */
@@ -67,5 +69,23 @@
  * -arch=native): what the machine is, no file says. Payload "<program or variable>\t<the
  * argument or value>". */
 #define KCACHE_OBSERVE_NATIVE 'N'
+
+/* How the recorders (observe_preload.c, and kcache's NVRTC stand-in, client/nvrtc/nvrtc_reads.c)
+ * tell a call's outcome, in one place. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+/* Whether open(2) flags make it a write: the path is then an output (KCACHE_OBSERVE_WRITE). */
+static inline int KcacheObserveFlagsWrite(int flags) {
+  return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) != 0;
+}
+/* Whether an fopen mode writes. */
+static inline int KcacheObserveModeWrites(const char* mode) {
+  return mode != NULL && (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'));
+}
+/* Whether a look at a path that failed with `err` found it absent (KCACHE_OBSERVE_ABSENT), not
+ * another failure (KCACHE_OBSERVE_FAILED). */
+static inline int KcacheObserveFoundAbsent(int err) { return err == ENOENT || err == ENOTDIR; }
 
 #endif /* KCACHE_ENGINE_OBSERVE_OBSERVE_LOG_H_ */

@@ -198,7 +198,7 @@ static void RecordPath(char kind, int dir, const char* path) {
 /* A look at `path` that failed with `err`. */
 static void RecordFailure(int dir, const char* path, int err) {
   if (!g_recording || path == NULL) return;
-  if (err == ENOENT || err == ENOTDIR) {
+  if (KcacheObserveFoundAbsent(err)) {
     RecordPath(KCACHE_OBSERVE_ABSENT, dir, path);
     return;
   }
@@ -221,7 +221,7 @@ static void RecordWriteResult(int dir, const char* path, int rc, int err) {
 }
 
 static void RecordOpen(int dir, const char* path, int flags, int result, int err) {
-  if (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) {
+  if (KcacheObserveFlagsWrite(flags)) {
     RecordWriteResult(dir, path, result, err);
     return;
   }
@@ -757,34 +757,30 @@ DEFINE_OPENAT2(__openat64_2)
 DEFINE_CREAT(creat)
 DEFINE_CREAT(creat64)
 
-static int WritesMode(const char* mode) {
-  return mode != NULL && (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'));
-}
-
-#define DEFINE_FOPEN(name)                                                                    \
-  REAL(name);                                                                                 \
-  EXPORT FILE* name(const char* path, const char* mode) {                                     \
-    FILE* file = RESOLVE(name)(path, mode);                                                   \
-    int err = errno;                                                                          \
-    RecordOpen(AT_FDCWD, path, WritesMode(mode) ? O_WRONLY : O_RDONLY, file != NULL ? 0 : -1, \
-               err);                                                                          \
-    errno = err;                                                                              \
-    return file;                                                                              \
+#define DEFINE_FOPEN(name)                                                          \
+  REAL(name);                                                                       \
+  EXPORT FILE* name(const char* path, const char* mode) {                           \
+    FILE* file = RESOLVE(name)(path, mode);                                         \
+    int err = errno;                                                                \
+    RecordOpen(AT_FDCWD, path, KcacheObserveModeWrites(mode) ? O_WRONLY : O_RDONLY, \
+               file != NULL ? 0 : -1, err);                                         \
+    errno = err;                                                                    \
+    return file;                                                                    \
   }
 DEFINE_FOPEN(fopen)
 DEFINE_FOPEN(fopen64)
 
-#define DEFINE_FREOPEN(name)                                                                    \
-  REAL(name);                                                                                   \
-  EXPORT FILE* name(const char* path, const char* mode, FILE* stream) {                         \
-    FILE* file = RESOLVE(name)(path, mode, stream);                                             \
-    int err = errno;                                                                            \
-    if (path != NULL) {                                                                         \
-      RecordOpen(AT_FDCWD, path, WritesMode(mode) ? O_WRONLY : O_RDONLY, file != NULL ? 0 : -1, \
-                 err);                                                                          \
-    }                                                                                           \
-    errno = err;                                                                                \
-    return file;                                                                                \
+#define DEFINE_FREOPEN(name)                                                          \
+  REAL(name);                                                                         \
+  EXPORT FILE* name(const char* path, const char* mode, FILE* stream) {               \
+    FILE* file = RESOLVE(name)(path, mode, stream);                                   \
+    int err = errno;                                                                  \
+    if (path != NULL) {                                                               \
+      RecordOpen(AT_FDCWD, path, KcacheObserveModeWrites(mode) ? O_WRONLY : O_RDONLY, \
+                 file != NULL ? 0 : -1, err);                                         \
+    }                                                                                 \
+    errno = err;                                                                      \
+    return file;                                                                      \
   }
 DEFINE_FREOPEN(freopen)
 DEFINE_FREOPEN(freopen64)

@@ -106,6 +106,9 @@ ObservedReads ParseObservation(absl::string_view log) {
       case KCACHE_OBSERVE_UNOBSERVABLE:
         reads.unobservable.push_back(Fields(payload));
         break;
+      case KCACHE_OBSERVE_UNLOADABLE:
+        reads.unloadable.push_back(Unescape(payload));
+        break;
       case KCACHE_OBSERVE_NATIVE:
         reads.native_targets.push_back(Fields(payload));
         break;

@@ -43,6 +43,9 @@ struct ObservedReads {
   std::vector<EnvRead> env;
   std::vector<pid_t> clock_readers;                               // processes that called time()
   std::vector<std::pair<std::string, std::string>> unobservable;  // (path, why)
+  // Libraries asked for by name that could not be loaded (NVRTC's records only:
+  // client/nvrtc/nvrtc_reads.h).
+  std::vector<std::string> unloadable;
   // Programs started with, or variables read holding, an option that lets the machine pick
   // the code: (program or $NAME, the argument or value).
   std::vector<std::pair<std::string, std::string>> native_targets;

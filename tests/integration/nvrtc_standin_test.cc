@@ -16,6 +16,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/observe/observe_log.h"
+#include "engine/observe/observed_reads.h"
 #include "tests/testutil/kcache_run.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
@@ -199,6 +201,52 @@ TEST_F(NvrtcStandInTest, SixteenThreadsCompileAtOnceThroughIt) {
   EXPECT_EQ(Occurrences(run.output, kForwardedCompile), 16) << run.output;
   EXPECT_EQ(Occurrences(run.output, "kcache: nvrtc: forwarding to "), 1) << run.output;
   EXPECT_EQ(ReadFile(tmp_ / "run/ptx"), ReadFile(tmp_ / "direct/ptx"));
+}
+
+// What the real NVRTC read while it compiled (client/nvrtc/nvrtc_reads.h), as the stand-in
+// appends it to $KCACHE_NVRTC_READS_LOG: the header found in the second -I directory and its
+// absence from the first, what NVRTC asked of the environment; and nothing of what another
+// thread of the program read at the same time.
+TEST_F(NvrtcStandInTest, RecordsWhatTheCompileReadAndNotWhatOtherThreadsRead) {
+  fs::path inc = Dir("inc");
+  fs::create_directories(inc / "a");
+  fs::create_directories(inc / "b");
+  std::ofstream(inc / "b/hdr.h") << "constexpr float kValue = 3.0f;\n";
+  std::ofstream(inc / "unrelated") << "not NVRTC's\n";
+  fs::path log = tmp_ / "reads.log";
+  RunResult run =
+      UnderKcache(absl::StrCat(Program("nvrtc_linked_program"), " includes ", inc.string()),
+                  absl::StrCat("KCACHE_NVRTC_READS_LOG=", log.string()));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
+  EXPECT_TRUE(Contains(run.output, "the other thread read ")) << run.output;
+
+  std::string text = ReadFile(log);
+  EXPECT_EQ(Occurrences(text, "# nvrtc compile "), 1) << text;
+  EXPECT_EQ(Occurrences(text, "\n# end\n"), 1) << text;
+  EXPECT_FALSE(Contains(text, "incomplete")) << text;
+  std::string record;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (!absl::StartsWith(line, "#")) absl::StrAppend(&record, line, "\n");
+  }
+  observe::ObservedReads reads = observe::ParseObservation(record);
+  EXPECT_EQ(reads.damaged_lines, 0u) << text;
+  auto has = [&](char kind, const fs::path& path) {
+    for (const observe::PathFact& fact : reads.facts) {
+      if (fact.kind == kind && fact.path == path.string()) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has(KCACHE_OBSERVE_READ, inc / "b/hdr.h")) << text;
+  EXPECT_TRUE(has(KCACHE_OBSERVE_ABSENT, inc / "a/hdr.h")) << text;
+  EXPECT_FALSE(Contains(text, (inc / "unrelated").string())) << text;
+  bool asked_append_flags = false;
+  for (const observe::EnvRead& read : reads.env) {
+    asked_append_flags |= read.name == "NVRTC_APPEND_FLAGS";
+  }
+  EXPECT_TRUE(asked_append_flags) << text;
+  EXPECT_TRUE(reads.unobservable.empty()) << text;
+  EXPECT_TRUE(reads.written.empty()) << text;
 }
 
 TEST_F(NvrtcStandInTest, WithoutARealNvrtcEveryCallFailsAndSaysWhatToSet) {

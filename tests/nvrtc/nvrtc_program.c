@@ -11,6 +11,8 @@
  *   PROGRAM missing         every call fails with NVRTC_ERROR_INTERNAL_ERROR (no real NVRTC)
  *   PROGRAM internals       calls the undocumented entries with arguments they refuse
  *   PROGRAM bench N         N calls of nvrtcVersion, and one compile, timed
+ *   PROGRAM includes DIR    compiles a kernel that includes "hdr.h" with -I DIR/a -I DIR/b,
+ *                           while another thread of the program keeps reading DIR/unrelated
  * Each mode prints "nvrtc: PATH", the file nvrtcCompileProgram is found in, first. Exit 0 when
  * all went as the mode expects, 1 otherwise. */
 #define _GNU_SOURCE
@@ -188,6 +190,45 @@ static int Internals(void) {
   return 1;
 }
 
+struct Reader {
+  const char* path;
+  int stop;
+  long reads;
+};
+
+static void* KeepReading(void* arg) {
+  struct Reader* reader = arg;
+  while (!__atomic_load_n(&reader->stop, __ATOMIC_ACQUIRE)) {
+    FILE* file = fopen(reader->path, "rb");
+    if (file != NULL) fclose(file);
+    ++reader->reads;
+  }
+  return NULL;
+}
+
+static int CompileIncludes(const char* dir) {
+  static const char kIncluding[] =
+      "#include \"hdr.h\"\n"
+      "extern \"C\" __global__ void fill(float* data) { data[threadIdx.x] = kValue; }\n";
+  char a[4200], b[4200], unrelated[4200];
+  snprintf(a, sizeof a, "-I%s/a", dir);
+  snprintf(b, sizeof b, "-I%s/b", dir);
+  snprintf(unrelated, sizeof unrelated, "%s/unrelated", dir);
+  struct Reader reader = {unrelated, 0, 0};
+  pthread_t thread;
+  pthread_create(&thread, NULL, KeepReading, &reader);
+  nvrtcProgram prog;
+  const char* options[] = {a, b, "--gpu-architecture=compute_89"};
+  int ok =
+      Check(NVRTC(nvrtcCreateProgram)(&prog, kIncluding, "fill.cu", 0, NULL, NULL), "create") &&
+      Check(NVRTC(nvrtcCompileProgram)(prog, 3, options), "compile");
+  __atomic_store_n(&reader.stop, 1, __ATOMIC_RELEASE);
+  pthread_join(thread, NULL);
+  printf("the other thread read %s %ld times\n", unrelated, reader.reads);
+  if (ok) NVRTC(nvrtcDestroyProgram)(&prog);
+  return ok && reader.reads > 0;
+}
+
 static double Seconds(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -212,7 +253,9 @@ static int Bench(long count) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s compile DIR | threads N DIR | missing | internals | bench N\n",
+    fprintf(stderr,
+            "usage: %s compile DIR | threads N DIR | missing | internals | includes DIR | "
+            "bench N\n",
             argv[0]);
     return 2;
   }
@@ -229,6 +272,8 @@ int main(int argc, char** argv) {
     ok = AllFail();
   } else if (strcmp(argv[1], "internals") == 0) {
     ok = Internals();
+  } else if (strcmp(argv[1], "includes") == 0 && argc == 3) {
+    ok = CompileIncludes(argv[2]);
   } else if (strcmp(argv[1], "bench") == 0 && argc == 3) {
     ok = Bench(atol(argv[2]));
   }

@@ -1,0 +1,771 @@
+/* The recorder of what the real NVRTC reads while it compiles (nvrtc_reads.h). */
+#define _GNU_SOURCE
+#include "client/nvrtc/nvrtc_reads.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/observe/observe_log.h"
+
+/* ---------------------------------------------------------------- compiles under way */
+
+struct KcacheNvrtcReads {
+  char* text;
+  size_t length, capacity;
+  int lost; /* a fact that did not fit */
+  int slot; /* its index in g_active */
+};
+
+#define MAX_ACTIVE 256
+static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+static KcacheNvrtcReads* g_active[MAX_ACTIVE]; /* under g_mutex */
+static int g_active_count;                     /* read without the mutex on the fast path */
+/* The compile this thread runs. Initial-exec: the stand-in is preloaded, so its TLS is static,
+ * and it then needs no __tls_get_addr from the dynamic loader (only the C library). */
+static __thread KcacheNvrtcReads* t_current __attribute__((tls_model("initial-exec")));
+
+KcacheNvrtcReads* KcacheNvrtcReadsBegin(void) {
+  KcacheNvrtcReads* reads = calloc(1, sizeof *reads);
+  if (reads == NULL) return NULL;
+  pthread_mutex_lock(&g_mutex);
+  int slot = -1;
+  for (int i = 0; i < MAX_ACTIVE && slot < 0; ++i) {
+    if (g_active[i] == NULL) slot = i;
+  }
+  if (slot >= 0) {
+    g_active[slot] = reads;
+    reads->slot = slot;
+    __atomic_add_fetch(&g_active_count, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_mutex);
+  if (slot < 0) {
+    free(reads);
+    return NULL;
+  }
+  t_current = reads;
+  return reads;
+}
+
+char* KcacheNvrtcReadsEnd(KcacheNvrtcReads* reads, size_t* length, int* complete) {
+  pthread_mutex_lock(&g_mutex);
+  g_active[reads->slot] = NULL;
+  __atomic_sub_fetch(&g_active_count, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&g_mutex);
+  if (t_current == reads) t_current = NULL;
+  char* text = reads->text;
+  *length = reads->length;
+  *complete = !reads->lost;
+  free(reads);
+  if (text == NULL) {
+    text = malloc(1);
+    if (text != NULL) text[0] = '\0';
+  }
+  return text;
+}
+
+/* Appends `line` to one compile's record (g_mutex held). */
+static void AppendTo(KcacheNvrtcReads* reads, const char* line, size_t size) {
+  if (reads->lost) return;
+  if (reads->length + size + 1 > KCACHE_NVRTC_READS_MAX_BYTES) {
+    reads->lost = 1;
+    return;
+  }
+  if (reads->length + size + 1 > reads->capacity) {
+    size_t capacity = reads->capacity ? reads->capacity * 2 : 4096;
+    while (capacity < reads->length + size + 1) capacity *= 2;
+    char* grown = realloc(reads->text, capacity);
+    if (grown == NULL) {
+      reads->lost = 1;
+      return;
+    }
+    reads->text = grown;
+    reads->capacity = capacity;
+  }
+  memcpy(reads->text + reads->length, line, size);
+  reads->length += size;
+  reads->text[reads->length] = '\0';
+}
+
+/* Whether a fact now would be recorded: some compile is under way. */
+static int Recording(void) { return __atomic_load_n(&g_active_count, __ATOMIC_ACQUIRE) > 0; }
+
+static size_t Escaped(char* out, size_t at, size_t cap, const char* text) {
+  for (const char* p = text; p != NULL && *p; ++p) {
+    if (at + 3 >= cap) return cap; /* does not fit: the caller marks the fact lost */
+    if (*p == '\\' || *p == '\n' || *p == '\t') {
+      out[at++] = '\\';
+      out[at++] = *p == '\n' ? 'n' : (*p == '\t' ? 't' : '\\');
+    } else {
+      out[at++] = *p;
+    }
+  }
+  return at;
+}
+
+/* Records "<kind> <pid> <a>[\t<b>]": into this thread's compile, or, on a thread that is not
+ * compiling (one of NVRTC's own), into every compile under way. */
+static void Record(char kind, const char* a, const char* b) {
+  char line[16384];
+  size_t cap = sizeof line;
+  int n = snprintf(line, cap, "%c %ld ", kind, (long)getpid());
+  size_t at = Escaped(line, (size_t)n, cap, a);
+  if (b != NULL && at < cap) {
+    line[at++] = '\t';
+    at = Escaped(line, at, cap, b);
+  }
+  int lost = at + 1 >= cap;
+  if (!lost) line[at++] = '\n';
+  pthread_mutex_lock(&g_mutex);
+  KcacheNvrtcReads* own = t_current;
+  for (int i = 0; i < MAX_ACTIVE; ++i) {
+    KcacheNvrtcReads* reads = g_active[i];
+    if (reads == NULL || (own != NULL && reads != own)) continue;
+    if (lost) {
+      reads->lost = 1;
+    } else {
+      AppendTo(reads, line, at);
+    }
+  }
+  pthread_mutex_unlock(&g_mutex);
+}
+
+/* `path` made absolute against the working directory, into out. NULL when it cannot be. */
+static const char* Absolute(const char* path, char* out, size_t cap) {
+  if (path == NULL) return NULL;
+  if (path[0] == '/') return path;
+  char base[PATH_MAX];
+  if (getcwd(base, sizeof base) == NULL) return NULL;
+  int n = snprintf(out, cap, "%s%s%s", base, strcmp(base, "/") == 0 ? "" : "/", path);
+  return n > 0 && (size_t)n < cap ? out : NULL;
+}
+
+static void RecordPath(char kind, const char* path, const char* value) {
+  char buffer[PATH_MAX * 2];
+  const char* absolute = Absolute(path, buffer, sizeof buffer);
+  if (absolute == NULL) {
+    Record(KCACHE_OBSERVE_UNOBSERVABLE, path != NULL ? path : "(null)",
+           "a path that cannot be made absolute");
+    return;
+  }
+  Record(kind, absolute, value);
+}
+
+/* A look at `path` that failed with `err`. */
+static void RecordFailure(const char* path, int err) {
+  if (KcacheObserveFoundAbsent(err)) {
+    RecordPath(KCACHE_OBSERVE_ABSENT, path, NULL);
+    return;
+  }
+  char number[16], buffer[PATH_MAX * 2];
+  snprintf(number, sizeof number, "%d", err);
+  const char* absolute = Absolute(path, buffer, sizeof buffer);
+  Record(KCACHE_OBSERVE_FAILED, number, absolute != NULL ? absolute : path);
+}
+
+static void RecordLook(char found, const char* path, int rc, int err) {
+  if (rc == 0) {
+    RecordPath(found, path, NULL);
+  } else {
+    RecordFailure(path, err);
+  }
+}
+
+/* A call that writes `path`: the compile wrote a file, which a cache cannot replay. */
+static void RecordWrite(const char* path) { RecordPath(KCACHE_OBSERVE_WRITE, path, NULL); }
+
+static void RecordOpen(const char* path, int writes, int ok, int err) {
+  if (writes) {
+    if (ok)
+      RecordWrite(path);
+    else
+      RecordFailure(path, err);
+  } else {
+    RecordLook(KCACHE_OBSERVE_READ, path, ok ? 0 : -1, err);
+  }
+}
+
+/* ---------------------------------------------------------------- the routed functions */
+
+/* The C library's own function behind each routed import, as the import slot held it. */
+#define ORIGINAL(name) static __typeof__(name)* g_original_##name
+
+int __xstat(int ver, const char* path, struct stat* st);
+int __lxstat(int ver, const char* path, struct stat* st);
+int __xstat64(int ver, const char* path, struct stat64* st);
+int __lxstat64(int ver, const char* path, struct stat64* st);
+
+ORIGINAL(open);
+static int RoutedOpen(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | __O_TMPFILE)) {
+    va_list args;
+    va_start(args, flags);
+    mode = (mode_t)va_arg(args, int);
+    va_end(args);
+  }
+  int fd = g_original_open(path, flags, mode);
+  int err = errno;
+  if (Recording()) {
+    RecordOpen(path, KcacheObserveFlagsWrite(flags), fd >= 0, err);
+  }
+  errno = err;
+  return fd;
+}
+
+#define DEFINE_ROUTED_FOPEN(name)                                                        \
+  ORIGINAL(name);                                                                        \
+  static FILE* Routed_##name(const char* path, const char* mode) {                       \
+    FILE* file = g_original_##name(path, mode);                                          \
+    int err = errno;                                                                     \
+    if (Recording()) RecordOpen(path, KcacheObserveModeWrites(mode), file != NULL, err); \
+    errno = err;                                                                         \
+    return file;                                                                         \
+  }
+DEFINE_ROUTED_FOPEN(fopen)
+DEFINE_ROUTED_FOPEN(fopen64)
+
+#define DEFINE_ROUTED_XSTAT(name, type, kind)                            \
+  ORIGINAL(name);                                                        \
+  static int Routed_##name(int ver, const char* path, struct type* st) { \
+    int rc = g_original_##name(ver, path, st);                           \
+    int err = errno;                                                     \
+    if (Recording()) RecordLook(kind, path, rc, err);                    \
+    errno = err;                                                         \
+    return rc;                                                           \
+  }
+DEFINE_ROUTED_XSTAT(__xstat, stat, KCACHE_OBSERVE_EXISTS)
+DEFINE_ROUTED_XSTAT(__xstat64, stat64, KCACHE_OBSERVE_EXISTS)
+DEFINE_ROUTED_XSTAT(__lxstat, stat, KCACHE_OBSERVE_LEXISTS)
+DEFINE_ROUTED_XSTAT(__lxstat64, stat64, KCACHE_OBSERVE_LEXISTS)
+
+#define DEFINE_ROUTED_STAT(name, type, kind)                    \
+  ORIGINAL(name);                                               \
+  static int Routed_##name(const char* path, struct type* st) { \
+    int rc = g_original_##name(path, st);                       \
+    int err = errno;                                            \
+    if (Recording()) RecordLook(kind, path, rc, err);           \
+    errno = err;                                                \
+    return rc;                                                  \
+  }
+DEFINE_ROUTED_STAT(stat, stat, KCACHE_OBSERVE_EXISTS)
+DEFINE_ROUTED_STAT(stat64, stat64, KCACHE_OBSERVE_EXISTS)
+DEFINE_ROUTED_STAT(lstat, stat, KCACHE_OBSERVE_LEXISTS)
+DEFINE_ROUTED_STAT(lstat64, stat64, KCACHE_OBSERVE_LEXISTS)
+DEFINE_ROUTED_STAT(statfs, statfs, KCACHE_OBSERVE_EXISTS)
+
+ORIGINAL(access);
+static int Routed_access(const char* path, int mode) {
+  int rc = g_original_access(path, mode);
+  int err = errno;
+  if (Recording()) RecordLook(KCACHE_OBSERVE_EXISTS, path, rc, err);
+  errno = err;
+  return rc;
+}
+
+ORIGINAL(opendir);
+static DIR* Routed_opendir(const char* path) {
+  DIR* dir = g_original_opendir(path);
+  int err = errno;
+  if (Recording()) RecordLook(KCACHE_OBSERVE_LISTED, path, dir != NULL ? 0 : -1, err);
+  errno = err;
+  return dir;
+}
+
+ORIGINAL(readlink);
+static ssize_t Routed_readlink(const char* path, char* out, size_t size) {
+  ssize_t n = g_original_readlink(path, out, size);
+  int err = errno;
+  if (Recording()) {
+    if (n >= 0) {
+      char target[PATH_MAX];
+      size_t length = (size_t)n < sizeof target ? (size_t)n : sizeof target - 1;
+      memcpy(target, out, length);
+      target[length] = '\0';
+      RecordPath(KCACHE_OBSERVE_LINK, path, target);
+    } else {
+      RecordFailure(path, err);
+    }
+  }
+  errno = err;
+  return n;
+}
+
+ORIGINAL(realpath);
+static char* Routed_realpath(const char* path, char* resolved) {
+  char* result = g_original_realpath(path, resolved);
+  int err = errno;
+  if (Recording()) {
+    if (result != NULL) {
+      RecordPath(KCACHE_OBSERVE_REALPATH, path, result);
+    } else {
+      RecordFailure(path, err);
+    }
+  }
+  errno = err;
+  return result;
+}
+
+#define DEFINE_ROUTED_WRITE1(name)                 \
+  ORIGINAL(name);                                  \
+  static int Routed_##name(const char* path) {     \
+    int rc = g_original_##name(path);              \
+    int err = errno;                               \
+    if (Recording() && rc == 0) RecordWrite(path); \
+    errno = err;                                   \
+    return rc;                                     \
+  }
+DEFINE_ROUTED_WRITE1(remove)
+DEFINE_ROUTED_WRITE1(unlink)
+DEFINE_ROUTED_WRITE1(rmdir)
+
+ORIGINAL(mkdir);
+static int Routed_mkdir(const char* path, mode_t mode) {
+  int rc = g_original_mkdir(path, mode);
+  int err = errno;
+  if (Recording()) {
+    if (rc == 0)
+      RecordWrite(path);
+    else if (err == EEXIST)
+      RecordPath(KCACHE_OBSERVE_LEXISTS, path, NULL);
+    else
+      RecordFailure(path, err);
+  }
+  errno = err;
+  return rc;
+}
+
+/* Changing the working directory changes what every relative path names: such a compile is not
+ * recorded faithfully. */
+ORIGINAL(chdir);
+static int Routed_chdir(const char* path) {
+  if (Recording()) Record(KCACHE_OBSERVE_UNOBSERVABLE, path, "NVRTC changed the working directory");
+  return g_original_chdir(path);
+}
+
+ORIGINAL(getenv);
+static char* Routed_getenv(const char* name) {
+  char* value = g_original_getenv(name);
+  if (Recording() && name != NULL) {
+    if (value != NULL) {
+      size_t size = strlen(name) + strlen(value) + 2;
+      char* both = malloc(size);
+      if (both != NULL) {
+        snprintf(both, size, "%s=%s", name, value);
+        Record(KCACHE_OBSERVE_ENV, both, NULL);
+        free(both);
+      } else {
+        Record(KCACHE_OBSERVE_UNOBSERVABLE, name, "no memory to record a variable");
+      }
+    } else {
+      Record(KCACHE_OBSERVE_ENV_UNSET, name, NULL);
+    }
+  }
+  return value;
+}
+
+/* The clock: how __DATE__, __TIME__ and __TIMESTAMP__ are expanded. */
+ORIGINAL(time);
+static time_t Routed_time(time_t* out) {
+  if (Recording()) Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return g_original_time(out);
+}
+ORIGINAL(gettimeofday);
+static int Routed_gettimeofday(struct timeval* tv, void* tz) {
+  if (Recording()) Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return g_original_gettimeofday(tv, tz);
+}
+ORIGINAL(localtime_r);
+static struct tm* Routed_localtime_r(const time_t* t, struct tm* out) {
+  if (Recording()) Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return g_original_localtime_r(t, out);
+}
+ORIGINAL(ctime);
+static char* Routed_ctime(const time_t* t) {
+  if (Recording()) Record(KCACHE_OBSERVE_CLOCK, "", NULL);
+  return g_original_ctime(t);
+}
+
+/* A library NVRTC loads while it compiles (libcuda, to ask the GPU): the file it loaded. */
+ORIGINAL(dlopen);
+static void* Routed_dlopen(const char* file, int flags) {
+  void* handle = g_original_dlopen(file, flags);
+  if (Recording() && file != NULL) {
+    struct link_map* map = NULL;
+    if (handle != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
+        map->l_name != NULL && map->l_name[0] == '/') {
+      Record(KCACHE_OBSERVE_LOADED, map->l_name, NULL);
+    } else if (handle == NULL) {
+      Record(KCACHE_OBSERVE_UNLOADABLE, file, NULL);
+    }
+  }
+  return handle;
+}
+
+/* Programs started: what they read is not seen. */
+#define DEFINE_ROUTED_EXEC(name, params, args, path)                                   \
+  ORIGINAL(name);                                                                      \
+  static int Routed_##name params {                                                    \
+    if (Recording()) Record(KCACHE_OBSERVE_UNOBSERVABLE, path, "NVRTC ran a program"); \
+    return g_original_##name args;                                                     \
+  }
+DEFINE_ROUTED_EXEC(execv, (const char* file, char* const argv[]), (file, argv), file)
+DEFINE_ROUTED_EXEC(execvp, (const char* file, char* const argv[]), (file, argv), file)
+DEFINE_ROUTED_EXEC(execve, (const char* file, char* const argv[], char* const envp[]),
+                   (file, argv, envp), file)
+DEFINE_ROUTED_EXEC(system, (const char* command), (command), command != NULL ? command : "sh")
+ORIGINAL(fork);
+static pid_t Routed_fork(void) {
+  if (Recording()) Record(KCACHE_OBSERVE_UNOBSERVABLE, "fork", "NVRTC started a process");
+  return g_original_fork();
+}
+
+/* syscall(2) with a number that reaches a file or starts a process is not seen through. */
+ORIGINAL(syscall);
+static long Routed_syscall(long number, ...) {
+  va_list args;
+  va_start(args, number);
+  long a = va_arg(args, long), b = va_arg(args, long), c = va_arg(args, long);
+  long d = va_arg(args, long), e = va_arg(args, long), f = va_arg(args, long);
+  va_end(args);
+  if (Recording()) {
+    switch (number) {
+      case SYS_open:
+      case SYS_openat:
+      case SYS_openat2:
+      case SYS_creat:
+      case SYS_stat:
+      case SYS_lstat:
+      case SYS_newfstatat:
+      case SYS_statx:
+      case SYS_access:
+      case SYS_faccessat:
+      case SYS_faccessat2:
+      case SYS_readlink:
+      case SYS_readlinkat:
+      case SYS_execve:
+      case SYS_execveat:
+      case SYS_chdir:
+      case SYS_fchdir:
+      case SYS_fork:
+      case SYS_vfork:
+      case SYS_clone:
+      case SYS_clone3:
+      case SYS_rename:
+      case SYS_renameat:
+      case SYS_renameat2:
+      case SYS_unlink:
+      case SYS_unlinkat:
+      case SYS_mkdir:
+      case SYS_mkdirat:
+      case SYS_getdents64:
+      case SYS_statfs:
+      case SYS_truncate: {
+        char what[48];
+        snprintf(what, sizeof what, "syscall %ld", number);
+        Record(KCACHE_OBSERVE_UNOBSERVABLE, what,
+               "NVRTC made a system call the stand-in does not follow");
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return g_original_syscall(number, a, b, c, d, e, f);
+}
+
+/* ---------------------------------------------------------------- the import table */
+
+typedef struct {
+  const char* name;
+  void* routed;
+  void** original;
+} Route;
+
+#define ROUTE(name, routed) \
+  { #name, (void*)(routed), (void**)&g_original_##name }
+static const Route kRoutes[] = {
+    ROUTE(open, RoutedOpen),
+    ROUTE(fopen, Routed_fopen),
+    ROUTE(fopen64, Routed_fopen64),
+    ROUTE(__xstat, Routed___xstat),
+    ROUTE(__xstat64, Routed___xstat64),
+    ROUTE(__lxstat, Routed___lxstat),
+    ROUTE(__lxstat64, Routed___lxstat64),
+    ROUTE(stat, Routed_stat),
+    ROUTE(stat64, Routed_stat64),
+    ROUTE(lstat, Routed_lstat),
+    ROUTE(lstat64, Routed_lstat64),
+    ROUTE(statfs, Routed_statfs),
+    ROUTE(access, Routed_access),
+    ROUTE(opendir, Routed_opendir),
+    ROUTE(readlink, Routed_readlink),
+    ROUTE(realpath, Routed_realpath),
+    ROUTE(remove, Routed_remove),
+    ROUTE(unlink, Routed_unlink),
+    ROUTE(rmdir, Routed_rmdir),
+    ROUTE(mkdir, Routed_mkdir),
+    ROUTE(chdir, Routed_chdir),
+    ROUTE(getenv, Routed_getenv),
+    ROUTE(time, Routed_time),
+    ROUTE(gettimeofday, Routed_gettimeofday),
+    ROUTE(localtime_r, Routed_localtime_r),
+    ROUTE(ctime, Routed_ctime),
+    ROUTE(dlopen, Routed_dlopen),
+    ROUTE(execv, Routed_execv),
+    ROUTE(execvp, Routed_execvp),
+    ROUTE(execve, Routed_execve),
+    ROUTE(system, Routed_system),
+    ROUTE(fork, Routed_fork),
+    ROUTE(syscall, Routed_syscall),
+};
+#define ROUTE_COUNT (sizeof kRoutes / sizeof kRoutes[0])
+
+/* Functions that reach a file, the environment, the clock or another process and are not
+ * routed: a library importing one cannot be recorded. (Those NVRTC 12 and 13 import are all
+ * routed; this list is what a later NVRTC could start to import.) */
+static const char* const kUnrouted[] = {
+    "open64",
+    "openat",
+    "openat64",
+    "__open_2",
+    "__open64_2",
+    "__openat_2",
+    "__openat64_2",
+    "creat",
+    "creat64",
+    "freopen",
+    "freopen64",
+    "fstatat",
+    "fstatat64",
+    "newfstatat",
+    "statx",
+    "__fxstatat",
+    "__fxstatat64",
+    "faccessat",
+    "euidaccess",
+    "eaccess",
+    "statfs64",
+    "statvfs",
+    "statvfs64",
+    "opendir64",
+    "fdopendir",
+    "scandir",
+    "scandir64",
+    "scandirat",
+    "nftw",
+    "nftw64",
+    "ftw",
+    "ftw64",
+    "glob",
+    "glob64",
+    "readlinkat",
+    "canonicalize_file_name",
+    "rename",
+    "renameat",
+    "renameat2",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "unlinkat",
+    "mkdirat",
+    "truncate",
+    "truncate64",
+    "mkstemp",
+    "mkstemp64",
+    "mkostemp",
+    "mkostemps",
+    "mkdtemp",
+    "tmpfile",
+    "tmpfile64",
+    "tempnam",
+    "tmpnam",
+    "tmpnam_r",
+    "fchdir",
+    "chroot",
+    "dlmopen",
+    "execl",
+    "execle",
+    "execlp",
+    "execvpe",
+    "fexecve",
+    "posix_spawn",
+    "posix_spawnp",
+    "popen",
+    "vfork",
+    "clone",
+    "clone3",
+    "secure_getenv",
+    "__secure_getenv",
+    "clock_gettime",
+    "localtime",
+    "gmtime",
+    "gmtime_r",
+    "ctime_r",
+    "asctime",
+    "mktime",
+    "ftime",
+    "nl_langinfo",
+    "getauxval",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "utime",
+    "utimes",
+    "chmod",
+    "chown",
+};
+
+static int IsUnrouted(const char* name) {
+  for (size_t i = 0; i < sizeof kUnrouted / sizeof kUnrouted[0]; ++i) {
+    if (strcmp(name, kUnrouted[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+static const Route* RouteFor(const char* name) {
+  for (size_t i = 0; i < ROUTE_COUNT; ++i) {
+    if (strcmp(name, kRoutes[i].name) == 0) return &kRoutes[i];
+  }
+  return NULL;
+}
+
+/* A dynamic entry's address: the loader relocates most of them in place, not all. */
+static uintptr_t Address(const struct link_map* map, ElfW(Addr) value) {
+  return value < map->l_addr ? map->l_addr + value : value;
+}
+
+/* The PT_GNU_RELRO range of the object loaded at `base` (0, 0 when it has none). */
+typedef struct {
+  uintptr_t base, start, end;
+} Relro;
+static int FindRelro(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  Relro* relro = data;
+  if (info->dlpi_addr != relro->base) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+      relro->start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+      relro->end = relro->start + info->dlpi_phdr[i].p_memsz;
+    }
+  }
+  return 1;
+}
+
+/* Points the import slot at `slot` to `routed`, keeping what it held in *original. */
+static int Rewrite(void** slot, const Route* route, const Relro* relro, char* why, size_t room) {
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t start = (uintptr_t)slot & ~(uintptr_t)(page - 1);
+  if (mprotect((void*)start, (size_t)page, PROT_READ | PROT_WRITE) != 0) {
+    snprintf(why, room, "cannot make the import slot of %s writable: %s", route->name,
+             strerror(errno));
+    return -1;
+  }
+  void* was = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (was != route->routed) {
+    if (*route->original == NULL) __atomic_store_n(route->original, was, __ATOMIC_RELEASE);
+    __atomic_store_n(slot, route->routed, __ATOMIC_RELEASE);
+  }
+  int in_relro = (uintptr_t)slot >= relro->start && (uintptr_t)slot < relro->end;
+  if (in_relro) mprotect((void*)start, (size_t)page, PROT_READ);
+  return 0;
+}
+
+int KcacheNvrtcReadsHook(void* handle, char* why, size_t room) {
+  struct link_map* map = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == NULL || map->l_ld == NULL) {
+    snprintf(why, room, "cannot find the library's dynamic section");
+    return -1;
+  }
+  const ElfW(Sym)* symbols = NULL;
+  const char* strings = NULL;
+  const ElfW(Rela)* plt = NULL;
+  const ElfW(Rela)* rela = NULL;
+  size_t plt_size = 0, rela_size = 0;
+  for (const ElfW(Dyn)* d = map->l_ld; d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+      case DT_SYMTAB:
+        symbols = (const ElfW(Sym)*)Address(map, d->d_un.d_ptr);
+        break;
+      case DT_STRTAB:
+        strings = (const char*)Address(map, d->d_un.d_ptr);
+        break;
+      case DT_JMPREL:
+        plt = (const ElfW(Rela)*)Address(map, d->d_un.d_ptr);
+        break;
+      case DT_PLTRELSZ:
+        plt_size = d->d_un.d_val;
+        break;
+      case DT_RELA:
+        rela = (const ElfW(Rela)*)Address(map, d->d_un.d_ptr);
+        break;
+      case DT_RELASZ:
+        rela_size = d->d_un.d_val;
+        break;
+      case DT_PLTREL:
+        if (d->d_un.d_val != DT_RELA) {
+          snprintf(why, room, "the library's imports are not RELA relocations");
+          return -1;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (symbols == NULL || strings == NULL) {
+    snprintf(why, room, "the library has no dynamic symbol table");
+    return -1;
+  }
+  Relro relro = {map->l_addr, 0, 0};
+  dl_iterate_phdr(FindRelro, &relro);
+  const ElfW(Rela) * tables[2] = {plt, rela};
+  size_t sizes[2] = {plt_size, rela_size};
+  for (int t = 0; t < 2; ++t) {
+    if (tables[t] == NULL) continue;
+    for (size_t i = 0; i < sizes[t] / sizeof(ElfW(Rela)); ++i) {
+      const ElfW(Rela)* r = &tables[t][i];
+      unsigned long type = ELF64_R_TYPE(r->r_info);
+      size_t index = ELF64_R_SYM(r->r_info);
+      if (index == 0) continue;
+      const ElfW(Sym)* symbol = &symbols[index];
+      if (symbol->st_shndx != SHN_UNDEF) continue; /* the library's own */
+      const char* name = strings + symbol->st_name;
+      const Route* route = RouteFor(name);
+      if (route == NULL) {
+        if (IsUnrouted(name)) {
+          snprintf(why, room, "the library imports %s, which the stand-in does not follow", name);
+          return -1;
+        }
+        continue;
+      }
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) {
+        snprintf(why, room,
+                 "the library takes the address of %s in a way the stand-in does not "
+                 "follow (relocation type %lu)",
+                 name, type);
+        return -1;
+      }
+      void** slot = (void**)(map->l_addr + r->r_offset);
+      if (Rewrite(slot, route, &relro, why, room) != 0) return -1;
+    }
+  }
+  /* A routed function whose slot was never met is not imported: never called. */
+  return 0;
+}
