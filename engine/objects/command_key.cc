@@ -13,17 +13,21 @@ constexpr char kObjectKeyDomain[] = "kcache.object.v2";
 
 // key1 over the fields gathered.
 ObjectKey Finish(ObjectKey key) {
-  std::string framing = kObjectKeyDomain;
-  framing.push_back('\0');
-  for (const KeyField& field : key.fields) {
-    AppendKeyFrame(framing, field.first);
-    AppendKeyFrame(framing, field.second);
-  }
-  key.key1 = CommandKey(Sha256Of(framing));
+  key.key1 = KeyOverFields(kObjectKeyDomain, key.fields);
   return key;
 }
 
 }  // namespace
+
+CommandKey KeyOverFields(absl::string_view domain, const std::vector<KeyField>& fields) {
+  std::string framing(domain);
+  framing.push_back('\0');
+  for (const KeyField& field : fields) {
+    AppendKeyFrame(framing, field.first);
+    AppendKeyFrame(framing, field.second);
+  }
+  return CommandKey(Sha256Of(framing));
+}
 
 absl::StatusOr<ObjectKey> ComputeObjectKey(const CompilerCommand& command,
                                            const std::vector<ToolFile>& tools,

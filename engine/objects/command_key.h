@@ -26,6 +26,10 @@ struct ObjectKey {
   std::string source;  // normalized source path, for listings and explain
 };
 
+// key1 over `fields`: SHA-256 over `domain` (a kind of key's own: a command's, an NVRTC
+// compile's), a NUL, then each field's name and value framed (AppendKeyFrame).
+CommandKey KeyOverFields(absl::string_view domain, const std::vector<KeyField>& fields);
+
 // Computes key1. FailedPrecondition (with UncachedReason kUnreadableInput or kTimeMacros in
 // *reason) when a tool or the source cannot be read or the source names a time macro.
 // `native_expansion`: what the command's -march=native (...) means on this machine

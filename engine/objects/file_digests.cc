@@ -312,6 +312,8 @@ absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t n
 
 }  // namespace
 
+bool NamesTimeMacro(absl::string_view text) { return HasTimeMacro(text); }
+
 absl::string_view FileTypeName(const struct stat& st) {
   if (S_ISREG(st.st_mode)) return "file";
   if (S_ISDIR(st.st_mode)) return "dir";

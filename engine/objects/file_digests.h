@@ -57,6 +57,9 @@ inline constexpr absl::string_view kListingPrefix = "listing:";    // + ListingD
 inline constexpr absl::string_view kResolvesToItselfMark = "~";
 // The type a stat or lstat of `st` is spelled with after kExistsPrefix / kLexistsPrefix.
 absl::string_view FileTypeName(const struct stat& st);
+// Whether `text` names __DATE__, __TIME__ or __TIMESTAMP__ (FileDigest::has_time_macro's test).
+bool NamesTimeMacro(absl::string_view text);
+
 // XXH3-128 of a directory's entry names (sorted, without "." and ".."), or why not.
 absl::StatusOr<std::string> ListingDigest(const std::string& dir);
 

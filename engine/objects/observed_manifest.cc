@@ -225,7 +225,7 @@ absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& re
                                                 FileDigests& digests, absl::Time compiled_from,
                                                 UncachedReason* reason) {
   const BaseDirs& dirs = *compile.dirs;
-  if (reads.processes.empty()) {
+  if (!compile.in_process && reads.processes.empty()) {
     return Uncached(reason, UncachedReason::kUnreadableInput,
                     "the compiler recorded nothing (it is statically linked, or the observer "
                     "did not load)");
@@ -247,7 +247,16 @@ absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& re
         reason, UncachedReason::kUnreadableInput,
         absl::StrCat(reads.unstarted.front().second, " started without recording its start"));
   }
-  for (pid_t pid : reads.clock_readers) {
+  for (const std::string& name : reads.unloadable) {
+    if (std::find(compile.keyed_libraries.begin(), compile.keyed_libraries.end(), name) ==
+        compile.keyed_libraries.end()) {
+      return Uncached(reason, UncachedReason::kUnreadableInput,
+                      absl::StrCat("the compile could not load ", name,
+                                   ", and where the loader looked is not recorded"));
+    }
+  }
+  bool clock_read = compile.in_process && !reads.clock_readers.empty();
+  for (pid_t pid : compile.in_process ? std::vector<pid_t>{} : reads.clock_readers) {
     auto it = reads.processes.find(pid);
     std::string exe = it == reads.processes.end() ? "a process" : it->second;
     if (!ReadsClockHarmlessly(exe)) {
@@ -320,6 +329,10 @@ absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& re
         read_paths.insert(path);
         break;
       case KCACHE_OBSERVE_LOADED:
+        if (std::find(compile.keyed_libraries.begin(), compile.keyed_libraries.end(),
+                      fs::path(path).filename().string()) != compile.keyed_libraries.end()) {
+          break;
+        }
         tools.insert(path);
         break;
       case KCACHE_OBSERVE_EXISTS:
@@ -399,6 +412,15 @@ absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& re
     if (!link_inputs.contains(path)) text.insert(path);
   }
   for (const std::string& path : link_inputs) text.erase(path);
+  if (clock_read) {
+    for (const std::string& path : text) {
+      absl::StatusOr<FileDigest> digest = digests.Digest(path, DigestKind::kContent);
+      if (digest.ok() && digest->has_time_macro) {
+        return Uncached(reason, UncachedReason::kTimeMacros,
+                        absl::StrCat(path, " names __DATE__, __TIME__ or __TIMESTAMP__"));
+      }
+    }
+  }
 
   auto add = [&](const std::set<std::string>& paths, DigestKind kind,
                  absl::string_view prefix) -> absl::Status {

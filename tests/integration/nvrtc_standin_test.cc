@@ -2,8 +2,9 @@
 // `kcache run` starts: it exports what the real NVRTC exports under its version node, needs
 // only the C library, and a program linked with -lnvrtc or dlopening libnvrtc.so.13
 // (tests/nvrtc/nvrtc_program.c) compiles through it exactly what it compiles without it, from
-// 16 threads at once too; without a real NVRTC every call fails and says what to set. Also
-// what `kcache env` sets for it. The Python callers (cuda-python, cuda.core, torch) are
+// 16 threads at once too; without a real NVRTC every call fails and says what to set. What a
+// compile reads, as it records it, and the manifest made of that. Also what `kcache env` sets
+// for it. The Python callers (cuda-python, cuda.core, torch) are
 // tests/python/test_nvrtc_standin.py's.
 #include <gtest/gtest.h>
 
@@ -16,6 +17,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/objects/header_manifest.h"
+#include "engine/objects/nvrtc_compile.h"
 #include "engine/observe/observe_log.h"
 #include "engine/observe/observed_reads.h"
 #include "tests/testutil/kcache_run.h"
@@ -149,6 +152,40 @@ class NvrtcStandInTest : public ::testing::Test {
     return tmp_ / name;
   }
 
+  // DIR/a (empty), DIR/b/hdr.h and DIR/unrelated, for `nvrtc_program includes DIR`.
+  fs::path IncludeDirs() {
+    fs::path inc = Dir("inc");
+    fs::create_directories(inc / "a");
+    fs::create_directories(inc / "b");
+    std::ofstream(inc / "b/hdr.h") << "constexpr float kValue = 3.0f;\n";
+    std::ofstream(inc / "unrelated") << "not NVRTC's\n";
+    return inc;
+  }
+
+  // Runs `nvrtc_linked_program includes DIR` under kcache run and returns the one compile's
+  // record from $KCACHE_NVRTC_READS_LOG, parsed (all of the log in *text).
+  observe::ObservedReads RecordIncludes(const fs::path& inc, std::string* text) {
+    fs::path log = tmp_ / "reads.log";
+    fs::remove(log);
+    RunResult run =
+        UnderKcache(absl::StrCat(Program("nvrtc_linked_program"), " includes ", inc.string()),
+                    absl::StrCat("KCACHE_NVRTC_READS_LOG=", log.string()));
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
+    EXPECT_TRUE(Contains(run.output, "the other thread read ")) << run.output;
+    *text = ReadFile(log);
+    EXPECT_EQ(Occurrences(*text, "# nvrtc compile "), 1) << *text;
+    EXPECT_EQ(Occurrences(*text, "\n# end\n"), 1) << *text;
+    EXPECT_FALSE(Contains(*text, "incomplete")) << *text;
+    std::string record;
+    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+      if (!absl::StartsWith(line, "#")) absl::StrAppend(&record, line, "\n");
+    }
+    observe::ObservedReads reads = observe::ParseObservation(record);
+    EXPECT_EQ(reads.damaged_lines, 0u) << *text;
+    return reads;
+  }
+
   testing::TempDir tmp_;
 };
 
@@ -208,29 +245,9 @@ TEST_F(NvrtcStandInTest, SixteenThreadsCompileAtOnceThroughIt) {
 // absence from the first, what NVRTC asked of the environment; and nothing of what another
 // thread of the program read at the same time.
 TEST_F(NvrtcStandInTest, RecordsWhatTheCompileReadAndNotWhatOtherThreadsRead) {
-  fs::path inc = Dir("inc");
-  fs::create_directories(inc / "a");
-  fs::create_directories(inc / "b");
-  std::ofstream(inc / "b/hdr.h") << "constexpr float kValue = 3.0f;\n";
-  std::ofstream(inc / "unrelated") << "not NVRTC's\n";
-  fs::path log = tmp_ / "reads.log";
-  RunResult run =
-      UnderKcache(absl::StrCat(Program("nvrtc_linked_program"), " includes ", inc.string()),
-                  absl::StrCat("KCACHE_NVRTC_READS_LOG=", log.string()));
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
-  EXPECT_TRUE(Contains(run.output, "the other thread read ")) << run.output;
-
-  std::string text = ReadFile(log);
-  EXPECT_EQ(Occurrences(text, "# nvrtc compile "), 1) << text;
-  EXPECT_EQ(Occurrences(text, "\n# end\n"), 1) << text;
-  EXPECT_FALSE(Contains(text, "incomplete")) << text;
-  std::string record;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    if (!absl::StartsWith(line, "#")) absl::StrAppend(&record, line, "\n");
-  }
-  observe::ObservedReads reads = observe::ParseObservation(record);
-  EXPECT_EQ(reads.damaged_lines, 0u) << text;
+  fs::path inc = IncludeDirs();
+  std::string text;
+  observe::ObservedReads reads = RecordIncludes(inc, &text);
   auto has = [&](char kind, const fs::path& path) {
     for (const observe::PathFact& fact : reads.facts) {
       if (fact.kind == kind && fact.path == path.string()) return true;
@@ -247,6 +264,42 @@ TEST_F(NvrtcStandInTest, RecordsWhatTheCompileReadAndNotWhatOtherThreadsRead) {
   EXPECT_TRUE(asked_append_flags) << text;
   EXPECT_TRUE(reads.unobservable.empty()) << text;
   EXPECT_TRUE(reads.written.empty()) << text;
+}
+
+// The manifest of a real compile's record (engine/objects/nvrtc_compile.h) holds here, and stops
+// holding when the header read changes, when a header of that name appears in the -I directory
+// searched first, and when NVRTC_APPEND_FLAGS, which NVRTC read unset, is set.
+TEST_F(NvrtcStandInTest, ManifestOfARecordMissesWhenWhatTheCompileReadChanges) {
+  fs::path inc = IncludeDirs();
+  std::string text;
+  observe::ObservedReads reads = RecordIncludes(inc, &text);
+  objects::BaseDirs dirs{fs::current_path().string(), {}};
+  objects::FileDigests digests("");
+  UncachedReason reason = UncachedReason::kNone;
+  absl::StatusOr<HeaderManifest> manifest =
+      objects::NvrtcManifest(reads, dirs, {}, digests, absl::InfiniteFuture(), &reason);
+  ASSERT_TRUE(manifest.ok()) << manifest.status() << "\n" << text;
+  auto holds = [&](const objects::Environment& env, std::string* difference) {
+    objects::FileDigests fresh("");
+    return objects::ManifestMatches(*manifest, dirs, env, fresh, difference);
+  };
+  std::string difference;
+  EXPECT_TRUE(holds({}, &difference)) << difference;
+
+  std::ofstream(inc / "b/hdr.h") << "constexpr float kValue = 4.0f;\n";
+  EXPECT_FALSE(holds({}, &difference));
+  EXPECT_TRUE(Contains(difference, "b/hdr.h")) << difference;
+  std::ofstream(inc / "b/hdr.h") << "constexpr float kValue = 3.0f;\n";
+  EXPECT_TRUE(holds({}, &difference)) << difference;
+
+  std::ofstream(inc / "a/hdr.h") << "constexpr float kValue = 5.0f;\n";
+  EXPECT_FALSE(holds({}, &difference));
+  EXPECT_TRUE(Contains(difference, "a/hdr.h")) << difference;
+  fs::remove(inc / "a/hdr.h");
+  EXPECT_TRUE(holds({}, &difference)) << difference;
+
+  EXPECT_FALSE(holds({{"NVRTC_APPEND_FLAGS", "-DkValue=0"}}, &difference));
+  EXPECT_TRUE(Contains(difference, "NVRTC_APPEND_FLAGS")) << difference;
 }
 
 TEST_F(NvrtcStandInTest, WithoutARealNvrtcEveryCallFailsAndSaysWhatToSet) {

@@ -1,0 +1,79 @@
+// An NVRTC compile as kcache keys it (docs/nvrtc-standin.md, "How a compile is keyed"): key1
+// over what the caller gave NVRTC (nvrtcCreateProgram, nvrtcAddNameExpression,
+// nvrtcCompileProgram) and which NVRTC ran it, and an entry's manifest over what the compile
+// read, as kcache's NVRTC stand-in records it (client/nvrtc/nvrtc_reads.h): the files NVRTC
+// opened and looked for, the variables it asked for. Two compiles share an entry only when
+// both hold.
+#ifndef KCACHE_ENGINE_OBJECTS_NVRTC_COMPILE_H_
+#define KCACHE_ENGINE_OBJECTS_NVRTC_COMPILE_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/compiler_command.h"
+#include "core/object_entry.h"
+#include "engine/objects/base_dirs.h"
+#include "engine/objects/command_key.h"
+#include "engine/objects/compiler_tools.h"
+#include "engine/objects/file_digests.h"
+#include "engine/observe/observed_reads.h"
+
+namespace kcache::objects {
+
+// What the caller passed NVRTC for one compile.
+struct NvrtcProgram {
+  std::string source;
+  std::string name;  // nvrtcCreateProgram's name; "" for NULL
+  // nvrtcCreateProgram's headers, in order: (include name, content).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::string> name_expressions;  // in the order they were added
+  std::vector<std::string> options;           // nvrtcCompileProgram's, in order
+};
+
+// Which NVRTC compiled it, and where.
+struct NvrtcContext {
+  std::string library;       // the real NVRTC's path
+  int major = 0, minor = 0;  // what its nvrtcVersion said
+  std::string cwd;           // the working directory: the program's name and relative -I
+                             // directories are looked up from it
+  // The GPU driver NVRTC loads (kNvrtcDriverLibrary) as the loader finds it here: its path;
+  // "" when none loads.
+  std::string driver;
+};
+
+// The library NVRTC loads at every compile (it asks the driver for its export table). It is
+// keyed in key1 (NvrtcContext::driver), not in the manifest: whether and which driver loads is
+// a fact of the node, the same for every compile there.
+inline constexpr char kNvrtcDriverLibrary[] = "libcuda.so.1";
+
+// key1: KeyOverFields with a domain of NVRTC's own over the NVRTC library's digest (as a tool)
+// and version, the driver's digest or "none", the working directory, the source's and each
+// header's digest and name, the program's name, each option and each name expression, in the
+// order given (options are not reordered: options given in another order make another key,
+// never a wrong hit). FailedPrecondition, with *reason: kNativeTarget for an -arch=native
+// (which GPU is here decides the code, and no key field says so); kTimeMacros when the source or
+// a header passed in memory names __DATE__, __TIME__ or __TIMESTAMP__; kUnreadableInput when the
+// library or the driver cannot be read.
+absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const NvrtcContext& context,
+                                          FileDigests& digests, UncachedReason* reason);
+
+// The manifest of what the compile read (`record`: the stand-in's record, parsed by
+// observe::ParseObservation), by ObservedManifest's rules for reads made inside one process
+// (ObservedCompile::in_process), the driver left to key1. `env`: the caller's environment, as
+// the compile saw it. FailedPrecondition, with *reason, as ObservedManifest's; also
+// kNativeTarget when NVRTC read a variable that holds -arch=native (NVRTC_APPEND_FLAGS).
+absl::StatusOr<HeaderManifest> NvrtcManifest(const observe::ObservedReads& record,
+                                             const BaseDirs& dirs, const Environment& env,
+                                             FileDigests& digests, absl::Time compiled_from,
+                                             UncachedReason* reason);
+
+// Whether NVRTC options (or a variable's value, split at blanks) ask for -arch=native.
+bool NamesNativeArch(const std::vector<std::string>& options);
+
+}  // namespace kcache::objects
+
+#endif  // KCACHE_ENGINE_OBJECTS_NVRTC_COMPILE_H_

@@ -1,0 +1,201 @@
+// engine/objects/nvrtc_compile.h: an NVRTC compile's key1 is the same for the same program,
+// NVRTC, driver and directory, differs when any of them does (each field on its own), and is
+// refused for -arch=native and time macros; the manifest of a record is refused when NVRTC
+// read a variable holding -arch=native, and leaves the driver to key1. What a real compile
+// records, and the manifest's misses after a header changes, are
+// tests/integration/nvrtc_standin_test.cc's.
+#include "engine/objects/nvrtc_compile.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache::objects {
+namespace {
+
+using testing::TempDir;
+
+class NvrtcCompileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_.Write("libnvrtc.so.13", "the real NVRTC\n");
+    tmp_.Write("libcuda.so.1", "a driver\n");
+    program_.source = "extern \"C\" __global__ void k(float* x) { x[0] = VALUE; }\n";
+    program_.name = "k.cu";
+    program_.headers = {{"value.h", "#define VALUE 1.0f\n"}};
+    program_.name_expressions = {"k"};
+    program_.options = {"-arch=sm_89", "-DVALUE=2.0f"};
+    context_.library = tmp_ / "libnvrtc.so.13";
+    context_.major = 13;
+    context_.minor = 0;
+    context_.cwd = "/work";
+    context_.driver = "";
+  }
+
+  absl::StatusOr<ObjectKey> Key(const NvrtcProgram& program, const NvrtcContext& context,
+                                UncachedReason* reason = nullptr) {
+    FileDigests digests("");
+    UncachedReason ignored = UncachedReason::kNone;
+    return NvrtcCommandKey(program, context, digests, reason ? reason : &ignored);
+  }
+
+  // key1 after `change` to a copy of the program and context.
+  CommandKey KeyAfter(const std::function<void(NvrtcProgram&, NvrtcContext&)>& change) {
+    NvrtcProgram program = program_;
+    NvrtcContext context = context_;
+    change(program, context);
+    absl::StatusOr<ObjectKey> key = Key(program, context);
+    EXPECT_TRUE(key.ok()) << key.status();
+    return key.ok() ? key->key1 : CommandKey();
+  }
+
+  TempDir tmp_;
+  NvrtcProgram program_;
+  NvrtcContext context_;
+};
+
+TEST_F(NvrtcCompileTest, SameCompileSameKey) {
+  absl::StatusOr<ObjectKey> key = Key(program_, context_);
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(Key(program_, context_)->key1, key->key1);
+  EXPECT_EQ(key->source, "k.cu");
+  EXPECT_EQ(key->fields.front().first, "nvrtc");
+}
+
+TEST_F(NvrtcCompileTest, EachFieldChangesTheKey) {
+  CommandKey base = KeyAfter([](NvrtcProgram&, NvrtcContext&) {});
+  std::vector<std::pair<std::string, std::function<void(NvrtcProgram&, NvrtcContext&)>>> changes = {
+      {"source", [](NvrtcProgram& p, NvrtcContext&) { p.source += "\n"; }},
+      {"name", [](NvrtcProgram& p, NvrtcContext&) { p.name = "other.cu"; }},
+      {"header content",
+       [](NvrtcProgram& p, NvrtcContext&) { p.headers[0].second = "#define VALUE 3\n"; }},
+      {"header name", [](NvrtcProgram& p, NvrtcContext&) { p.headers[0].first = "v.h"; }},
+      {"a header more",
+       [](NvrtcProgram& p, NvrtcContext&) {
+         p.headers.push_back({"more.h", ""});
+       }},
+      {"option", [](NvrtcProgram& p, NvrtcContext&) { p.options[1] = "-DVALUE=3.0f"; }},
+      {"option order",
+       [](NvrtcProgram& p, NvrtcContext&) { std::swap(p.options[0], p.options[1]); }},
+      {"an option more", [](NvrtcProgram& p, NvrtcContext&) { p.options.push_back("-G"); }},
+      {"name expression", [](NvrtcProgram& p, NvrtcContext&) { p.name_expressions[0] = "&k"; }},
+      {"no name expression", [](NvrtcProgram& p, NvrtcContext&) { p.name_expressions.clear(); }},
+      {"NVRTC version", [](NvrtcProgram&, NvrtcContext& c) { c.minor = 2; }},
+      {"NVRTC library",
+       [this](NvrtcProgram&, NvrtcContext&) { tmp_.Write("libnvrtc.so.13", "another NVRTC\n"); }},
+      {"working directory", [](NvrtcProgram&, NvrtcContext& c) { c.cwd = "/elsewhere"; }},
+      {"a driver", [this](NvrtcProgram&, NvrtcContext& c) { c.driver = tmp_ / "libcuda.so.1"; }},
+  };
+  for (const auto& [what, change] : changes) {
+    SCOPED_TRACE(what);
+    EXPECT_NE(KeyAfter(change), base);
+    tmp_.Write("libnvrtc.so.13", "the real NVRTC\n");
+  }
+  // Framing: where one option ends is keyed.
+  EXPECT_NE(
+      KeyAfter([](NvrtcProgram& p, NvrtcContext&) { p.options = {"-arch=sm_89-DVALUE=2.0f"}; }),
+      base);
+}
+
+TEST_F(NvrtcCompileTest, AnotherDriverChangesTheKey) {
+  CommandKey with =
+      KeyAfter([this](NvrtcProgram&, NvrtcContext& c) { c.driver = tmp_ / "libcuda.so.1"; });
+  tmp_.Write("libcuda.so.1", "another driver\n");
+  EXPECT_NE(KeyAfter([this](NvrtcProgram&, NvrtcContext& c) { c.driver = tmp_ / "libcuda.so.1"; }),
+            with);
+}
+
+TEST_F(NvrtcCompileTest, NativeArchIsUncached) {
+  for (const std::vector<std::string>& options :
+       std::vector<std::vector<std::string>>{{"-arch=native"},
+                                             {"--gpu-architecture=native"},
+                                             {"-arch", "native"},
+                                             {"-std=c++17", "--gpu-architecture", "native"}}) {
+    NvrtcProgram program = program_;
+    program.options = options;
+    UncachedReason reason = UncachedReason::kNone;
+    absl::StatusOr<ObjectKey> key = Key(program, context_, &reason);
+    EXPECT_FALSE(key.ok()) << options[0];
+    EXPECT_EQ(reason, UncachedReason::kNativeTarget) << options[0];
+  }
+  EXPECT_FALSE(NamesNativeArch({"-arch=sm_90", "-Dnative=1"}));
+}
+
+TEST_F(NvrtcCompileTest, TimeMacrosInMemoryAreUncached) {
+  for (int where = 0; where < 2; ++where) {
+    NvrtcProgram program = program_;
+    (where == 0 ? program.source : program.headers[0].second) += "const char* d = __DATE__;\n";
+    UncachedReason reason = UncachedReason::kNone;
+    EXPECT_FALSE(Key(program, context_, &reason).ok());
+    EXPECT_EQ(reason, UncachedReason::kTimeMacros);
+  }
+}
+
+TEST_F(NvrtcCompileTest, UnreadableLibraryIsUncached) {
+  NvrtcContext context = context_;
+  context.library = tmp_ / "missing.so";
+  UncachedReason reason = UncachedReason::kNone;
+  EXPECT_FALSE(Key(program_, context, &reason).ok());
+  EXPECT_EQ(reason, UncachedReason::kUnreadableInput);
+}
+
+// A record as the stand-in writes it (client/nvrtc/nvrtc_reads.h).
+class NvrtcManifestTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<HeaderManifest> Manifest(const std::string& record, const Environment& env,
+                                          UncachedReason* reason) {
+    FileDigests digests("");
+    return NvrtcManifest(observe::ParseObservation(record), BaseDirs{tmp_.path(), {}}, env, digests,
+                         absl::InfiniteFuture(), reason);
+  }
+  TempDir tmp_;
+};
+
+TEST_F(NvrtcManifestTest, HeadersReadAndLookedForAreInItTheDriverIsNot) {
+  tmp_.Write("inc/b/hdr.h", "#define VALUE 2\n");
+  std::string record =
+      absl::StrCat("g 7 NVRTC_APPEND_FLAGS\n", "T 7 \n", "A 7 ", tmp_ / "inc/a/hdr.h", "\n", "R 7 ",
+                   tmp_ / "inc/b/hdr.h", "\n", "l 7 libcuda.so.1\n");
+  UncachedReason reason = UncachedReason::kNone;
+  absl::StatusOr<HeaderManifest> manifest = Manifest(record, {}, &reason);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  std::string lines;
+  for (const auto& [path, fact] : *manifest) absl::StrAppend(&lines, path, " ", fact, "\n");
+  EXPECT_NE(lines.find("$NVRTC_APPEND_FLAGS"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("inc/b/hdr.h"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("inc/a"), std::string::npos) << lines;  // absent: its first missing part
+  EXPECT_EQ(lines.find("libcuda"), std::string::npos) << lines;
+}
+
+TEST_F(NvrtcManifestTest, TimeMacroInAHeaderReadWithTheClockIsUncached) {
+  tmp_.Write("hdr.h", "const char* when = __TIME__;\n");
+  std::string read = absl::StrCat("R 7 ", tmp_ / "hdr.h", "\n");
+  UncachedReason reason = UncachedReason::kNone;
+  EXPECT_TRUE(Manifest(read, {}, &reason).ok());  // NVRTC did not read the clock
+  EXPECT_FALSE(Manifest(absl::StrCat("T 7 \n", read), {}, &reason).ok());
+  EXPECT_EQ(reason, UncachedReason::kTimeMacros);
+}
+
+TEST_F(NvrtcManifestTest, RefusedWhenNvrtcReadNativeArchOrCouldNotLoadALibrary) {
+  UncachedReason reason = UncachedReason::kNone;
+  Environment env = {{"NVRTC_APPEND_FLAGS", "-std=c++17 -arch=native"}};
+  EXPECT_FALSE(Manifest("G 7 NVRTC_APPEND_FLAGS=-std=c++17 -arch=native\n", env, &reason).ok());
+  EXPECT_EQ(reason, UncachedReason::kNativeTarget);
+  reason = UncachedReason::kNone;
+  EXPECT_FALSE(Manifest("l 7 libsomething.so\n", {}, &reason).ok());
+  EXPECT_EQ(reason, UncachedReason::kUnreadableInput);
+  reason = UncachedReason::kNone;
+  EXPECT_FALSE(Manifest(absl::StrCat("W 7 ", tmp_ / "timing.txt", "\n"), {}, &reason).ok());
+  EXPECT_EQ(reason, UncachedReason::kKeepTemps);
+  reason = UncachedReason::kNone;
+  EXPECT_FALSE(Manifest("U 7 syscall 2\tNVRTC made a system call\n", {}, &reason).ok());
+  EXPECT_EQ(reason, UncachedReason::kUnreadableInput);
+}
+
+}  // namespace
+}  // namespace kcache::objects
