@@ -27,9 +27,11 @@
 #include "client/launch/handed_miss.h"
 #include "client/launch/launch_command.h"
 #include "engine/objects/launcher.h"
+#include "engine/objects/object_wire.h"
 #include "engine/objects/run_process.h"
 #include "engine/objects/store_object_cache.h"
 #include "engine/store/store.h"
+#include "kcache/v1/objects.pb.h"
 
 namespace kcache::cli {
 namespace {
@@ -140,6 +142,50 @@ std::string ShellQuoted(const std::string& value) {
     return value;
   }
   return absl::StrCat("'", absl::StrReplaceAll(value, {{"'", "'\\''"}}), "'");
+}
+
+// `kcache nvrtc-put`: stores the NVRTC compile kcache's stand-in handed over on standard input
+// (client/nvrtc/nvrtc_cache.cc HandToKcache: u64le length, a v1.ObjectEntry, the bundle), where
+// this process's launchers put their objects. kExitBadInput for input that is not one.
+int PutHandedNvrtcCompile() {
+  std::string input;
+  char buffer[1 << 16];
+  const uint64_t cap = objects::kDefaultMaxObjectBytes + (uint64_t{16} << 20);
+  for (;;) {
+    ssize_t n = read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    input.append(buffer, static_cast<size_t>(n));
+    if (input.size() > cap) return Fail("kcache nvrtc-put: the input is too large", kExitBadInput);
+  }
+  uint64_t length = 0;
+  for (int i = 0; i < 8 && i < static_cast<int>(input.size()); ++i) {
+    length |= uint64_t{static_cast<uint8_t>(input[i])} << (8 * i);
+  }
+  if (input.size() < 8 || length > input.size() - 8) {
+    return Fail("kcache nvrtc-put: the input is not an entry and a bundle", kExitBadInput);
+  }
+  v1::ObjectEntry wire;
+  if (!wire.ParseFromArray(input.data() + 8, static_cast<int>(length))) {
+    return Fail("kcache nvrtc-put: the entry does not parse", kExitBadInput);
+  }
+  absl::StatusOr<ObjectEntry> entry = objects::FromWire(std::move(wire));
+  if (!entry.ok()) return Fail(entry.status().message(), kExitBadInput);
+  if (entry->key != ObjectEntryKey::Of(entry->key.command, entry->manifest)) {
+    return Fail("kcache nvrtc-put: the entry's id is not its manifest's", kExitBadInput);
+  }
+  std::string bundle = input.substr(8 + length);
+  entry->size = bundle.size();
+  objects::LauncherOptions options = LauncherOptionsFromEnv(BudgetFromEnv());
+  absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = options.open_cache();
+  if (!cache.ok()) return Fail(cache.status().message(), kExitFailed);
+  absl::Status put = (*cache)->Put(*entry, bundle);
+  if (!put.ok()) return Fail(absl::StrCat("kcache nvrtc-put: ", put.message()), kExitFailed);
+  if (Env("KCACHE_LOG") == "1") {
+    std::fprintf(stderr, "kcache: nvrtc: stored %s (%zu bytes)\n", entry->key.ToString().c_str(),
+                 bundle.size());
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -254,6 +300,13 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
     }
     *exit_code = kExitOk;
   });
+
+  CLI::App* nvrtc_put = app.add_subcommand(
+      "nvrtc-put",
+      "store an NVRTC compile handed over on standard input by kcache's NVRTC stand-in "
+      "(docs/nvrtc-standin.md); run by it, not by hand");
+  nvrtc_put->group("");
+  nvrtc_put->callback([exit_code] { *exit_code = PutHandedNvrtcCompile(); });
 
   CLI::App* explain = app.add_subcommand(
       "explain",

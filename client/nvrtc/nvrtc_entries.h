@@ -9,7 +9,10 @@
  *                               NVRTC_ERROR_INTERNAL_ERROR without a real NVRTC
  *   OWN(name)                   a documented function whose wrapper is written by hand in
  *                               nvrtc_standin.c (nvrtcGetErrorString's return is a string;
- *                               nvrtcCompileProgram is logged)
+ *                               nvrtcCompileProgram is logged and cached; the program's calls
+ *                               are kept, and a served compile's outputs answered, by the
+ *                               wrappers of creating, destroying and naming a program and of
+ *                               the output getters)
  *   INTERNAL(name, fallback)    an undocumented one (cuBLASLt and cuDNN look them up with
  *                               dlsym): forwarded as a jump, register for register, since its
  *                               signature is not published; returns `fallback` without a real
@@ -34,29 +37,23 @@ typedef struct _nvrtcProgram* nvrtcProgram;
   RESULT(nvrtcVersion, (int* major, int* minor), (major, minor))                                  \
   RESULT(nvrtcGetNumSupportedArchs, (int* num_archs), (num_archs))                                \
   RESULT(nvrtcGetSupportedArchs, (int* archs), (archs))                                           \
-  RESULT(nvrtcCreateProgram,                                                                      \
-         (nvrtcProgram * prog, const char* src, const char* name, int num_headers,                \
-          const char* const* headers, const char* const* include_names),                          \
-         (prog, src, name, num_headers, headers, include_names))                                  \
-  RESULT(nvrtcDestroyProgram, (nvrtcProgram * prog), (prog))                                      \
+  OWN(nvrtcCreateProgram)                                                                         \
+  OWN(nvrtcDestroyProgram)                                                                        \
   OWN(nvrtcCompileProgram)                                                                        \
-  RESULT(nvrtcGetPTXSize, (nvrtcProgram prog, size_t * size), (prog, size))                       \
-  RESULT(nvrtcGetPTX, (nvrtcProgram prog, char* out), (prog, out))                                \
-  RESULT(nvrtcGetCUBINSize, (nvrtcProgram prog, size_t * size), (prog, size))                     \
-  RESULT(nvrtcGetCUBIN, (nvrtcProgram prog, char* out), (prog, out))                              \
-  RESULT(nvrtcGetLTOIRSize, (nvrtcProgram prog, size_t * size), (prog, size))                     \
-  RESULT(nvrtcGetLTOIR, (nvrtcProgram prog, char* out), (prog, out))                              \
-  RESULT(nvrtcGetOptiXIRSize, (nvrtcProgram prog, size_t * size), (prog, size))                   \
-  RESULT(nvrtcGetOptiXIR, (nvrtcProgram prog, char* out), (prog, out))                            \
-  RESULT(nvrtcGetTileIRSize, (nvrtcProgram prog, size_t * size), (prog, size))                    \
-  RESULT(nvrtcGetTileIR, (nvrtcProgram prog, char* out), (prog, out))                             \
-  RESULT(nvrtcGetProgramLogSize, (nvrtcProgram prog, size_t * size), (prog, size))                \
-  RESULT(nvrtcGetProgramLog, (nvrtcProgram prog, char* out), (prog, out))                         \
-  RESULT(nvrtcAddNameExpression, (nvrtcProgram prog, const char* const name_expression),          \
-         (prog, name_expression))                                                                 \
-  RESULT(nvrtcGetLoweredName,                                                                     \
-         (nvrtcProgram prog, const char* const name_expression, const char** lowered_name),       \
-         (prog, name_expression, lowered_name))                                                   \
+  OWN(nvrtcGetPTXSize)                                                                            \
+  OWN(nvrtcGetPTX)                                                                                \
+  OWN(nvrtcGetCUBINSize)                                                                          \
+  OWN(nvrtcGetCUBIN)                                                                              \
+  OWN(nvrtcGetLTOIRSize)                                                                          \
+  OWN(nvrtcGetLTOIR)                                                                              \
+  OWN(nvrtcGetOptiXIRSize)                                                                        \
+  OWN(nvrtcGetOptiXIR)                                                                            \
+  OWN(nvrtcGetTileIRSize)                                                                         \
+  OWN(nvrtcGetTileIR)                                                                             \
+  OWN(nvrtcGetProgramLogSize)                                                                     \
+  OWN(nvrtcGetProgramLog)                                                                         \
+  OWN(nvrtcAddNameExpression)                                                                     \
+  OWN(nvrtcGetLoweredName)                                                                        \
   RESULT(nvrtcGetPCHHeapSize, (size_t * size), (size))                                            \
   RESULT(nvrtcSetPCHHeapSize, (size_t size), (size))                                              \
   RESULT(nvrtcGetPCHCreateStatus, (nvrtcProgram prog), (prog))                                    \

@@ -30,8 +30,10 @@
 struct KcacheNvrtcReads {
   char* text;
   size_t length, capacity;
-  int lost; /* a fact that did not fit */
-  int slot; /* its index in g_active */
+  int lost;       /* a fact that did not fit */
+  int slot;       /* its index in g_active */
+  char** pending; /* libraries NVRTC asked dlopen for: ResolveDlopens */
+  int pending_count, pending_room;
 };
 
 #define MAX_ACTIVE 256
@@ -64,11 +66,53 @@ KcacheNvrtcReads* KcacheNvrtcReadsBegin(void) {
   return reads;
 }
 
+static void AppendTo(KcacheNvrtcReads* reads, const char* line, size_t size);
+static size_t Escaped(char* out, size_t at, size_t cap, const char* text);
+
+/* What became of each library the compile asked dlopen for: loaded under that name now (its
+ * file, KCACHE_OBSERVE_LOADED), or not (KCACHE_OBSERVE_UNLOADABLE: it failed, or NVRTC closed
+ * it again). RTLD_NOLOAD finds a loaded library by the name it was asked for, whoever asks. */
+static void ResolveDlopens(KcacheNvrtcReads* reads) {
+  for (int i = 0; i < reads->pending_count; ++i) {
+    const char* name = reads->pending[i];
+    void* handle = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+    struct link_map* map = NULL;
+    char line[16384];
+    int n;
+    if (handle != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
+        map->l_name != NULL && map->l_name[0] == '/') {
+      n = snprintf(line, sizeof line, "%c %ld ", KCACHE_OBSERVE_LOADED, (long)getpid());
+      size_t at = Escaped(line, (size_t)n, sizeof line, map->l_name);
+      if (at + 1 >= sizeof line) {
+        reads->lost = 1;
+      } else {
+        line[at++] = '\n';
+        AppendTo(reads, line, at);
+      }
+    } else {
+      n = snprintf(line, sizeof line, "%c %ld ", KCACHE_OBSERVE_UNLOADABLE, (long)getpid());
+      size_t at = Escaped(line, (size_t)n, sizeof line, name);
+      if (at + 1 >= sizeof line) {
+        reads->lost = 1;
+      } else {
+        line[at++] = '\n';
+        AppendTo(reads, line, at);
+      }
+    }
+    if (handle != NULL) dlclose(handle);
+    free(reads->pending[i]);
+  }
+  free(reads->pending);
+  reads->pending = NULL;
+  reads->pending_count = reads->pending_room = 0;
+}
+
 char* KcacheNvrtcReadsEnd(KcacheNvrtcReads* reads, size_t* length, int* complete) {
   pthread_mutex_lock(&g_mutex);
   g_active[reads->slot] = NULL;
   __atomic_sub_fetch(&g_active_count, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&g_mutex);
+  ResolveDlopens(reads);
   if (t_current == reads) t_current = NULL;
   char* text = reads->text;
   *length = reads->length;
@@ -336,6 +380,16 @@ DEFINE_ROUTED_WRITE1(remove)
 DEFINE_ROUTED_WRITE1(unlink)
 DEFINE_ROUTED_WRITE1(rmdir)
 
+/* A temporary file made from a template: written. */
+ORIGINAL(mkstemp);
+static int Routed_mkstemp(char* template_path) {
+  int fd = g_original_mkstemp(template_path);
+  int err = errno;
+  if (Recording() && fd >= 0) RecordWrite(template_path);
+  errno = err;
+  return fd;
+}
+
 ORIGINAL(mkdir);
 static int Routed_mkdir(const char* path, mode_t mode) {
   int rc = g_original_mkdir(path, mode);
@@ -403,20 +457,69 @@ static char* Routed_ctime(const time_t* t) {
   return g_original_ctime(t);
 }
 
-/* A library NVRTC loads while it compiles (libcuda, to ask the GPU): the file it loaded. */
-ORIGINAL(dlopen);
-static void* Routed_dlopen(const char* file, int flags) {
-  void* handle = g_original_dlopen(file, flags);
-  if (Recording() && file != NULL) {
-    struct link_map* map = NULL;
-    if (handle != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
-        map->l_name != NULL && map->l_name[0] == '/') {
-      Record(KCACHE_OBSERVE_LOADED, map->l_name, NULL);
-    } else if (handle == NULL) {
-      Record(KCACHE_OBSERVE_UNLOADABLE, file, NULL);
+/* A library NVRTC loads while it compiles (its builtins, the driver). dlopen searches the
+ * caller's own paths (its RUNPATH, $ORIGIN: the NVRTC wheel finds its builtins beside it), and
+ * glibc tells the caller by the return address: so the routed dlopen is a jump to the real one,
+ * NVRTC staying the caller. It notes the name first (NoteDlopen); the compile's end says what
+ * became of it (ResolveDlopens: the file loaded under that name, or that none is). */
+#define HIDDEN __attribute__((visibility("hidden")))
+HIDDEN void* kcache_original_dlopen;
+HIDDEN void KcacheNoteDlopen(const char* file);
+void KcacheRoutedDlopen(const char* file, int flags);
+#if defined(__x86_64__)
+__asm__(
+    ".pushsection .text\n"
+    ".p2align 4\n"
+    ".type KcacheRoutedDlopen, @function\n"
+    "KcacheRoutedDlopen:\n"
+    "  endbr64\n"
+    "  pushq %rdi\n"
+    "  pushq %rsi\n"
+    "  subq $8, %rsp\n"
+    "  call KcacheNoteDlopen\n"
+    "  addq $8, %rsp\n"
+    "  popq %rsi\n"
+    "  popq %rdi\n"
+    "  jmp *kcache_original_dlopen(%rip)\n"
+    ".size KcacheRoutedDlopen, .-KcacheRoutedDlopen\n"
+    ".popsection\n");
+#else
+#error "the NVRTC stand-in routes dlopen in x86-64 assembly only"
+#endif
+
+/* Adds `name` to the libraries asked for by this thread's compile, or by every compile under way
+ * (g_mutex held). */
+static void AddPending(KcacheNvrtcReads* reads, const char* name) {
+  if (reads->lost) return;
+  if (reads->pending_count == reads->pending_room) {
+    int room = reads->pending_room ? reads->pending_room * 2 : 8;
+    char** grown = realloc(reads->pending, (size_t)room * sizeof(char*));
+    if (grown == NULL) {
+      reads->lost = 1;
+      return;
     }
+    reads->pending = grown;
+    reads->pending_room = room;
   }
-  return handle;
+  char* copy = strdup(name);
+  if (copy == NULL) {
+    reads->lost = 1;
+    return;
+  }
+  reads->pending[reads->pending_count++] = copy;
+}
+
+void KcacheNoteDlopen(const char* file) {
+  if (!Recording() || file == NULL) return;
+  int saved = errno;
+  pthread_mutex_lock(&g_mutex);
+  KcacheNvrtcReads* own = t_current;
+  for (int i = 0; i < MAX_ACTIVE; ++i) {
+    KcacheNvrtcReads* reads = g_active[i];
+    if (reads != NULL && (own == NULL || reads == own)) AddPending(reads, file);
+  }
+  pthread_mutex_unlock(&g_mutex);
+  errno = saved;
 }
 
 /* Programs started: what they read is not seen. */
@@ -522,13 +625,14 @@ static const Route kRoutes[] = {
     ROUTE(unlink, Routed_unlink),
     ROUTE(rmdir, Routed_rmdir),
     ROUTE(mkdir, Routed_mkdir),
+    ROUTE(mkstemp, Routed_mkstemp),
     ROUTE(chdir, Routed_chdir),
     ROUTE(getenv, Routed_getenv),
     ROUTE(time, Routed_time),
     ROUTE(gettimeofday, Routed_gettimeofday),
     ROUTE(localtime_r, Routed_localtime_r),
     ROUTE(ctime, Routed_ctime),
-    ROUTE(dlopen, Routed_dlopen),
+    {"dlopen", (void*)KcacheRoutedDlopen, &kcache_original_dlopen},
     ROUTE(execv, Routed_execv),
     ROUTE(execvp, Routed_execvp),
     ROUTE(execve, Routed_execve),

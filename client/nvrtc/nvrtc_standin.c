@@ -30,7 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/nvrtc/nvrtc_cache_abi.h"
 #include "client/nvrtc/nvrtc_entries.h"
+#include "client/nvrtc/nvrtc_programs.h"
 #include "client/nvrtc/nvrtc_reads.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -218,6 +220,180 @@ static double Milliseconds(const struct timespec* from, const struct timespec* t
   return (double)(to->tv_sec - from->tv_sec) * 1e3 + (double)(to->tv_nsec - from->tv_nsec) / 1e6;
 }
 
+/* ---------------------------------------------------------------- the cache */
+
+/* libkcache-nvrtc.so's functions (nvrtc_cache_abi.h), loaded once by LoadCache. */
+typedef struct {
+  KcacheNvrtcLookup* (*lookup)(const KcacheNvrtcCall*, const KcacheNvrtcResult**);
+  void (*store)(KcacheNvrtcLookup*, const KcacheNvrtcResult*, const char*, size_t, int, double);
+  void (*release)(KcacheNvrtcLookup*);
+} Cache;
+static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
+static Cache g_cache;
+static int g_cache_loaded;
+
+/* Loads libkcache-nvrtc.so beside this library when there is a kcached or a store to keep
+ * compiles in ($KCACHE_SERVER, $KCACHE_STORE), the real NVRTC's compiles can be recorded, and
+ * $KCACHE_NVRTC_CACHE is not 0. */
+static void LoadCache(void) {
+  if (!g_loaded || !g_recordable) return;
+  if (Env("KCACHE_SERVER") == NULL && Env("KCACHE_STORE") == NULL) return;
+  const char* off = Env("KCACHE_NVRTC_CACHE");
+  if (off != NULL && strcmp(off, "0") == 0) return;
+  Dl_info info;
+  if (dladdr((void*)&LoadCache, &info) == 0 || info.dli_fname == NULL) return;
+  char path[4096];
+  const char* slash = strrchr(info.dli_fname, '/');
+  int dir = slash != NULL ? (int)(slash - info.dli_fname) : 1;
+  snprintf(path, sizeof path, "%.*s/libkcache-nvrtc.so", dir, slash != NULL ? info.dli_fname : ".");
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    const char* error = dlerror();
+    SAY("kcache: libnvrtc.so.13 stand-in: cannot load %s (%s): NVRTC compiles are forwarded, "
+        "not cached\n",
+        path, error != NULL ? error : "dlopen failed");
+    return;
+  }
+  int (*abi)(void) = (int (*)(void))dlsym(handle, "kcache_nvrtc_abi");
+  if (abi == NULL || abi() != KCACHE_NVRTC_CACHE_ABI) {
+    SAY("kcache: libnvrtc.so.13 stand-in: %s is of another kcache (interface %d, not %d): NVRTC "
+        "compiles are forwarded, not cached\n",
+        path, abi != NULL ? abi() : -1, KCACHE_NVRTC_CACHE_ABI);
+    dlclose(handle);
+    return;
+  }
+  g_cache.lookup = (__typeof__(g_cache.lookup))dlsym(handle, "kcache_nvrtc_lookup");
+  g_cache.store = (__typeof__(g_cache.store))dlsym(handle, "kcache_nvrtc_store");
+  g_cache.release = (__typeof__(g_cache.release))dlsym(handle, "kcache_nvrtc_release");
+  g_cache_loaded = g_cache.lookup != NULL && g_cache.store != NULL && g_cache.release != NULL;
+}
+
+/* The cache, loaded first (NULL when there is none). */
+static const Cache* TheCache(void) {
+  pthread_once(&g_once, Load);
+  pthread_once(&g_cache_once, LoadCache);
+  return g_cache_loaded ? &g_cache : NULL;
+}
+
+/* ---------------------------------------------------------------- programs */
+
+typedef nvrtcResult (*SizeGetter)(nvrtcProgram, size_t*);
+typedef nvrtcResult (*ContentGetter)(nvrtcProgram, char*);
+
+EXPORT nvrtcResult nvrtcCreateProgram(nvrtcProgram* prog, const char* src, const char* name,
+                                      int num_headers, const char* const* headers,
+                                      const char* const* include_names) {
+  nvrtcResult (*real)(nvrtcProgram*, const char*, const char*, int, const char* const*,
+                      const char* const*) = (__typeof__(real))Real(kIndex_nvrtcCreateProgram);
+  if (real == NULL) return Missing(kIndex_nvrtcCreateProgram);
+  nvrtcResult result = real(prog, src, name, num_headers, headers, include_names);
+  if (result == KCACHE_NVRTC_SUCCESS && prog != NULL && *prog != NULL && TheCache() != NULL) {
+    KcacheProgramCreated(*prog, src, name, num_headers, headers, include_names);
+  }
+  return result;
+}
+
+EXPORT nvrtcResult nvrtcDestroyProgram(nvrtcProgram* prog) {
+  nvrtcResult (*real)(nvrtcProgram*) = (__typeof__(real))Real(kIndex_nvrtcDestroyProgram);
+  if (real == NULL) return Missing(kIndex_nvrtcDestroyProgram);
+  if (prog != NULL && *prog != NULL) KcacheProgramDestroyed(*prog);
+  return real(prog);
+}
+
+EXPORT nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char* const name_expression) {
+  nvrtcResult (*real)(nvrtcProgram, const char*) =
+      (__typeof__(real))Real(kIndex_nvrtcAddNameExpression);
+  if (real == NULL) return Missing(kIndex_nvrtcAddNameExpression);
+  nvrtcResult result = real(prog, name_expression);
+  if (result == KCACHE_NVRTC_SUCCESS) KcacheProgramNamed(prog, name_expression);
+  return result;
+}
+
+EXPORT nvrtcResult nvrtcGetLoweredName(nvrtcProgram prog, const char* const name_expression,
+                                       const char** lowered_name) {
+  nvrtcResult answer;
+  if (KcacheServedLoweredName(prog, name_expression, lowered_name, &answer)) return answer;
+  nvrtcResult (*real)(nvrtcProgram, const char*, const char**) =
+      (__typeof__(real))Real(kIndex_nvrtcGetLoweredName);
+  if (real == NULL) return Missing(kIndex_nvrtcGetLoweredName);
+  return real(prog, name_expression, lowered_name);
+}
+
+/* An output's two getters: a served program's answers, else the real ones. */
+#define DEFINE_OUTPUT(kind, size_name, name)                                   \
+  EXPORT nvrtcResult size_name(nvrtcProgram prog, size_t* size) {              \
+    nvrtcResult answer;                                                        \
+    if (KcacheServedOutput(prog, kind, 1, size, NULL, &answer)) return answer; \
+    SizeGetter real = (SizeGetter)Real(kIndex_##size_name);                    \
+    if (real == NULL) return Missing(kIndex_##size_name);                      \
+    return real(prog, size);                                                   \
+  }                                                                            \
+  EXPORT nvrtcResult name(nvrtcProgram prog, char* out) {                      \
+    nvrtcResult answer;                                                        \
+    if (KcacheServedOutput(prog, kind, 0, NULL, out, &answer)) return answer;  \
+    ContentGetter real = (ContentGetter)Real(kIndex_##name);                   \
+    if (real == NULL) return Missing(kIndex_##name);                           \
+    return real(prog, out);                                                    \
+  }
+DEFINE_OUTPUT(KCACHE_NVRTC_PTX, nvrtcGetPTXSize, nvrtcGetPTX)
+DEFINE_OUTPUT(KCACHE_NVRTC_CUBIN, nvrtcGetCUBINSize, nvrtcGetCUBIN)
+DEFINE_OUTPUT(KCACHE_NVRTC_LTOIR, nvrtcGetLTOIRSize, nvrtcGetLTOIR)
+DEFINE_OUTPUT(KCACHE_NVRTC_OPTIXIR, nvrtcGetOptiXIRSize, nvrtcGetOptiXIR)
+DEFINE_OUTPUT(KCACHE_NVRTC_TILEIR, nvrtcGetTileIRSize, nvrtcGetTileIR)
+DEFINE_OUTPUT(KCACHE_NVRTC_LOG, nvrtcGetProgramLogSize, nvrtcGetProgramLog)
+
+/* The real getters of each output, in KCACHE_NVRTC_* order. */
+static const int kSizeGetters[KCACHE_NVRTC_OUTPUTS] = {
+    kIndex_nvrtcGetPTXSize,     kIndex_nvrtcGetCUBINSize,  kIndex_nvrtcGetLTOIRSize,
+    kIndex_nvrtcGetOptiXIRSize, kIndex_nvrtcGetTileIRSize, kIndex_nvrtcGetProgramLogSize};
+static const int kContentGetters[KCACHE_NVRTC_OUTPUTS] = {
+    kIndex_nvrtcGetPTX,     kIndex_nvrtcGetCUBIN,  kIndex_nvrtcGetLTOIR,
+    kIndex_nvrtcGetOptiXIR, kIndex_nvrtcGetTileIR, kIndex_nvrtcGetProgramLog};
+
+/* What the real NVRTC gives for the compiled `prog`: every output getter's answers and each
+ * name expression's lowered name, into *out (bytes malloc'd: FreeProduced). 0, or -1 without
+ * memory. */
+static int Produced(nvrtcProgram prog, nvrtcResult result, const KcacheNvrtcCall* call,
+                    KcacheNvrtcResult* out) {
+  memset(out, 0, sizeof *out);
+  out->result = result;
+  for (int i = 0; i < KCACHE_NVRTC_OUTPUTS; ++i) {
+    KcacheNvrtcOutput* o = &out->outputs[i];
+    SizeGetter size = (SizeGetter)Real(kSizeGetters[i]);
+    ContentGetter content = (ContentGetter)Real(kContentGetters[i]);
+    /* A getter the real NVRTC lacks answers as its wrapper does, without the wrapper's line. */
+    o->size_result = size != NULL ? size(prog, &o->size) : KCACHE_NVRTC_ERROR_INTERNAL_ERROR;
+    if (o->size_result != KCACHE_NVRTC_SUCCESS) o->size = 0;
+    char* bytes = malloc(o->size > 0 ? o->size : 1);
+    if (bytes == NULL) return -1;
+    o->result = content != NULL ? content(prog, bytes) : KCACHE_NVRTC_ERROR_INTERNAL_ERROR;
+    o->bytes = bytes;
+  }
+  int n = call->num_name_expressions;
+  out->num_lowered = n;
+  if (n > 0) {
+    int* results = calloc((size_t)n, sizeof(int));
+    const char** names = calloc((size_t)n, sizeof(char*));
+    out->lowered_results = results;
+    out->lowered_names = names;
+    if (results == NULL || names == NULL) return -1;
+    nvrtcResult (*lowered)(nvrtcProgram, const char*, const char**) =
+        (__typeof__(lowered))Real(kIndex_nvrtcGetLoweredName);
+    for (int i = 0; i < n; ++i) {
+      results[i] = lowered != NULL ? lowered(prog, call->name_expressions[i], &names[i])
+                                   : KCACHE_NVRTC_ERROR_INTERNAL_ERROR;
+      if (results[i] != KCACHE_NVRTC_SUCCESS) names[i] = NULL;
+    }
+  }
+  return 0;
+}
+
+static void FreeProduced(KcacheNvrtcResult* produced) {
+  for (int i = 0; i < KCACHE_NVRTC_OUTPUTS; ++i) free((char*)produced->outputs[i].bytes);
+  free((int*)produced->lowered_results);
+  free((char**)produced->lowered_names);
+}
+
 /* Appends one compile's record to $KCACHE_NVRTC_READS_LOG, framed by lines that say which
  * compile (its program name) and whether the record is whole. One write: records of compiles
  * in several threads or processes do not interleave. */
@@ -247,22 +423,61 @@ EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int num_options,
   nvrtcResult (*real)(nvrtcProgram, int, const char* const*) =
       (nvrtcResult(*)(nvrtcProgram, int, const char* const*))Real(kIndex_nvrtcCompileProgram);
   if (real == NULL) return Missing(kIndex_nvrtcCompileProgram);
-  KcacheNvrtcReads* reads = g_recordable && g_reads_log != NULL ? KcacheNvrtcReadsBegin() : NULL;
   struct timespec start, end;
   clock_gettime(CLOCK_MONOTONIC, &start);
-  nvrtcResult result = real(prog, num_options, options);
-  clock_gettime(CLOCK_MONOTONIC, &end);
-  if (reads != NULL) {
-    size_t length = 0;
-    int complete = 0;
-    char* record = KcacheNvrtcReadsEnd(reads, &length, &complete);
-    if (record != NULL) {
-      char name[64];
-      snprintf(name, sizeof name, "%p", (void*)prog);
-      WriteRecord(name, record, length, complete);
-      free(record);
+  const Cache* cache = TheCache();
+  KcacheNvrtcLookup* lookup = NULL;
+  KcacheProgramSnapshot* snapshot = NULL;
+  KcacheNvrtcCall call;
+  if (cache != NULL) {
+    KcacheProgramUnserve(prog); /* compiled again: its own outputs from now */
+    snapshot = KcacheProgramCall(prog, num_options, options, &call);
+    if (snapshot != NULL) {
+      call.library = g_path;
+      call.major = g_major;
+      call.minor = g_minor;
+      const KcacheNvrtcResult* hit = NULL;
+      lookup = cache->lookup(&call, &hit);
+      if (hit != NULL && KcacheProgramServe(prog, hit) == 0) {
+        nvrtcResult result = hit->result;
+        cache->release(lookup);
+        KcacheProgramCallDone(snapshot);
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        if (g_log) {
+          SAY("kcache: nvrtc: nvrtcCompileProgram served by kcache: %s, %d options, %.2f ms\n",
+              nvrtcGetErrorString(result), num_options, Milliseconds(&start, &end));
+        }
+        return result;
+      }
     }
   }
+  KcacheNvrtcReads* reads =
+      g_recordable && (lookup != NULL || g_reads_log != NULL) ? KcacheNvrtcReadsBegin() : NULL;
+  struct timespec started;
+  clock_gettime(CLOCK_REALTIME, &started);
+  nvrtcResult result = real(prog, num_options, options);
+  char* record = NULL;
+  size_t length = 0;
+  int complete = 0;
+  if (reads != NULL) record = KcacheNvrtcReadsEnd(reads, &length, &complete);
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  if (lookup != NULL) {
+    KcacheNvrtcResult produced;
+    memset(&produced, 0, sizeof produced);
+    if (record != NULL && Produced(prog, result, &call, &produced) == 0) {
+      cache->store(lookup, &produced, record, length, complete,
+                   (double)started.tv_sec + (double)started.tv_nsec / 1e9);
+    }
+    FreeProduced(&produced);
+    cache->release(lookup);
+  }
+  if (snapshot != NULL) KcacheProgramCallDone(snapshot);
+  if (record != NULL && g_reads_log != NULL) {
+    char name[64];
+    snprintf(name, sizeof name, "%p", (void*)prog);
+    WriteRecord(name, record, length, complete);
+  }
+  free(record);
   if (g_log) {
     SAY("kcache: nvrtc: nvrtcCompileProgram forwarded to %s: %s, %d options, %.1f ms\n", g_path,
         nvrtcGetErrorString(result), num_options, Milliseconds(&start, &end));

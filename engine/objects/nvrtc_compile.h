@@ -7,6 +7,8 @@
 #ifndef KCACHE_ENGINE_OBJECTS_NVRTC_COMPILE_H_
 #define KCACHE_ENGINE_OBJECTS_NVRTC_COMPILE_H_
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,8 +52,9 @@ struct NvrtcContext {
 // a fact of the node, the same for every compile there.
 inline constexpr char kNvrtcDriverLibrary[] = "libcuda.so.1";
 
-// key1: KeyOverFields with a domain of NVRTC's own over the NVRTC library's digest (as a tool)
-// and version, the driver's digest or "none", the working directory, the source's and each
+// key1: KeyOverFields with a domain of NVRTC's own over the NVRTC library's build (its GNU
+// build ID, else its bytes' digest: core/library_build.h) and version, the driver's build or
+// "none", the working directory, the source's and each
 // header's digest and name, the program's name, each option and each name expression, in the
 // order given (options are not reordered: options given in another order make another key,
 // never a wrong hit). FailedPrecondition, with *reason: kNativeTarget for an -arch=native
@@ -59,7 +62,7 @@ inline constexpr char kNvrtcDriverLibrary[] = "libcuda.so.1";
 // a header passed in memory names __DATE__, __TIME__ or __TIMESTAMP__; kUnreadableInput when the
 // library or the driver cannot be read.
 absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const NvrtcContext& context,
-                                          FileDigests& digests, UncachedReason* reason);
+                                          UncachedReason* reason);
 
 // The manifest of what the compile read (`record`: the stand-in's record, parsed by
 // observe::ParseObservation), by ObservedManifest's rules for reads made inside one process
@@ -70,6 +73,28 @@ absl::StatusOr<HeaderManifest> NvrtcManifest(const observe::ObservedReads& recor
                                              const BaseDirs& dirs, const Environment& env,
                                              FileDigests& digests, absl::Time compiled_from,
                                              UncachedReason* reason);
+
+// What a compile gave, as the caller saw it: the bytes an entry holds as its object
+// (ObjectBundle::object; docs/store-format.md, "NVRTC outcomes"), replayed on a hit.
+struct NvrtcOutput {
+  int size_result = 0;  // the size getter's nvrtcResult (nvrtcGetPTXSize, ...)
+  uint64_t size = 0;    // what it said, when it succeeded
+  int result = 0;       // the content getter's (nvrtcGetPTX, ...)
+  std::string bytes;    // what it wrote, when it succeeded
+};
+// The outputs, in the stand-in's order (client/nvrtc/nvrtc_cache_abi.h KCACHE_NVRTC_*): PTX,
+// CUBIN, LTO-IR, OptiX-IR, Tile-IR, the log.
+inline constexpr size_t kNvrtcOutputCount = 6;
+struct NvrtcOutcome {
+  int result = 0;  // nvrtcCompileProgram's
+  std::array<NvrtcOutput, kNvrtcOutputCount> outputs;
+  // nvrtcGetLoweredName's answer for each name expression, in the call's order: (result, name).
+  std::vector<std::pair<int, std::string>> lowered;
+};
+std::string EncodeNvrtcOutcome(const NvrtcOutcome& outcome);
+// DataLoss when the bytes are not an outcome (a damaged or hostile entry), or one whose lowered
+// names are not one per name expression (`name_expressions`).
+absl::StatusOr<NvrtcOutcome> DecodeNvrtcOutcome(absl::string_view bytes, size_t name_expressions);
 
 // Whether NVRTC options (or a variable's value, split at blanks) ask for -arch=native.
 bool NamesNativeArch(const std::vector<std::string>& options);

@@ -38,7 +38,8 @@ installed=(bin/kcached bin/kcache-compile-worker bin/kcache bin/kcache-example-w
            lib/libkcache.so lib/kcache/libkcache-observe.so include/kcache/kcache.h
            include/kcache/kcache_c.h)
 # The NVRTC stand-in `kcache run` preloads is built for x86-64 only (client/nvrtc).
-[[ $(uname -m) != x86_64 ]] || installed+=(lib/kcache/nvrtc/libnvrtc.so.13)
+[[ $(uname -m) != x86_64 ]] ||
+  installed+=(lib/kcache/nvrtc/libnvrtc.so.13 lib/kcache/nvrtc/libkcache-nvrtc.so)
 for f in "${installed[@]}"; do
   [[ -e $prefix/$f ]] || die "cmake --install does not install $f"
 done

@@ -22,6 +22,7 @@
 #include "engine/observe/observe_log.h"
 #include "engine/observe/observed_reads.h"
 #include "tests/testutil/kcache_run.h"
+#include "tests/testutil/nvrtc_programs.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -35,7 +36,7 @@ using testing::Occurrences;
 using testing::RunResult;
 
 constexpr char kRealNvrtc[] = "/usr/local/cuda/lib64/libnvrtc.so.13";
-constexpr char kForwardedCompile[] = "kcache: nvrtc: nvrtcCompileProgram forwarded to ";
+constexpr const char* kForwardedCompile = testing::kNvrtcForwarded;
 constexpr char kNoRealNvrtc[] = "kcache: libnvrtc.so.13 stand-in: no real NVRTC (";
 
 // The symbols NVRTC 13.2 added to 13.0's, which the stand-in exports beside the toolkit's.
@@ -46,11 +47,6 @@ const std::set<std::string> kSinceNvrtc13_2 = {"nvrtcGetTileIRSize@@libnvrtc.so.
 // The stand-in beside the kcache under test.
 std::string StandIn() {
   return (fs::path(KcacheCli()).parent_path() / "nvrtc" / "libnvrtc.so.13").string();
-}
-
-// A program of tests/nvrtc/, built beside this test.
-std::string Program(const std::string& name) {
-  return (fs::read_symlink("/proc/self/exe").parent_path() / name).string();
 }
 
 // Whether `output` has `line` as a whole line.
@@ -152,24 +148,16 @@ class NvrtcStandInTest : public ::testing::Test {
     return tmp_ / name;
   }
 
-  // DIR/a (empty), DIR/b/hdr.h and DIR/unrelated, for `nvrtc_program includes DIR`.
-  fs::path IncludeDirs() {
-    fs::path inc = Dir("inc");
-    fs::create_directories(inc / "a");
-    fs::create_directories(inc / "b");
-    std::ofstream(inc / "b/hdr.h") << "constexpr float kValue = 3.0f;\n";
-    std::ofstream(inc / "unrelated") << "not NVRTC's\n";
-    return inc;
-  }
+  fs::path IncludeDirs() { return testing::MakeIncludeDirs(Dir("inc")); }
 
   // Runs `nvrtc_linked_program includes DIR` under kcache run and returns the one compile's
   // record from $KCACHE_NVRTC_READS_LOG, parsed (all of the log in *text).
   observe::ObservedReads RecordIncludes(const fs::path& inc, std::string* text) {
     fs::path log = tmp_ / "reads.log";
     fs::remove(log);
-    RunResult run =
-        UnderKcache(absl::StrCat(Program("nvrtc_linked_program"), " includes ", inc.string()),
-                    absl::StrCat("KCACHE_NVRTC_READS_LOG=", log.string()));
+    RunResult run = UnderKcache(
+        absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " includes ", inc.string()),
+        absl::StrCat("KCACHE_NVRTC_READS_LOG=", log.string()));
     EXPECT_EQ(run.exit_code, 0) << run.output;
     EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
     EXPECT_TRUE(Contains(run.output, "the other thread read ")) << run.output;
@@ -220,19 +208,19 @@ TEST_F(NvrtcStandInTest, HasNvrtcsSonameAndNeedsOnlyTheCLibrary) {
 }
 
 TEST_F(NvrtcStandInTest, ProgramLinkedWithNvrtcCompilesTheSameThroughIt) {
-  ExpectTheSameOutputs(Program("nvrtc_linked_program"));
+  ExpectTheSameOutputs(testing::NvrtcProgram("nvrtc_linked_program"));
 }
 
 TEST_F(NvrtcStandInTest, ProgramDlopeningNvrtcCompilesTheSameThroughIt) {
-  ExpectTheSameOutputs(Program("nvrtc_dlopen_program"));
+  ExpectTheSameOutputs(testing::NvrtcProgram("nvrtc_dlopen_program"));
 }
 
 TEST_F(NvrtcStandInTest, SixteenThreadsCompileAtOnceThroughIt) {
-  RunResult direct =
-      Plain("", absl::StrCat(Program("nvrtc_linked_program"), " threads 1 ", Dir("direct")));
+  RunResult direct = Plain("", absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                            " threads 1 ", Dir("direct")));
   ASSERT_EQ(direct.exit_code, 0) << direct.output;
-  RunResult run =
-      UnderKcache(absl::StrCat(Program("nvrtc_linked_program"), " threads 16 ", Dir("run")));
+  RunResult run = UnderKcache(
+      absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " threads 16 ", Dir("run")));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
   EXPECT_EQ(Occurrences(run.output, kForwardedCompile), 16) << run.output;
@@ -307,7 +295,7 @@ TEST_F(NvrtcStandInTest, WithoutARealNvrtcEveryCallFailsAndSaysWhatToSet) {
   for (const std::string& real : {tmp_ / "absent.so", StandIn(), tmp_ / "link-to-stand-in.so"}) {
     for (const char* program : {"nvrtc_linked_program", "nvrtc_dlopen_program"}) {
       RunResult missing = Plain(absl::StrCat("LD_PRELOAD=", StandIn(), " KCACHE_REAL_NVRTC=", real),
-                                absl::StrCat(Program(program), " missing"));
+                                absl::StrCat(testing::NvrtcProgram(program), " missing"));
       EXPECT_EQ(missing.exit_code, 0) << missing.output;
       EXPECT_EQ(Occurrences(missing.output, kNoRealNvrtc), 1) << missing.output;
       EXPECT_TRUE(Contains(missing.output, "set KCACHE_REAL_NVRTC")) << missing.output;
@@ -322,7 +310,7 @@ TEST_F(NvrtcStandInTest, WithoutARealNvrtcEveryCallFailsAndSaysWhatToSet) {
   // The undocumented entries answer their fallbacks: an error, and no function.
   RunResult internals =
       Plain(absl::StrCat("LD_PRELOAD=", StandIn(), " KCACHE_REAL_NVRTC=", tmp_ / "absent.so"),
-            absl::StrCat(Program("nvrtc_linked_program"), " internals"));
+            absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " internals"));
   EXPECT_EQ(internals.exit_code, 0) << internals.output;
   EXPECT_EQ(Occurrences(internals.output, "__nvrtcCPEx: 11\n"), 2) << internals.output;
   EXPECT_EQ(Occurrences(internals.output, "__nvrtcNvvmHandle(0x4321): NULL\n"), 2)
@@ -332,12 +320,13 @@ TEST_F(NvrtcStandInTest, WithoutARealNvrtcEveryCallFailsAndSaysWhatToSet) {
 TEST_F(NvrtcStandInTest, UndocumentedEntriesJumpToTheRealOnes) {
   // __nvrtcCPEx refuses a null program with NVRTC_ERROR_INVALID_PROGRAM (4), the first call
   // through the stand-in's resolving path, the second through its jump.
-  RunResult direct = Plain("", absl::StrCat(Program("nvrtc_linked_program"), " internals"));
+  RunResult direct =
+      Plain("", absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " internals"));
   ASSERT_EQ(direct.exit_code, 0) << direct.output;
   EXPECT_EQ(Occurrences(direct.output, "__nvrtcCPEx: 4\n"), 2) << direct.output;
   RunResult forwarded =
       Plain(absl::StrCat("LD_PRELOAD=", StandIn(), " KCACHE_REAL_NVRTC=", kRealNvrtc),
-            absl::StrCat(Program("nvrtc_linked_program"), " internals"));
+            absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " internals"));
   ASSERT_EQ(forwarded.exit_code, 0) << forwarded.output;
   EXPECT_TRUE(ThroughStandIn(forwarded.output)) << forwarded.output;
   EXPECT_EQ(Occurrences(forwarded.output, "__nvrtcCPEx: 4\n"), 2) << forwarded.output;
@@ -350,7 +339,7 @@ TEST_F(NvrtcStandInTest, WithoutKcacheRealNvrtcItTakesTheToolkitOfCudaHome) {
   fs::create_symlink("/usr/local/cuda/lib64", tmp_ / "cuda/lib64");
   RunResult found =
       Plain(absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " CUDA_HOME=", tmp_ / "cuda"),
-            absl::StrCat(Program("nvrtc_linked_program"), " compile ", Dir("out")));
+            absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " compile ", Dir("out")));
   ASSERT_EQ(found.exit_code, 0) << found.output;
   EXPECT_TRUE(Contains(found.output, absl::StrCat("kcache: nvrtc: forwarding to ", tmp_ / "cuda",
                                                   "/lib64/libnvrtc.so.13 (NVRTC 13.")))
@@ -359,10 +348,10 @@ TEST_F(NvrtcStandInTest, WithoutKcacheRealNvrtcItTakesTheToolkitOfCudaHome) {
   // A toolkit whose libnvrtc.so.13 is the stand-in is passed over for the next candidate.
   fs::create_directories(tmp_ / "loop/lib64");
   fs::create_symlink(StandIn(), tmp_ / "loop/lib64/libnvrtc.so.13");
-  RunResult looped =
-      Plain(absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " CUDA_HOME=", tmp_ / "loop",
-                         " CUDA_PATH=", tmp_ / "cuda"),
-            absl::StrCat(Program("nvrtc_linked_program"), " compile ", Dir("looped")));
+  RunResult looped = Plain(
+      absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " CUDA_HOME=", tmp_ / "loop",
+                   " CUDA_PATH=", tmp_ / "cuda"),
+      absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " compile ", Dir("looped")));
   ASSERT_EQ(looped.exit_code, 0) << looped.output;
   EXPECT_TRUE(Contains(looped.output, absl::StrCat("forwarding to ", tmp_ / "cuda")))
       << looped.output;
@@ -396,7 +385,8 @@ TEST_F(NvrtcStandInTest, KcacheEnvAppendsItToLdPreloadWithTheToolkitsNvrtc) {
 
   // Under `kcache run --no-nvrtc`, NVRTC is the real one.
   RunResult plain = UnderKcache(
-      absl::StrCat(Program("nvrtc_linked_program"), " compile ", Dir("off")), "", "--no-nvrtc");
+      absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " compile ", Dir("off")), "",
+      "--no-nvrtc");
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_FALSE(ThroughStandIn(plain.output)) << plain.output;
   EXPECT_FALSE(Contains(plain.output, kForwardedCompile)) << plain.output;

@@ -11,8 +11,10 @@
  *   PROGRAM missing         every call fails with NVRTC_ERROR_INTERNAL_ERROR (no real NVRTC)
  *   PROGRAM internals       calls the undocumented entries with arguments they refuse
  *   PROGRAM bench N         N calls of nvrtcVersion, and one compile, timed
- *   PROGRAM includes DIR    compiles a kernel that includes "hdr.h" with -I DIR/a -I DIR/b,
- *                           while another thread of the program keeps reading DIR/unrelated
+ *   PROGRAM includes DIR [OPTION]
+ *                           compiles a kernel that includes "hdr.h" with -I DIR/a -I DIR/b
+ *                           (and OPTION), while another thread of the program keeps reading
+ *                           DIR/unrelated; writes DIR/ptx
  * Each mode prints "nvrtc: PATH", the file nvrtcCompileProgram is found in, first. Exit 0 when
  * all went as the mode expects, 1 otherwise. */
 #define _GNU_SOURCE
@@ -206,7 +208,7 @@ static void* KeepReading(void* arg) {
   return NULL;
 }
 
-static int CompileIncludes(const char* dir) {
+static int CompileIncludes(const char* dir, const char* extra) {
   static const char kIncluding[] =
       "#include \"hdr.h\"\n"
       "extern \"C\" __global__ void fill(float* data) { data[threadIdx.x] = kValue; }\n";
@@ -218,14 +220,19 @@ static int CompileIncludes(const char* dir) {
   pthread_t thread;
   pthread_create(&thread, NULL, KeepReading, &reader);
   nvrtcProgram prog;
-  const char* options[] = {a, b, "--gpu-architecture=compute_89"};
+  const char* options[] = {a, b, "--gpu-architecture=compute_89", extra};
   int ok =
       Check(NVRTC(nvrtcCreateProgram)(&prog, kIncluding, "fill.cu", 0, NULL, NULL), "create") &&
-      Check(NVRTC(nvrtcCompileProgram)(prog, 3, options), "compile");
+      Check(NVRTC(nvrtcCompileProgram)(prog, extra != NULL ? 4 : 3, options), "compile");
   __atomic_store_n(&reader.stop, 1, __ATOMIC_RELEASE);
   pthread_join(thread, NULL);
   printf("the other thread read %s %ld times\n", unrelated, reader.reads);
-  if (ok) NVRTC(nvrtcDestroyProgram)(&prog);
+  if (!ok) return 0;
+  size_t size = 0;
+  char* ptx = Ptx(prog, &size);
+  ok = ptx != NULL && WriteFile(dir, "ptx", ptx, size);
+  free(ptx);
+  NVRTC(nvrtcDestroyProgram)(&prog);
   return ok && reader.reads > 0;
 }
 
@@ -254,7 +261,7 @@ static int Bench(long count) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr,
-            "usage: %s compile DIR | threads N DIR | missing | internals | includes DIR | "
+            "usage: %s compile DIR | threads N DIR | missing | internals | includes DIR [OPTION] | "
             "bench N\n",
             argv[0]);
     return 2;
@@ -272,8 +279,8 @@ int main(int argc, char** argv) {
     ok = AllFail();
   } else if (strcmp(argv[1], "internals") == 0) {
     ok = Internals();
-  } else if (strcmp(argv[1], "includes") == 0 && argc == 3) {
-    ok = CompileIncludes(argv[2]);
+  } else if (strcmp(argv[1], "includes") == 0 && (argc == 3 || argc == 4)) {
+    ok = CompileIncludes(argv[2], argc == 4 ? argv[3] : NULL);
   } else if (strcmp(argv[1], "bench") == 0 && argc == 3) {
     ok = Bench(atol(argv[2]));
   }

@@ -1,7 +1,8 @@
 // engine/objects/nvrtc_compile.h: an NVRTC compile's key1 is the same for the same program,
 // NVRTC, driver and directory, differs when any of them does (each field on its own), and is
 // refused for -arch=native and time macros; the manifest of a record is refused when NVRTC
-// read a variable holding -arch=native, and leaves the driver to key1. What a real compile
+// read a variable holding -arch=native, and leaves the driver to key1; an outcome decodes to
+// what was encoded, and damaged bytes are refused. What a real compile
 // records, and the manifest's misses after a header changes, are
 // tests/integration/nvrtc_standin_test.cc's.
 #include "engine/objects/nvrtc_compile.h"
@@ -39,9 +40,8 @@ class NvrtcCompileTest : public ::testing::Test {
 
   absl::StatusOr<ObjectKey> Key(const NvrtcProgram& program, const NvrtcContext& context,
                                 UncachedReason* reason = nullptr) {
-    FileDigests digests("");
     UncachedReason ignored = UncachedReason::kNone;
-    return NvrtcCommandKey(program, context, digests, reason ? reason : &ignored);
+    return NvrtcCommandKey(program, context, reason ? reason : &ignored);
   }
 
   // key1 after `change` to a copy of the program and context.
@@ -195,6 +195,55 @@ TEST_F(NvrtcManifestTest, RefusedWhenNvrtcReadNativeArchOrCouldNotLoadALibrary) 
   reason = UncachedReason::kNone;
   EXPECT_FALSE(Manifest("U 7 syscall 2\tNVRTC made a system call\n", {}, &reason).ok());
   EXPECT_EQ(reason, UncachedReason::kUnreadableInput);
+}
+
+NvrtcOutcome SomeOutcome() {
+  NvrtcOutcome outcome;
+  outcome.result = 0;
+  outcome.outputs[0] = {0, 5, 0, std::string("ptx\0!", 5)};
+  outcome.outputs[1] = {0, 3, 0,
+                        std::string("\x7f"
+                                    "EL",
+                                    3)};
+  outcome.outputs[2] = {3, 0, 3, ""};                    // no LTO-IR: both getters fail
+  outcome.outputs[4] = {11, 0, 11, ""};                  // a getter the real NVRTC lacks
+  outcome.outputs[5] = {0, 1, 0, std::string(1, '\0')};  // an empty log
+  outcome.lowered = {{0, "_Z5scaleIfEvPT_S0_i"}, {10, ""}};
+  return outcome;
+}
+
+TEST(NvrtcOutcomeTest, DecodesWhatWasEncoded) {
+  NvrtcOutcome outcome = SomeOutcome();
+  std::string bytes = EncodeNvrtcOutcome(outcome);
+  absl::StatusOr<NvrtcOutcome> decoded = DecodeNvrtcOutcome(bytes, 2);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->result, outcome.result);
+  for (size_t i = 0; i < kNvrtcOutputCount; ++i) {
+    EXPECT_EQ(decoded->outputs[i].size_result, outcome.outputs[i].size_result) << i;
+    EXPECT_EQ(decoded->outputs[i].size, outcome.outputs[i].size) << i;
+    EXPECT_EQ(decoded->outputs[i].result, outcome.outputs[i].result) << i;
+    EXPECT_EQ(decoded->outputs[i].bytes, outcome.outputs[i].bytes) << i;
+  }
+  EXPECT_EQ(decoded->lowered, outcome.lowered);
+}
+
+TEST(NvrtcOutcomeTest, DamagedBytesAreRefused) {
+  std::string bytes = EncodeNvrtcOutcome(SomeOutcome());
+  // Cut short anywhere.
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    EXPECT_FALSE(DecodeNvrtcOutcome(bytes.substr(0, length), 2).ok()) << length;
+  }
+  EXPECT_FALSE(DecodeNvrtcOutcome(bytes + "x", 2).ok());  // bytes past its end
+  EXPECT_FALSE(DecodeNvrtcOutcome(bytes, 1).ok());        // another number of name expressions
+  std::string magic = bytes;
+  magic[0] = 'K';
+  EXPECT_FALSE(DecodeNvrtcOutcome(magic, 2).ok());
+  // An output that says it succeeded with bytes that are not its size.
+  NvrtcOutcome lying = SomeOutcome();
+  lying.outputs[0].size = 4096;
+  absl::StatusOr<NvrtcOutcome> decoded = DecodeNvrtcOutcome(EncodeNvrtcOutcome(lying), 2);
+  EXPECT_FALSE(decoded.ok());
+  EXPECT_TRUE(absl::IsDataLoss(decoded.status())) << decoded.status();
 }
 
 }  // namespace

@@ -1,0 +1,411 @@
+// libkcache-nvrtc.so: the cache's half of kcache's NVRTC stand-in (nvrtc_cache_abi.h), loaded
+// into the caller's process at its first compile. A lookup keys the compile
+// (engine/objects/nvrtc_compile.h), lists its entries through kcached's fast path, serves the
+// first whose manifest holds here; a miss's outcome and manifest are handed to `kcache
+// nvrtc-put` (a process of its own, reaped later: the caller does not wait for the store), which
+// puts it where the process's launchers put their objects ($KCACHE_SERVER or $KCACHE_STORE).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/launch/cache_budget.h"
+#include "client/launch/fast_object_cache.h"
+#include "client/launch/launch_command.h"
+#include "client/launch/unresponsive_mark.h"
+#include "client/nvrtc/nvrtc_cache_abi.h"
+#include "engine/objects/header_manifest.h"
+#include "engine/objects/nvrtc_compile.h"
+#include "engine/objects/object_bundle.h"
+#include "engine/objects/object_wire.h"
+#include "engine/observe/observed_reads.h"
+#include "kcache/v1/objects.pb.h"
+
+extern char** environ;
+
+struct KcacheNvrtcLookup {
+  kcache::objects::ObjectKey key;
+  size_t name_expressions = 0;
+  kcache::objects::NvrtcOutcome outcome;  // a hit's
+  KcacheNvrtcResult result{};             // views into `outcome`
+  std::vector<int> lowered_results;
+  std::vector<const char*> lowered_names;
+};
+
+namespace kcache::nvrtc {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A lookup's time when KCACHE_NVRTC_TIMEOUT_MS does not say: a served compile takes well under
+// a millisecond, and a compile this misses pays this at most.
+constexpr absl::Duration kDefaultBudget = absl::Milliseconds(50);
+// How long the process, at exit, waits for its stores still running.
+constexpr absl::Duration kExitWait = absl::Seconds(30);
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+// What the process shares between compiles, made at the first.
+struct Process {
+  std::string server, store;
+  bool log = false;
+  absl::Duration budget = kDefaultBudget;
+  std::shared_ptr<client::FastPath> fast;  // null without a kcached fast path to ask
+  std::string driver;                      // the driver NVRTC loads here; "" for none
+  std::string kcache;                      // the `kcache` that stores ("" when none is found)
+  std::mutex mutex;                        // guards digests and the stores under way
+  std::unique_ptr<objects::FileDigests> digests;
+  std::vector<pid_t> stores;  // `kcache nvrtc-put` processes not reaped yet
+};
+
+void Say(const Process& process, const std::string& line) {
+  if (process.log) std::fprintf(stderr, "kcache: nvrtc: %s\n", line.c_str());
+}
+
+// The driver NVRTC loads at every compile (kNvrtcDriverLibrary), found as the loader finds it,
+// and kept loaded: NVRTC loads it at its first compile all the same.
+std::string FindDriver() {
+  void* handle = dlopen(objects::kNvrtcDriverLibrary, RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) return "";
+  struct link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) {
+    return "";
+  }
+  return map->l_name;
+}
+
+// `kcache` beside this library's directory: the build tree's client/cli/nvrtc/../kcache, or an
+// installed prefix's lib/kcache/nvrtc/../../../bin/kcache.
+std::string FindKcache() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&FindKcache), &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  fs::path dir = fs::path(info.dli_fname).parent_path();
+  for (fs::path candidate : {dir / "../kcache", dir / "../../../bin/kcache"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0) {
+      return fs::weakly_canonical(candidate, ec).string();
+    }
+  }
+  return "";
+}
+
+void ReapStores(Process& process, bool wait);
+
+Process& TheProcess() {
+  static Process* process = [] {
+    auto* made = new Process;
+    made->server = Env("KCACHE_SERVER");
+    made->store = Env("KCACHE_STORE");
+    made->log = Env("KCACHE_LOG") == "1";
+    int64_t ms = 0;
+    if (absl::SimpleAtoi(Env("KCACHE_NVRTC_TIMEOUT_MS"), &ms) && ms > 0) {
+      made->budget = absl::Milliseconds(ms);
+    }
+    made->fast = launch::FastPathTo(made->server);
+    made->driver = FindDriver();
+    made->kcache = FindKcache();
+    std::string state = launch::StateDir();
+    made->digests = std::make_unique<objects::FileDigests>(
+        state.empty() ? "" : absl::StrCat(state, "/file-digests"));
+    if (!made->server.empty() && made->fast == nullptr) {
+      Say(*made, absl::StrCat("kcached at ", made->server,
+                              " has no fast path: NVRTC compiles are stored, not looked up"));
+    }
+    if (made->kcache.empty()) {
+      Say(*made, "no kcache beside libkcache-nvrtc.so: NVRTC compiles are not stored");
+    }
+    std::atexit([] { ReapStores(TheProcess(), true); });
+    return made;
+  }();
+  return *process;
+}
+
+// Reaps the stores that have finished; with `wait`, waits for the rest (kExitWait at most).
+void ReapStores(Process& process, bool wait) {
+  std::lock_guard<std::mutex> lock(process.mutex);
+  absl::Time until = absl::Now() + kExitWait;
+  for (;;) {
+    std::vector<pid_t> running;
+    for (pid_t pid : process.stores) {
+      int status = 0;
+      pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == 0 || (done < 0 && errno == EINTR)) running.push_back(pid);
+      // Else reaped, or not ours to reap (a SIGCHLD handler of the caller's took it).
+    }
+    process.stores = std::move(running);
+    if (!wait || process.stores.empty() || absl::Now() > until) return;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+}
+
+objects::Environment CurrentEnvironment() {
+  objects::Environment env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string line = *entry;
+    size_t equals = line.find('=');
+    if (equals != std::string::npos) env[line.substr(0, equals)] = line.substr(equals + 1);
+  }
+  return env;
+}
+
+std::string Cwd() {
+  std::error_code ec;
+  return fs::current_path(ec).string();
+}
+
+objects::NvrtcProgram ProgramOf(const KcacheNvrtcCall& call) {
+  objects::NvrtcProgram program;
+  program.source = call.source != nullptr ? call.source : "";
+  program.name = call.name != nullptr ? call.name : "";
+  for (int i = 0; i < call.num_headers; ++i) {
+    program.headers.emplace_back(call.include_names[i] != nullptr ? call.include_names[i] : "",
+                                 call.headers[i] != nullptr ? call.headers[i] : "");
+  }
+  for (int i = 0; i < call.num_name_expressions; ++i) {
+    program.name_expressions.emplace_back(call.name_expressions[i]);
+  }
+  for (int i = 0; i < call.num_options; ++i) program.options.emplace_back(call.options[i]);
+  return program;
+}
+
+std::shared_ptr<launch::CacheBudget> Budget(const Process& process) {
+  return std::make_shared<launch::CacheBudget>(
+      process.budget, launch::UnresponsiveMark::FromEnvironment(process.server), process.log);
+}
+
+// Tells kcached that a compile ran uncached, and why.
+void NoteUncached(const Process& process, UncachedReason reason, const std::string& why) {
+  Say(process, absl::StrCat("compile not cached (", UncachedReasonName(reason), "): ", why));
+  if (process.fast == nullptr) return;
+  launch::UncachedNotes(process.fast, Budget(process))(reason, "nvrtc");
+}
+
+// The lookup's hit, as the stand-in reads it.
+void ViewHit(KcacheNvrtcLookup& lookup) {
+  const objects::NvrtcOutcome& outcome = lookup.outcome;
+  lookup.result.result = outcome.result;
+  for (size_t i = 0; i < objects::kNvrtcOutputCount; ++i) {
+    const objects::NvrtcOutput& output = outcome.outputs[i];
+    lookup.result.outputs[i] = KcacheNvrtcOutput{
+        output.size_result, static_cast<size_t>(output.size), output.result, output.bytes.data()};
+  }
+  for (const auto& [result, name] : outcome.lowered) {
+    lookup.lowered_results.push_back(result);
+    lookup.lowered_names.push_back(result == 0 ? name.c_str() : nullptr);
+  }
+  lookup.result.num_lowered = static_cast<int>(outcome.lowered.size());
+  lookup.result.lowered_results = lookup.lowered_results.data();
+  lookup.result.lowered_names = lookup.lowered_names.data();
+}
+
+// Serves the first of key1's entries whose manifest holds here, fetched and decoded, into
+// `lookup`; false when none does (or kcached cannot be asked in time).
+bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
+  if (process.fast == nullptr) return false;
+  std::shared_ptr<launch::CacheBudget> budget = Budget(process);
+  if (budget->CompileWithoutAsking()) return false;
+  std::unique_ptr<objects::ObjectCache> cache = launch::NewFastObjectCache(process.fast, budget);
+  absl::StatusOr<std::vector<ObjectEntry>> entries = cache->List(lookup.key.key1);
+  if (!entries.ok()) {
+    Say(process, absl::StrCat("lookup failed: ", entries.status().message()));
+    return false;
+  }
+  objects::BaseDirs dirs{Cwd(), {}};
+  objects::Environment env = CurrentEnvironment();
+  for (const ObjectEntry& entry : *entries) {
+    std::string difference;
+    bool holds;
+    {
+      std::lock_guard<std::mutex> lock(process.mutex);
+      holds = objects::ManifestMatches(entry.manifest, dirs, env, *process.digests, &difference);
+      process.digests->Save();  // what it read, for the next process's check
+    }
+    if (!holds) {
+      Say(process, absl::StrCat("entry ", entry.key.ToString(), " does not hold: ", difference));
+      continue;
+    }
+    absl::StatusOr<objects::HeldBytes> bytes = cache->GetHeld(entry.key);
+    if (!bytes.ok()) {
+      Say(process, absl::StrCat("entry ", entry.key.ToString(), ": ", bytes.status().message()));
+      continue;
+    }
+    absl::StatusOr<objects::ObjectBundleView> bundle = objects::DecodeBundleView(bytes->bytes);
+    absl::StatusOr<objects::NvrtcOutcome> outcome =
+        bundle.ok() ? objects::DecodeNvrtcOutcome(bundle->object, lookup.name_expressions)
+                    : absl::StatusOr<objects::NvrtcOutcome>(bundle.status());
+    if (!outcome.ok()) {
+      Say(process, absl::StrCat("entry ", entry.key.ToString(), " is damaged (",
+                                outcome.status().message(), "): a miss"));
+      continue;
+    }
+    lookup.outcome = *std::move(outcome);
+    ViewHit(lookup);
+    return true;
+  }
+  return false;
+}
+
+// Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd), not
+// waiting for it.
+void HandToKcache(Process& process, const ObjectEntry& entry, const std::string& bundle) {
+  if (process.kcache.empty()) return;
+  v1::ObjectEntry wire;
+  objects::ToWire(entry, &wire);
+  std::string framed;
+  std::string serialized = wire.SerializeAsString();
+  for (int i = 0; i < 8; ++i) {
+    framed.push_back(static_cast<char>((uint64_t{serialized.size()} >> (8 * i)) & 0xff));
+  }
+  framed += serialized;
+  framed += bundle;
+  int fd = memfd_create("kcache-nvrtc-put", MFD_CLOEXEC);
+  if (fd < 0) return;
+  size_t written = 0;
+  while (written < framed.size()) {
+    ssize_t n = write(fd, framed.data() + written, framed.size() - written);
+    if (n <= 0) {
+      close(fd);
+      return;
+    }
+    written += static_cast<size_t>(n);
+  }
+  lseek(fd, 0, SEEK_SET);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDIN_FILENO);
+  std::string argv0 = process.kcache;
+  char* argv[] = {argv0.data(), const_cast<char*>("nvrtc-put"), nullptr};
+  pid_t pid = 0;
+  int spawned = posix_spawn(&pid, argv0.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fd);
+  if (spawned != 0) {
+    Say(process, absl::StrCat("cannot start ", argv0, ": ", strerror(spawned)));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(process.mutex);
+  process.stores.push_back(pid);
+}
+
+}  // namespace
+}  // namespace kcache::nvrtc
+
+using kcache::nvrtc::Process;
+using kcache::nvrtc::TheProcess;
+
+extern "C" {
+
+__attribute__((visibility("default"))) int kcache_nvrtc_abi(void) { return KCACHE_NVRTC_CACHE_ABI; }
+
+__attribute__((visibility("default"))) KcacheNvrtcLookup* kcache_nvrtc_lookup(
+    const KcacheNvrtcCall* call, const KcacheNvrtcResult** hit) {
+  *hit = nullptr;
+  Process& process = TheProcess();
+  kcache::nvrtc::ReapStores(process, false);
+  kcache::objects::NvrtcContext context;
+  context.library = call->library != nullptr ? call->library : "";
+  context.major = call->major;
+  context.minor = call->minor;
+  context.cwd = kcache::nvrtc::Cwd();
+  context.driver = process.driver;
+  kcache::objects::NvrtcProgram program = kcache::nvrtc::ProgramOf(*call);
+  kcache::UncachedReason reason = kcache::UncachedReason::kNone;
+  absl::StatusOr<kcache::objects::ObjectKey> key =
+      kcache::objects::NvrtcCommandKey(program, context, &reason);
+  if (!key.ok()) {
+    kcache::nvrtc::NoteUncached(process, reason, std::string(key.status().message()));
+    return nullptr;
+  }
+  auto lookup = std::make_unique<KcacheNvrtcLookup>();
+  lookup->key = *std::move(key);
+  lookup->name_expressions = program.name_expressions.size();
+  if (kcache::nvrtc::Serve(process, *lookup)) *hit = &lookup->result;
+  return lookup.release();
+}
+
+__attribute__((visibility("default"))) void kcache_nvrtc_store(KcacheNvrtcLookup* lookup,
+                                                               const KcacheNvrtcResult* produced,
+                                                               const char* record,
+                                                               size_t record_length, int complete,
+                                                               double started) {
+  Process& process = TheProcess();
+  if (!complete) {
+    kcache::nvrtc::NoteUncached(process, kcache::UncachedReason::kUnreadableInput,
+                                "what the compile read was not recorded whole");
+    return;
+  }
+  kcache::observe::ObservedReads reads =
+      kcache::observe::ParseObservation(absl::string_view(record, record_length));
+  if (reads.damaged_lines > 0) {
+    kcache::nvrtc::NoteUncached(process, kcache::UncachedReason::kUnreadableInput,
+                                "the record of what the compile read is damaged");
+    return;
+  }
+  kcache::objects::BaseDirs dirs{kcache::nvrtc::Cwd(), {}};
+  kcache::objects::Environment env = kcache::nvrtc::CurrentEnvironment();
+  kcache::UncachedReason reason = kcache::UncachedReason::kNone;
+  absl::StatusOr<kcache::HeaderManifest> manifest;
+  {
+    std::lock_guard<std::mutex> lock(process.mutex);
+    manifest = kcache::objects::NvrtcManifest(
+        reads, dirs, env, *process.digests,
+        absl::FromUnixNanos(static_cast<int64_t>(started * 1e9)), &reason);
+    process.digests->Save();
+  }
+  if (!manifest.ok()) {
+    kcache::nvrtc::NoteUncached(process, reason, std::string(manifest.status().message()));
+    return;
+  }
+  kcache::objects::NvrtcOutcome outcome;
+  outcome.result = produced->result;
+  for (size_t i = 0; i < kcache::objects::kNvrtcOutputCount; ++i) {
+    const KcacheNvrtcOutput& output = produced->outputs[i];
+    kcache::objects::NvrtcOutput& kept = outcome.outputs[i];
+    kept.size_result = output.size_result;
+    kept.size = output.size_result == 0 ? output.size : 0;
+    kept.result = output.result;
+    if (output.result == 0 && output.bytes != nullptr) kept.bytes.assign(output.bytes, kept.size);
+  }
+  for (int i = 0; i < produced->num_lowered; ++i) {
+    const char* name = produced->lowered_names[i];
+    outcome.lowered.emplace_back(produced->lowered_results[i], name != nullptr ? name : "");
+  }
+  kcache::objects::ObjectBundle bundle;
+  bundle.object = kcache::objects::EncodeNvrtcOutcome(outcome);
+  bundle.exit_code = produced->result;
+  std::string bytes = kcache::objects::EncodeBundle(bundle);
+  kcache::ObjectEntry entry;
+  entry.key = kcache::ObjectEntryKey::Of(lookup->key.key1, *manifest);
+  entry.source = lookup->key.source;
+  entry.manifest = *std::move(manifest);
+  entry.fields = lookup->key.fields;
+  entry.size = bytes.size();
+  kcache::nvrtc::HandToKcache(process, entry, bytes);
+}
+
+__attribute__((visibility("default"))) void kcache_nvrtc_release(KcacheNvrtcLookup* lookup) {
+  delete lookup;
+}
+
+}  // extern "C"

@@ -1,0 +1,225 @@
+// NVRTC compiles served by kcache (client/nvrtc/nvrtc_cache.cc, docs/nvrtc-standin.md): a
+// program compiling with NVRTC under `kcache run --server` (a real kcached on a temp socket)
+// stores each compile, and the next process is served every one of them, its PTX, CUBIN, log and
+// lowered names byte for byte what the real NVRTC gave; what must miss misses (a header read
+// changed, a header appearing in a directory searched first, an option, NVRTC_APPEND_FLAGS,
+// another NVRTC); with kcached stopped or hung the compile still succeeds; a damaged entry is a
+// miss.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/object_remote.h"
+#include "engine/objects/object_bundle.h"
+#include "tests/testutil/daemon_process.h"
+#include "tests/testutil/kcache_run.h"
+#include "tests/testutil/nvrtc_programs.h"
+#include "tests/testutil/run.h"
+#include "tests/testutil/temp_dir.h"
+#include "tests/testutil/tree_paths.h"
+
+namespace kcache {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Contains;
+using testing::KcacheCli;
+using testing::Occurrences;
+using testing::RunResult;
+
+constexpr const char* kServed = testing::kNvrtcServed;
+constexpr const char* kForwarded = testing::kNvrtcForwarded;
+constexpr const char* kStored = testing::kNvrtcStored;
+
+std::string NvrtcDir() { return (fs::path(KcacheCli()).parent_path() / "nvrtc").string(); }
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+class NvrtcCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(fs::path(NvrtcDir()) / "libkcache-nvrtc.so")) {
+      GTEST_SKIP() << "no libkcache-nvrtc.so in " << NvrtcDir() << " (a sanitizer build)";
+    }
+    if (!fs::exists("/usr/local/cuda/lib64/libnvrtc.so.13")) GTEST_SKIP() << "no NVRTC 13";
+    ASSERT_TRUE(daemon_.Start().ok()) << daemon_.Log();
+  }
+
+  // `command` under `kcache run --server` (KCACHE_LOG=1), `assignments` before it.
+  RunResult UnderKcache(const std::string& command, const std::string& assignments = "") {
+    return testing::Run(absl::StrCat(
+        "env ", testing::UnsetRoutedVariables(), "KCACHE_LOG=1 KCACHE_STATE_DIR=", tmp_ / "state",
+        " ", assignments, " ", KcacheCli(), " run --server ", daemon_.address(), " --shims ",
+        tmp_ / "shims", " -- ", command));
+  }
+
+  fs::path Dir(const std::string& name) {
+    fs::create_directories(tmp_ / name);
+    return tmp_ / name;
+  }
+
+  fs::path IncludeDirs() { return testing::MakeIncludeDirs(Dir("inc")); }
+
+  // Whether `includes` compiled (1) or was served (0) under kcache, with `assignments`.
+  // Fails the test when it neither did one compile nor succeeded.
+  int CompiledIncludes(const fs::path& inc, const std::string& option = "",
+                       const std::string& assignments = "") {
+    RunResult run = UnderKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                             " includes ", inc.string(), " ", option),
+                                assignments);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    int served = Occurrences(run.output, kServed), forwarded = Occurrences(run.output, kForwarded);
+    EXPECT_EQ(served + forwarded, 1) << run.output;
+    return forwarded;
+  }
+
+  testing::TempDir tmp_;
+  testing::DaemonProcess daemon_;
+};
+
+// Each of the program's two compiles is stored by the first process and served to the second,
+// its outputs the real NVRTC's byte for byte (and a run without kcache's).
+TEST_F(NvrtcCacheTest, SecondProcessIsServedEveryCompileByteForByte) {
+  for (const char* program : {"nvrtc_linked_program", "nvrtc_dlopen_program"}) {
+    SCOPED_TRACE(program);
+    std::string tag = program;
+    RunResult direct = testing::Run(absl::StrCat("env ", testing::UnsetRoutedVariables(),
+                                                 testing::NvrtcProgram(program), " compile ",
+                                                 Dir(tag + "/direct").string()));
+    ASSERT_EQ(direct.exit_code, 0) << direct.output;
+    RunResult first = UnderKcache(
+        absl::StrCat(testing::NvrtcProgram(program), " compile ", Dir(tag + "/first").string()));
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    RunResult second = UnderKcache(
+        absl::StrCat(testing::NvrtcProgram(program), " compile ", Dir(tag + "/second").string()));
+    ASSERT_EQ(second.exit_code, 0) << second.output;
+    if (tag == "nvrtc_linked_program") {
+      EXPECT_EQ(Occurrences(first.output, kForwarded), 2) << first.output;
+      EXPECT_EQ(Occurrences(first.output, kStored), 2) << first.output;
+    }
+    EXPECT_EQ(Occurrences(second.output, kServed), 2) << second.output;
+    EXPECT_EQ(Occurrences(second.output, kForwarded), 0) << second.output;
+    fs::path runs = fs::path(tmp_.path()) / tag;
+    for (const char* file : {"ptx", "cubin", "log", "names"}) {
+      std::string expected = ReadFile(runs / "direct" / file);
+      EXPECT_EQ(ReadFile(runs / "first" / file), expected) << file;
+      EXPECT_EQ(ReadFile(runs / "second" / file), expected) << file;
+    }
+    EXPECT_TRUE(Contains(ReadFile(runs / "second/names"), "scale<float> _Z5scaleIf"));
+  }
+}
+
+// What must miss does: a change to the header read, a header of that name appearing in the
+// directory searched first, another option, NVRTC_APPEND_FLAGS set, another NVRTC; and each
+// variant is stored, so it hits the next time.
+TEST_F(NvrtcCacheTest, MissesWhenWhatTheCompileReadOrWasGivenChanges) {
+  fs::path inc = IncludeDirs();
+  EXPECT_EQ(CompiledIncludes(inc), 1);
+  EXPECT_EQ(CompiledIncludes(inc), 0);
+  std::string served = ReadFile(inc / "ptx");
+
+  std::ofstream(inc / "b/hdr.h") << "constexpr float kValue = 4.0f;\n";
+  EXPECT_EQ(CompiledIncludes(inc), 1) << "the header read changed";
+  EXPECT_NE(ReadFile(inc / "ptx"), served);
+  EXPECT_EQ(CompiledIncludes(inc), 0);
+
+  std::ofstream(inc / "a/hdr.h") << "constexpr float kValue = 5.0f;\n";
+  EXPECT_EQ(CompiledIncludes(inc), 1) << "a header appeared in the directory searched first";
+  EXPECT_TRUE(Contains(ReadFile(inc / "ptx"), "0f40A00000")) << ReadFile(inc / "ptx");  // 5.0f
+  EXPECT_EQ(CompiledIncludes(inc), 0);
+
+  EXPECT_EQ(CompiledIncludes(inc, "-DUNUSED=1"), 1) << "an option more";
+  EXPECT_EQ(CompiledIncludes(inc, "-DUNUSED=1"), 0);
+  EXPECT_EQ(CompiledIncludes(inc, "", "NVRTC_APPEND_FLAGS=-DUNUSED=2"), 1)
+      << "NVRTC_APPEND_FLAGS, which NVRTC reads";
+
+  fs::path wheel =
+      testing::SourcePath(".venv/lib/python3.11/site-packages/nvidia/cu13/lib/libnvrtc.so.13");
+  if (fs::exists(wheel)) {
+    EXPECT_EQ(CompiledIncludes(inc, "", absl::StrCat("KCACHE_REAL_NVRTC=", wheel.string())), 1)
+        << "another NVRTC (the nvidia-cuda-nvrtc wheel's)";
+    EXPECT_EQ(CompiledIncludes(inc, "", absl::StrCat("KCACHE_REAL_NVRTC=", wheel.string())), 0);
+  }
+  EXPECT_EQ(CompiledIncludes(inc), 0) << "the first variant is still served";
+}
+
+// An entry whose outcome does not decode (damaged, or put by a hostile client under the key) is
+// a miss: the real NVRTC compiles, and the good outcome is stored over it.
+TEST_F(NvrtcCacheTest, DamagedStoredEntryIsAMiss) {
+  fs::path inc = IncludeDirs();
+  EXPECT_EQ(CompiledIncludes(inc), 1);
+  std::string good = ReadFile(inc / "ptx");
+  absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache =
+      cli::OpenRemoteObjectCache(daemon_.address());
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  absl::StatusOr<std::vector<ObjectEntry>> all = (*cache)->ListAll();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 1u);
+  ObjectEntry entry = all->front();
+  EXPECT_EQ(entry.source, "fill.cu");
+  objects::ObjectBundle damaged;
+  damaged.object = "kcache.nvrtc-outcome.v1\n\x01\x02 not an outcome";
+  std::string bytes = objects::EncodeBundle(damaged);
+  entry.size = bytes.size();
+  ASSERT_TRUE((*cache)->Put(entry, bytes).ok());
+  absl::StatusOr<std::string> stored = (*cache)->Get(entry.key);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(*stored, bytes);
+
+  EXPECT_EQ(CompiledIncludes(inc), 1) << "a damaged entry is a miss";
+  EXPECT_EQ(ReadFile(inc / "ptx"), good);
+  EXPECT_EQ(CompiledIncludes(inc), 0) << "the good outcome was stored over it";
+  EXPECT_EQ(ReadFile(inc / "ptx"), good);
+}
+
+// Sixteen threads compiling the same program at once, twice in new processes: the second is
+// served every compile, each thread the same PTX.
+TEST_F(NvrtcCacheTest, SixteenThreadsAreServedAtOnce) {
+  RunResult first = UnderKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                             " threads 16 ", Dir("first").string()));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  RunResult second = UnderKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                              " threads 16 ", Dir("second").string()));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Occurrences(second.output, kServed), 16) << second.output;
+  EXPECT_EQ(ReadFile(tmp_ / "second/ptx"), ReadFile(tmp_ / "first/ptx"));
+}
+
+// kcached hung (SIGSTOP) or gone: the compile succeeds, compiled by the real NVRTC, and the
+// process is not held for more than the lookup budget per compile.
+TEST_F(NvrtcCacheTest, KcachedHungOrGoneTheCompileStillSucceeds) {
+  ASSERT_TRUE(daemon_.Pause());
+  auto started = std::chrono::steady_clock::now();
+  RunResult hung = UnderKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                            " compile ", Dir("hung").string()),
+                               "KCACHE_TIMEOUT_MS=2000");
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  daemon_.Kill(SIGCONT);
+  ASSERT_EQ(hung.exit_code, 0) << hung.output;
+  EXPECT_EQ(Occurrences(hung.output, kForwarded), 2) << hung.output;
+  // Two lookups of 50 ms each and the stores' puts (which wait on kcached, bounded by
+  // KCACHE_TIMEOUT_MS): far below what a hang would take.
+  EXPECT_LT(seconds, 30) << hung.output;
+
+  daemon_.Kill(SIGKILL);
+  daemon_.Wait(std::chrono::seconds(10));
+  RunResult gone = UnderKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                            " compile ", Dir("gone").string()));
+  ASSERT_EQ(gone.exit_code, 0) << gone.output;
+  EXPECT_EQ(Occurrences(gone.output, kForwarded), 2) << gone.output;
+  EXPECT_EQ(ReadFile(tmp_ / "gone/ptx"), ReadFile(tmp_ / "hung/ptx"));
+}
+
+}  // namespace
+}  // namespace kcache
