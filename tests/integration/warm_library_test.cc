@@ -46,6 +46,8 @@ class WarmLibraryTest : public ::testing::Test {
     nvcc("-shared -Xcompiler -fPIC -gencode arch=compute_75,code=compute_75 -o " +
          (*dir_ / "libptx75.so"));
     nvcc("-fatbin -gencode arch=compute_75,code=compute_75 -o " + (*dir_ / "ptx75.fatbin"));
+    nvcc("-fatbin --compress-mode=speed -gencode arch=compute_75,code=compute_75 -o " +
+         (*dir_ / "ptx75-lz4.fatbin"));
     nvcc(
         "-fatbin -gencode arch=compute_75,code=compute_75 -gencode arch=compute_89,code=sm_89 "
         "-o " +
@@ -116,12 +118,15 @@ TEST_F(WarmLibraryTest, PtxOnlyLibraryGetsACubinPerTarget) {
     ASSERT_TRUE(entries.ok()) << entries.status();
     EXPECT_EQ(*entries, std::vector<std::string>{"axpy"});
   }
-  // Again: nothing compiled; the same PTX in a raw fatbin has the same key.
-  RunResult again = Kcache("warm --library " + (*dir_ / "libptx75.so") + " " +
-                           (*dir_ / "ptx75.fatbin") + " --arch 8.6,8.9 --store " + store_);
+  // Again: nothing compiled; the same PTX in a raw fatbin, zstd- or LZ4-compressed, has the
+  // same key.
+  RunResult again =
+      Kcache("warm --library " + (*dir_ / "libptx75.so") + " " + (*dir_ / "ptx75.fatbin") + " " +
+             (*dir_ / "ptx75-lz4.fatbin") + " --arch 8.6,8.9 --store " + store_);
   ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_TRUE(Contains(again.output, "entry 0: PTX compute_75 (lz4, ")) << again.output;
   EXPECT_FALSE(Contains(again.output, "built   ")) << again.output;
-  EXPECT_TRUE(Contains(again.output, "0 built, 4 already stored")) << again.output;
+  EXPECT_TRUE(Contains(again.output, "0 built, 6 already stored")) << again.output;
 }
 
 TEST_F(WarmLibraryTest, NothingIsBuiltWhereTheLibraryHasSass) {
@@ -176,6 +181,19 @@ TEST_F(WarmLibraryTest, DamagedFatbinsAreBadInputAndNothingIsStored) {
     EXPECT_TRUE(Contains(r.output, "error: " + path)) << c.name << "\n" << r.output;
     EXPECT_TRUE(Contains(r.output, c.says)) << c.name << "\n" << r.output;
   }
+  // A shared object whose .nv_fatbin is damaged: its last fatbin declares more than follows.
+  absl::StatusOr<std::string> so = ReadWholeFile(*dir_ / "libptx75.so");
+  ASSERT_TRUE(so.ok());
+  size_t magic = so->rfind(std::string("\x50\xed\x55\xba", 4));
+  ASSERT_NE(magic, std::string::npos);
+  uint64_t size = uint64_t{1} << 30;
+  std::memcpy(so->data() + magic + 8, &size, 8);
+  std::string lib = work_.Write("libdamaged.so", *so);
+  RunResult r = Kcache("warm --library " + lib + " --arch 8.6 --store " + store_);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "error: " + lib + " (section .nv_fatbin): fatbin at offset "))
+      << r.output;
+  EXPECT_TRUE(Contains(r.output, "declares 1073741824 bytes of entries")) << r.output;
   EXPECT_TRUE(StoredSass().empty());
   // A bad library does not stop the good ones; the exit code still says it failed.
   RunResult mixed = Kcache("warm --library " + (work_ / "magic.fatbin") + " " +
