@@ -1,5 +1,6 @@
 // kcache warm --library: SASS built from the PTX of libraries that carry no SASS for a target,
 // into a store (docs/ptx-libraries.md). Registered by warm_command.cc.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -8,6 +9,7 @@
 #include "client/cli/output.h"
 #include "client/cli/warm_library.h"
 #include "engine/fatbin/library.h"
+#include "engine/fatbin/library_plan.h"
 #include "engine/fatbin/library_warm.h"
 
 namespace kcache::cli {

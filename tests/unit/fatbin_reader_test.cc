@@ -11,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "engine/fatbin/fatbin.h"
 #include "engine/fatbin/library.h"
-#include "engine/fatbin/library_warm.h"
+#include "engine/fatbin/library_plan.h"
 #include "engine/fatbin/ptx_sass.h"
 
 namespace kcache::fatbin {
