@@ -17,6 +17,8 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(JEMALLOC IMPORTED_TARGET jemalloc)
 # libseccomp: the compile workers' syscall filter (engine/workers/sandbox.cc).
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+# liblz4: fatbin entries compressed with LZ4 (engine/fatbin/fatbin.cc; zstd ones use libzstd).
+pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
 if(KCACHE_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
   include(GoogleTest)

@@ -42,6 +42,7 @@ packages=(
   libxxhash-dev libssl-dev libzstd-dev libjemalloc-dev
   libseccomp-dev                # compile workers: seccomp filter (docs/compile-workers.md)
   libhiredis-dev                # the shared tier's Redis (Cluster) client (engine/shared)
+  liblz4-dev                    # LZ4-compressed fatbin entries (engine/fatbin)
 )
 if ((!build_only)); then
   packages+=(

@@ -13,6 +13,7 @@
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
 #include "engine/compile/compiler.h"
+#include "engine/fatbin/ptx_sass.h"
 #include "engine/objects/object_schema.h"
 #include "engine/resolve/in_process.h"
 #include "engine/store/store.h"
@@ -72,6 +73,35 @@ void PrintObjects(const std::vector<ArtifactMeta>& artifacts) {
   if (count > 0) std::printf("\n%s%zu compiler outputs\n", table.Render().c_str(), count);
 }
 
+// SASS built from libraries' PTX (`kcache warm --library`), one row per library and PTX.
+void PrintPtxSass(const std::vector<ArtifactMeta>& artifacts) {
+  struct Row {
+    std::vector<std::string> targets;
+    std::vector<std::string> toolkits;
+    uint64_t bytes = 0;
+  };
+  std::map<std::tuple<std::string, std::string, KernelId>, Row> rows;
+  size_t count = 0;
+  for (const ArtifactMeta& m : artifacts) {
+    if (!fatbin::IsPtxSassArtifact(m)) continue;
+    ++count;
+    fatbin::PtxSassOrigin origin = fatbin::PtxSassOriginOf(m);
+    Row& row = rows[{origin.library, origin.ptx.ToString(), m.key.kernel_id}];
+    std::string target = m.key.target.ToString();  // "sm_89" -> "89"
+    row.targets.push_back(target.substr(target.find('_') + 1));
+    row.toolkits.push_back(m.key.toolkit);
+    row.bytes += m.size;
+  }
+  if (count == 0) return;
+  Table table({"library", "from ptx", "ptx id", "cubin", "toolkits", "bytes"}, {5});
+  for (const auto& [key, row] : rows) {
+    const auto& [library, ptx, id] = key;
+    table.AddRow({library, ptx, id.ShortHex(), absl::StrJoin(row.targets, ","),
+                  ToolkitVersionsText(row.toolkits), HumanBytes(row.bytes)});
+  }
+  std::printf("\n%s%zu cubins built from libraries' PTX\n", table.Render().c_str(), count);
+}
+
 int RunLs(const StoreFlags& flags) {
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStoreForCli(flags.store, StoreUse::kRead);
   if (!store.ok()) return Fail(store.status().message(), kExitBadInput);
@@ -120,6 +150,7 @@ int RunLs(const StoreFlags& flags) {
   std::printf("%s%zu kernels, %zu artifacts\n", table.Render().c_str(), kernels->size(),
               artifacts->size());
   PrintObjects(*artifacts);
+  PrintPtxSass(*artifacts);
   return kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include "client/cli/node_devices.h"
 #include "client/cli/output.h"
 #include "client/cli/server_commands.h"
+#include "client/cli/warm_library.h"
 #include "core/manifest.h"
 #include "engine/compile/compiler.h"
 #include "engine/warm/warm.h"
@@ -27,6 +28,8 @@ struct WarmFlags {
   std::string manifest;
   int jobs = 0;
   bool allow_unsandboxed = false;
+  std::vector<std::string> libraries;  // --library: build SASS from their PTX instead
+  bool dry_run = false;
 };
 
 // Prints a line per finished job and, on a terminal, a live line of what is compiling.
@@ -196,7 +199,17 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
       "Compile every kernel of a manifest for each target into a store (or have a running\n"
       "kcached compile them into its store); what the store already holds is not compiled\n"
       "again. Exit 0 only if everything was built.");
-  warm->add_option("manifest", flags->manifest, "Kernel manifest (docs/manifest.md)")->required();
+  CLI::Option* manifest =
+      warm->add_option("manifest", flags->manifest, "Kernel manifest (docs/manifest.md)");
+  CLI::Option* library = warm->add_option(
+      "--library", flags->libraries,
+      "Instead of a manifest: libraries (shared objects, executables, fatbins, cubins) whose "
+      "PTX is compiled to SASS for each --arch they carry no SASS for (docs/ptx-libraries.md)");
+  library->excludes(manifest);
+  warm->add_flag("--dry-run", flags->dry_run,
+                 "With --library: say per library and target what is missing and what would be "
+                 "built from which PTX; compile and store nothing")
+      ->needs(library);
   warm->add_option(
           "--arch", flags->arch,
           "Targets, comma-separated: 7.5,8.6,8.9 (SASS + PTX), 9.0a, compute_90; native: the SMs "
@@ -222,6 +235,22 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
     absl::StatusOr<std::string> arch = flags->arch;
     if (NamesNative(flags->arch)) arch = ExpandNativeArch(flags->arch, client::DetectDevices());
     if (arch.ok()) flags->arch = *arch;
+    if (!flags->libraries.empty() && arch.ok()) {
+      if (!flags->server.empty()) {
+        *exit_code = Fail("--library works with --store; a running kcached does not build it",
+                          kExitBadInput);
+      } else if (flags->store.empty() && !flags->dry_run) {
+        *exit_code = Fail("--library needs --store DIR (or --dry-run)", kExitBadInput);
+      } else {
+        *exit_code = RunWarmLibraries(
+            {flags->libraries, flags->arch, flags->store, flags->toolkit, flags->dry_run});
+      }
+      return;
+    }
+    if (flags->libraries.empty() && flags->manifest.empty()) {
+      *exit_code = Fail("warm needs a manifest (or --library PATH...)", kExitBadInput);
+      return;
+    }
     if (absl::Status s = CheckStoreOrServer(flags->store, flags->server); !s.ok()) {
       *exit_code = Fail(s.message(), kExitBadInput);
     } else if (!arch.ok()) {

@@ -84,6 +84,14 @@ absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
                                       const std::vector<std::string>& ltoir_modules,
                                       const Target& target, std::string* log = nullptr);
 
+// Compiles one PTX module into a cubin for `target` (an sm_ target) with nvJitLink, passing
+// `options` after -arch (ptxas options as nvJitLink takes them, e.g. "-O3"). The same errors as
+// LinkLtoir; Aborted with nvJitLink's log when the PTX does not compile for the target (PTX of a
+// higher arch, or compute_90a PTX for anything but sm_90a).
+absl::StatusOr<std::string> LinkPtx(const Toolkit& toolkit, const std::string& ptx,
+                                    const Target& target, const std::vector<std::string>& options,
+                                    std::string* log = nullptr);
+
 // The compile log carried by a compile error, or "" if none.
 std::string CompileLogOf(const absl::Status& status);
 

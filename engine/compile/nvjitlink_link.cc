@@ -1,4 +1,5 @@
-// LinkLtoir (declared in compiler.h): LTO-IR modules -> one cubin, with nvJitLink.
+// LinkLtoir and LinkPtx (declared in compiler.h): LTO-IR modules or one PTX module -> one cubin,
+// with nvJitLink.
 #include <utility>
 
 #include "absl/strings/cord.h"
@@ -45,55 +46,58 @@ std::string LinkLog(const NvJitLinkApi& api, nvJitLinkHandle handle) {
 }
 
 // `what` says which step failed; the payload carries nvJitLink's log unchanged.
-absl::Status LinkFailed(const Target& target, const std::string& what, nvJitLinkResult result,
-                        const std::string& log) {
+absl::Status LinkFailed(absl::string_view input, const Target& target, const std::string& what,
+                        nvJitLinkResult result, const std::string& log) {
   absl::Status status = absl::AbortedError(
-      absl::StrCat("nvJitLink could not link LTO-IR for ", target.ToString(), ": ", what,
+      absl::StrCat("nvJitLink could not link ", input, " for ", target.ToString(), ": ", what,
                    " (nvJitLink error ", static_cast<int>(result), "):\n", log));
   status.SetPayload(kCompileLogPayload, absl::Cord(log));
   return status;
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
-                                      const std::vector<std::string>& ltoir_modules,
-                                      const Target& target, std::string* log) {
+// Links `modules` of one input type into a cubin for `target` with `options` after -arch.
+absl::StatusOr<std::string> Link(const Toolkit& toolkit, nvJitLinkInputType type,
+                                 absl::string_view input, const std::vector<std::string>& modules,
+                                 const Target& target, const std::vector<std::string>& options,
+                                 std::string* log) {
   const NvJitLinkApi* api = toolkit.nvjitlink();
   if (api == nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("the toolkit at ", toolkit.root(),
-                     " has no libnvJitLink, so LTO-IR cannot be linked; install nvJitLink there"));
+        absl::StrCat("the toolkit at ", toolkit.root(), " has no libnvJitLink, so ", input,
+                     " cannot be linked; install nvJitLink there"));
   }
   if (target.kind != TargetKind::kSass) {
     return absl::InvalidArgumentError(
-        absl::StrCat("LTO-IR links to a cubin for an sm_ target, not ", target.ToString()));
+        absl::StrCat(input, " links to a cubin for an sm_ target, not ", target.ToString()));
   }
-  if (ltoir_modules.empty()) {
-    return absl::InvalidArgumentError("no LTO-IR modules to link");
+  if (modules.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("no ", input, " modules to link"));
   }
-  std::string arch = absl::StrCat("-arch=", target.ToString());
-  const char* options[] = {arch.c_str(), "-lto"};
+  std::vector<std::string> all = {absl::StrCat("-arch=", target.ToString())};
+  all.insert(all.end(), options.begin(), options.end());
+  std::vector<const char*> argv;
+  for (const std::string& o : all) argv.push_back(o.c_str());
   LinkHandle handle(*api);
-  if (nvJitLinkResult r = api->create(handle.out(), 2, options); r != NVJITLINK_SUCCESS) {
+  if (nvJitLinkResult r =
+          api->create(handle.out(), static_cast<uint32_t>(argv.size()), argv.data());
+      r != NVJITLINK_SUCCESS) {
     return absl::InternalError(absl::StrCat("nvJitLinkCreate failed for ", target.ToString(),
                                             " (nvJitLink error ", static_cast<int>(r), ")"));
   }
-  for (size_t i = 0; i < ltoir_modules.size(); ++i) {
+  for (size_t i = 0; i < modules.size(); ++i) {
     std::string name = absl::StrCat("module", i);
     if (nvJitLinkResult r =
-            api->add_data(handle.get(), NVJITLINK_INPUT_LTOIR, ltoir_modules[i].data(),
-                          ltoir_modules[i].size(), name.c_str());
+            api->add_data(handle.get(), type, modules[i].data(), modules[i].size(), name.c_str());
         r != NVJITLINK_SUCCESS) {
       std::string text = LinkLog(*api, handle.get());
       if (log != nullptr) *log = text;
-      return LinkFailed(target, absl::StrCat("module ", i, " was refused"), r, text);
+      return LinkFailed(input, target, absl::StrCat("module ", i, " was refused"), r, text);
     }
   }
   nvJitLinkResult done = api->complete(handle.get());
   std::string text = LinkLog(*api, handle.get());
   if (log != nullptr) *log = text;
-  if (done != NVJITLINK_SUCCESS) return LinkFailed(target, "the link failed", done, text);
+  if (done != NVJITLINK_SUCCESS) return LinkFailed(input, target, "the link failed", done, text);
 
   size_t size = 0;
   if (nvJitLinkResult r = api->get_linked_cubin_size(handle.get(), &size); r != NVJITLINK_SUCCESS) {
@@ -107,6 +111,20 @@ absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
         absl::StrCat("nvJitLink could not return the cubin (error ", static_cast<int>(r), ")"));
   }
   return cubin;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
+                                      const std::vector<std::string>& ltoir_modules,
+                                      const Target& target, std::string* log) {
+  return Link(toolkit, NVJITLINK_INPUT_LTOIR, "LTO-IR", ltoir_modules, target, {"-lto"}, log);
+}
+
+absl::StatusOr<std::string> LinkPtx(const Toolkit& toolkit, const std::string& ptx,
+                                    const Target& target, const std::vector<std::string>& options,
+                                    std::string* log) {
+  return Link(toolkit, NVJITLINK_INPUT_PTX, "PTX", {ptx}, target, options, log);
 }
 
 }  // namespace kcache

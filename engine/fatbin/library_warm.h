@@ -1,0 +1,59 @@
+// SASS built from a library's PTX into a store, for the targets PlanLibrary says it lacks
+// (`kcache warm --library`; docs/ptx-libraries.md).
+#ifndef KCACHE_ENGINE_FATBIN_LIBRARY_WARM_H_
+#define KCACHE_ENGINE_FATBIN_LIBRARY_WARM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/target.h"
+#include "engine/fatbin/library.h"
+#include "engine/fatbin/library_plan.h"
+
+namespace kcache {
+class Store;
+class Toolkit;
+}  // namespace kcache
+
+namespace kcache::fatbin {
+
+// One PTX -> SASS compile, as reported to a LibraryWarmObserver.
+struct BuiltEntry {
+  std::string library;
+  Target ptx;           // the PTX's target
+  Target sass;          // what was built
+  std::string key;      // ArtifactKey::ToString()
+  bool cached = false;  // the store already held it: nothing compiled
+  uint64_t micros = 0;  // the compile's wall time (0 when cached)
+  uint64_t bytes = 0;   // the cubin's size
+};
+
+// Called from the thread running WarmLibrary, once per planned build, after it finished.
+class LibraryWarmObserver {
+ public:
+  virtual ~LibraryWarmObserver() = default;
+  virtual void OnBuilt(const BuiltEntry& entry) = 0;
+};
+
+struct LibraryWarmResult {
+  std::vector<TargetPlan> plan;
+  std::vector<BuiltEntry> built;  // in plan order; cached ones included
+};
+
+// Builds every kBuild of PlanLibrary(library, targets) with `toolkit`'s nvJitLink (in this
+// process, one at a time) and stores each cubin under PtxSassKey (ptx_sass.h) in `store`,
+// unless the store holds that key already. Each cubin is checked to be a cubin for the SM built
+// before it is stored. Stops at the first failure: DataLoss / InvalidArgument for a PTX payload
+// that does not decompress (fatbin.h), Aborted with nvJitLink's log when the PTX does not
+// compile, FailedPrecondition when the toolkit has no nvJitLink, Internal for a cubin of the
+// wrong SM, the store's errors as Put gives them; what was stored before stays.
+absl::StatusOr<LibraryWarmResult> WarmLibrary(const Library& library,
+                                              const std::vector<Target>& targets, Store& store,
+                                              const Toolkit& toolkit,
+                                              LibraryWarmObserver* observer = nullptr);
+
+}  // namespace kcache::fatbin
+
+#endif  // KCACHE_ENGINE_FATBIN_LIBRARY_WARM_H_

@@ -1,0 +1,227 @@
+// `kcache warm --library` with fatbins and a shared object that the real nvcc builds: SASS
+// compiled from PTX for the targets a library lacks, nothing where it has SASS, damaged
+// fatbins refused with nothing stored, --dry-run, and `kcache ls` listing what was built.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "core/cubin.h"
+#include "core/file_io.h"
+#include "engine/fatbin/ptx_sass.h"
+#include "engine/store/store.h"
+#include "tests/testutil/run.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using ::kcache::testing::Contains;
+using ::kcache::testing::KcacheCli;
+using ::kcache::testing::RunResult;
+using ::kcache::testing::TempDir;
+namespace fs = std::filesystem;
+
+constexpr char kSource[] =
+    R"(extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+class WarmLibraryTest : public ::testing::Test {
+ protected:
+  // nvcc runs once for the suite: a .so and two fatbins (about 3 s on 2 cores).
+  static void SetUpTestSuite() {
+    nvcc_ = "/usr/local/cuda/bin/nvcc";
+    if (const char* home = std::getenv("CUDA_HOME")) nvcc_ = std::string(home) + "/bin/nvcc";
+    if (!fs::exists(nvcc_)) return;
+    dir_ = new TempDir();
+    std::string cu = dir_->Write("axpy.cu", kSource);
+    auto nvcc = [&](const std::string& args) {
+      RunResult r = ::kcache::testing::Run(nvcc_ + " " + args + " " + cu);
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+    };
+    nvcc("-shared -Xcompiler -fPIC -gencode arch=compute_75,code=compute_75 -o " +
+         (*dir_ / "libptx75.so"));
+    nvcc("-fatbin -gencode arch=compute_75,code=compute_75 -o " + (*dir_ / "ptx75.fatbin"));
+    nvcc("-fatbin --compress-mode=speed -gencode arch=compute_75,code=compute_75 -o " +
+         (*dir_ / "ptx75-lz4.fatbin"));
+    nvcc(
+        "-fatbin -gencode arch=compute_75,code=compute_75 -gencode arch=compute_89,code=sm_89 "
+        "-o " +
+        (*dir_ / "sass89.fatbin"));
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override {
+    if (dir_ == nullptr) GTEST_SKIP() << "no nvcc at " << nvcc_;
+    store_ = work_ / "store";
+  }
+
+  RunResult Kcache(const std::string& args) {
+    return ::kcache::testing::Run(KcacheCli() + " " + args);
+  }
+  // The SASS built from PTX in the store: target -> cubin bytes (checked to verify).
+  std::map<std::string, std::string> StoredSass(std::string* library = nullptr) {
+    std::map<std::string, std::string> out;
+    StoreOptions options;
+    options.read_only = true;
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(store_, options);
+    if (!store.ok()) return out;
+    absl::StatusOr<std::vector<ArtifactMeta>> metas = (*store)->ListAllArtifacts();
+    EXPECT_TRUE(metas.ok()) << metas.status();
+    for (const ArtifactMeta& m : *metas) {
+      if (!fatbin::IsPtxSassArtifact(m)) continue;
+      if (library != nullptr) *library = fatbin::PtxSassOriginOf(m).library;
+      absl::StatusOr<Artifact> a = (*store)->Get(m.key);
+      EXPECT_TRUE(a.ok()) << a.status();
+      if (a.ok()) out[m.key.target.ToString()] = a->bytes;
+    }
+    return out;
+  }
+  // A copy of ptx75.fatbin with `patch` applied, as `name`.
+  std::string Damaged(const std::string& name, const std::function<void(std::string&)>& patch) {
+    absl::StatusOr<std::string> bytes = ReadWholeFile(*dir_ / "ptx75.fatbin");
+    EXPECT_TRUE(bytes.ok());
+    patch(*bytes);
+    return work_.Write(name, *bytes);
+  }
+
+  static std::string nvcc_;
+  static TempDir* dir_;
+  TempDir work_;
+  std::string store_;
+};
+std::string WarmLibraryTest::nvcc_;
+TempDir* WarmLibraryTest::dir_ = nullptr;
+
+TEST_F(WarmLibraryTest, PtxOnlyLibraryGetsACubinPerTarget) {
+  RunResult r =
+      Kcache("warm --library " + (*dir_ / "libptx75.so") + " --arch 8.6,8.9 --store " + store_);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "built   sm_86      from compute_75")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "built   sm_89      from compute_75")) << r.output;
+  std::string library;
+  std::map<std::string, std::string> sass = StoredSass(&library);
+  ASSERT_EQ(sass.size(), 2u) << r.output;
+  EXPECT_EQ(library, *dir_ / "libptx75.so");
+  for (const auto& [target, cubin] : sass) {
+    ASSERT_TRUE(IsCudaElf(cubin)) << target;
+    uint32_t e_flags;
+    std::memcpy(&e_flags, cubin.data() + 0x30, 4);
+    EXPECT_EQ(static_cast<int>((e_flags >> 8) & 0xff), target == "sm_86" ? 86 : 89) << target;
+    absl::StatusOr<std::vector<std::string>> entries = CubinEntryNames(cubin);
+    ASSERT_TRUE(entries.ok()) << entries.status();
+    EXPECT_EQ(*entries, std::vector<std::string>{"axpy"});
+  }
+  // Again: nothing compiled; the same PTX in a raw fatbin, zstd- or LZ4-compressed, has the
+  // same key.
+  RunResult again =
+      Kcache("warm --library " + (*dir_ / "libptx75.so") + " " + (*dir_ / "ptx75.fatbin") + " " +
+             (*dir_ / "ptx75-lz4.fatbin") + " --arch 8.6,8.9 --store " + store_);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_TRUE(Contains(again.output, "entry 0: PTX compute_75 (lz4, ")) << again.output;
+  EXPECT_FALSE(Contains(again.output, "built   ")) << again.output;
+  EXPECT_TRUE(Contains(again.output, "0 built, 6 already stored")) << again.output;
+}
+
+TEST_F(WarmLibraryTest, NothingIsBuiltWhereTheLibraryHasSass) {
+  RunResult r =
+      Kcache("warm --library " + (*dir_ / "sass89.fatbin") + " --arch 8.9 --store " + store_);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "8.9   has SASS: entry 1, SASS sm_89")) << r.output;
+  EXPECT_TRUE(StoredSass().empty()) << r.output;
+}
+
+TEST_F(WarmLibraryTest, DryRunSaysWhatIsMissingAndStoresNothing) {
+  RunResult r = Kcache("warm --dry-run --library " + (*dir_ / "sass89.fatbin") + " " +
+                       (*dir_ / "libptx75.so") + " --arch 8.6,8.9 --store " + store_);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "sass89.fatbin: fatbin, 2 entries")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "entry 0: PTX compute_75 (zstd, ")) << r.output;
+  EXPECT_TRUE(
+      Contains(r.output, "8.6   lacks SASS: would build sm_86 from entry 0, PTX compute_75"))
+      << r.output;
+  EXPECT_TRUE(Contains(r.output, "8.9   has SASS: entry 1, SASS sm_89")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "libptx75.so: ELF, 1 entry")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "8.9   lacks SASS: would build sm_89 from entry 0")) << r.output;
+  EXPECT_FALSE(fs::exists(store_)) << r.output;
+}
+
+TEST_F(WarmLibraryTest, DamagedFatbinsAreBadInputAndNothingIsStored) {
+  struct Case {
+    std::string name;
+    std::function<void(std::string&)> patch;
+    std::string says;
+  };
+  std::vector<Case> cases = {
+      {"truncated.fatbin", [](std::string& b) { b.resize(b.size() - 20); }, "truncated?"},
+      {"magic.fatbin", [](std::string& b) { b[0] = 'X'; }, "neither a fatbin"},
+      {"past-end.fatbin",
+       [](std::string& b) {
+         uint64_t size = uint64_t{1} << 20;
+         std::memcpy(b.data() + 16 + 8, &size, 8);  // the entry's payload size
+       },
+       "runs past the end of the fatbin"},
+      {"huge.fatbin",
+       [](std::string& b) {
+         uint64_t size = uint64_t{1} << 40;
+         std::memcpy(b.data() + 16 + 0x38, &size, 8);  // the decompressed size
+       },
+       "more than the limit of 512 MiB"},
+  };
+  for (const Case& c : cases) {
+    std::string path = Damaged(c.name, c.patch);
+    RunResult r = Kcache("warm --library " + path + " --arch 8.6 --store " + store_);
+    EXPECT_EQ(r.exit_code, 2) << c.name << "\n" << r.output;
+    EXPECT_TRUE(Contains(r.output, "error: " + path)) << c.name << "\n" << r.output;
+    EXPECT_TRUE(Contains(r.output, c.says)) << c.name << "\n" << r.output;
+  }
+  // A shared object whose .nv_fatbin is damaged: its last fatbin declares more than follows.
+  absl::StatusOr<std::string> so = ReadWholeFile(*dir_ / "libptx75.so");
+  ASSERT_TRUE(so.ok());
+  size_t magic = so->rfind(std::string("\x50\xed\x55\xba", 4));
+  ASSERT_NE(magic, std::string::npos);
+  uint64_t size = uint64_t{1} << 30;
+  std::memcpy(so->data() + magic + 8, &size, 8);
+  std::string lib = work_.Write("libdamaged.so", *so);
+  RunResult r = Kcache("warm --library " + lib + " --arch 8.6 --store " + store_);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "error: " + lib + " (section .nv_fatbin): fatbin at offset "))
+      << r.output;
+  EXPECT_TRUE(Contains(r.output, "declares 1073741824 bytes of entries")) << r.output;
+  EXPECT_TRUE(StoredSass().empty());
+  // A bad library does not stop the good ones; the exit code still says it failed.
+  RunResult mixed = Kcache("warm --library " + (work_ / "magic.fatbin") + " " +
+                           (*dir_ / "ptx75.fatbin") + " --arch 8.6 --store " + store_);
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.output;
+  EXPECT_EQ(StoredSass().size(), 1u) << mixed.output;
+}
+
+TEST_F(WarmLibraryTest, LsListsTheSassPerLibrary) {
+  ASSERT_EQ(
+      Kcache("warm --library " + (*dir_ / "libptx75.so") + " --arch 8.6,8.9 --store " + store_)
+          .exit_code,
+      0);
+  RunResult ls = Kcache("ls --store " + store_);
+  ASSERT_EQ(ls.exit_code, 0) << ls.output;
+  EXPECT_TRUE(Contains(ls.output, *dir_ / "libptx75.so")) << ls.output;
+  EXPECT_TRUE(Contains(ls.output, "compute_75")) << ls.output;
+  EXPECT_TRUE(Contains(ls.output, "86,89")) << ls.output;
+  EXPECT_TRUE(Contains(ls.output, "2 cubins built from libraries' PTX")) << ls.output;
+}
+
+TEST_F(WarmLibraryTest, FlagsThatDoNotFitAreBadInput) {
+  std::string lib = *dir_ / "libptx75.so";
+  EXPECT_EQ(Kcache("warm --library " + lib + " --arch 8.6").exit_code, 2);  // no --store
+  EXPECT_EQ(Kcache("warm --library " + lib + " --arch compute_86 --store " + store_).exit_code, 2);
+  EXPECT_EQ(Kcache("warm --library " + lib + " --arch 8.6 --server unix:///nonexistent").exit_code,
+            2);
+}
+
+}  // namespace
+}  // namespace kcache

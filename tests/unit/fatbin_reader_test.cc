@@ -1,0 +1,265 @@
+// engine/fatbin on hand-made bytes: fatbin.h's entries and payloads (plain, LZ4, zstd), every
+// kind of damage, library.h's classification, and library_warm.h's plan by the serving rules.
+#include <gtest/gtest.h>
+#include <lz4.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "engine/fatbin/fatbin.h"
+#include "engine/fatbin/library.h"
+#include "engine/fatbin/library_plan.h"
+#include "engine/fatbin/ptx_sass.h"
+
+namespace kcache::fatbin {
+namespace {
+
+template <typename T>
+void Put(std::string& out, size_t at, T value) {
+  std::memcpy(out.data() + at, &value, sizeof(T));
+}
+
+// One entry as nvcc 13.0 lays it out: an 80-byte header, then the payload padded to 8.
+struct HandEntry {
+  uint16_t kind = 1;  // 1 PTX, 2 ELF
+  uint32_t arch = 75;
+  uint64_t flags = 0x11;
+  std::string payload;  // uncompressed
+  Compression compression = Compression::kNone;
+};
+
+std::string EntryBytes(const HandEntry& e) {
+  std::string stored = e.payload;
+  uint64_t flags = e.flags;
+  if (e.compression == Compression::kLz4) {
+    stored.resize(LZ4_compressBound(static_cast<int>(e.payload.size())));
+    stored.resize(LZ4_compress_default(e.payload.data(), stored.data(),
+                                       static_cast<int>(e.payload.size()),
+                                       static_cast<int>(stored.size())));
+    flags |= kFlagLz4;
+  } else if (e.compression == Compression::kZstd) {
+    stored.resize(ZSTD_compressBound(e.payload.size()));
+    stored.resize(
+        ZSTD_compress(stored.data(), stored.size(), e.payload.data(), e.payload.size(), 1));
+    flags |= kFlagZstd;
+  }
+  size_t padded = (stored.size() + 7) & ~size_t{7};
+  std::string out(80, '\0');
+  Put<uint16_t>(out, 0, e.kind);
+  Put<uint16_t>(out, 2, 0x0101);
+  Put<uint32_t>(out, 4, 80);
+  Put<uint64_t>(out, 8, padded);
+  if (e.compression != Compression::kNone) {
+    Put<uint32_t>(out, 0x10, static_cast<uint32_t>(stored.size()));
+    Put<uint64_t>(out, 0x38, e.payload.size());
+  }
+  Put<uint32_t>(out, 0x1c, e.arch);
+  Put<uint64_t>(out, 0x28, flags);
+  Put<uint32_t>(out, 0x40, 0x48);
+  out += stored;
+  out.resize(80 + padded, '\0');
+  return out;
+}
+
+std::string FatbinBytes(const std::vector<HandEntry>& entries) {
+  std::string data;
+  for (const HandEntry& e : entries) data += EntryBytes(e);
+  std::string out(16, '\0');
+  Put<uint32_t>(out, 0, kFatbinMagic);
+  Put<uint16_t>(out, 4, 1);
+  Put<uint16_t>(out, 6, 16);
+  Put<uint64_t>(out, 8, data.size());
+  return out + data;
+}
+
+const char kPtx[] = ".version 9.0\n.target sm_75\n.address_size 64\n\n// a kernel\n";
+
+TEST(FatbinReaderTest, ListsEntriesWithKindArchVariantAndCompression) {
+  std::string bytes = FatbinBytes({{1, 75, 0x11, std::string(kPtx) + '\0', Compression::kZstd},
+                                   {1, 80, 0x11, kPtx, Compression::kLz4},
+                                   {2, 89, 0x11, "ELF-ish", Compression::kNone},
+                                   {2, 90, 0x11 | kFlagArchSpecific, "sass", Compression::kNone},
+                                   {1, 100, 0x11 | kFlagFamily, kPtx, Compression::kNone},
+                                   {8, 75, 0x11, "ltoir", Compression::kNone}});
+  absl::StatusOr<Library> library = Library::FromBytes(bytes, "hand.fatbin");
+  ASSERT_TRUE(library.ok()) << library.status();
+  EXPECT_EQ(library->format(), LibraryFormat::kFatbin);
+  const std::vector<FatbinEntry>& e = library->entries();
+  ASSERT_EQ(e.size(), 6u);
+  EXPECT_EQ(e[0].target().ToString(), "compute_75");
+  EXPECT_EQ(e[0].compression, Compression::kZstd);
+  EXPECT_EQ(e[1].compression, Compression::kLz4);
+  EXPECT_EQ(e[2].kind, EntryKind::kSass);
+  EXPECT_EQ(e[2].target().ToString(), "sm_89");
+  EXPECT_EQ(e[3].target().ToString(), "sm_90a");
+  EXPECT_EQ(e[4].target().ToString(), "compute_100f");
+  EXPECT_EQ(e[5].kind, EntryKind::kLtoir);
+  // PTX reads the same compressed or not, without the NUL padding.
+  for (int i : {0, 1, 4}) {
+    absl::StatusOr<std::string> ptx = EntryPayload(e[i], "hand.fatbin");
+    ASSERT_TRUE(ptx.ok()) << ptx.status();
+    EXPECT_EQ(*ptx, kPtx);
+  }
+  EXPECT_EQ(*EntryPayload(e[2], "hand.fatbin"), std::string("ELF-ish") + '\0');  // padded to 8
+}
+
+TEST(FatbinReaderTest, SeveralFatbinsWithPaddingBetweenThem) {
+  std::string one = FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone}});
+  std::string empty = FatbinBytes({});
+  std::string bytes = empty + one + std::string(8, '\0') + one;
+  std::vector<FatbinEntry> entries;
+  ASSERT_TRUE(ParseFatbins(bytes, true, "x", 0, {}, &entries).ok());
+  EXPECT_EQ(entries.size(), 2u);
+}
+
+TEST(FatbinReaderTest, EveryTruncationIsAnErrorNamingTheFile) {
+  std::string bytes = FatbinBytes(
+      {{1, 75, 0x11, kPtx, Compression::kZstd}, {2, 89, 0x11, "sass bytes", Compression::kNone}});
+  for (size_t n = 4; n < bytes.size(); ++n) {
+    absl::StatusOr<Library> library = Library::FromBytes(bytes.substr(0, n), "cut.fatbin");
+    ASSERT_FALSE(library.ok()) << "truncated at " << n;
+    EXPECT_TRUE(absl::StartsWith(library.status().message(), "cut.fatbin")) << library.status();
+    EXPECT_TRUE(library.status().code() == absl::StatusCode::kDataLoss ||
+                library.status().code() == absl::StatusCode::kInvalidArgument)
+        << library.status();
+  }
+}
+
+TEST(FatbinReaderTest, BadMagicIsInvalidArgument) {
+  std::string bytes = FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone}});
+  bytes[0] = 'X';
+  absl::StatusOr<Library> library = Library::FromBytes(bytes, "magic.fatbin");
+  ASSERT_EQ(library.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(library.status().message(), "neither a fatbin"))
+      << library.status();
+  std::vector<FatbinEntry> entries;
+  absl::Status inside = ParseFatbins(bytes, false, "magic.fatbin", 0, {}, &entries);
+  EXPECT_EQ(inside.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(inside.message(), "no fatbin magic")) << inside;
+}
+
+TEST(FatbinReaderTest, LengthsPastTheEndAreDataLoss) {
+  std::string bytes = FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone}});
+  std::string data_size = bytes;
+  Put<uint64_t>(data_size, 8, 1u << 30);
+  absl::StatusOr<Library> a = Library::FromBytes(data_size, "a.fatbin");
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(absl::StrContains(a.status().message(), "declares 1073741824 bytes of entries"))
+      << a.status();
+  std::string payload_size = bytes;
+  Put<uint64_t>(payload_size, 16 + 8, uint64_t{1} << 62);
+  absl::StatusOr<Library> b = Library::FromBytes(payload_size, "b.fatbin");
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(absl::StrContains(b.status().message(), "runs past the end")) << b.status();
+  std::string header_size = bytes;
+  Put<uint32_t>(header_size, 16 + 4, 8);
+  EXPECT_EQ(Library::FromBytes(header_size, "c.fatbin").status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST(FatbinReaderTest, AHugeDecompressedSizeIsRefusedBeforeAnythingIsAllocated) {
+  std::string bytes = FatbinBytes({{1, 75, 0x11, kPtx, Compression::kZstd}});
+  Put<uint64_t>(bytes, 16 + 0x38, uint64_t{1} << 40);
+  absl::StatusOr<Library> library = Library::FromBytes(bytes, "huge.fatbin");
+  ASSERT_EQ(library.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(library.status().message(), "more than the limit of 512 MiB"))
+      << library.status();
+}
+
+TEST(FatbinReaderTest, APayloadThatDoesNotDecompressIsDataLoss) {
+  for (Compression c : {Compression::kLz4, Compression::kZstd}) {
+    std::string bytes = FatbinBytes({{1, 75, 0x11, std::string(400, 'p'), c}});
+    Put<uint64_t>(bytes, 16 + 0x38, 300);  // declares less than the frame holds
+    absl::StatusOr<Library> library = Library::FromBytes(bytes, "z.fatbin");
+    ASSERT_TRUE(library.ok()) << library.status();
+    absl::StatusOr<std::string> payload = EntryPayload(library->entries()[0], "z.fatbin");
+    EXPECT_EQ(payload.status().code(), absl::StatusCode::kDataLoss) << CompressionName(c);
+    EXPECT_TRUE(absl::StartsWith(payload.status().message(), "z.fatbin: entry at offset 16"))
+        << payload.status();
+  }
+}
+
+TEST(FatbinReaderTest, BothCompressionsAtOnceIsInvalidArgument) {
+  std::string bytes = FatbinBytes({{1, 75, 0x11 | kFlagLz4, kPtx, Compression::kZstd}});
+  EXPECT_EQ(Library::FromBytes(bytes, "two.fatbin").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FatbinReaderTest, AnythingElseIsNotALibrary) {
+  absl::StatusOr<Library> library = Library::FromBytes("#!/bin/sh\n", "script");
+  EXPECT_EQ(library.status().code(), absl::StatusCode::kInvalidArgument);
+  std::string elf32 = std::string(
+                          "\x7f"
+                          "ELF\x01\x01\x01",
+                          7) +
+                      std::string(60, '\0');
+  EXPECT_EQ(Library::FromBytes(elf32, "elf32").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The plan follows core/compat.h: same-major SASS of a lower minor runs; `a` SASS only on its
+// own SM; the highest PTX not above the target is built.
+TEST(LibraryPlanTest, FollowsTheServingRules) {
+  std::string bytes = FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone},
+                                   {1, 80, 0x11, kPtx, Compression::kNone},
+                                   {2, 86, 0x11, "sass", Compression::kNone},
+                                   {2, 90, 0x11 | kFlagArchSpecific, "sass", Compression::kNone},
+                                   {1, 100, 0x11 | kFlagArchSpecific, kPtx, Compression::kNone}});
+  absl::StatusOr<Library> library = Library::FromBytes(bytes, "plan.fatbin");
+  ASSERT_TRUE(library.ok()) << library.status();
+  absl::StatusOr<std::vector<Target>> targets = ParseTargetList("7.5,8.0,8.9,9.0,10.0,10.3");
+  ASSERT_TRUE(targets.ok());
+  std::vector<TargetPlan> plan = PlanLibrary(*library, *targets);
+  using D = TargetPlan::Decision;
+  ASSERT_EQ(plan.size(), 6u);
+  EXPECT_EQ(plan[0].decision, D::kBuild);  // 7.5: compute_75 -> sm_75
+  EXPECT_EQ(*plan[0].ptx_entry, 0u);
+  EXPECT_EQ(plan[1].decision, D::kBuild);  // 8.0: compute_80, the highest not above
+  EXPECT_EQ(*plan[1].ptx_entry, 1u);
+  EXPECT_EQ(plan[2].decision, D::kHasSass);  // 8.9: sm_86 runs there
+  EXPECT_EQ(*plan[2].sass_entry, 2u);
+  EXPECT_EQ(plan[3].decision, D::kHasSass);  // 9.0: sm_90a runs on exactly 9.0
+  EXPECT_EQ(plan[4].decision, D::kBuild);    // 10.0: compute_100a -> sm_100a
+  EXPECT_EQ(*plan[4].ptx_entry, 4u);
+  EXPECT_EQ(plan[4].build.ToString(), "sm_100a");
+  EXPECT_EQ(plan[5].decision, D::kBuild);  // 10.3: compute_100a is 10.0's only: compute_80
+  EXPECT_EQ(*plan[5].ptx_entry, 1u);
+  EXPECT_EQ(plan[5].build.ToString(), "sm_103");
+}
+
+TEST(LibraryPlanTest, NothingToBuildFromSaysWhy) {
+  std::string bytes = FatbinBytes({{1, 90, 0x11, kPtx, Compression::kNone}});
+  absl::StatusOr<Library> library = Library::FromBytes(bytes, "high.fatbin");
+  ASSERT_TRUE(library.ok());
+  std::vector<TargetPlan> plan = PlanLibrary(*library, {*ParseTarget("8.6")});
+  EXPECT_EQ(plan[0].decision, TargetPlan::Decision::kNoCode);
+  EXPECT_TRUE(absl::StrContains(plan[0].note, "higher or another arch")) << plan[0].note;
+}
+
+// Pins the framing of a PTX module's id (docs/ptx-libraries.md, "Keys"): a change here changes
+// every stored key.
+TEST(PtxSassTest, ModuleIdKnownAnswer) {
+  EXPECT_EQ(PtxModuleId("ptx", "", {"-O3"}).Hex(),
+            "1ce58dedf465c68d50cb9f229c4a5964601ff420fc76ed5b7e0a3f454ca1d96d");
+  EXPECT_NE(PtxModuleId("ptx", "", {"-O3"}), PtxModuleId("ptx", "", {"-O2"}));
+  EXPECT_NE(PtxModuleId("ptx", "-ftz=1", {}), PtxModuleId("ptx-ftz=1", "", {}));
+  ArtifactKey key = PtxSassKey(PtxModuleId("ptx", "", {}), *ParseTarget("8.9"), "tk");
+  EXPECT_EQ(key.kind, ArtifactKind::kCubin);
+  EXPECT_EQ(key.target.ToString(), "sm_89");
+}
+
+TEST(PtxSassTest, ArtifactsCarryTheirOrigin) {
+  Artifact a = PtxSassArtifact(PtxSassKey(PtxModuleId("p", "", {}), *ParseTarget("8.6"), "tk"),
+                               {"/lib/libx.so", *ParseTarget("compute_75")}, "cubin", "", 1, 13000);
+  ASSERT_TRUE(IsPtxSassArtifact(a.meta));
+  EXPECT_EQ(PtxSassOriginOf(a.meta).library, "/lib/libx.so");
+  EXPECT_EQ(PtxSassOriginOf(a.meta).ptx.ToString(), "compute_75");
+  ArtifactMeta kernel;
+  kernel.lowered_names = {{"softmax<float>", "_Z7softmaxIfEvv"}};
+  EXPECT_FALSE(IsPtxSassArtifact(kernel));
+}
+
+}  // namespace
+}  // namespace kcache::fatbin
