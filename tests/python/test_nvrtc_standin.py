@@ -2,7 +2,8 @@
 `kcache run`: cuda-python's bindings and cuda.core compile through it (cuda.pathfinder finds a
 loaded libnvrtc.so.13 before it looks in the wheel), byte for byte as they compile without it
 with the same real NVRTC; `kcache run` forwards to the toolkit's NVRTC unless
-KCACHE_REAL_NVRTC names another (the nvidia-cuda-nvrtc wheel's, say); torch, whose
+KCACHE_REAL_NVRTC names another (the nvidia-cuda-nvrtc wheel's, say); under `kcache run
+--server` a second process is served both callers' compiles, byte for byte; torch, whose
 libtorch_cuda.so links NVRTC's versioned symbols, imports under it. The C programs' side is
 tests/integration/nvrtc_standin_test.cc."""
 
@@ -20,6 +21,7 @@ import pytest
 
 TOOLKIT_NVRTC = "/usr/local/cuda/lib64/libnvrtc.so.13"
 FORWARDED = "kcache: nvrtc: nvrtcCompileProgram forwarded to "
+SERVED = "kcache: nvrtc: nvrtcCompileProgram served by kcache: "
 
 # Compiles one kernel with cuda.bindings' nvrtc (PTX for compute_89) and cuda.core's Program
 # (CUBIN for sm_89; its PTX output asks the driver whether it could load it, which needs a
@@ -166,6 +168,25 @@ def test_kcache_real_nvrtc_names_the_wheels_nvrtc(stand_in: Path, kcache_cli: st
     assert through["version"] == direct["version"]
     for key in ("ptx", "lowered", "cubin", "core_lowered"):
         assert through[key] == direct[key], key
+
+
+def test_second_process_is_served_both_callers_compiles(stand_in: Path, kcache_cli: str,
+                                                        own_daemon, tmp_path: Path) -> None:
+    if not (stand_in.parent / "libkcache-nvrtc.so").exists():
+        pytest.skip("no libkcache-nvrtc.so beside the stand-in (a sanitizer build)")
+    runs = []
+    for _ in range(2):
+        env = clean_env(KCACHE_LOG="1", KCACHE_STATE_DIR=str(tmp_path / "state"))
+        runs.append(run_caller([kcache_cli, "run", "--server", own_daemon.address, "--shims",
+                                str(tmp_path / "shims"), "--"], env))
+    first, second = (result(run) for run in runs)
+    assert runs[0].stderr.count(FORWARDED) == 2, runs[0].stderr
+    assert runs[1].stderr.count(SERVED + "NVRTC_SUCCESS") == 2, runs[1].stderr
+    assert runs[1].stderr.count(FORWARDED) == 0, runs[1].stderr
+    direct = result(run_caller([], clean_env(LD_PRELOAD=TOOLKIT_NVRTC)))
+    for key in ("ptx", "lowered", "cubin", "core_lowered"):
+        assert first[key] == direct[key], key
+        assert second[key] == direct[key], key
 
 
 def test_torch_imports_under_it(stand_in: Path, kcache_cli: str, tmp_path: Path) -> None:
