@@ -58,6 +58,9 @@ namespace fs = std::filesystem;
 constexpr absl::Duration kDefaultBudget = absl::Milliseconds(50);
 // How long the process, at exit, waits for its stores still running.
 constexpr absl::Duration kExitWait = absl::Seconds(30);
+// Stores running at once when KCACHE_NVRTC_MAX_STORES does not say: past them, a miss is not
+// stored (a process compiling a thousand programs starts no thousand processes).
+constexpr size_t kDefaultMaxStores = 8;
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -69,6 +72,7 @@ struct Process {
   std::string server, store;
   bool log = false;
   absl::Duration budget = kDefaultBudget;
+  size_t max_stores = kDefaultMaxStores;
   std::shared_ptr<client::FastPath> fast;  // null without a kcached fast path to ask
   std::string driver;                      // the driver NVRTC loads here; "" for none
   std::string kcache;                      // the `kcache` that stores ("" when none is found)
@@ -121,6 +125,9 @@ Process& TheProcess() {
     int64_t ms = 0;
     if (absl::SimpleAtoi(Env("KCACHE_NVRTC_TIMEOUT_MS"), &ms) && ms > 0) {
       made->budget = absl::Milliseconds(ms);
+    }
+    if (absl::SimpleAtoi(Env("KCACHE_NVRTC_MAX_STORES"), &ms) && ms > 0) {
+      made->max_stores = static_cast<size_t>(ms);
     }
     made->fast = launch::FastPathTo(made->server);
     made->driver = FindDriver();
@@ -270,6 +277,15 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
 // waiting for it.
 void HandToKcache(Process& process, const ObjectEntry& entry, const std::string& bundle) {
   if (process.kcache.empty()) return;
+  ReapStores(process, false);
+  {
+    std::lock_guard<std::mutex> lock(process.mutex);
+    if (process.stores.size() >= process.max_stores) {
+      Say(process, absl::StrCat("not stored: ", process.stores.size(),
+                                " stores are running (KCACHE_NVRTC_MAX_STORES)"));
+      return;
+    }
+  }
   v1::ObjectEntry wire;
   objects::ToWire(entry, &wire);
   std::string framed;
