@@ -195,6 +195,19 @@ TEST_F(NvrtcCacheTest, SixteenThreadsAreServedAtOnce) {
   EXPECT_EQ(ReadFile(tmp_ / "second/ptx"), ReadFile(tmp_ / "first/ptx"));
 }
 
+// Programs created and destroyed on 8 threads while 8 others compile (3 times each), twice in
+// new processes: nothing crashes, the second is served every compile, every PTX the same.
+TEST_F(NvrtcCacheTest, ProgramsDestroyedWhileOthersCompile) {
+  RunResult first = UnderKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                             " churn ", Dir("first").string()));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  RunResult second = UnderKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                              " churn ", Dir("second").string()));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Occurrences(second.output, kServed), 24) << second.output;
+  EXPECT_EQ(ReadFile(tmp_ / "second/ptx"), ReadFile(tmp_ / "first/ptx"));
+}
+
 // kcached hung (SIGSTOP) or gone: the compile succeeds, compiled by the real NVRTC, and the
 // process is not held for more than the lookup budget per compile.
 TEST_F(NvrtcCacheTest, KcachedHungOrGoneTheCompileStillSucceeds) {

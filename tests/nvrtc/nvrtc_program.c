@@ -8,6 +8,9 @@
  *                           DIR/ptx, DIR/cubin, DIR/log and DIR/names (its lowered names)
  *   PROGRAM threads N DIR   N threads compile the kernel to PTX at once; DIR/ptx is thread 0's,
  *                           and every thread's must be the same
+ *   PROGRAM churn DIR       8 threads compile the kernel to PTX 3 times each while 8 others
+ *                           create and destroy programs (100 each) without compiling them;
+ *                           every PTX must be the same (DIR/ptx)
  *   PROGRAM missing         every call fails with NVRTC_ERROR_INTERNAL_ERROR (no real NVRTC)
  *   PROGRAM internals       calls the undocumented entries with arguments they refuse
  *   PROGRAM bench N         N calls of nvrtcVersion, and one compile, timed
@@ -164,6 +167,70 @@ static int CompileInThreads(int count, const char* dir) {
   return same && WriteFile(dir, "ptx", results[0].ptx, results[0].size);
 }
 
+struct Churner {
+  int compiles; /* 0: create and destroy only */
+  struct ThreadResult result;
+  int failed;
+};
+
+static void* Churn(void* arg) {
+  struct Churner* churner = arg;
+  for (int round = 0; round < (churner->compiles ? 3 : 100); ++round) {
+    nvrtcProgram prog;
+    if (churner->compiles) {
+      if (!Compile("compute_89", &prog)) {
+        churner->failed = 1;
+        return NULL;
+      }
+      size_t size = 0;
+      char* ptx = Ptx(prog, &size);
+      if (ptx == NULL ||
+          (churner->result.ptx != NULL &&
+           (size != churner->result.size || memcmp(ptx, churner->result.ptx, size)))) {
+        churner->failed = 1;
+      }
+      free(churner->result.ptx);
+      churner->result.ptx = ptx;
+      churner->result.size = size;
+    } else {
+      if (!Check(NVRTC(nvrtcCreateProgram)(&prog, kSource, "scale.cu", 0, NULL, NULL), "create") ||
+          !Check(NVRTC(nvrtcAddNameExpression)(prog, kNames[0]), "add name")) {
+        churner->failed = 1;
+        return NULL;
+      }
+    }
+    NVRTC(nvrtcDestroyProgram)(&prog);
+  }
+  return NULL;
+}
+
+static int CompileWhileOthersChurn(const char* dir) {
+  enum { kThreads = 16 };
+  pthread_t threads[kThreads];
+  struct Churner churners[kThreads];
+  memset(churners, 0, sizeof churners);
+  for (int i = 0; i < kThreads; ++i) {
+    churners[i].compiles = i % 2 == 0;
+    pthread_create(&threads[i], NULL, Churn, &churners[i]);
+  }
+  for (int i = 0; i < kThreads; ++i) pthread_join(threads[i], NULL);
+  int ok = 1;
+  for (int i = 0; i < kThreads; ++i) {
+    if (churners[i].failed) {
+      fprintf(stderr, "thread %d failed or got another PTX\n", i);
+      ok = 0;
+    }
+    if (churners[i].compiles && churners[i].result.ptx != NULL &&
+        (churners[i].result.size != churners[0].result.size ||
+         memcmp(churners[i].result.ptx, churners[0].result.ptx, churners[0].result.size) != 0)) {
+      fprintf(stderr, "thread %d: another PTX than thread 0's\n", i);
+      ok = 0;
+    }
+  }
+  return ok && churners[0].result.ptx != NULL &&
+         WriteFile(dir, "ptx", churners[0].result.ptx, churners[0].result.size);
+}
+
 static int AllFail(void) {
   int major = 0, minor = 0;
   nvrtcResult version = NVRTC(nvrtcVersion)(&major, &minor);
@@ -261,7 +328,8 @@ static int Bench(long count) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr,
-            "usage: %s compile DIR | threads N DIR | missing | internals | includes DIR [OPTION] | "
+            "usage: %s compile DIR | threads N DIR | churn DIR | missing | internals | "
+            "includes DIR [OPTION] | "
             "bench N\n",
             argv[0]);
     return 2;
@@ -275,6 +343,8 @@ int main(int argc, char** argv) {
     ok = CompileToFiles(argv[2]);
   } else if (strcmp(argv[1], "threads") == 0 && argc == 4) {
     ok = CompileInThreads(atoi(argv[2]), argv[3]);
+  } else if (strcmp(argv[1], "churn") == 0 && argc == 3) {
+    ok = CompileWhileOthersChurn(argv[2]);
   } else if (strcmp(argv[1], "missing") == 0) {
     ok = AllFail();
   } else if (strcmp(argv[1], "internals") == 0) {
