@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/cli/compiler_shims.h"
 #include "client/launch/launch_command.h"
 
@@ -69,6 +70,39 @@ class Checker {
     Line(way, absl::StrCat(launcher, " ", compiler, " -> ", LauncherRuns(compiler, routed_)), true);
   }
 
+  // NVRTC in the command's processes: kcache's stand-in in LD_PRELOAD (nvrtc_env.h), the real
+  // NVRTC it forwards to, and whether it caches. Said, not counted in all_through: a command
+  // may run no NVRTC, and --no-nvrtc leaves it out on purpose.
+  void Nvrtc(const std::string& way) {
+    const objects::Environment& env = routed_.env;
+    std::string stand_in;
+    for (const std::string& entry : std::vector<std::string>(absl::StrSplit(
+             Variable(env, "LD_PRELOAD"), absl::ByAnyChar(": "), absl::SkipEmpty()))) {
+      std::error_code ec;
+      if (fs::path(entry).filename() == "libnvrtc.so.13" && fs::is_regular_file(entry, ec)) {
+        stand_in = entry;
+      }
+    }
+    std::string chain;
+    if (stand_in.empty()) {
+      chain = "the real libnvrtc.so.13 (not through kcache: no stand-in in LD_PRELOAD)";
+    } else {
+      std::string real = Variable(env, "KCACHE_REAL_NVRTC");
+      fs::path cache = fs::path(stand_in).parent_path() / "libkcache-nvrtc.so";
+      std::error_code ec;
+      bool keeps =
+          !Variable(env, "KCACHE_SERVER").empty() || !Variable(env, "KCACHE_STORE").empty();
+      chain = absl::StrCat(
+          stand_in, " -> ",
+          real.empty() ? "the first libnvrtc.so.13 of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda"
+                       : real,
+          !fs::exists(cache, ec) ? ", forwarded only (no libkcache-nvrtc.so beside the stand-in)"
+          : keeps                ? ", cached"
+                                 : ", forwarded only (neither KCACHE_SERVER nor KCACHE_STORE)");
+    }
+    absl::StrAppend(&report_.text, way, ": ", chain, "\n");
+  }
+
   RouteReport Take() { return std::move(report_); }
 
  private:
@@ -126,6 +160,7 @@ RouteReport CheckRoutes(const objects::ToolLookup& routed,
                            NamesKcache(command[0], routed))) {
     check.Direct("the command itself", command[0]);
   }
+  check.Nvrtc("NVRTC in the process (CuPy, cuda.core, DeepGEMM's NVRTC mode, torch)");
   return check.Take();
 }
 

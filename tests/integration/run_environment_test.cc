@@ -256,6 +256,8 @@ TEST_F(RunEnvironmentTest, CheckSaysWhatEachWayReachesAndRunsNothing) {
                         "/nvcc -> kcache-launch -> /usr/local/cuda/bin/nvcc"),
            std::string("/bin/nvcc -> kcache-launch -> /usr/local/cuda/bin/nvcc"),
            std::string(" /usr/local/cuda/bin/nvcc -> /usr/local/cuda/bin/nvcc"),
+           std::string("NVRTC in the process (CuPy, cuda.core, DeepGEMM's NVRTC mode, torch): "),
+           std::string("/libnvrtc.so.13 -> /usr/local/cuda/lib64/libnvrtc.so.13, "),
        }) {
     EXPECT_TRUE(Contains(check.output, line)) << line << "\n" << check.output;
   }
