@@ -58,9 +58,11 @@ namespace fs = std::filesystem;
 constexpr absl::Duration kDefaultBudget = absl::Milliseconds(50);
 // How long the process, at exit, waits for its stores still running.
 constexpr absl::Duration kExitWait = absl::Seconds(30);
-// Stores running at once when KCACHE_NVRTC_MAX_STORES does not say: past them, a miss is not
-// stored (a process compiling a thousand programs starts no thousand processes).
+// Stores running at once when KCACHE_NVRTC_MAX_STORES does not say (a process compiling a
+// thousand programs starts no thousand processes): past them, a miss waits for one to finish,
+// kSlotWait at most, and is not stored after that.
 constexpr size_t kDefaultMaxStores = 8;
+constexpr absl::Duration kSlotWait = absl::Seconds(10);
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -277,14 +279,19 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
 // waiting for it.
 void HandToKcache(Process& process, const ObjectEntry& entry, const std::string& bundle) {
   if (process.kcache.empty()) return;
-  ReapStores(process, false);
-  {
-    std::lock_guard<std::mutex> lock(process.mutex);
-    if (process.stores.size() >= process.max_stores) {
-      Say(process, absl::StrCat("not stored: ", process.stores.size(),
-                                " stores are running (KCACHE_NVRTC_MAX_STORES)"));
+  absl::Time give_up = absl::Now() + kSlotWait;
+  for (;;) {
+    ReapStores(process, false);
+    {
+      std::lock_guard<std::mutex> lock(process.mutex);
+      if (process.stores.size() < process.max_stores) break;
+    }
+    if (absl::Now() > give_up) {
+      Say(process, absl::StrCat("not stored: ", process.max_stores,
+                                " stores still running after 10 s (KCACHE_NVRTC_MAX_STORES)"));
       return;
     }
+    absl::SleepFor(absl::Milliseconds(2));
   }
   v1::ObjectEntry wire;
   objects::ToWire(entry, &wire);
