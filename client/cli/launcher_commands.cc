@@ -31,7 +31,6 @@
 #include "engine/objects/run_process.h"
 #include "engine/objects/store_object_cache.h"
 #include "engine/store/store.h"
-#include "kcache/v1/objects.pb.h"
 
 namespace kcache::cli {
 namespace {
@@ -145,8 +144,8 @@ std::string ShellQuoted(const std::string& value) {
 }
 
 // `kcache nvrtc-put`: stores the NVRTC compile kcache's stand-in handed over on standard input
-// (client/nvrtc/nvrtc_cache.cc HandToKcache: u64le length, a v1.ObjectEntry, the bundle), where
-// this process's launchers put their objects. kExitBadInput for input that is not one.
+// (client/nvrtc/nvrtc_cache.cc HandToKcache; objects::DecodeHandedEntry), where this process's
+// launchers put their objects. kExitBadInput for input that is not one.
 int PutHandedNvrtcCompile() {
   std::string input;
   char buffer[1 << 16];
@@ -158,31 +157,18 @@ int PutHandedNvrtcCompile() {
     input.append(buffer, static_cast<size_t>(n));
     if (input.size() > cap) return Fail("kcache nvrtc-put: the input is too large", kExitBadInput);
   }
-  uint64_t length = 0;
-  for (int i = 0; i < 8 && i < static_cast<int>(input.size()); ++i) {
-    length |= uint64_t{static_cast<uint8_t>(input[i])} << (8 * i);
+  absl::StatusOr<std::pair<ObjectEntry, std::string>> handed = objects::DecodeHandedEntry(input);
+  if (!handed.ok()) {
+    return Fail(absl::StrCat("kcache nvrtc-put: ", handed.status().message()), kExitBadInput);
   }
-  if (input.size() < 8 || length > input.size() - 8) {
-    return Fail("kcache nvrtc-put: the input is not an entry and a bundle", kExitBadInput);
-  }
-  v1::ObjectEntry wire;
-  if (!wire.ParseFromArray(input.data() + 8, static_cast<int>(length))) {
-    return Fail("kcache nvrtc-put: the entry does not parse", kExitBadInput);
-  }
-  absl::StatusOr<ObjectEntry> entry = objects::FromWire(std::move(wire));
-  if (!entry.ok()) return Fail(entry.status().message(), kExitBadInput);
-  if (entry->key != ObjectEntryKey::Of(entry->key.command, entry->manifest)) {
-    return Fail("kcache nvrtc-put: the entry's id is not its manifest's", kExitBadInput);
-  }
-  std::string bundle = input.substr(8 + length);
-  entry->size = bundle.size();
+  auto& [entry, bundle] = *handed;
   objects::LauncherOptions options = LauncherOptionsFromEnv(BudgetFromEnv());
   absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = options.open_cache();
   if (!cache.ok()) return Fail(cache.status().message(), kExitFailed);
-  absl::Status put = (*cache)->Put(*entry, bundle);
+  absl::Status put = (*cache)->Put(entry, bundle);
   if (!put.ok()) return Fail(absl::StrCat("kcache nvrtc-put: ", put.message()), kExitFailed);
   if (Env("KCACHE_LOG") == "1") {
-    std::fprintf(stderr, "kcache: nvrtc: stored %s (%zu bytes)\n", entry->key.ToString().c_str(),
+    std::fprintf(stderr, "kcache: nvrtc: stored %s (%zu bytes)\n", entry.key.ToString().c_str(),
                  bundle.size());
   }
   return kExitOk;

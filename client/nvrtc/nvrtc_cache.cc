@@ -35,12 +35,12 @@
 #include "engine/objects/object_bundle.h"
 #include "engine/objects/object_wire.h"
 #include "engine/observe/observed_reads.h"
-#include "kcache/v1/objects.pb.h"
 
 extern char** environ;
 
 struct KcacheNvrtcLookup {
   kcache::objects::ObjectKey key;
+  std::string cwd;  // the working directory key1 holds, which the manifest's paths are made from
   size_t name_expressions = 0;
   kcache::objects::NvrtcOutcome outcome;  // a hit's
   KcacheNvrtcResult result{};             // views into `outcome`
@@ -168,16 +168,6 @@ void ReapStores(Process& process, bool wait) {
   }
 }
 
-objects::Environment CurrentEnvironment() {
-  objects::Environment env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    std::string line = *entry;
-    size_t equals = line.find('=');
-    if (equals != std::string::npos) env[line.substr(0, equals)] = line.substr(equals + 1);
-  }
-  return env;
-}
-
 std::string Cwd() {
   std::error_code ec;
   return fs::current_path(ec).string();
@@ -240,8 +230,8 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
     Say(process, absl::StrCat("lookup failed: ", entries.status().message()));
     return false;
   }
-  objects::BaseDirs dirs{Cwd(), {}};
-  objects::Environment env = CurrentEnvironment();
+  objects::BaseDirs dirs{lookup.cwd, {}};
+  objects::Environment env = objects::CurrentEnvironment();
   for (const ObjectEntry& entry : *entries) {
     std::string difference;
     bool holds;
@@ -275,8 +265,8 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
   return false;
 }
 
-// Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd), not
-// waiting for it.
+// Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd,
+// objects::EncodeHandedEntry), not waiting for it.
 void HandToKcache(Process& process, const ObjectEntry& entry, const std::string& bundle) {
   if (process.kcache.empty()) return;
   absl::Time give_up = absl::Now() + kSlotWait;
@@ -293,15 +283,7 @@ void HandToKcache(Process& process, const ObjectEntry& entry, const std::string&
     }
     absl::SleepFor(absl::Milliseconds(2));
   }
-  v1::ObjectEntry wire;
-  objects::ToWire(entry, &wire);
-  std::string framed;
-  std::string serialized = wire.SerializeAsString();
-  for (int i = 0; i < 8; ++i) {
-    framed.push_back(static_cast<char>((uint64_t{serialized.size()} >> (8 * i)) & 0xff));
-  }
-  framed += serialized;
-  framed += bundle;
+  std::string framed = objects::EncodeHandedEntry(entry, bundle);
   int fd = memfd_create("kcache-nvrtc-put", MFD_CLOEXEC);
   if (fd < 0) return;
   size_t written = 0;
@@ -362,6 +344,7 @@ __attribute__((visibility("default"))) KcacheNvrtcLookup* kcache_nvrtc_lookup(
   }
   auto lookup = std::make_unique<KcacheNvrtcLookup>();
   lookup->key = *std::move(key);
+  lookup->cwd = context.cwd;
   lookup->name_expressions = program.name_expressions.size();
   if (kcache::nvrtc::Serve(process, *lookup)) *hit = &lookup->result;
   return lookup.release();
@@ -385,8 +368,8 @@ __attribute__((visibility("default"))) void kcache_nvrtc_store(KcacheNvrtcLookup
                                 "the record of what the compile read is damaged");
     return;
   }
-  kcache::objects::BaseDirs dirs{kcache::nvrtc::Cwd(), {}};
-  kcache::objects::Environment env = kcache::nvrtc::CurrentEnvironment();
+  kcache::objects::BaseDirs dirs{lookup->cwd, {}};
+  kcache::objects::Environment env = kcache::objects::CurrentEnvironment();
   kcache::UncachedReason reason = kcache::UncachedReason::kNone;
   absl::StatusOr<kcache::HeaderManifest> manifest;
   {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "core/library_build.h"
 #include "core/xxh128.h"
+#include "engine/objects/object_bundle.h"
 #include "engine/objects/observed_manifest.h"
 
 namespace kcache::objects {
@@ -53,10 +54,9 @@ class Reader {
     return true;
   }
   bool Bytes(std::string* out) {
-    uint64_t size = 0;
-    if (!U64(&size) || size > rest_.size()) return false;
-    out->assign(rest_.data(), size);
-    rest_.remove_prefix(size);
+    absl::string_view bytes;
+    if (!TakeFramed(rest_, &bytes)) return false;
+    out->assign(bytes.data(), bytes.size());
     return true;
   }
   bool done() const { return rest_.empty(); }
@@ -74,14 +74,12 @@ std::string EncodeNvrtcOutcome(const NvrtcOutcome& outcome) {
     AppendU32(out, static_cast<uint32_t>(output.size_result));
     AppendU64(out, output.size);
     AppendU32(out, static_cast<uint32_t>(output.result));
-    AppendU64(out, output.bytes.size());
-    out.append(output.bytes);
+    PutFramed(out, output.bytes);
   }
   AppendU32(out, static_cast<uint32_t>(outcome.lowered.size()));
   for (const auto& [result, name] : outcome.lowered) {
     AppendU32(out, static_cast<uint32_t>(result));
-    AppendU64(out, name.size());
-    out.append(name);
+    PutFramed(out, name);
   }
   return out;
 }

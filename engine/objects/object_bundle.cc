@@ -17,26 +17,9 @@ constexpr char kBundleMagic[] = "KCOBJ1";
 // allocate.
 constexpr uint32_t kMaxBundleStrings = 1 << 20;
 
-void PutString(std::string& out, absl::string_view text) {
-  uint64_t size = text.size();
-  for (int shift = 0; shift < 64; shift += 8) out.push_back(static_cast<char>(size >> shift));
-  absl::StrAppend(&out, text);
-}
-
-bool TakeView(absl::string_view& in, absl::string_view* text) {
-  if (in.size() < 8) return false;
-  uint64_t size = 0;
-  for (int i = 7; i >= 0; --i) size = (size << 8) | static_cast<uint8_t>(in[i]);
-  in.remove_prefix(8);
-  if (size > in.size()) return false;
-  *text = in.substr(0, size);
-  in.remove_prefix(size);
-  return true;
-}
-
 bool TakeString(absl::string_view& in, std::string* text) {
   absl::string_view view;
-  if (!TakeView(in, &view)) return false;
+  if (!TakeFramed(in, &view)) return false;
   *text = std::string(view);
   return true;
 }
@@ -54,20 +37,37 @@ bool TakeList(absl::string_view& in, std::vector<std::string>* list) {
 }
 
 void PutList(std::string& out, const std::vector<std::string>& list) {
-  PutString(out, absl::StrCat(list.size()));
-  for (const std::string& item : list) PutString(out, item);
+  PutFramed(out, absl::StrCat(list.size()));
+  for (const std::string& item : list) PutFramed(out, item);
 }
 
 }  // namespace
 
+void PutFramed(std::string& out, absl::string_view bytes) {
+  uint64_t size = bytes.size();
+  for (int shift = 0; shift < 64; shift += 8) out.push_back(static_cast<char>(size >> shift));
+  absl::StrAppend(&out, bytes);
+}
+
+bool TakeFramed(absl::string_view& in, absl::string_view* bytes) {
+  if (in.size() < 8) return false;
+  uint64_t size = 0;
+  for (int i = 7; i >= 0; --i) size = (size << 8) | static_cast<uint8_t>(in[i]);
+  in.remove_prefix(8);
+  if (size > in.size()) return false;
+  *bytes = in.substr(0, size);
+  in.remove_prefix(size);
+  return true;
+}
+
 std::string EncodeBundle(const ObjectBundle& bundle) {
   std::string out = kBundleMagic;
-  PutString(out, bundle.object);
+  PutFramed(out, bundle.object);
   PutList(out, bundle.deps.targets);
   PutList(out, bundle.deps.deps);
-  PutString(out, bundle.stdout_text);
-  PutString(out, bundle.stderr_text);
-  PutString(out, absl::StrCat(bundle.exit_code));
+  PutFramed(out, bundle.stdout_text);
+  PutFramed(out, bundle.stderr_text);
+  PutFramed(out, absl::StrCat(bundle.exit_code));
   return out;
 }
 
@@ -75,10 +75,10 @@ absl::StatusOr<ObjectBundleView> DecodeBundleView(absl::string_view bytes) {
   absl::string_view in = bytes;
   ObjectBundleView bundle;
   absl::string_view exit_text;
-  bool ok = absl::ConsumePrefix(&in, kBundleMagic) && TakeView(in, &bundle.object) &&
+  bool ok = absl::ConsumePrefix(&in, kBundleMagic) && TakeFramed(in, &bundle.object) &&
             TakeList(in, &bundle.deps.targets) && TakeList(in, &bundle.deps.deps) &&
-            TakeView(in, &bundle.stdout_text) && TakeView(in, &bundle.stderr_text) &&
-            TakeView(in, &exit_text) && absl::SimpleAtoi(exit_text, &bundle.exit_code) &&
+            TakeFramed(in, &bundle.stdout_text) && TakeFramed(in, &bundle.stderr_text) &&
+            TakeFramed(in, &exit_text) && absl::SimpleAtoi(exit_text, &bundle.exit_code) &&
             in.empty();
   if (!ok) return absl::DataLossError("stored compiler output is not a kcache object bundle");
   return bundle;

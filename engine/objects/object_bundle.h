@@ -28,6 +28,12 @@ struct ObjectBundleView {
   int exit_code = 0;
 };
 std::string EncodeBundle(const ObjectBundle& bundle);
+// One string framed as a bundle frames each of its fields: u64le(byte length) + the bytes
+// (docs/store-format.md). The NVRTC outcome (nvrtc_compile.h) and a handed entry
+// (object_wire.h) frame theirs the same way.
+void PutFramed(std::string& out, absl::string_view bytes);
+// Takes one framed string off the front of `in` (a view into it); false when `in` is cut short.
+bool TakeFramed(absl::string_view& in, absl::string_view* bytes);
 // DataLoss when the bytes are not a bundle (a damaged or hostile entry).
 absl::StatusOr<ObjectBundleView> DecodeBundleView(absl::string_view bytes);
 absl::StatusOr<ObjectBundle> DecodeBundle(absl::string_view bytes);

@@ -1,6 +1,7 @@
 #include "engine/objects/object_wire.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/objects/object_bundle.h"
 
 namespace kcache::objects {
 
@@ -45,6 +46,33 @@ absl::StatusOr<ObjectEntry> FromWire(v1::ObjectEntry wire) {
   }
   entry.size = wire.size();
   return entry;
+}
+
+std::string EncodeHandedEntry(const ObjectEntry& entry, absl::string_view bundle) {
+  v1::ObjectEntry wire;
+  ToWire(entry, &wire);
+  std::string out;
+  PutFramed(out, wire.SerializeAsString());
+  absl::StrAppend(&out, bundle);
+  return out;
+}
+
+absl::StatusOr<std::pair<ObjectEntry, std::string>> DecodeHandedEntry(absl::string_view bytes) {
+  absl::string_view framed;
+  if (!TakeFramed(bytes, &framed)) {
+    return absl::InvalidArgumentError("the input is not an entry and a bundle");
+  }
+  v1::ObjectEntry wire;
+  if (!wire.ParseFromArray(framed.data(), static_cast<int>(framed.size()))) {
+    return absl::InvalidArgumentError("the entry does not parse");
+  }
+  absl::StatusOr<ObjectEntry> entry = FromWire(std::move(wire));
+  if (!entry.ok()) return entry.status();
+  if (entry->key != ObjectEntryKey::Of(entry->key.command, entry->manifest)) {
+    return absl::InvalidArgumentError("the entry's id is not its manifest's");
+  }
+  entry->size = bytes.size();
+  return std::make_pair(*std::move(entry), std::string(bytes));
 }
 
 }  // namespace kcache::objects

@@ -3,7 +3,11 @@
 #ifndef KCACHE_ENGINE_OBJECTS_OBJECT_WIRE_H_
 #define KCACHE_ENGINE_OBJECTS_OBJECT_WIRE_H_
 
+#include <string>
+#include <utility>
+
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/objects/object_cache.h"
 #include "kcache/v1/objects.pb.h"
 
@@ -20,6 +24,13 @@ void ToWire(const ObjectEntry& entry, v1::ObjectEntry* wire);
 // lines than the bounds above). Takes the message whole: its strings are moved, not copied
 // (a launcher's listing holds ~5 400 manifest lines); pass std::move of one no longer needed.
 absl::StatusOr<ObjectEntry> FromWire(v1::ObjectEntry wire);
+
+// An entry and its bundle handed from one process to another (kcache's NVRTC stand-in to `kcache
+// nvrtc-put`): the v1.ObjectEntry framed (PutFramed), then the bundle to the end.
+std::string EncodeHandedEntry(const ObjectEntry& entry, absl::string_view bundle);
+// InvalidArgument when the bytes are not one, the entry is malformed (FromWire), or its id is not
+// its manifest's. The entry's size is the bundle's.
+absl::StatusOr<std::pair<ObjectEntry, std::string>> DecodeHandedEntry(absl::string_view bytes);
 
 }  // namespace kcache::objects
 
