@@ -67,7 +67,7 @@ KcacheNvrtcReads* KcacheNvrtcReadsBegin(void) {
 }
 
 static void AppendTo(KcacheNvrtcReads* reads, const char* line, size_t size);
-static size_t Escaped(char* out, size_t at, size_t cap, const char* text);
+static size_t FormatLine(char* line, size_t cap, char kind, const char* a, const char* b);
 
 /* What became of each library the compile asked dlopen for: loaded under that name now (its
  * file, KCACHE_OBSERVE_LOADED), or not (KCACHE_OBSERVE_UNLOADABLE: it failed, or NVRTC closed
@@ -77,27 +77,16 @@ static void ResolveDlopens(KcacheNvrtcReads* reads) {
     const char* name = reads->pending[i];
     void* handle = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
     struct link_map* map = NULL;
+    int loaded = handle != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
+                 map->l_name != NULL && map->l_name[0] == '/';
     char line[16384];
-    int n;
-    if (handle != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
-        map->l_name != NULL && map->l_name[0] == '/') {
-      n = snprintf(line, sizeof line, "%c %ld ", KCACHE_OBSERVE_LOADED, (long)getpid());
-      size_t at = Escaped(line, (size_t)n, sizeof line, map->l_name);
-      if (at + 1 >= sizeof line) {
-        reads->lost = 1;
-      } else {
-        line[at++] = '\n';
-        AppendTo(reads, line, at);
-      }
+    size_t size =
+        FormatLine(line, sizeof line, loaded ? KCACHE_OBSERVE_LOADED : KCACHE_OBSERVE_UNLOADABLE,
+                   loaded ? map->l_name : name, NULL);
+    if (size == 0) {
+      reads->lost = 1;
     } else {
-      n = snprintf(line, sizeof line, "%c %ld ", KCACHE_OBSERVE_UNLOADABLE, (long)getpid());
-      size_t at = Escaped(line, (size_t)n, sizeof line, name);
-      if (at + 1 >= sizeof line) {
-        reads->lost = 1;
-      } else {
-        line[at++] = '\n';
-        AppendTo(reads, line, at);
-      }
+      AppendTo(reads, line, size);
     }
     if (handle != NULL) dlclose(handle);
     free(reads->pending[i]);
@@ -164,19 +153,26 @@ static size_t Escaped(char* out, size_t at, size_t cap, const char* text) {
   return at;
 }
 
-/* Records "<kind> <pid> <a>[\t<b>]": into this thread's compile, or, on a thread that is not
- * compiling (one of NVRTC's own), into every compile under way. */
-static void Record(char kind, const char* a, const char* b) {
-  char line[16384];
-  size_t cap = sizeof line;
+/* Formats the record "<kind> <pid> <a>[\t<b>]\n" into `line`: its length, 0 when it does not
+ * fit (the fact is then lost). */
+static size_t FormatLine(char* line, size_t cap, char kind, const char* a, const char* b) {
   int n = snprintf(line, cap, "%c %ld ", kind, (long)getpid());
   size_t at = Escaped(line, (size_t)n, cap, a);
   if (b != NULL && at < cap) {
     line[at++] = '\t';
     at = Escaped(line, at, cap, b);
   }
-  int lost = at + 1 >= cap;
-  if (!lost) line[at++] = '\n';
+  if (at + 1 >= cap) return 0;
+  line[at++] = '\n';
+  return at;
+}
+
+/* Records "<kind> <pid> <a>[\t<b>]": into this thread's compile, or, on a thread that is not
+ * compiling (one of NVRTC's own), into every compile under way. */
+static void Record(char kind, const char* a, const char* b) {
+  char line[16384];
+  size_t at = FormatLine(line, sizeof line, kind, a, b);
+  int lost = at == 0;
   pthread_mutex_lock(&g_mutex);
   KcacheNvrtcReads* own = t_current;
   for (int i = 0; i < MAX_ACTIVE; ++i) {
