@@ -1,0 +1,176 @@
+/* A program that loads one CUDA image through the driver API the ways a host process does, for
+ * the tests of kcache's libcuda.so.1 stand-in (tests/integration/cuda_standin_test.cc). It finds
+ * the driver with dlopen("libcuda.so.1"), as the CUDA runtime does, so the stand-in preloaded in
+ * front of it is what it calls.
+ *
+ *   cuda_load_program MODE FILE [DEVICE]
+ *
+ * reads FILE (NUL-terminated: PTX text loads as it is) and loads it on DEVICE's primary context
+ * (default 0) by MODE:
+ *   data          cuModuleLoadData
+ *   dataex        cuModuleLoadDataEx with no options
+ *   dataex-log    cuModuleLoadDataEx with info and error log buffers (options that change no code)
+ *   dataex-maxreg cuModuleLoadDataEx with CU_JIT_MAX_REGISTERS = 32
+ *   fatbinary     cuModuleLoadFatBinary
+ *   wrapper       cuModuleLoadFatBinary given a __fatBinC_Wrapper_t pointing at FILE's bytes
+ *   library       cuLibraryLoadData with no options
+ *   procaddress   cuModuleLoadData as cuGetProcAddress_v2 (CUDA 13.0, no flags) answers it
+ * Prints "image POINTER result CURESULT", POINTER the image passed to the load. Exit 0 when the
+ * load answered CUDA_SUCCESS, 1 otherwise (2 for bad arguments or a driver that is missing). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* CUjit_option values (/usr/local/cuda/include/cuda.h). */
+enum {
+  kJitMaxRegisters = 0,
+  kJitInfoLogBuffer = 3,
+  kJitInfoLogBufferSizeBytes = 4,
+  kJitErrorLogBuffer = 5,
+  kJitErrorLogBufferSizeBytes = 6,
+};
+
+typedef int (*InitFn)(unsigned);
+typedef int (*DeviceGetFn)(int*, int);
+typedef int (*PrimaryCtxRetainFn)(void**, int);
+typedef int (*PrimaryCtxReleaseFn)(int);
+typedef int (*CtxSetCurrentFn)(void*);
+typedef int (*ModuleLoadDataFn)(void**, const void*);
+typedef int (*ModuleLoadDataExFn)(void**, const void*, unsigned, int*, void**);
+typedef int (*ModuleUnloadFn)(void*);
+typedef int (*LibraryLoadDataFn)(void**, const void*, int*, void**, unsigned, int*, void**,
+                                 unsigned);
+typedef int (*GetProcAddressV2Fn)(const char*, void**, int, unsigned long long, int*);
+
+/* The __fatBinC_Wrapper_t a host program registers its fatbin with. */
+typedef struct {
+  int magic;
+  int version;
+  const unsigned long long* data;
+  void* filename_or_fatbins;
+} FatbinWrapper;
+
+static void* driver;
+
+static void* Symbol(const char* name) {
+  void* found = dlsym(driver, name);
+  if (found == NULL) {
+    fprintf(stderr, "libcuda.so.1 has no %s\n", name);
+    exit(2);
+  }
+  return found;
+}
+
+static void Check(int result, const char* what) {
+  if (result == 0) return;
+  fprintf(stderr, "%s: CUresult %d\n", what, result);
+  exit(1);
+}
+
+static char* ReadFile(const char* path) {
+  FILE* file = fopen(path, "rb");
+  if (file == NULL) {
+    perror(path);
+    exit(2);
+  }
+  fseek(file, 0, SEEK_END);
+  long size = ftell(file);
+  fseek(file, 0, SEEK_SET);
+  char* bytes = malloc((size_t)size + 1);
+  if (bytes == NULL || fread(bytes, 1, (size_t)size, file) != (size_t)size) {
+    fprintf(stderr, "%s: cannot read %ld bytes\n", path, size);
+    exit(2);
+  }
+  bytes[size] = '\0';
+  fclose(file);
+  return bytes;
+}
+
+/* Loads `image` by `mode`; *loaded is the image pointer passed. -1 for an unknown mode. */
+static int Load(const char* mode, char* bytes, const void** loaded, void** module, void** library) {
+  static FatbinWrapper wrapper = {0x466243b1, 1, NULL, NULL};
+  ModuleLoadDataExFn load_ex = (ModuleLoadDataExFn)Symbol("cuModuleLoadDataEx");
+  *loaded = bytes;
+  if (strcmp(mode, "data") == 0) {
+    return ((ModuleLoadDataFn)Symbol("cuModuleLoadData"))(module, bytes);
+  }
+  if (strcmp(mode, "dataex") == 0) return load_ex(module, bytes, 0, NULL, NULL);
+  if (strcmp(mode, "dataex-log") == 0) {
+    static char info[4096], error[4096];
+    int options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes, kJitErrorLogBuffer,
+                     kJitErrorLogBufferSizeBytes};
+    void* values[] = {info, (void*)(uintptr_t)sizeof info, error, (void*)(uintptr_t)sizeof error};
+    return load_ex(module, bytes, 4, options, values);
+  }
+  if (strcmp(mode, "dataex-maxreg") == 0) {
+    int options[] = {kJitMaxRegisters};
+    void* values[] = {(void*)(uintptr_t)32};
+    return load_ex(module, bytes, 1, options, values);
+  }
+  if (strcmp(mode, "fatbinary") == 0) {
+    return ((ModuleLoadDataFn)Symbol("cuModuleLoadFatBinary"))(module, bytes);
+  }
+  if (strcmp(mode, "wrapper") == 0) {
+    wrapper.data = (const unsigned long long*)bytes;
+    *loaded = &wrapper;
+    return ((ModuleLoadDataFn)Symbol("cuModuleLoadFatBinary"))(module, &wrapper);
+  }
+  if (strcmp(mode, "library") == 0) {
+    return ((LibraryLoadDataFn)Symbol("cuLibraryLoadData"))(library, bytes, NULL, NULL, 0, NULL,
+                                                            NULL, 0);
+  }
+  if (strcmp(mode, "procaddress") == 0) {
+    void* function = NULL;
+    int status = -1;
+    Check(((GetProcAddressV2Fn)Symbol("cuGetProcAddress_v2"))("cuModuleLoadData", &function, 13000,
+                                                              0, &status),
+          "cuGetProcAddress_v2(cuModuleLoadData)");
+    if (function == NULL || status != 0) {
+      fprintf(stderr, "cuGetProcAddress_v2(cuModuleLoadData): status %d\n", status);
+      exit(1);
+    }
+    return ((ModuleLoadDataFn)function)(module, bytes);
+  }
+  return -1;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3 || argc > 4) {
+    fprintf(stderr, "usage: %s MODE FILE [DEVICE]\n", argv[0]);
+    return 2;
+  }
+  driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == NULL) {
+    fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
+    return 2;
+  }
+  int ordinal = argc == 4 ? atoi(argv[3]) : 0, device = -1;
+  void* context = NULL;
+  Check(((InitFn)Symbol("cuInit"))(0), "cuInit");
+  Check(((DeviceGetFn)Symbol("cuDeviceGet"))(&device, ordinal), "cuDeviceGet");
+  Check(((PrimaryCtxRetainFn)Symbol("cuDevicePrimaryCtxRetain"))(&context, device),
+        "cuDevicePrimaryCtxRetain");
+  Check(((CtxSetCurrentFn)Symbol("cuCtxSetCurrent"))(context), "cuCtxSetCurrent");
+
+  char* bytes = ReadFile(argv[2]);
+  const void* loaded = NULL;
+  void *module = NULL, *library = NULL;
+  int result = Load(argv[1], bytes, &loaded, &module, &library);
+  if (result == -1) {
+    fprintf(stderr, "unknown mode %s\n", argv[1]);
+    return 2;
+  }
+  printf("image %p result %d\n", loaded, result);
+  fflush(stdout);
+  if (module != NULL) Check(((ModuleUnloadFn)Symbol("cuModuleUnload"))(module), "cuModuleUnload");
+  if (library != NULL) {
+    Check(((ModuleUnloadFn)Symbol("cuLibraryUnload"))(library), "cuLibraryUnload");
+  }
+  Check(((PrimaryCtxReleaseFn)Symbol("cuDevicePrimaryCtxRelease_v2"))(device),
+        "cuDevicePrimaryCtxRelease_v2");
+  free(bytes);
+  return result == 0 ? 0 : 1;
+}
