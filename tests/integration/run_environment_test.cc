@@ -244,8 +244,8 @@ TEST_F(RunEnvironmentTest, NestedRunKeepsTheRealToolkitAndOneShimsDirectory) {
 TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
   std::string cuda_stand_in = fs::path(testing::KcacheCli()).parent_path() / "cuda/libcuda.so.1";
   if (!fs::exists(cuda_stand_in)) GTEST_SKIP() << "no driver stand-in at " << cuda_stand_in;
-  std::string nvrtc_stand_in = fs::path(cuda_stand_in).parent_path().parent_path() /
-                               "nvrtc/libnvrtc.so.13";
+  std::string nvrtc_stand_in =
+      fs::path(cuda_stand_in).parent_path().parent_path() / "nvrtc/libnvrtc.so.13";
   // A driver, as KCACHE_REAL_LIBCUDA names it (this machine has none): the toolkit's stub.
   std::string driver = tmp_ / "driver/libcuda.so.1";
   fs::create_directories(fs::path(driver).parent_path());
@@ -258,8 +258,8 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
   EXPECT_EQ(Occurrences(with.output, "LD_PRELOAD="), 1) << with.output;
 
   // --no-cuda: not preloaded, and taken out of an LD_PRELOAD that has it (a nested run).
-  RunResult without = Env(absl::StrCat("KCACHE_REAL_LIBCUDA=", driver, " LD_PRELOAD=",
-                                       nvrtc_stand_in, ":", cuda_stand_in),
+  RunResult without = Env(absl::StrCat("KCACHE_REAL_LIBCUDA=", driver,
+                                       " LD_PRELOAD=", nvrtc_stand_in, ":", cuda_stand_in),
                           "--no-cuda");
   ASSERT_EQ(without.exit_code, 0) << without.output;
   vars = Variables(without.output);

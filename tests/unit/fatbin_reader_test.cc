@@ -184,6 +184,29 @@ TEST(LibraryPlanTest, NothingToBuildFromSaysWhy) {
   EXPECT_TRUE(absl::StrContains(plan[0].note, "higher or another arch")) << plan[0].note;
 }
 
+TEST(LibraryPlanTest, EachFatbinIsPlannedOnItsOwn) {
+  // Two modules' fatbins one after another (as in a .so's .nv_fatbin): PTX only, and PTX with
+  // SASS for 8.6.
+  std::string first = FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone}});
+  first.resize((first.size() + 7) & ~size_t{7}, '\0');
+  std::string bytes = first + FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone},
+                                           {2, 86, 0x11, "sass", Compression::kNone}});
+  absl::StatusOr<Library> library = Library::FromBytes(bytes, "two.fatbin");
+  ASSERT_TRUE(library.ok()) << library.status();
+  ASSERT_EQ(library->entries().size(), 3u);
+  EXPECT_EQ(library->entries()[0].fatbin, 0u);
+  EXPECT_EQ(library->entries()[1].fatbin, 1u);
+  EXPECT_EQ(library->entries()[2].fatbin, 1u);
+  std::vector<TargetPlan> plan = PlanLibrary(*library, {*ParseTarget("8.6")});
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0].fatbin, 0u);
+  EXPECT_EQ(plan[0].decision, TargetPlan::Decision::kBuild);  // the first module has no SASS
+  EXPECT_EQ(*plan[0].ptx_entry, 0u);
+  EXPECT_EQ(plan[1].fatbin, 1u);
+  EXPECT_EQ(plan[1].decision, TargetPlan::Decision::kHasSass);  // the second's sm_86 is its own
+  EXPECT_EQ(*plan[1].sass_entry, 2u);
+}
+
 // Pins the framing of a PTX module's id (docs/ptx-libraries.md, "Keys"): a change here changes
 // every stored key.
 TEST(PtxSassTest, ModuleIdKnownAnswer) {
