@@ -1,7 +1,9 @@
 #include "core/library_build.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -72,6 +74,25 @@ absl::StatusOr<std::string> LibraryBuild(const std::string& path) {
   absl::StatusOr<std::string> sha = Sha256OfFile(path);
   if (!sha.ok()) return sha.status();
   return absl::StrCat("sha256:", *sha);
+}
+
+std::string FindCudaDriver() {
+  static const std::string* found = [] {
+    auto* path = new std::string;
+    void* handle = dlopen(kCudaDriverLibrary, RTLD_LAZY | RTLD_LOCAL);
+    if (handle == nullptr) return path;
+    // kcache's stand-in exports the driver it forwards to (the real driver exports no such name).
+    auto real = reinterpret_cast<const char* (*)()>(dlsym(handle, "kcache_cuda_real_driver"));
+    struct link_map* map = nullptr;
+    if (real != nullptr) {
+      *path = real();
+    } else if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr &&
+               map->l_name != nullptr) {
+      *path = map->l_name;
+    }
+    return path;
+  }();
+  return *found;
 }
 
 }  // namespace kcache

@@ -70,19 +70,12 @@ class Checker {
     Line(way, absl::StrCat(launcher, " ", compiler, " -> ", LauncherRuns(compiler, routed_)), true);
   }
 
-  // NVRTC in the command's processes: kcache's stand-in in LD_PRELOAD (nvrtc_env.h), the real
+  // NVRTC in the command's processes: kcache's stand-in in LD_PRELOAD (stand_in_env.h), the real
   // NVRTC it forwards to, and whether it caches. Said, not counted in all_through: a command
   // may run no NVRTC, and --no-nvrtc leaves it out on purpose.
   void Nvrtc(const std::string& way) {
     const objects::Environment& env = routed_.env;
-    std::string stand_in;
-    for (const std::string& entry : std::vector<std::string>(absl::StrSplit(
-             Variable(env, "LD_PRELOAD"), absl::ByAnyChar(": "), absl::SkipEmpty()))) {
-      std::error_code ec;
-      if (fs::path(entry).filename() == "libnvrtc.so.13" && fs::is_regular_file(entry, ec)) {
-        stand_in = entry;
-      }
-    }
+    std::string stand_in = Preloaded("libnvrtc.so.13");
     std::string chain;
     if (stand_in.empty()) {
       chain = "the real libnvrtc.so.13 (not through kcache: no stand-in in LD_PRELOAD)";
@@ -103,9 +96,43 @@ class Checker {
     absl::StrAppend(&report_.text, way, ": ", chain, "\n");
   }
 
+  // The CUDA driver in the command's processes: kcache's stand-in in LD_PRELOAD (stand_in_env.h),
+  // the driver it forwards to, and whether module loads are served. Said, not counted in
+  // all_through, as NVRTC's.
+  void Cuda(const std::string& way) {
+    const objects::Environment& env = routed_.env;
+    std::string stand_in = Preloaded("libcuda.so.1");
+    std::string chain;
+    if (stand_in.empty()) {
+      chain = "the driver's own (no stand-in in LD_PRELOAD: no driver on this node, or --no-cuda)";
+    } else {
+      std::string real = Variable(env, "KCACHE_REAL_LIBCUDA");
+      fs::path cache = fs::path(stand_in).parent_path() / "libkcache-cuda.so";
+      std::error_code ec;
+      chain = absl::StrCat(
+          stand_in, " -> ",
+          real.empty() ? "the first libcuda.so.1 of the driver directories" : real,
+          !fs::exists(cache, ec) ? ", forwarded only (no libkcache-cuda.so beside the stand-in)"
+          : Variable(env, "KCACHE_SERVER").empty() ? ", forwarded only (no KCACHE_SERVER to ask)"
+                                                   : ", PTX-only images served SASS from kcache");
+    }
+    absl::StrAppend(&report_.text, way, ": ", chain, "\n");
+  }
+
   RouteReport Take() { return std::move(report_); }
 
  private:
+  // The entry of the routed LD_PRELOAD whose file is named `name`; "" when none is.
+  std::string Preloaded(const std::string& name) const {
+    std::string found;
+    for (const std::string& entry : std::vector<std::string>(absl::StrSplit(
+             Variable(routed_.env, "LD_PRELOAD"), absl::ByAnyChar(": "), absl::SkipEmpty()))) {
+      std::error_code ec;
+      if (fs::path(entry).filename() == name && fs::is_regular_file(entry, ec)) found = entry;
+    }
+    return found;
+  }
+
   void Line(const std::string& way, const std::string& chain, bool through) {
     absl::StrAppend(&report_.text, way, ": ", chain, "\n");
     report_.all_through = report_.all_through && through;
@@ -161,6 +188,7 @@ RouteReport CheckRoutes(const objects::ToolLookup& routed,
     check.Direct("the command itself", command[0]);
   }
   check.Nvrtc("NVRTC in the process (CuPy, cuda.core, DeepGEMM's NVRTC mode, torch)");
+  check.Cuda("module loads in the process (libraries' PTX the driver would JIT)");
   return check.Take();
 }
 

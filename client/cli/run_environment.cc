@@ -10,9 +10,10 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/compiler_shims.h"
-#include "client/cli/nvrtc_env.h"
+#include "client/cli/stand_in_env.h"
 #include "client/cli/torch_compile_env.h"
 #include "client/launch/launch_command.h"
+#include "core/library_build.h"
 #include "engine/objects/observed_manifest.h"
 
 namespace kcache::cli {
@@ -66,7 +67,14 @@ class Router {
   Router(const objects::ToolLookup& current, std::string launcher)
       : current_(current), launcher_(std::move(launcher)) {}
 
+  // Sets `name`; a second Set of it replaces the first's value, where it was.
   void Set(const std::string& name, const std::string& value) {
+    for (auto& [set, was] : routing_.env) {
+      if (set == name) {
+        was = value;
+        return;
+      }
+    }
     routing_.env.emplace_back(name, value);
   }
   void Note(std::string note) { routing_.notes.push_back(std::move(note)); }
@@ -160,8 +168,13 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
                 "leave NVRTC alone; else LD_PRELOAD gets kcache's libnvrtc.so.13 stand-in, "
                 "which forwards every NVRTC call of the command's processes (torch, CuPy, "
                 "cuda-python, DeepGEMM, a program linked with -lnvrtc) to the real NVRTC, "
-                "KCACHE_REAL_NVRTC: the environment's, else the toolkit's lib64/libnvrtc.so.13; "
-                "nothing is cached yet (docs/nvrtc-standin.md)");
+                "KCACHE_REAL_NVRTC: the environment's, else the toolkit's lib64/libnvrtc.so.13, "
+                "and serves their compiles from kcache (docs/nvrtc-standin.md)");
+  sub->add_flag("--no-cuda", flags.no_cuda,
+                "leave the CUDA driver alone; else, on a node with a driver, LD_PRELOAD gets "
+                "kcache's libcuda.so.1 stand-in, which forwards every driver call to the real "
+                "driver, KCACHE_REAL_LIBCUDA, and gives a module load whose image has PTX but no "
+                "SASS for the GPU the SASS kcache holds for it (docs/ptx-libraries.md)");
   sub->add_option("--arch", flags.arch,
                   "TORCH_CUDA_ARCH_LIST and FLASHINFER_CUDA_ARCH_LIST for the command, "
                   "comma-separated, e.g. 7.5,8.6,8.9,9.0");
@@ -319,11 +332,19 @@ absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
   if (!flags.redis.empty() || flags.redis_from_kcached) {
     if (absl::Status routed = RouteRedis(router, flags); !routed.ok()) return routed;
   }
-  NvrtcRouting nvrtc = RouteNvrtc(
-      current.env, objects::FindNvrtcStandIn(objects::FindObserveLibrary(launch::SelfExe())),
-      nvrtc_root, !flags.no_nvrtc);
-  for (const auto& [name, value] : nvrtc.env) router.Set(name, value);
-  for (std::string& note : nvrtc.notes) router.Note(std::move(note));
+  // Each stand-in sees the LD_PRELOAD the one before it left.
+  std::string observer = objects::FindObserveLibrary(launch::SelfExe());
+  objects::Environment env = current.env;
+  auto route = [&](StandInRouting stand_in) {
+    for (const auto& [name, value] : stand_in.env) {
+      router.Set(name, value);
+      env[name] = value;
+    }
+    for (std::string& note : stand_in.notes) router.Note(std::move(note));
+  };
+  route(RouteNvrtc(env, objects::FindNvrtcStandIn(observer), nvrtc_root, !flags.no_nvrtc));
+  route(RouteCuda(env, objects::FindCudaStandIn(observer), flags.no_cuda ? "" : FindCudaDriver(),
+                  !flags.no_cuda));
   return router.Take();
 }
 

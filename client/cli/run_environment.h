@@ -17,7 +17,9 @@
 //   TORCH_NO_COMPILER_WRAPPER=1, TORCH_CUDA_ARCH_LIST and FLASHINFER_CUDA_ARCH_LIST (--arch),
 //   KCACHE_BASEDIR (--base-dir), and with --redis torch.compile's (torch_compile_env.h).
 //   LD_PRELOAD, KCACHE_REAL_NVRTC  kcache's NVRTC stand-in and the real NVRTC it forwards to,
-//                         unless --no-nvrtc (nvrtc_env.h)
+//                         unless --no-nvrtc (stand_in_env.h)
+//   LD_PRELOAD, KCACHE_REAL_LIBCUDA  on a node with a CUDA driver, kcache's driver stand-in and
+//                         the real driver, unless --no-cuda (stand_in_env.h)
 //
 // A variable the environment already sets to a compiler other than the one kcache's link
 // would run (CC=/opt/gcc-13/bin/gcc) is kept, and so is a launcher variable naming another
@@ -43,6 +45,7 @@ struct RoutingFlags {
   std::string store, server, arch, shims, base_dirs, redis;
   bool no_triton = false;
   bool no_nvrtc = false;
+  bool no_cuda = false;
   bool redis_from_kcached = false;  // --redis without an address (ArgsForParse)
 };
 void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags);

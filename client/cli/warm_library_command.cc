@@ -42,8 +42,12 @@ void PrintEntries(const Library& library) {
 
 // What the library lacks per target, and what is (or, in a dry run, would be) built.
 void PrintPlan(const Library& library, const std::vector<TargetPlan>& plans, bool dry_run) {
+  bool several =
+      std::any_of(plans.begin(), plans.end(), [](const TargetPlan& p) { return p.fatbin > 0; });
   for (const TargetPlan& p : plans) {
-    std::string target = p.target.sm.ToString();
+    // A library of several modules (fatbins): which one each line is of.
+    std::string target = several ? absl::StrCat(p.target.sm.ToString(), " fatbin ", p.fatbin)
+                                 : p.target.sm.ToString();
     switch (p.decision) {
       case TargetPlan::Decision::kHasSass:
         std::printf("  %-5s has SASS: entry %zu, %s\n", target.c_str(), *p.sass_entry,

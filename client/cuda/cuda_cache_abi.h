@@ -21,8 +21,8 @@ extern "C" {
 
 /* One load as the caller asked for it, and the GPU it is for. */
 typedef struct {
-  const char* function; /* "cuModuleLoadData", "cuLibraryLoadData", ...: for log lines */
-  const void* image;    /* as the caller passed it: a fatbin, a fatbin wrapper, a cubin, PTX */
+  const char* function;   /* "cuModuleLoadData", "cuLibraryLoadData", ...: for log lines */
+  const void* image;      /* as the caller passed it: a fatbin, a fatbin wrapper, a cubin, PTX */
   int sm_major, sm_minor; /* the GPU the code is loaded for */
   int driver;             /* cuDriverGetVersion, e.g. 13000 */
   unsigned num_options;   /* the JIT options the caller passed (CUjit_option numbers) */

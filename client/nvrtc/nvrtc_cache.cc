@@ -30,6 +30,7 @@
 #include "client/launch/launch_command.h"
 #include "client/launch/unresponsive_mark.h"
 #include "client/nvrtc/nvrtc_cache_abi.h"
+#include "core/library_build.h"
 #include "engine/objects/header_manifest.h"
 #include "engine/objects/nvrtc_compile.h"
 #include "engine/objects/object_bundle.h"
@@ -87,18 +88,6 @@ void Say(const Process& process, const std::string& line) {
   if (process.log) std::fprintf(stderr, "kcache: nvrtc: %s\n", line.c_str());
 }
 
-// The driver NVRTC loads at every compile (kNvrtcDriverLibrary), found as the loader finds it,
-// and kept loaded: NVRTC loads it at its first compile all the same.
-std::string FindDriver() {
-  void* handle = dlopen(objects::kNvrtcDriverLibrary, RTLD_LAZY | RTLD_LOCAL);
-  if (handle == nullptr) return "";
-  struct link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) {
-    return "";
-  }
-  return map->l_name;
-}
-
 // `kcache` beside this library's directory: the build tree's client/cli/nvrtc/../kcache, or an
 // installed prefix's lib/kcache/nvrtc/../../../bin/kcache.
 std::string FindKcache() {
@@ -132,7 +121,7 @@ Process& TheProcess() {
       made->max_stores = static_cast<size_t>(ms);
     }
     made->fast = launch::FastPathTo(made->server);
-    made->driver = FindDriver();
+    made->driver = FindCudaDriver();  // NVRTC loads it at its first compile all the same
     made->kcache = FindKcache();
     std::string state = launch::StateDir();
     made->digests = std::make_unique<objects::FileDigests>(

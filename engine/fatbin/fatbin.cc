@@ -32,6 +32,7 @@ std::string SizeText(uint64_t bytes) {
 absl::StatusOr<size_t> ParseOne(absl::string_view bytes, size_t at, absl::string_view file,
                                 uint64_t base, const FatbinLimits& limits,
                                 std::vector<FatbinEntry>* out) {
+  const size_t fatbin = out->empty() ? 0 : out->back().fatbin + 1;
   auto where = [&](uint64_t offset) {
     return absl::StrCat(file, ": fatbin at offset ", base + at,
                         offset == base + at ? "" : absl::StrCat(", entry at offset ", offset),
@@ -141,6 +142,7 @@ absl::StatusOr<size_t> ParseOne(absl::string_view bytes, size_t at, absl::string
         entry.jit_options = std::string(text.substr(0, text.find('\0')));
       }
     }
+    entry.fatbin = fatbin;
     out->push_back(std::move(entry));
     e += entry_header + stored_size;
   }

@@ -52,6 +52,9 @@ struct FatbinEntry {
   std::string jit_options;    // options text the header carries (LTO-IR: "-ftz=0 ..."); may be ""
   uint64_t offset = 0;        // of the entry header in the file, for messages
   bool relocatable = false;   // relocatable device code (a __nv_relfatbin section)
+  // Which fatbin of the input it is in (0, 1, ... in file order; fatbins without entries take
+  // no number): one fatbin is one module's code, which the driver loads as a whole.
+  size_t fatbin = 0;
 
   // sm_XY[a|f] for SASS, compute_XY[a|f] for PTX and LTO-IR.
   Target target() const;

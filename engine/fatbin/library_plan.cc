@@ -1,6 +1,9 @@
 // PlanLibrary (library_plan.h): the serving rules' compatibility applied to a library's entries.
 #include "engine/fatbin/library_plan.h"
 
+#include <optional>
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "core/compat.h"
 
@@ -12,9 +15,16 @@ bool SassRunsOn(const Target& sass, Sm device) {
   return rule == ServeRule::kExactSass || rule == ServeRule::kCompatibleSass;
 }
 
-TargetPlan PlanTarget(const Library& library, const Target& target) {
+// Whether `e` is code a module load can run: SASS or PTX, not relocatable.
+bool Loadable(const FatbinEntry& e) {
+  return (e.kind == EntryKind::kSass || e.kind == EntryKind::kPtx) && !e.relocatable;
+}
+
+// The plan for `target` of the entries of fatbin `fatbin` (every entry when nullopt).
+TargetPlan PlanTarget(const Library& library, const Target& target, std::optional<size_t> fatbin) {
   TargetPlan plan;
   plan.target = target;
+  plan.fatbin = fatbin.value_or(0);
   const std::vector<FatbinEntry>& entries = library.entries();
   std::vector<Target> ptx_targets;
   std::vector<size_t> ptx_index;
@@ -22,6 +32,7 @@ TargetPlan PlanTarget(const Library& library, const Target& target) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const FatbinEntry& e = entries[i];
     if (e.kind != EntryKind::kSass && e.kind != EntryKind::kPtx) continue;
+    if (fatbin.has_value() && e.fatbin != *fatbin) continue;
     if (e.relocatable) {
       relocatable_fits = relocatable_fits || CompatibilityOf(e.target(), target.sm).has_value();
       continue;
@@ -60,9 +71,15 @@ TargetPlan PlanTarget(const Library& library, const Target& target) {
 }  // namespace
 
 std::vector<TargetPlan> PlanLibrary(const Library& library, const std::vector<Target>& targets) {
+  std::set<size_t> fatbins;
+  for (const FatbinEntry& e : library.entries()) {
+    if (Loadable(e)) fatbins.insert(e.fatbin);
+  }
   std::vector<TargetPlan> plans;
-  plans.reserve(targets.size());
-  for (const Target& t : targets) plans.push_back(PlanTarget(library, t));
+  for (const Target& t : targets) {
+    if (fatbins.empty()) plans.push_back(PlanTarget(library, t, std::nullopt));  // says why
+    for (size_t fatbin : fatbins) plans.push_back(PlanTarget(library, t, fatbin));
+  }
   return plans;
 }
 

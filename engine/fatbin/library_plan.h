@@ -13,14 +13,15 @@
 
 namespace kcache::fatbin {
 
-// What a library needs for one target.
+// What one fatbin of a library (one module's code) needs for one target.
 struct TargetPlan {
   enum class Decision : uint8_t {
     kHasSass,  // an entry's SASS runs on the target's SM: nothing is built
     kBuild,    // no SASS runs there; `ptx_entry` is compiled to `build`
     kNoCode,   // neither SASS that runs there nor PTX at or below it: nothing can be built
   };
-  Target target;  // as asked (sm_89)
+  Target target;      // as asked (sm_89)
+  size_t fatbin = 0;  // FatbinEntry::fatbin of the entries planned
   Decision decision = Decision::kNoCode;
   std::optional<size_t> sass_entry;  // kHasSass: the entry whose SASS runs there
   std::optional<size_t> ptx_entry;   // kBuild: the PTX compiled (index into entries())
@@ -28,11 +29,13 @@ struct TargetPlan {
   std::string note;                  // kNoCode: why nothing can be built
 };
 
-// For each of `targets` (sm_ targets), in order, by the serving rules' compatibility
-// (core/compat.h, CompatibilityOf): SASS for sm_XY[f] runs on X.Z for Z >= Y; sm_XYa only on
-// X.Y. Otherwise the best PTX for the SM (PickBest: the highest arch not above it; compute_XYa
-// only for X.Y) is built, for the target's SM with the target's variant, or `a` when the PTX is
-// arch-specific (nvJitLink compiles compute_90a only to sm_90a). Entries of relocatable
+// For each of `targets` (sm_ targets), in order, and for each fatbin of the library with code a
+// module load runs (in file order: each is one module the driver loads and JITs on its own, so
+// each gets its own plan; a library with none gets one plan, saying why), by the serving rules'
+// compatibility (core/compat.h, CompatibilityOf): SASS for sm_XY[f] runs on X.Z for Z >= Y; sm_XYa
+// only on X.Y. Otherwise the best PTX for the SM (PickBest: the highest arch not above it;
+// compute_XYa only for X.Y) is built, for the target's SM with the target's variant, or `a` when
+// the PTX is arch-specific (nvJitLink compiles compute_90a only to sm_90a). Entries of relocatable
 // device code (__nv_relfatbin) are left out: they run only after a device link.
 std::vector<TargetPlan> PlanLibrary(const Library& library, const std::vector<Target>& targets);
 

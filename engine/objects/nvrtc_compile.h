@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/compiler_command.h"
+#include "core/library_build.h"
 #include "core/object_entry.h"
 #include "engine/objects/base_dirs.h"
 #include "engine/objects/command_key.h"
@@ -42,15 +43,16 @@ struct NvrtcContext {
   int major = 0, minor = 0;  // what its nvrtcVersion said
   std::string cwd;           // the working directory: the program's name and relative -I
                              // directories are looked up from it
-  // The GPU driver NVRTC loads (kNvrtcDriverLibrary) as the loader finds it here: its path;
-  // "" when none loads.
+  // The GPU driver NVRTC loads (kNvrtcDriverLibrary) as the loader finds it here
+  // (FindCudaDriver, core/library_build.h: the real one behind kcache's stand-in): its path; ""
+  // when none loads.
   std::string driver;
 };
 
 // The library NVRTC loads at every compile (it asks the driver for its export table). It is
 // keyed in key1 (NvrtcContext::driver), not in the manifest: whether and which driver loads is
 // a fact of the node, the same for every compile there.
-inline constexpr char kNvrtcDriverLibrary[] = "libcuda.so.1";
+inline constexpr const char* kNvrtcDriverLibrary = kCudaDriverLibrary;
 
 // key1: KeyOverFields with a domain of NVRTC's own over the NVRTC library's build (its GNU
 // build ID, else its bytes' digest: core/library_build.h) and version, the driver's build or

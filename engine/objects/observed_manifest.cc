@@ -149,15 +149,20 @@ absl::StatusOr<Observation> Observation::Begin(const std::string& library,
 std::vector<std::string> Observation::Environment(char** base) const {
   std::vector<std::string> env;
   std::string preload = library_;
-  std::string stand_in = FindNvrtcStandIn(library_);
+  std::vector<std::string> stand_ins = {FindNvrtcStandIn(library_), FindCudaStandIn(library_)};
+  auto is_stand_in = [&](absl::string_view item) {
+    for (const std::string& stand_in : stand_ins) {
+      std::error_code ec;
+      if (!stand_in.empty() && fs::equivalent(std::string(item), stand_in, ec) && !ec) return true;
+    }
+    return false;
+  };
   for (char** entry = base; entry != nullptr && *entry != nullptr; ++entry) {
     absl::string_view text(*entry);
     if (absl::ConsumePrefix(&text, "LD_PRELOAD=")) {
       for (absl::string_view item :
            absl::StrSplit(text, absl::ByAnyChar(": "), absl::SkipEmpty())) {
-        std::error_code ec;
-        if (!stand_in.empty() && fs::equivalent(std::string(item), stand_in, ec) && !ec) continue;
-        absl::StrAppend(&preload, ":", item);
+        if (!is_stand_in(item)) absl::StrAppend(&preload, ":", item);
       }
       continue;
     }
@@ -205,11 +210,25 @@ std::string FindObserveLibrary(const std::string& binary) {
   return "";
 }
 
-std::string FindNvrtcStandIn(const std::string& observe_library) {
+namespace {
+
+// `folder`/`file` beside `observe_library`, when it is there.
+std::string BesideObserver(const std::string& observe_library, const char* folder,
+                           const char* file) {
   if (observe_library.empty()) return "";
-  fs::path candidate = fs::path(observe_library).parent_path() / "nvrtc" / "libnvrtc.so.13";
+  fs::path candidate = fs::path(observe_library).parent_path() / folder / file;
   std::error_code ec;
   return fs::is_regular_file(candidate, ec) ? candidate.string() : "";
+}
+
+}  // namespace
+
+std::string FindNvrtcStandIn(const std::string& observe_library) {
+  return BesideObserver(observe_library, "nvrtc", "libnvrtc.so.13");
+}
+
+std::string FindCudaStandIn(const std::string& observe_library) {
+  return BesideObserver(observe_library, "cuda", "libcuda.so.1");
 }
 
 // Whether `option` (an argument or value the observer recorded as naming a native target)

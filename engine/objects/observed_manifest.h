@@ -44,8 +44,9 @@ class Observation {
 
   // `base` (NAME=VALUE entries) with the observer's variables: LD_PRELOAD gets the library
   // first, KCACHE_OBSERVE_LOG and KCACHE_OBSERVE_SKIP are set, and TMPDIR is the directory.
-  // LD_PRELOAD loses kcache's NVRTC stand-in (FindNvrtcStandIn): compilers do not use NVRTC,
-  // and a manifest names no library of kcache's own, which differs from one kcache to another.
+  // LD_PRELOAD loses kcache's NVRTC and driver stand-ins (FindNvrtcStandIn, FindCudaStandIn):
+  // compilers use neither, and a manifest names no library of kcache's own, which differs from
+  // one kcache to another.
   std::vector<std::string> Environment(char** base) const;
   // Notes in the log that the compiler itself was started as `pid` (it must record its start).
   void NoteStarted(pid_t pid, const std::string& compiler) const;
@@ -72,6 +73,10 @@ std::string FindObserveLibrary(const std::string& binary);
 // preloads: nvrtc/libnvrtc.so.13 beside `observe_library` (the build's client/cli/, or lib/kcache/
 // of an installed prefix); "" when there is none.
 std::string FindNvrtcStandIn(const std::string& observe_library);
+// kcache's libcuda.so.1 stand-in (client/cuda, docs/ptx-libraries.md), which `kcache run`
+// preloads on a node with a driver: cuda/libcuda.so.1 beside `observe_library`; "" when there is
+// none.
+std::string FindCudaStandIn(const std::string& observe_library);
 
 // What the manifest is made against.
 struct ObservedCompile {

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/library_build.h"
 #include "tests/testutil/kcache_run.h"
 #include "tests/testutil/launcher.h"
 #include "tests/testutil/temp_dir.h"
@@ -238,6 +239,58 @@ TEST_F(RunEnvironmentTest, NestedRunKeepsTheRealToolkitAndOneShimsDirectory) {
   RunResult lost = Env(absl::StrCat("CUDA_HOME=", vars["CUDA_HOME"]));
   EXPECT_NE(lost.exit_code, 0);
   EXPECT_TRUE(Contains(lost.output, "KCACHE_REAL_CUDA_HOME is not set")) << lost.output;
+}
+
+TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
+  std::string cuda_stand_in = fs::path(testing::KcacheCli()).parent_path() / "cuda/libcuda.so.1";
+  if (!fs::exists(cuda_stand_in)) GTEST_SKIP() << "no driver stand-in at " << cuda_stand_in;
+  std::string nvrtc_stand_in =
+      fs::path(cuda_stand_in).parent_path().parent_path() / "nvrtc/libnvrtc.so.13";
+  // A driver, as KCACHE_REAL_LIBCUDA names it (this machine has none): the toolkit's stub.
+  std::string driver = tmp_ / "driver/libcuda.so.1";
+  fs::create_directories(fs::path(driver).parent_path());
+  fs::copy_file("/usr/local/cuda/lib64/stubs/libcuda.so", driver);
+  RunResult with = Env(absl::StrCat("KCACHE_REAL_LIBCUDA=", driver));
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  std::map<std::string, std::string> vars = Variables(with.output);
+  EXPECT_EQ(vars["LD_PRELOAD"], absl::StrCat(nvrtc_stand_in, ":", cuda_stand_in));
+  EXPECT_EQ(vars["KCACHE_REAL_LIBCUDA"], driver);
+  EXPECT_EQ(Occurrences(with.output, "LD_PRELOAD="), 1) << with.output;
+
+  // --no-cuda: not preloaded, and taken out of an LD_PRELOAD that has it (a nested run).
+  RunResult without = Env(absl::StrCat("KCACHE_REAL_LIBCUDA=", driver,
+                                       " LD_PRELOAD=", nvrtc_stand_in, ":", cuda_stand_in),
+                          "--no-cuda");
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  vars = Variables(without.output);
+  EXPECT_EQ(vars["LD_PRELOAD"], nvrtc_stand_in);
+  EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u) << without.output;
+
+  // KCACHE_REAL_LIBCUDA naming the stand-in itself is not kept.
+  RunResult self = Env(absl::StrCat("KCACHE_REAL_LIBCUDA=", cuda_stand_in));
+  EXPECT_TRUE(Contains(self.output, "$KCACHE_REAL_LIBCUDA (" + cuda_stand_in + ") is not kept"))
+      << self.output;
+
+  // No driver on the node (an image's build): nothing of the driver's, and nothing said.
+  if (FindCudaDriver().empty()) {
+    RunResult none = Env("");
+    ASSERT_EQ(none.exit_code, 0) << none.output;
+    vars = Variables(none.output);
+    EXPECT_EQ(vars["LD_PRELOAD"], nvrtc_stand_in);
+    EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u);
+    EXPECT_FALSE(Contains(none.output, "driver")) << none.output;
+  }
+
+  // --check names the chain.
+  RunResult check = testing::Run(absl::StrCat(
+      "env ", testing::UnsetRoutedVariables(), "KCACHE_STATE_DIR=", tmp_ / "state",
+      " KCACHE_REAL_LIBCUDA=", driver, " ", testing::KcacheCli(), " run --check --server unix://",
+      tmp_ / "kcache.sock", " --shims ", tmp_ / "shims", " -- true"));
+  EXPECT_TRUE(Contains(check.output, absl::StrCat("module loads in the process (libraries' PTX "
+                                                  "the driver would JIT): ",
+                                                  cuda_stand_in, " -> ", driver,
+                                                  ", PTX-only images served SASS from kcache")))
+      << check.output;
 }
 
 TEST_F(RunEnvironmentTest, CheckSaysWhatEachWayReachesAndRunsNothing) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "core/cubin.h"
 #include "core/file_io.h"
@@ -30,6 +31,13 @@ constexpr char kSource[] =
 }
 )";
 
+constexpr char kSecondSource[] =
+    R"(extern "C" __global__ void scale(float a, float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+)";
+
 class WarmLibraryTest : public ::testing::Test {
  protected:
   // nvcc runs once for the suite: a .so and two fatbins (about 3 s on 2 cores).
@@ -48,6 +56,10 @@ class WarmLibraryTest : public ::testing::Test {
     nvcc("-fatbin -gencode arch=compute_75,code=compute_75 -o " + (*dir_ / "ptx75.fatbin"));
     nvcc("-fatbin --compress-mode=speed -gencode arch=compute_75,code=compute_75 -o " +
          (*dir_ / "ptx75-lz4.fatbin"));
+    // Two modules in one library: each .cu's fatbin is loaded (and JIT-compiled) on its own.
+    std::string second = dir_->Write("scale.cu", kSecondSource);
+    nvcc("-shared -Xcompiler -fPIC -gencode arch=compute_75,code=compute_75 " + second + " -o " +
+         (*dir_ / "libtwo.so"));
     nvcc(
         "-fatbin -gencode arch=compute_75,code=compute_75 -gencode arch=compute_89,code=sm_89 "
         "-o " +
@@ -65,9 +77,10 @@ class WarmLibraryTest : public ::testing::Test {
   RunResult Kcache(const std::string& args) {
     return ::kcache::testing::Run(KcacheCli() + " " + args);
   }
-  // The SASS built from PTX in the store: target -> cubin bytes (checked to verify).
-  std::map<std::string, std::string> StoredSass(std::string* library = nullptr) {
-    std::map<std::string, std::string> out;
+  // The SASS built from PTX in the store: target -> cubin bytes (checked to verify), one pair per
+  // stored cubin.
+  std::multimap<std::string, std::string> StoredSass(std::string* library = nullptr) {
+    std::multimap<std::string, std::string> out;
     StoreOptions options;
     options.read_only = true;
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(store_, options);
@@ -79,7 +92,7 @@ class WarmLibraryTest : public ::testing::Test {
       if (library != nullptr) *library = fatbin::PtxSassOriginOf(m).library;
       absl::StatusOr<Artifact> a = (*store)->Get(m.key);
       EXPECT_TRUE(a.ok()) << a.status();
-      if (a.ok()) out[m.key.target.ToString()] = a->bytes;
+      if (a.ok()) out.emplace(m.key.target.ToString(), a->bytes);
     }
     return out;
   }
@@ -106,7 +119,7 @@ TEST_F(WarmLibraryTest, PtxOnlyLibraryGetsACubinPerTarget) {
   EXPECT_TRUE(Contains(r.output, "built   sm_86      from compute_75")) << r.output;
   EXPECT_TRUE(Contains(r.output, "built   sm_89      from compute_75")) << r.output;
   std::string library;
-  std::map<std::string, std::string> sass = StoredSass(&library);
+  std::multimap<std::string, std::string> sass = StoredSass(&library);
   ASSERT_EQ(sass.size(), 2u) << r.output;
   EXPECT_EQ(library, *dir_ / "libptx75.so");
   for (const auto& [target, cubin] : sass) {
@@ -127,6 +140,25 @@ TEST_F(WarmLibraryTest, PtxOnlyLibraryGetsACubinPerTarget) {
   EXPECT_TRUE(Contains(again.output, "entry 0: PTX compute_75 (lz4, ")) << again.output;
   EXPECT_FALSE(Contains(again.output, "built   ")) << again.output;
   EXPECT_TRUE(Contains(again.output, "0 built, 6 already stored")) << again.output;
+}
+
+TEST_F(WarmLibraryTest, EachModuleOfALibraryGetsItsOwnCubin) {
+  RunResult r =
+      Kcache("warm --library " + (*dir_ / "libtwo.so") + " --arch 8.6,8.9 --store " + store_);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "8.6 fatbin 1 lacks SASS: builds sm_86 from entry 1")) << r.output;
+  std::multimap<std::string, std::string> sass = StoredSass();
+  ASSERT_EQ(sass.size(), 4u) << r.output;
+  for (const char* target : {"sm_86", "sm_89"}) {
+    std::set<std::string> kernels;
+    auto [from, to] = sass.equal_range(target);
+    for (auto it = from; it != to; ++it) {
+      absl::StatusOr<std::vector<std::string>> entries = CubinEntryNames(it->second);
+      ASSERT_TRUE(entries.ok()) << entries.status();
+      kernels.insert(entries->begin(), entries->end());
+    }
+    EXPECT_EQ(kernels, (std::set<std::string>{"axpy", "scale"})) << target;
+  }
 }
 
 TEST_F(WarmLibraryTest, NothingIsBuiltWhereTheLibraryHasSass) {

@@ -1,8 +1,6 @@
 // engine/fatbin on hand-made bytes: fatbin.h's entries and payloads (plain, LZ4, zstd), every
 // kind of damage, library.h's classification, and library_warm.h's plan by the serving rules.
 #include <gtest/gtest.h>
-#include <lz4.h>
-#include <zstd.h>
 
 #include <cstring>
 #include <string>
@@ -13,67 +11,15 @@
 #include "engine/fatbin/library.h"
 #include "engine/fatbin/library_plan.h"
 #include "engine/fatbin/ptx_sass.h"
+#include "tests/testutil/fatbin_bytes.h"
 
 namespace kcache::fatbin {
 namespace {
 
-template <typename T>
-void Put(std::string& out, size_t at, T value) {
-  std::memcpy(out.data() + at, &value, sizeof(T));
-}
-
-// One entry as nvcc 13.0 lays it out: an 80-byte header, then the payload padded to 8.
-struct HandEntry {
-  uint16_t kind = 1;  // 1 PTX, 2 ELF
-  uint32_t arch = 75;
-  uint64_t flags = 0x11;
-  std::string payload;  // uncompressed
-  Compression compression = Compression::kNone;
-};
-
-std::string EntryBytes(const HandEntry& e) {
-  std::string stored = e.payload;
-  uint64_t flags = e.flags;
-  if (e.compression == Compression::kLz4) {
-    stored.resize(LZ4_compressBound(static_cast<int>(e.payload.size())));
-    stored.resize(LZ4_compress_default(e.payload.data(), stored.data(),
-                                       static_cast<int>(e.payload.size()),
-                                       static_cast<int>(stored.size())));
-    flags |= kFlagLz4;
-  } else if (e.compression == Compression::kZstd) {
-    stored.resize(ZSTD_compressBound(e.payload.size()));
-    stored.resize(
-        ZSTD_compress(stored.data(), stored.size(), e.payload.data(), e.payload.size(), 1));
-    flags |= kFlagZstd;
-  }
-  size_t padded = (stored.size() + 7) & ~size_t{7};
-  std::string out(80, '\0');
-  Put<uint16_t>(out, 0, e.kind);
-  Put<uint16_t>(out, 2, 0x0101);
-  Put<uint32_t>(out, 4, 80);
-  Put<uint64_t>(out, 8, padded);
-  if (e.compression != Compression::kNone) {
-    Put<uint32_t>(out, 0x10, static_cast<uint32_t>(stored.size()));
-    Put<uint64_t>(out, 0x38, e.payload.size());
-  }
-  Put<uint32_t>(out, 0x1c, e.arch);
-  Put<uint64_t>(out, 0x28, flags);
-  Put<uint32_t>(out, 0x40, 0x48);
-  out += stored;
-  out.resize(80 + padded, '\0');
-  return out;
-}
-
-std::string FatbinBytes(const std::vector<HandEntry>& entries) {
-  std::string data;
-  for (const HandEntry& e : entries) data += EntryBytes(e);
-  std::string out(16, '\0');
-  Put<uint32_t>(out, 0, kFatbinMagic);
-  Put<uint16_t>(out, 4, 1);
-  Put<uint16_t>(out, 6, 16);
-  Put<uint64_t>(out, 8, data.size());
-  return out + data;
-}
+using testing::EntryBytes;
+using testing::FatbinBytes;
+using testing::HandEntry;
+using testing::Put;
 
 const char kPtx[] = ".version 9.0\n.target sm_75\n.address_size 64\n\n// a kernel\n";
 
@@ -236,6 +182,29 @@ TEST(LibraryPlanTest, NothingToBuildFromSaysWhy) {
   std::vector<TargetPlan> plan = PlanLibrary(*library, {*ParseTarget("8.6")});
   EXPECT_EQ(plan[0].decision, TargetPlan::Decision::kNoCode);
   EXPECT_TRUE(absl::StrContains(plan[0].note, "higher or another arch")) << plan[0].note;
+}
+
+TEST(LibraryPlanTest, EachFatbinIsPlannedOnItsOwn) {
+  // Two modules' fatbins one after another (as in a .so's .nv_fatbin): PTX only, and PTX with
+  // SASS for 8.6.
+  std::string first = FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone}});
+  first.resize((first.size() + 7) & ~size_t{7}, '\0');
+  std::string bytes = first + FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone},
+                                           {2, 86, 0x11, "sass", Compression::kNone}});
+  absl::StatusOr<Library> library = Library::FromBytes(bytes, "two.fatbin");
+  ASSERT_TRUE(library.ok()) << library.status();
+  ASSERT_EQ(library->entries().size(), 3u);
+  EXPECT_EQ(library->entries()[0].fatbin, 0u);
+  EXPECT_EQ(library->entries()[1].fatbin, 1u);
+  EXPECT_EQ(library->entries()[2].fatbin, 1u);
+  std::vector<TargetPlan> plan = PlanLibrary(*library, {*ParseTarget("8.6")});
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0].fatbin, 0u);
+  EXPECT_EQ(plan[0].decision, TargetPlan::Decision::kBuild);  // the first module has no SASS
+  EXPECT_EQ(*plan[0].ptx_entry, 0u);
+  EXPECT_EQ(plan[1].fatbin, 1u);
+  EXPECT_EQ(plan[1].decision, TargetPlan::Decision::kHasSass);  // the second's sm_86 is its own
+  EXPECT_EQ(*plan[1].sass_entry, 2u);
 }
 
 // Pins the framing of a PTX module's id (docs/ptx-libraries.md, "Keys"): a change here changes

@@ -1,0 +1,104 @@
+#include "client/cli/stand_in_env.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/cli/compiler_shims.h"
+
+namespace kcache::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsFile(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && fs::is_regular_file(path, ec);
+}
+
+// LD_PRELOAD's entries (the dynamic loader splits it at colons and spaces).
+std::vector<std::string> PreloadEntries(const std::string& preload) {
+  return absl::StrSplit(preload, absl::ByAnyChar(": "), absl::SkipEmpty());
+}
+
+}  // namespace
+
+StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stand_in,
+                            bool enabled) {
+  StandInRouting routing;
+  std::string preload = Variable(env, "LD_PRELOAD");
+  std::vector<std::string> entries = PreloadEntries(preload);
+  std::vector<std::string> others;
+  for (const std::string& entry : entries) {
+    if (!SameFile(entry, stand_in.library)) others.push_back(entry);
+  }
+  bool preloaded = others.size() != entries.size();
+  if (!enabled) {
+    if (preloaded) routing.env.emplace_back("LD_PRELOAD", absl::StrJoin(others, ":"));
+    return routing;
+  }
+  std::string had = Variable(env, stand_in.real_variable);
+  if (stand_in.library.empty()) {
+    if (!had.empty() || !stand_in.found.empty()) {
+      routing.notes.push_back(absl::StrCat("kcache's ", stand_in.name,
+                                           " is not installed: the real library is not routed "
+                                           "through kcache"));
+    }
+    return routing;
+  }
+
+  std::string real;
+  if (!had.empty()) {
+    if (IsFile(had) && !SameFile(had, stand_in.library)) {
+      real = had;
+    } else {
+      routing.notes.push_back(
+          absl::StrCat("$", stand_in.real_variable, " (", had,
+                       ") is not kept: ", IsFile(had) ? "it is kcache's stand-in" : "no such file",
+                       "; the one found here is taken instead"));
+    }
+  }
+  if (real.empty() && IsFile(stand_in.found) && !SameFile(stand_in.found, stand_in.library)) {
+    real = stand_in.found;
+  }
+  if (real.empty()) {
+    if (!stand_in.not_found.empty()) {
+      routing.notes.push_back(
+          absl::StrCat(stand_in.not_found, ": kcache's ", stand_in.name, " is not preloaded"));
+    }
+    return routing;
+  }
+  if (!preloaded) {
+    routing.env.emplace_back("LD_PRELOAD", preload.empty()
+                                               ? stand_in.library
+                                               : absl::StrCat(preload, ":", stand_in.library));
+  }
+  routing.env.emplace_back(stand_in.real_variable, real);
+  return routing;
+}
+
+StandInRouting RouteNvrtc(const objects::Environment& env, const std::string& stand_in,
+                          const std::string& toolkit_root, bool enabled) {
+  return RouteStandIn(
+      env,
+      StandIn{"NVRTC stand-in (nvrtc/libnvrtc.so.13 beside libkcache-observe.so)", stand_in,
+              "KCACHE_REAL_NVRTC",
+              toolkit_root.empty() ? "" : absl::StrCat(toolkit_root, "/lib64/libnvrtc.so.13"),
+              absl::StrCat("no real NVRTC (",
+                           toolkit_root.empty() ? "no CUDA toolkit" : toolkit_root + "/lib64",
+                           " has no libnvrtc.so.13; set KCACHE_REAL_NVRTC to one)")},
+      enabled);
+}
+
+StandInRouting RouteCuda(const objects::Environment& env, const std::string& stand_in,
+                         const std::string& driver, bool enabled) {
+  return RouteStandIn(
+      env,
+      StandIn{"CUDA driver stand-in (cuda/libcuda.so.1 beside libkcache-observe.so)", stand_in,
+              "KCACHE_REAL_LIBCUDA", driver,
+              ""},  // no driver (an image's build): nothing to say, nothing loads modules
+      enabled);
+}
+
+}  // namespace kcache::cli

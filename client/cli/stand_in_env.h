@@ -1,0 +1,55 @@
+// The stand-ins `kcache run` preloads into its command's processes (and `kcache env` prints):
+// kcache's libnvrtc.so.13 (client/nvrtc, docs/nvrtc-standin.md) and, on a node with a CUDA
+// driver, kcache's libcuda.so.1 (client/cuda, docs/ptx-libraries.md "Serving at load"). Each is
+// appended to LD_PRELOAD, and a variable names the real library it forwards every call to.
+#ifndef KCACHE_CLIENT_CLI_STAND_IN_ENV_H_
+#define KCACHE_CLIENT_CLI_STAND_IN_ENV_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/objects/compiler_tools.h"
+
+namespace kcache::cli {
+
+struct StandInRouting {
+  // The variables to set, in order: LD_PRELOAD and the real library's variable (none when the
+  // stand-in is not preloaded; when disabled, LD_PRELOAD without the stand-in when it had it).
+  std::vector<std::pair<std::string, std::string>> env;
+  // Why the real library's variable was not kept, why the stand-in is not preloaded: a line each.
+  std::vector<std::string> notes;
+};
+
+// One stand-in, and the real library it would forward to.
+struct StandIn {
+  std::string name;           // "NVRTC stand-in (nvrtc/libnvrtc.so.13)", for notes
+  std::string library;        // its path; "" when it is not installed
+  std::string real_variable;  // "KCACHE_REAL_NVRTC": where the stand-in finds the real library
+  std::string found;          // the real library as found here; "" when none
+  std::string not_found;      // a note's text when there is none (why, what to set); "": no note
+};
+
+// The routing of `stand_in` for the environment `env`. The real library is $<real_variable>
+// when it names a file that is not the stand-in (kept, so that a nested run and a user's choice
+// hold), else `found`; without one, the stand-in is not preloaded (a note says so, when
+// `not_found` has something to say; a stand-in not installed is a note when there was a real
+// library to route). The stand-in is appended to
+// LD_PRELOAD (after what the environment preloads, e.g. a sanitizer runtime), once. `enabled`
+// false (--no-nvrtc, --no-cuda) takes it out of an LD_PRELOAD that has it (a nested run) and
+// sets nothing else.
+StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stand_in, bool enabled);
+
+// NVRTC's: the real NVRTC is <toolkit_root>/lib64/libnvrtc.so.13 ("" toolkit_root: none);
+// `stand_in` is objects::FindNvrtcStandIn's.
+StandInRouting RouteNvrtc(const objects::Environment& env, const std::string& stand_in,
+                          const std::string& toolkit_root, bool enabled);
+
+// The CUDA driver's: the real driver is `driver` (core/library_build.h FindCudaDriver's);
+// `stand_in` is objects::FindCudaStandIn's.
+StandInRouting RouteCuda(const objects::Environment& env, const std::string& stand_in,
+                         const std::string& driver, bool enabled);
+
+}  // namespace kcache::cli
+
+#endif  // KCACHE_CLIENT_CLI_STAND_IN_ENV_H_
