@@ -22,16 +22,15 @@
  * It does nothing until a driver function is called. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/cuda/cuda_cache_abi.h"
 #include "client/cuda/cuda_entries.h"
+#include "client/stand_in/stand_in.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -64,68 +63,33 @@ typedef struct {
 KCACHE_CUDA_FUNCTIONS(DEFINE_SLOT, DEFINE_SLOT)
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static void* g_driver;    /* the real driver's handle; NULL: none */
-static int g_log;         /* KCACHE_LOG=1 */
-static char g_path[4096]; /* the real driver's path */
+static void* g_driver;         /* the real driver's handle; NULL: none */
+static int g_log;              /* KCACHE_LOG=1 */
+static char g_path[4096];      /* the real driver's path */
+static __thread volatile int g_loading; /* this thread is in Load's dlopen of g_path */
 
 #define SAY(...) dprintf(STDERR_FILENO, __VA_ARGS__)
 
-static const char* Env(const char* name) {
-  const char* value = getenv(name);
-  return value != NULL && value[0] != '\0' ? value : NULL;
-}
-
-/* Loads the driver at `path` into g_driver; 0 on success, else why not in `why`. */
-static int TryOpen(const char* path, const struct stat* self, char* why, size_t room) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    snprintf(why, room, "%s: %s", path, strerror(errno));
-    return -1;
-  }
-  if (self->st_ino != 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino) {
-    snprintf(why, room, "%s is this stand-in, not the driver", path);
-    return -1;
-  }
-  void* handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-  if (handle == NULL) {
-    const char* error = dlerror();
-    snprintf(why, room, "cannot load %s: %s", path, error != NULL ? error : "dlopen failed");
-    return -1;
-  }
-  snprintf(g_path, sizeof g_path, "%s", path);
-  g_driver = handle;
-  return 0;
-}
+#define Env KcacheEnv
 
 /* The real driver, found and loaded (pthread_once). */
 static void Load(void) {
   const char* log = Env("KCACHE_LOG");
   g_log = log != NULL && strcmp(log, "1") == 0;
-  struct stat self;
-  memset(&self, 0, sizeof self);
-  Dl_info info;
-  if (dladdr((void*)&Load, &info) != 0 && info.dli_fname != NULL) stat(info.dli_fname, &self);
-
-  char why[2048] = "";
-  const char* chosen = Env("KCACHE_REAL_LIBCUDA");
-  if (chosen != NULL) {
-    char reason[1536];
-    if (TryOpen(chosen, &self, reason, sizeof reason) != 0) {
-      snprintf(why, sizeof why, "$KCACHE_REAL_LIBCUDA: %s", reason);
-    }
-  } else {
-    /* Where Debian, RHEL, NVIDIA's container toolkit and WSL put the driver. */
-    static const char* const kCandidates[] = {
-        "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1",
-        "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1"};
-    size_t used = 0;
-    for (size_t i = 0; i < sizeof kCandidates / sizeof kCandidates[0] && g_driver == NULL; ++i) {
-      char reason[1536];
-      if (TryOpen(kCandidates[i], &self, reason, sizeof reason) != 0 && used < sizeof why) {
-        used += (size_t)snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", reason);
-      }
-    }
-  }
+  /* Where Debian, RHEL, NVIDIA's container toolkit and WSL put the driver. */
+  static const char* const kCandidates[] = {
+      "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1",
+      "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1"};
+  KcacheRealLibrary how = {"driver",
+                           "KCACHE_REAL_LIBCUDA",
+                           kCandidates,
+                           sizeof kCandidates / sizeof kCandidates[0],
+                           RTLD_LAZY,
+                           NULL,
+                           (const void*)&Load,
+                           &g_loading};
+  char why[2048];
+  g_driver = KcacheOpenReal(&how, g_path, sizeof g_path, why, sizeof why);
   if (g_driver == NULL) {
     SAY("kcache: libcuda.so.1 stand-in: no CUDA driver (%s): set KCACHE_REAL_LIBCUDA to the path "
         "of the driver's libcuda.so.1; every driver call answers CUDA_ERROR_STUB_LIBRARY until "
@@ -136,10 +100,17 @@ static void Load(void) {
   }
 }
 
-/* The real function of `slot` (NULL when the driver has none), resolved once. */
+/* The real function of `slot` (NULL when the driver has none), resolved once. A call made while
+ * Load's thread loads the driver (the driver's own initialization calling an exported function
+ * by name) is resolved in the driver being loaded, without waiting for Load, which would never
+ * end. */
 HIDDEN void* KcacheCudaResolveSlot(Slot* slot) {
   void* function = __atomic_load_n(&slot->function, __ATOMIC_ACQUIRE);
   if (function != NULL) return function;
+  if (g_loading) {
+    void* loading = dlopen(g_path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    return loading != NULL ? dlsym(loading, slot->name) : NULL;
+  }
   pthread_once(&g_once, Load);
   if (g_driver == NULL) return NULL;
   function = dlsym(g_driver, slot->name);
@@ -256,27 +227,10 @@ static void LoadCache(void) {
   if (g_driver == NULL || Env("KCACHE_SERVER") == NULL) return;
   const char* off = Env("KCACHE_CUDA_CACHE");
   if (off != NULL && strcmp(off, "0") == 0) return;
-  Dl_info info;
-  if (dladdr((void*)&LoadCache, &info) == 0 || info.dli_fname == NULL) return;
-  char path[4096];
-  const char* slash = strrchr(info.dli_fname, '/');
-  int dir = slash != NULL ? (int)(slash - info.dli_fname) : 1;
-  snprintf(path, sizeof path, "%.*s/libkcache-cuda.so", dir, slash != NULL ? info.dli_fname : ".");
-  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL) {
-    const char* error = dlerror();
-    SAY("kcache: libcuda.so.1 stand-in: cannot load %s (%s): modules load as without kcache\n",
-        path, error != NULL ? error : "dlopen failed");
-    return;
-  }
-  int (*abi)(void) = (int (*)(void))dlsym(handle, "kcache_cuda_abi");
-  if (abi == NULL || abi() != KCACHE_CUDA_CACHE_ABI) {
-    SAY("kcache: libcuda.so.1 stand-in: %s is of another kcache (interface %d, not %d): modules "
-        "load as without kcache\n",
-        path, abi != NULL ? abi() : -1, KCACHE_CUDA_CACHE_ABI);
-    dlclose(handle);
-    return;
-  }
+  void* handle = KcacheOpenBeside((const void*)&LoadCache, "libkcache-cuda.so", "kcache_cuda_abi",
+                                  KCACHE_CUDA_CACHE_ABI, "libcuda.so.1 stand-in",
+                                  "modules load as without kcache");
+  if (handle == NULL) return;
   g_cache.sass_for = (__typeof__(g_cache.sass_for))dlsym(handle, "kcache_cuda_sass_for");
   g_cache.sass_loaded = (__typeof__(g_cache.sass_loaded))dlsym(handle, "kcache_cuda_sass_loaded");
   g_cache_loaded = g_cache.sass_for != NULL && g_cache.sass_loaded != NULL;
@@ -333,11 +287,13 @@ static int GpuOf(int library, KcacheCudaLoad* load) {
 /* One load as the caller asked for it: `load` calls the driver with another image. */
 typedef CUresult (*Loader)(const void* image, void* call);
 
-/* Loads `image` through `loader`: the SASS kcache holds for it first, when it has some, and
- * the caller's image when it has none or the driver refuses it. */
+/* Loads the caller's `image` through `loader`, or first the SASS kcache holds for it, when it
+ * has some, through `sass_loader` (a cubin goes to cuModuleLoadData even for a
+ * cuModuleLoadFatBinary, which takes fatbins); the caller's image when the driver refuses the
+ * SASS. */
 static CUresult Serve(const char* function, const void* image, unsigned num_options,
                       const CUjit_option* options, void* const* values, int library, Loader loader,
-                      void* call) {
+                      Loader sass_loader, void* call) {
   const Cache* cache = image != NULL ? TheCache() : NULL;
   if (cache != NULL) {
     KcacheCudaLoad load;
@@ -351,7 +307,7 @@ static CUresult Serve(const char* function, const void* image, unsigned num_opti
       size_t size = 0;
       const void* sass = cache->sass_for(&load, &size);
       if (sass != NULL) {
-        CUresult result = loader(sass, call);
+        CUresult result = sass_loader(sass, call);
         cache->sass_loaded(&load, sass, result);
         if (result == kSuccess) return result;
       }
@@ -395,18 +351,20 @@ static CUresult LoadFatBinary(const void* image, void* call) {
 
 EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   ModuleCall call = {module, 0, NULL, NULL};
-  return Serve("cuModuleLoadData", image, 0, NULL, NULL, 0, LoadData, &call);
+  return Serve("cuModuleLoadData", image, 0, NULL, NULL, 0, LoadData, LoadData, &call);
 }
 
 EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned num_options,
                                    CUjit_option* options, void** values) {
   ModuleCall call = {module, num_options, options, values};
-  return Serve("cuModuleLoadDataEx", image, num_options, options, values, 0, LoadDataEx, &call);
+  return Serve("cuModuleLoadDataEx", image, num_options, options, values, 0, LoadDataEx, LoadDataEx,
+               &call);
 }
 
 EXPORT CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fat_cubin) {
   ModuleCall call = {module, 0, NULL, NULL};
-  return Serve("cuModuleLoadFatBinary", fat_cubin, 0, NULL, NULL, 0, LoadFatBinary, &call);
+  return Serve("cuModuleLoadFatBinary", fat_cubin, 0, NULL, NULL, 0, LoadFatBinary, LoadData,
+               &call);
 }
 
 typedef struct {
@@ -434,7 +392,7 @@ EXPORT CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_op
   LibraryCall call = {library,         jit_options,    jit_values,         num_jit_options,
                       library_options, library_values, num_library_options};
   return Serve("cuLibraryLoadData", code, num_jit_options, jit_options, jit_values, 1,
-               LoadLibraryData, &call);
+               LoadLibraryData, LoadLibraryData, &call);
 }
 
 /* ---------------------------------------------------------------- cuGetProcAddress */

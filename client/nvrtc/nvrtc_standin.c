@@ -20,13 +20,11 @@
  * sanitizer runtime may follow it. It does nothing until an NVRTC function is called. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +32,7 @@
 #include "client/nvrtc/nvrtc_entries.h"
 #include "client/nvrtc/nvrtc_programs.h"
 #include "client/nvrtc/nvrtc_reads.h"
+#include "client/stand_in/stand_in.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -70,75 +69,42 @@ static const char* g_reads_log;   /* KCACHE_NVRTC_READS_LOG: where each record i
  * do not interleave). */
 #define SAY(...) dprintf(STDERR_FILENO, __VA_ARGS__)
 
-static const char* Env(const char* name) {
-  const char* value = getenv(name);
-  return value != NULL && value[0] != '\0' ? value : NULL;
-}
+#define Env KcacheEnv
 
-/* Whether `path` is `self`'s file (same device and inode). */
-static int IsSelf(const struct stat* path, const struct stat* self) {
-  return self->st_ino != 0 && path->st_dev == self->st_dev && path->st_ino == self->st_ino;
-}
-
-/* Loads the NVRTC at `path`, filling g_real; 0 on success, else why not in `why`. */
-static int TryOpen(const char* path, const struct stat* self, char* why, size_t room) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    snprintf(why, room, "%s: %s", path, strerror(errno));
-    return -1;
-  }
-  if (IsSelf(&st, self)) {
-    snprintf(why, room, "%s is this stand-in, not the real NVRTC", path);
-    return -1;
-  }
-  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL) {
-    const char* error = dlerror();
-    snprintf(why, room, "cannot load %s: %s", path, error != NULL ? error : "dlopen failed");
-    return -1;
-  }
+/* Takes an NVRTC whose nvrtcVersion says 13 (KcacheAcceptReal). */
+static int IsNvrtc13(void* handle, const char* path, char* why, size_t room) {
   nvrtcResult (*version)(int*, int*) = (nvrtcResult(*)(int*, int*))dlsym(handle, "nvrtcVersion");
   int major = 0, minor = 0;
   if (version == NULL || version(&major, &minor) != KCACHE_NVRTC_SUCCESS || major != 13) {
     snprintf(why, room, "%s is not NVRTC 13 (nvrtcVersion says %d.%d)", path, major, minor);
-    dlclose(handle);
     return -1;
   }
-  for (int i = 0; i < kEntryCount; ++i) g_real[i] = dlsym(handle, kEntryNames[i]);
-  g_recordable = KcacheNvrtcReadsHook(handle, g_unrecordable, sizeof g_unrecordable) == 0;
-  snprintf(g_path, sizeof g_path, "%s", path);
   g_major = major;
   g_minor = minor;
-  g_loaded = 1;
   return 0;
 }
 
-/* The real NVRTC, found and loaded (pthread_once). */
+/* The real NVRTC, found and loaded (pthread_once): $KCACHE_REAL_NVRTC, else the first of
+ * $CUDA_HOME, $CUDA_PATH and /usr/local/cuda's lib64/libnvrtc.so.13. */
 static void Load(void) {
   g_log = Env("KCACHE_LOG") != NULL && strcmp(getenv("KCACHE_LOG"), "1") == 0;
-  struct stat self;
-  memset(&self, 0, sizeof self);
-  Dl_info info;
-  if (dladdr((void*)&Load, &info) != 0 && info.dli_fname != NULL) stat(info.dli_fname, &self);
-
-  char why[2048] = "";
-  const char* chosen = Env("KCACHE_REAL_NVRTC");
-  if (chosen != NULL) {
-    char reason[1536];
-    if (TryOpen(chosen, &self, reason, sizeof reason) != 0) {
-      snprintf(why, sizeof why, "$KCACHE_REAL_NVRTC: %s", reason);
-    }
-  } else {
-    const char* roots[] = {Env("CUDA_HOME"), Env("CUDA_PATH"), "/usr/local/cuda"};
-    size_t used = 0;
-    for (size_t i = 0; i < sizeof roots / sizeof roots[0] && !g_loaded; ++i) {
-      if (roots[i] == NULL) continue;
-      char path[4096], reason[1536];
-      snprintf(path, sizeof path, "%s/lib64/libnvrtc.so.13", roots[i]);
-      if (TryOpen(path, &self, reason, sizeof reason) != 0 && used < sizeof why) {
-        used += (size_t)snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", reason);
-      }
-    }
+  const char* roots[] = {Env("CUDA_HOME"), Env("CUDA_PATH"), "/usr/local/cuda"};
+  char paths[3][4096];
+  const char* candidates[3];
+  for (size_t i = 0; i < 3; ++i) {
+    candidates[i] = NULL;
+    if (roots[i] == NULL) continue;
+    snprintf(paths[i], sizeof paths[i], "%s/lib64/libnvrtc.so.13", roots[i]);
+    candidates[i] = paths[i];
+  }
+  KcacheRealLibrary how = {"NVRTC", "KCACHE_REAL_NVRTC", candidates, 3, RTLD_NOW, IsNvrtc13,
+                           (const void*)&Load, NULL};
+  char why[2048];
+  void* handle = KcacheOpenReal(&how, g_path, sizeof g_path, why, sizeof why);
+  if (handle != NULL) {
+    for (int i = 0; i < kEntryCount; ++i) g_real[i] = dlsym(handle, kEntryNames[i]);
+    g_recordable = KcacheNvrtcReadsHook(handle, g_unrecordable, sizeof g_unrecordable) == 0;
+    g_loaded = 1;
   }
   if (!g_loaded) {
     SAY("kcache: libnvrtc.so.13 stand-in: no real NVRTC (%s): set KCACHE_REAL_NVRTC to the path "
@@ -240,28 +206,11 @@ static void LoadCache(void) {
   if (Env("KCACHE_SERVER") == NULL && Env("KCACHE_STORE") == NULL) return;
   const char* off = Env("KCACHE_NVRTC_CACHE");
   if (off != NULL && strcmp(off, "0") == 0) return;
-  Dl_info info;
-  if (dladdr((void*)&LoadCache, &info) == 0 || info.dli_fname == NULL) return;
-  char path[4096];
-  const char* slash = strrchr(info.dli_fname, '/');
-  int dir = slash != NULL ? (int)(slash - info.dli_fname) : 1;
-  snprintf(path, sizeof path, "%.*s/libkcache-nvrtc.so", dir, slash != NULL ? info.dli_fname : ".");
-  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL) {
-    const char* error = dlerror();
-    SAY("kcache: libnvrtc.so.13 stand-in: cannot load %s (%s): NVRTC compiles are forwarded, "
-        "not cached\n",
-        path, error != NULL ? error : "dlopen failed");
-    return;
-  }
-  int (*abi)(void) = (int (*)(void))dlsym(handle, "kcache_nvrtc_abi");
-  if (abi == NULL || abi() != KCACHE_NVRTC_CACHE_ABI) {
-    SAY("kcache: libnvrtc.so.13 stand-in: %s is of another kcache (interface %d, not %d): NVRTC "
-        "compiles are forwarded, not cached\n",
-        path, abi != NULL ? abi() : -1, KCACHE_NVRTC_CACHE_ABI);
-    dlclose(handle);
-    return;
-  }
+  void* handle = KcacheOpenBeside((const void*)&LoadCache, "libkcache-nvrtc.so",
+                                  "kcache_nvrtc_abi", KCACHE_NVRTC_CACHE_ABI,
+                                  "libnvrtc.so.13 stand-in",
+                                  "NVRTC compiles are forwarded, not cached");
+  if (handle == NULL) return;
   g_cache.lookup = (__typeof__(g_cache.lookup))dlsym(handle, "kcache_nvrtc_lookup");
   g_cache.store = (__typeof__(g_cache.store))dlsym(handle, "kcache_nvrtc_store");
   g_cache.release = (__typeof__(g_cache.release))dlsym(handle, "kcache_nvrtc_release");
