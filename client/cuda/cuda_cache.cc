@@ -40,6 +40,8 @@ constexpr absl::Duration kDefaultBudget = absl::Milliseconds(50);
 constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30;
 // __fatBinC_Wrapper_t's magic: the struct the CUDA runtime registers, which points at a fatbin.
 constexpr uint32_t kWrapperMagic = 0x466243B1;
+// "\x7f" "ELF", as a little-endian u32: a cubin.
+constexpr uint32_t kElfMagic = 0x464C457F;
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -89,7 +91,11 @@ bool ImageBytes(const void* image, absl::string_view* bytes, fatbin::ImageKind* 
                 std::string* why) {
   const auto* p = static_cast<const unsigned char*>(image);
   uint32_t magic = 0;
-  std::memcpy(&magic, p, sizeof magic);
+  // Each magic below is 4 bytes without a NUL: a shorter text is none of them (and is not read
+  // past its NUL).
+  if (strnlen(static_cast<const char*>(image), sizeof magic) == sizeof magic) {
+    std::memcpy(&magic, p, sizeof magic);
+  }
   if (magic == kWrapperMagic) {
     // {int magic; int version; const unsigned long long* data; void* filename_or_fatbins}
     int32_t version = 0;
@@ -115,10 +121,7 @@ bool ImageBytes(const void* image, absl::string_view* bytes, fatbin::ImageKind* 
     *kind = fatbin::ImageKind::kFatbin;
     return true;
   }
-  if (std::memcmp(p,
-                  "\x7f"
-                  "ELF",
-                  4) == 0) {
+  if (magic == kElfMagic) {
     *why = "a cubin (SASS already)";
     return false;
   }
@@ -142,7 +145,8 @@ std::optional<std::string> Fetch(Process& process, const KcacheCudaLoad& load,
                                  const KernelId& module) {
   if (process.fast == nullptr) return std::nullopt;
   auto budget = std::make_shared<launch::CacheBudget>(
-      process.budget, launch::UnresponsiveMark::FromEnvironment(process.server), process.log);
+      process.budget, launch::UnresponsiveMark::FromEnvironment(process.server), process.log,
+      "KCACHE_CUDA_TIMEOUT_MS");
   if (budget->CompileWithoutAsking()) return std::nullopt;
   v1::ResolveRequest request;
   request.set_kernel_id(std::string(module.Bytes()));
@@ -157,7 +161,8 @@ std::optional<std::string> Fetch(Process& process, const KcacheCudaLoad& load,
   if (!answer.has_value() || !answer->ok()) {
     Say(process, load,
         absl::StrCat("no SASS from kcache for PTX module ", module.ShortHex(), " (",
-                     !answer.has_value() ? "not answered" : answer->status().message(),
+                     !answer.has_value() ? "kcached holds none, or did not answer in time"
+                                         : answer->status().message(),
                      "): the driver JITs it"));
     return std::nullopt;
   }

@@ -44,8 +44,12 @@ absl::Duration ListedSizes::TransferTimeOf(const ObjectEntryKey& key) const {
   return listed == sizes_.end() ? absl::ZeroDuration() : TransferTime(listed->second);
 }
 
-CacheBudget::CacheBudget(absl::Duration left, UnresponsiveMark mark, bool log)
-    : total_(left), left_(left), mark_(std::move(mark)), log_(log) {}
+CacheBudget::CacheBudget(absl::Duration left, UnresponsiveMark mark, bool log, std::string variable)
+    : total_(left),
+      variable_(std::move(variable)),
+      left_(left),
+      mark_(std::move(mark)),
+      log_(log) {}
 
 std::shared_ptr<CacheBudget> CacheBudget::FromEnvironment(const std::string& server, bool log) {
   absl::Duration total = PositiveMillis(std::getenv(kTimeoutEnv), kDefaultCacheTimeout);
@@ -103,7 +107,7 @@ void CacheBudget::End(const Call& call, bool answered) {
   timed_out_ = true;
   mark_.set_probing(false);
   marked_until_ = mark_.Set();
-  Log(absl::StrCat("kcached did not answer within KCACHE_TIMEOUT_MS=",
+  Log(absl::StrCat("kcached did not answer within ", variable_, "=",
                    absl::ToInt64Milliseconds(total_), ": ", Unresponsive()));
 }
 
@@ -123,7 +127,7 @@ std::string CacheBudget::Unresponsive() const {
 
 std::string CacheBudget::WhySpent() const {
   if (timed_out_) return Unresponsive();
-  return absl::StrCat("the command's KCACHE_TIMEOUT_MS=", absl::ToInt64Milliseconds(total_),
+  return absl::StrCat("the command's ", variable_, "=", absl::ToInt64Milliseconds(total_),
                       " is spent");
 }
 

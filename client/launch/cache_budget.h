@@ -60,8 +60,10 @@ class CacheBudget {
     absl::Time budget_end;  // what was left of the budget, plus the call's transfer time
   };
 
-  // `left` of the budget for kcached at `mark`'s server; `log`: KCACHE_LOG lines on stderr.
-  CacheBudget(absl::Duration left, UnresponsiveMark mark, bool log);
+  // `left` of the budget for kcached at `mark`'s server; `log`: KCACHE_LOG lines on stderr;
+  // `variable`: the variable the budget was set by, which those lines name.
+  CacheBudget(absl::Duration left, UnresponsiveMark mark, bool log,
+              std::string variable = "KCACHE_TIMEOUT_MS");
   // KCACHE_TIMEOUT_MS for `server` (KCACHE_SERVER), or, in the kcache a kcache-launch handed
   // this command to (the same process, exec'd), what it left (KCACHE_TIMEOUT_LEFT, always
   // taken out of the environment so that the compiler's processes do not inherit it).
@@ -105,7 +107,8 @@ class CacheBudget {
  private:
   void Log(const std::string& line) const;
 
-  absl::Duration total_;  // KCACHE_TIMEOUT_MS: what the log lines name
+  absl::Duration total_;  // KCACHE_TIMEOUT_MS (variable_): what the log lines name
+  std::string variable_;
   absl::Duration left_;
   UnresponsiveMark mark_;
   bool log_;

@@ -179,7 +179,8 @@ objects::NvrtcProgram ProgramOf(const KcacheNvrtcCall& call) {
 
 std::shared_ptr<launch::CacheBudget> Budget(const Process& process) {
   return std::make_shared<launch::CacheBudget>(
-      process.budget, launch::UnresponsiveMark::FromEnvironment(process.server), process.log);
+      process.budget, launch::UnresponsiveMark::FromEnvironment(process.server), process.log,
+      "KCACHE_NVRTC_TIMEOUT_MS");
 }
 
 // Tells kcached that a compile ran uncached, and why.
