@@ -1,13 +1,16 @@
 // kcache doctor: runs the checks of doctor_checks.cc and prints one section per check.
 #include "client/cli/doctor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "client/cli/commands.h"
 #include "client/cli/output.h"
+#include "kcache/device.h"
 
 namespace kcache::cli {
 namespace {
@@ -25,11 +28,15 @@ struct DoctorFlags {
   bool require_gpu = false;
   bool json = false;
   bool repair = false;
+  std::vector<std::string> libraries;  // --library
+  std::vector<int> processes;          // --process
+  std::string arch;                    // --arch: the SMs the libraries are checked for
 };
 
 std::string Heading(const CheckReport& report) {
   if (report.check == "gpus") return "driver and GPUs";
   if (report.check == "sandbox") return "compile sandbox";
+  if (report.check == "libraries") return "libraries' PTX (what the driver would JIT)";
   return absl::StrCat(report.check, " ", report.subject);
 }
 
@@ -98,6 +105,26 @@ int RunDoctor(const DoctorFlags& flags) {
   for (const std::string& server : flags.servers) {
     reports.push_back(CheckDaemon(server, flags.timeout_s));
   }
+  if (!flags.libraries.empty() || !flags.processes.empty()) {
+    std::vector<Sm> sms;
+    uint32_t driver = 0;
+    if (!flags.arch.empty()) {
+      absl::StatusOr<std::vector<Target>> targets = ParseTargetList(flags.arch);
+      if (!targets.ok())
+        return Fail(absl::StrCat("--arch: ", targets.status().message()), kExitBadInput);
+      for (const Target& t : *targets) sms.push_back(t.sm);
+    } else if (absl::StatusOr<std::vector<client::GpuInfo>> gpus = client::DetectDevices();
+               gpus.ok()) {
+      for (const client::GpuInfo& gpu : *gpus) {
+        Sm sm{gpu.device.sm_major, gpu.device.sm_minor};
+        if (std::find(sms.begin(), sms.end(), sm) == sms.end()) sms.push_back(sm);
+        driver = gpu.device.driver_version;
+      }
+    }
+    reports.push_back(CheckLibraries(flags.libraries, flags.processes, sms, driver,
+                                     flags.servers.empty() ? "" : flags.servers.front(),
+                                     flags.timeout_s));
+  }
   if (!flags.shared.empty()) {
     reports.push_back(CheckShared(flags.shared, flags.shared_key_file, flags.shared_key_file_second,
                                   flags.timeout_s));
@@ -141,6 +168,16 @@ void RegisterDoctorCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--require-gpu", flags->require_gpu,
                 "No driver or no GPU is a problem (default: information, as on a build machine)");
   cmd->add_flag("--json", flags->json, "Print the findings as JSON");
+  cmd->add_option("--library", flags->libraries,
+                  "A CUDA library a worker loads (.so, fatbin, cubin; repeatable): which of its "
+                  "modules the driver would JIT on the GPUs, and whether the first --server "
+                  "holds their SASS (docs/ptx-libraries.md)");
+  cmd->add_option("--process", flags->processes,
+                  "A running worker's pid (repeatable): --library for every library it has "
+                  "mapped");
+  cmd->add_option("--arch", flags->arch,
+                  "With --library or --process: the SMs to check for, e.g. 8.9,9.0 (default: "
+                  "this node's GPUs)");
   cmd->add_flag("--repair", flags->repair,
                 "Repair each --store first (stop kcached first): drop corrupt entries, rebuild "
                 "listings, move an unopenable or unreadable store aside and keep what verifies");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/target.h"
 #include "engine/compile/toolkit.h"
 
 namespace kcache::cli {
@@ -81,7 +82,19 @@ CheckReport CheckDaemon(const std::string& address, double timeout_s);
 CheckReport CheckShared(const std::string& url, const std::string& key_file,
                         const std::string& second_key_file, double timeout_s);
 
+// The CUDA libraries `paths`, and those the processes `pids` have mapped (/proc/PID/maps), for
+// the GPUs `sms` (with `driver`, 0 unknown): per library and SM, how many of its modules
+// (fatbins) have SASS that runs there, how many the driver would JIT-compile at every load
+// (PTX only: fatbin::PlanLibrary), and of those, how many kcached at `server` ("": none asked)
+// holds SASS for, which a worker under `kcache run` is served at load (docs/ptx-libraries.md).
+// A module the driver would JIT that kcache does not hold is a problem, with the warm that
+// fixes it; no SMs is a problem (pass --arch).
+CheckReport CheckLibraries(const std::vector<std::string>& paths, const std::vector<int>& pids,
+                           const std::vector<Sm>& sms, uint32_t driver, const std::string& server,
+                           double timeout_s);
+
 // kcache doctor [--toolkit DIR]... [--store DIR]... [--server ADDR]... [--require-gpu] [--json]
+//               [--library PATH]... [--process PID]... [--arch LIST]
 void RegisterDoctorCommand(CLI::App& app, int* exit_code);
 
 }  // namespace kcache::cli

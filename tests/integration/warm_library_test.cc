@@ -2,6 +2,7 @@
 // compiled from PTX for the targets a library lacks, nothing where it has SASS, damaged
 // fatbins refused with nothing stored, --dry-run, and `kcache ls` listing what was built.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "core/file_io.h"
 #include "engine/fatbin/ptx_sass.h"
 #include "engine/store/store.h"
+#include "tests/testutil/daemon_process.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -232,6 +234,50 @@ TEST_F(WarmLibraryTest, DamagedFatbinsAreBadInputAndNothingIsStored) {
                            (*dir_ / "ptx75.fatbin") + " --arch 8.6 --store " + store_);
   EXPECT_EQ(mixed.exit_code, 2) << mixed.output;
   EXPECT_EQ(StoredSass().size(), 1u) << mixed.output;
+}
+
+TEST_F(WarmLibraryTest, DoctorSaysWhichModulesTheDriverWouldJitAndWhatKcacheHolds) {
+  // libptx75.so (axpy) warmed for 8.6; libtwo.so (axpy and scale) not: its axpy module is the
+  // same PTX, held under the same module id, and its scale module is held by nobody.
+  ASSERT_EQ(Kcache("warm --library " + (*dir_ / "libptx75.so") + " --arch 8.6 --store " + store_)
+                .exit_code,
+            0);
+  testing::DaemonOptions options;
+  options.baked = {store_};
+  options.extra_flags = {"--no-toolkit"};
+  testing::DaemonProcess kcached(options);
+  ASSERT_TRUE(kcached.Start().ok()) << kcached.Log();
+  std::string libraries = " --library " + (*dir_ / "libtwo.so") + " --library " +
+                          (*dir_ / "libptx75.so") + " --library /bin/sh --server " +
+                          kcached.address();
+  RunResult held = Kcache("doctor" + libraries + " --arch 8.6");
+  EXPECT_TRUE(Contains(
+      held.output, *dir_ / "libptx75.so" + " on 8.6: 1 module, 1 without SASS, all held by kcache"))
+      << held.output;
+  EXPECT_TRUE(Contains(held.output, *dir_ / "libtwo.so" +
+                                        " on 8.6: 2 modules, 2 without SASS that the driver "
+                                        "JIT-compiles at every load in a new pod; kcache holds 1"))
+      << held.output;
+  EXPECT_TRUE(Contains(held.output, "fix: in the image: kcache warm --library " +
+                                        (*dir_ / "libtwo.so") + " --arch 8.6"))
+      << held.output;
+  EXPECT_TRUE(Contains(held.output, "1 library has no CUDA code")) << held.output;
+  EXPECT_EQ(held.exit_code, 1) << held.output;  // libtwo.so's scale module is a problem
+  // On 8.9 kcache holds neither library's modules.
+  RunResult not_held = Kcache("doctor" + libraries + " --arch 8.9");
+  EXPECT_TRUE(Contains(not_held.output, *dir_ / "libtwo.so" + " on 8.9: 2 modules, 2 without "
+                                                              "SASS that the driver"))
+      << not_held.output;
+  // sass89.fatbin has SASS for 8.9.
+  RunResult has = Kcache("doctor --library " + (*dir_ / "sass89.fatbin") + " --arch 8.9");
+  EXPECT_TRUE(Contains(has.output, "on 8.9: 1 module, each with SASS that runs there"))
+      << has.output;
+  // --process: what a running process has mapped.
+  RunResult mapped = Kcache("doctor --process " + std::to_string(getpid()) + " --arch 8.6");
+  EXPECT_TRUE(Contains(mapped.output, "libraries have no CUDA code")) << mapped.output;
+  RunResult gone = Kcache("doctor --process 999999999 --arch 8.6");
+  EXPECT_TRUE(Contains(gone.output, "cannot read /proc/999999999/maps")) << gone.output;
+  EXPECT_EQ(gone.exit_code, 1);
 }
 
 TEST_F(WarmLibraryTest, LsListsTheSassPerLibrary) {
