@@ -97,8 +97,15 @@ static void Load(void) {
     snprintf(paths[i], sizeof paths[i], "%s/lib64/libnvrtc.so.13", roots[i]);
     candidates[i] = paths[i];
   }
-  KcacheRealLibrary how = {"NVRTC", "KCACHE_REAL_NVRTC", candidates, 3, RTLD_NOW, IsNvrtc13,
-                           (const void*)&Load, NULL};
+  KcacheRealLibrary how = {
+      .what = "NVRTC",
+      .variable = "KCACHE_REAL_NVRTC",
+      .candidates = candidates,
+      .num_candidates = 3,
+      .dlopen_flags = RTLD_NOW,
+      .accept = IsNvrtc13,
+      .self = (const void*)&Load,
+  };
   char why[2048];
   void* handle = KcacheOpenReal(&how, g_path, sizeof g_path, why, sizeof why);
   if (handle != NULL) {
@@ -206,9 +213,8 @@ static void LoadCache(void) {
   if (Env("KCACHE_SERVER") == NULL && Env("KCACHE_STORE") == NULL) return;
   const char* off = Env("KCACHE_NVRTC_CACHE");
   if (off != NULL && strcmp(off, "0") == 0) return;
-  void* handle = KcacheOpenBeside((const void*)&LoadCache, "libkcache-nvrtc.so",
-                                  "kcache_nvrtc_abi", KCACHE_NVRTC_CACHE_ABI,
-                                  "libnvrtc.so.13 stand-in",
+  void* handle = KcacheOpenBeside((const void*)&LoadCache, "libkcache-nvrtc.so", "kcache_nvrtc_abi",
+                                  KCACHE_NVRTC_CACHE_ABI, "libnvrtc.so.13 stand-in",
                                   "NVRTC compiles are forwarded, not cached");
   if (handle == NULL) return;
   g_cache.lookup = (__typeof__(g_cache.lookup))dlsym(handle, "kcache_nvrtc_lookup");

@@ -48,8 +48,8 @@ static int TryOpen(const KcacheRealLibrary* how, const char* candidate, const st
   return 0;
 }
 
-HIDDEN void* KcacheOpenReal(const KcacheRealLibrary* how, char* path, size_t path_room,
-                            char* why, size_t why_room) {
+HIDDEN void* KcacheOpenReal(const KcacheRealLibrary* how, char* path, size_t path_room, char* why,
+                            size_t why_room) {
   struct stat self;
   memset(&self, 0, sizeof self);
   Dl_info info;
@@ -68,8 +68,8 @@ HIDDEN void* KcacheOpenReal(const KcacheRealLibrary* how, char* path, size_t pat
   for (size_t i = 0; i < how->num_candidates && handle == NULL; ++i) {
     if (how->candidates[i] == NULL) continue;
     char reason[1536];
-    if (TryOpen(how, how->candidates[i], &self, path, path_room, &handle, reason,
-                sizeof reason) != 0 &&
+    if (TryOpen(how, how->candidates[i], &self, path, path_room, &handle, reason, sizeof reason) !=
+            0 &&
         used < why_room) {
       used += (size_t)snprintf(why + used, why_room - used, "%s%s", used ? "; " : "", reason);
     }
@@ -77,8 +77,8 @@ HIDDEN void* KcacheOpenReal(const KcacheRealLibrary* how, char* path, size_t pat
   return handle;
 }
 
-HIDDEN void* KcacheOpenBeside(const void* self, const char* name, const char* abi_function,
-                              int abi, const char* who, const char* without) {
+HIDDEN void* KcacheOpenBeside(const void* self, const char* name, const char* abi_function, int abi,
+                              const char* who, const char* without) {
   Dl_info info;
   if (dladdr(self, &info) == 0 || info.dli_fname == NULL) return NULL;
   char path[4096];

@@ -17,14 +17,14 @@ typedef int (*KcacheAcceptReal)(void* handle, const char* path, char* why, size_
 
 /* Where a stand-in looks for the real library, and how it opens it. */
 typedef struct {
-  const char* what;                   /* "NVRTC", "driver": for messages */
-  const char* variable;               /* "KCACHE_REAL_NVRTC": when set, the only candidate */
-  const char* const* candidates;      /* else these paths, in order (NULL entries skipped) */
+  const char* what;              /* "NVRTC", "driver": for messages */
+  const char* variable;          /* "KCACHE_REAL_NVRTC": when set, the only candidate */
+  const char* const* candidates; /* else these paths, in order (NULL entries skipped) */
   size_t num_candidates;
-  int dlopen_flags;                   /* RTLD_NOW or RTLD_LAZY (RTLD_LOCAL is added) */
-  KcacheAcceptReal accept;            /* NULL: any library that opens */
-  const void* self;                   /* an address inside the stand-in: never opened itself */
-  volatile int* opening;              /* set to 1 while a candidate is dlopen'd (may be NULL) */
+  int dlopen_flags;        /* RTLD_NOW or RTLD_LAZY (RTLD_LOCAL is added) */
+  KcacheAcceptReal accept; /* NULL: any library that opens */
+  const void* self;        /* an address inside the stand-in: never opened itself */
+  volatile int* opening;   /* set to 1 while a candidate is dlopen'd (may be NULL) */
 } KcacheRealLibrary;
 
 /* Opens the real library as `how` says: each candidate that is a file and not the stand-in
