@@ -196,6 +196,11 @@ extern "C" {
 
 __attribute__((visibility("default"))) int kcache_cuda_abi(void) { return KCACHE_CUDA_CACHE_ABI; }
 
+__attribute__((visibility("default"))) void kcache_cuda_begin(void) {
+  kcache::cuda::Process& process = kcache::cuda::TheProcess();
+  if (process.fast != nullptr) process.fast->Begin();
+}
+
 __attribute__((visibility("default"))) const void* kcache_cuda_sass_for(const KcacheCudaLoad* load,
                                                                         size_t* size) {
   using namespace kcache;  // NOLINT(build/namespaces): the C interface's one function body

@@ -17,7 +17,7 @@ extern "C" {
 /* Bumped whenever a type or function below changes: a stand-in and a libkcache-cuda.so of
  * different versions do not work together (kcache_cuda_abi tells, and the stand-in then serves
  * nothing). */
-#define KCACHE_CUDA_CACHE_ABI 1
+#define KCACHE_CUDA_CACHE_ABI 2
 
 /* One load as the caller asked for it, and the GPU it is for. */
 typedef struct {
@@ -39,6 +39,10 @@ const void* kcache_cuda_sass_for(const KcacheCudaLoad* load, size_t* size);
 /* What the driver answered when given that SASS (a CUresult: 0 loaded); the stand-in then loads
  * the caller's image itself when it was not 0. */
 void kcache_cuda_sass_loaded(const KcacheCudaLoad* load, const void* sass, int result);
+
+/* Connects to kcached now (not waiting for its hello), so that the process's first load does not
+ * pay for it: the stand-in calls it from a thread of its own after cuInit. Thread-safe. */
+void kcache_cuda_begin(void);
 
 /* KCACHE_CUDA_CACHE_ABI of the library. */
 int kcache_cuda_abi(void);

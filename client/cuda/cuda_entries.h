@@ -249,7 +249,7 @@
   FORWARD(cuGreenCtxWaitEvent)                                  \
   FORWARD(cuImportExternalMemory)                               \
   FORWARD(cuImportExternalSemaphore)                            \
-  FORWARD(cuInit)                                               \
+  OWN(cuInit)                                                   \
   FORWARD(cuIpcCloseMemHandle)                                  \
   FORWARD(cuIpcGetEventHandle)                                  \
   FORWARD(cuIpcGetMemHandle)                                    \

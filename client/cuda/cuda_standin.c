@@ -63,9 +63,9 @@ typedef struct {
 KCACHE_CUDA_FUNCTIONS(DEFINE_SLOT, DEFINE_SLOT)
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static void* g_driver;         /* the real driver's handle; NULL: none */
-static int g_log;              /* KCACHE_LOG=1 */
-static char g_path[4096];      /* the real driver's path */
+static void* g_driver;                  /* the real driver's handle; NULL: none */
+static int g_log;                       /* KCACHE_LOG=1 */
+static char g_path[4096];               /* the real driver's path */
 static __thread volatile int g_loading; /* this thread is in Load's dlopen of g_path */
 
 #define SAY(...) dprintf(STDERR_FILENO, __VA_ARGS__)
@@ -80,14 +80,15 @@ static void Load(void) {
   static const char* const kCandidates[] = {
       "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1",
       "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1"};
-  KcacheRealLibrary how = {"driver",
-                           "KCACHE_REAL_LIBCUDA",
-                           kCandidates,
-                           sizeof kCandidates / sizeof kCandidates[0],
-                           RTLD_LAZY,
-                           NULL,
-                           (const void*)&Load,
-                           &g_loading};
+  KcacheRealLibrary how = {
+      .what = "driver",
+      .variable = "KCACHE_REAL_LIBCUDA",
+      .candidates = kCandidates,
+      .num_candidates = sizeof kCandidates / sizeof kCandidates[0],
+      .dlopen_flags = RTLD_LAZY,
+      .self = (const void*)&Load,
+      .opening = &g_loading,
+  };
   char why[2048];
   g_driver = KcacheOpenReal(&how, g_path, sizeof g_path, why, sizeof why);
   if (g_driver == NULL) {
@@ -216,6 +217,7 @@ KCACHE_CUDA_FUNCTIONS(DEFINE_JUMP, DEFINE_NOTHING)
 typedef struct {
   const void* (*sass_for)(const KcacheCudaLoad*, size_t*);
   void (*sass_loaded)(const KcacheCudaLoad*, const void*, int);
+  void (*begin)(void);
 } Cache;
 static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
 static Cache g_cache;
@@ -233,13 +235,46 @@ static void LoadCache(void) {
   if (handle == NULL) return;
   g_cache.sass_for = (__typeof__(g_cache.sass_for))dlsym(handle, "kcache_cuda_sass_for");
   g_cache.sass_loaded = (__typeof__(g_cache.sass_loaded))dlsym(handle, "kcache_cuda_sass_loaded");
-  g_cache_loaded = g_cache.sass_for != NULL && g_cache.sass_loaded != NULL;
+  g_cache.begin = (__typeof__(g_cache.begin))dlsym(handle, "kcache_cuda_begin");
+  g_cache_loaded = g_cache.sass_for != NULL && g_cache.sass_loaded != NULL && g_cache.begin != NULL;
 }
 
 static const Cache* TheCache(void) {
   pthread_once(&g_once, Load);
   pthread_once(&g_cache_once, LoadCache);
   return g_cache_loaded ? &g_cache : NULL;
+}
+
+/* Loads the cache and connects it to kcached (a thread's body). */
+static void* BeginCache(void* unused) {
+  (void)unused;
+  const Cache* cache = TheCache();
+  if (cache != NULL) cache->begin();
+  return NULL;
+}
+
+CUresult cuInit(unsigned flags);
+
+/* cuInit, then the cache loaded and connected in a thread of its own, once: a process creates
+ * its contexts (a hundred milliseconds and more) before it loads a module, so its first load
+ * finds the cache ready instead of loading it then. */
+EXPORT CUresult cuInit(unsigned flags) {
+  __typeof__(&cuInit) real = REAL(cuInit);
+  if (real == NULL) return kStubLibrary;
+  CUresult result = real(flags);
+  static int started;
+  if (result == kSuccess && Env("KCACHE_SERVER") != NULL &&
+      !__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL)) {
+    pthread_attr_t attr;
+    pthread_t thread;
+    if (pthread_attr_init(&attr) == 0) {
+      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+      /* When no thread starts, the first load loads the cache itself. */
+      (void)pthread_create(&thread, &attr, BeginCache, NULL);
+      pthread_attr_destroy(&attr);
+    }
+  }
+  return result;
 }
 
 /* ---------------------------------------------------------------- loads */
@@ -409,7 +444,8 @@ static void* Substitute(void* given) {
   static const struct {
     Slot* real;
     void* own;
-  } kOwn[] = {{&Slot_cuModuleLoadData, (void*)&cuModuleLoadData},
+  } kOwn[] = {{&Slot_cuInit, (void*)&cuInit},
+              {&Slot_cuModuleLoadData, (void*)&cuModuleLoadData},
               {&Slot_cuModuleLoadDataEx, (void*)&cuModuleLoadDataEx},
               {&Slot_cuModuleLoadFatBinary, (void*)&cuModuleLoadFatBinary},
               {&Slot_cuLibraryLoadData, (void*)&cuLibraryLoadData},

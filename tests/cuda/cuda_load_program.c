@@ -15,7 +15,8 @@
  *   wrapper       cuModuleLoadFatBinary given a __fatBinC_Wrapper_t pointing at FILE's bytes
  *   library       cuLibraryLoadData with no options
  *   procaddress   cuModuleLoadData as cuGetProcAddress_v2 (CUDA 13.0, no flags) answers it
- * Prints "image POINTER result CURESULT", POINTER the image passed to the load. Exit 0 when the
+ * Prints "image POINTER result CURESULT load_ms MS", POINTER the image passed to the load and MS
+ * the load's wall time (bench/ptx_libraries reads it). Exit 0 when the
  * load answered CUDA_SUCCESS, 1 otherwise (2 for bad arguments or a driver that is missing). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* CUjit_option values (/usr/local/cuda/include/cuda.h). */
 enum {
@@ -158,12 +160,36 @@ int main(int argc, char** argv) {
   char* bytes = ReadFile(argv[2]);
   const void* loaded = NULL;
   void *module = NULL, *library = NULL;
+  struct timespec start, end;
+  clock_gettime(CLOCK_MONOTONIC, &start);
   int result = Load(argv[1], bytes, &loaded, &module, &library);
+  clock_gettime(CLOCK_MONOTONIC, &end);
   if (result == -1) {
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
   }
-  printf("image %p result %d\n", loaded, result);
+  printf("image %p result %d load_ms %.3f\n", loaded, result,
+         (double)(end.tv_sec - start.tv_sec) * 1e3 + (double)(end.tv_nsec - start.tv_nsec) / 1e6);
+  fflush(stdout);
+  /* $CUDA_LOAD_THEN: more files, colon-separated, each loaded the same way after the first (a
+   * process's later loads, for bench/ptx_libraries): "then_ms MS" for each. */
+  const char* then = getenv("CUDA_LOAD_THEN");
+  while (result == 0 && then != NULL && then[0] != '\0') {
+    const char* colon = strchr(then, ':');
+    char next[4096];
+    snprintf(next, sizeof next, "%.*s", (int)(colon != NULL ? colon - then : (long)strlen(then)),
+             then);
+    char* more = ReadFile(next);
+    const void* also = NULL;
+    void *more_module = NULL, *more_library = NULL;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int again = Load(argv[1], more, &also, &more_module, &more_library);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    printf("then_ms %.3f result %d\n",
+           (double)(end.tv_sec - start.tv_sec) * 1e3 + (double)(end.tv_nsec - start.tv_nsec) / 1e6,
+           again);
+    then = colon != NULL ? colon + 1 : NULL;
+  }
   fflush(stdout);
   if (module != NULL) Check(((ModuleUnloadFn)Symbol("cuModuleUnload"))(module), "cuModuleUnload");
   if (library != NULL) {

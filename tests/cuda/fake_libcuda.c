@@ -13,6 +13,8 @@
  *                        SM the cubin's (86), 0 for other kinds; FNV1A64 of SIZE bytes, in hex;
  *                        RESULT the CUresult answered
  *   FAKE_CUDA_REFUSE_ELF =1: every ELF image is CUDA_ERROR_INVALID_IMAGE
+ *   FAKE_CUDA_CONTEXT_MS milliseconds cuDevicePrimaryCtxRetain takes, as a real driver's first
+ *                        context does (bench/ptx_libraries); default 0
  * A cubin for another SM than the device's (every device's, for cuLibraryLoadData) is
  * CUDA_ERROR_NO_BINARY_FOR_GPU; fatbins and PTX load (as if the driver compiled their PTX). */
 #define _GNU_SOURCE
@@ -132,6 +134,8 @@ EXPORT int cuDevicePrimaryCtxRetain(void** context, int device) {
   if (!initialized) return kNotInitialized;
   if (context == NULL) return kInvalidValue;
   if (device < 0 || device >= device_count) return kInvalidDevice;
+  const char* ms = getenv("FAKE_CUDA_CONTEXT_MS");
+  if (ms != NULL && atoi(ms) > 0) usleep((useconds_t)atoi(ms) * 1000u);
   *context = &contexts[device];
   return kSuccess;
 }
