@@ -37,9 +37,11 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
 installed=(bin/kcached bin/kcache-compile-worker bin/kcache bin/kcache-example-worker
            lib/libkcache.so lib/kcache/libkcache-observe.so include/kcache/kcache.h
            include/kcache/kcache_c.h)
-# The NVRTC stand-in `kcache run` preloads is built for x86-64 only (client/nvrtc).
+# The NVRTC and driver stand-ins `kcache run` preloads are built for x86-64 only (client/nvrtc,
+# client/cuda).
 [[ $(uname -m) != x86_64 ]] ||
-  installed+=(lib/kcache/nvrtc/libnvrtc.so.13 lib/kcache/nvrtc/libkcache-nvrtc.so)
+  installed+=(lib/kcache/nvrtc/libnvrtc.so.13 lib/kcache/nvrtc/libkcache-nvrtc.so
+              lib/kcache/cuda/libcuda.so.1 lib/kcache/cuda/libkcache-cuda.so)
 for f in "${installed[@]}"; do
   [[ -e $prefix/$f ]] || die "cmake --install does not install $f"
 done
