@@ -16,7 +16,10 @@
  *   library       cuLibraryLoadData with no options
  *   procaddress   cuModuleLoadData as cuGetProcAddress_v2 (CUDA 13.0, no flags) answers it
  * Prints "image POINTER result CURESULT load_ms MS", POINTER the image passed to the load and MS
- * the load's wall time (bench/ptx_libraries reads it). Exit 0 when the
+ * the load's wall time (bench/ptx_libraries reads it). With $CUDA_LOAD_RUN=axpy (a GPU, a module
+ * mode), it then runs the module's `axpy(float a, const float* x, float* y, int n)` (the one
+ * tests/gpu/ptx_library_gpu_test.cc builds) on 4096 floats, x[i] = i, y[i] = 1, a = 2, and
+ * prints "axpy SUM" of the y it copies back. Exit 0 when the
  * load answered CUDA_SUCCESS, 1 otherwise (2 for bad arguments or a driver that is missing). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -70,6 +73,46 @@ static void Check(int result, const char* what) {
   if (result == 0) return;
   fprintf(stderr, "%s: CUresult %d\n", what, result);
   exit(1);
+}
+
+typedef int (*ModuleGetFunctionFn)(void**, void*, const char*);
+typedef int (*MemAllocFn)(unsigned long long*, size_t);
+typedef int (*MemFreeFn)(unsigned long long);
+typedef int (*MemcpyHtoDFn)(unsigned long long, const void*, size_t);
+typedef int (*MemcpyDtoHFn)(void*, unsigned long long, size_t);
+typedef int (*LaunchKernelFn)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, void*, void**, void**);
+typedef int (*CtxSynchronizeFn)(void);
+
+/* Runs `module`'s axpy (CUDA_LOAD_RUN=axpy) and prints the sum of the y it computed. */
+static void RunAxpy(void* module) {
+  enum { kCount = 4096 };
+  static float x[kCount], y[kCount];
+  for (int i = 0; i < kCount; ++i) {
+    x[i] = (float)i;
+    y[i] = 1.0f;
+  }
+  void* function = NULL;
+  Check(((ModuleGetFunctionFn)Symbol("cuModuleGetFunction"))(&function, module, "axpy"),
+        "cuModuleGetFunction(axpy)");
+  unsigned long long dx = 0, dy = 0;
+  Check(((MemAllocFn)Symbol("cuMemAlloc_v2"))(&dx, sizeof x), "cuMemAlloc");
+  Check(((MemAllocFn)Symbol("cuMemAlloc_v2"))(&dy, sizeof y), "cuMemAlloc");
+  Check(((MemcpyHtoDFn)Symbol("cuMemcpyHtoD_v2"))(dx, x, sizeof x), "cuMemcpyHtoD");
+  Check(((MemcpyHtoDFn)Symbol("cuMemcpyHtoD_v2"))(dy, y, sizeof y), "cuMemcpyHtoD");
+  float a = 2.0f;
+  int n = kCount;
+  void* args[] = {&a, &dx, &dy, &n};
+  Check(((LaunchKernelFn)Symbol("cuLaunchKernel"))(function, kCount / 256, 1, 1, 256, 1, 1, 0, NULL,
+                                                   args, NULL),
+        "cuLaunchKernel");
+  Check(((CtxSynchronizeFn)Symbol("cuCtxSynchronize"))(), "cuCtxSynchronize");
+  Check(((MemcpyDtoHFn)Symbol("cuMemcpyDtoH_v2"))(y, dy, sizeof y), "cuMemcpyDtoH");
+  ((MemFreeFn)Symbol("cuMemFree_v2"))(dx);
+  ((MemFreeFn)Symbol("cuMemFree_v2"))(dy);
+  double sum = 0;
+  for (int i = 0; i < kCount; ++i) sum += y[i];
+  printf("axpy %.1f\n", sum);
 }
 
 static char* ReadFile(const char* path) {
@@ -171,6 +214,8 @@ int main(int argc, char** argv) {
   printf("image %p result %d load_ms %.3f\n", loaded, result,
          (double)(end.tv_sec - start.tv_sec) * 1e3 + (double)(end.tv_nsec - start.tv_nsec) / 1e6);
   fflush(stdout);
+  const char* run = getenv("CUDA_LOAD_RUN");
+  if (result == 0 && run != NULL && strcmp(run, "axpy") == 0 && module != NULL) RunAxpy(module);
   /* $CUDA_LOAD_THEN: more files, colon-separated, each loaded the same way after the first (a
    * process's later loads, for bench/ptx_libraries): "then_ms MS" for each. */
   const char* then = getenv("CUDA_LOAD_THEN");
