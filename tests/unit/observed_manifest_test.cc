@@ -225,19 +225,23 @@ TEST(ObservationTest, EnvironmentPreloadsTheObserverAndGivesATemporaryDirectory)
   EXPECT_FALSE(Observation::Begin("", {}).ok());
 }
 
-// kcache's NVRTC stand-in, which `kcache run` preloads, lives in nvrtc/ beside the observer and
-// is left out of a compile's LD_PRELOAD: no manifest names a library of kcache's own.
-TEST(ObservationTest, EnvironmentLeavesOutTheNvrtcStandIn) {
+// kcache's NVRTC and driver stand-ins, which `kcache run` preloads, live in nvrtc/ and cuda/
+// beside the observer and are left out of a compile's LD_PRELOAD: no manifest names a library of
+// kcache's own.
+TEST(ObservationTest, EnvironmentLeavesOutTheStandIns) {
   TempDir tmp;
   std::string library = tmp.Write("lib/kcache/libkcache-observe.so", "");
   EXPECT_EQ(FindNvrtcStandIn(library), "");
+  EXPECT_EQ(FindCudaStandIn(library), "");
   std::string stand_in = tmp.Write("lib/kcache/nvrtc/libnvrtc.so.13", "");
+  std::string driver_stand_in = tmp.Write("lib/kcache/cuda/libcuda.so.1", "");
   EXPECT_EQ(FindNvrtcStandIn(library), stand_in);
+  EXPECT_EQ(FindCudaStandIn(library), driver_stand_in);
   fs::create_symlink(stand_in, tmp / "link.so");
   absl::StatusOr<Observation> observation = Observation::Begin(library, {});
   ASSERT_TRUE(observation.ok()) << observation.status();
-  std::string preload =
-      absl::StrCat("LD_PRELOAD=", stand_in, ":/lib/libjemalloc.so ", tmp / "link.so");
+  std::string preload = absl::StrCat("LD_PRELOAD=", stand_in, ":/lib/libjemalloc.so ",
+                                     tmp / "link.so", ":", driver_stand_in);
   char* base[] = {preload.data(), nullptr};
   std::vector<std::string> env = observation->Environment(base);
   EXPECT_NE(std::find(env.begin(), env.end(),
