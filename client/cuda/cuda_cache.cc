@@ -38,8 +38,6 @@ namespace {
 constexpr absl::Duration kDefaultBudget = absl::Milliseconds(50);
 // The largest image read: a fatbin that declares more is left to the driver.
 constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30;
-// __fatBinC_Wrapper_t's magic: the struct the CUDA runtime registers, which points at a fatbin.
-constexpr uint32_t kWrapperMagic = 0x466243B1;
 // "\x7f" "ELF", as a little-endian u32: a cubin.
 constexpr uint32_t kElfMagic = 0x464C457F;
 
@@ -96,7 +94,7 @@ bool ImageBytes(const void* image, absl::string_view* bytes, fatbin::ImageKind* 
   if (strnlen(static_cast<const char*>(image), sizeof magic) == sizeof magic) {
     std::memcpy(&magic, p, sizeof magic);
   }
-  if (magic == kWrapperMagic) {
+  if (magic == fatbin::kFatbinWrapperMagic) {
     // {int magic; int version; const unsigned long long* data; void* filename_or_fatbins}
     int32_t version = 0;
     const void* data = nullptr;

@@ -22,7 +22,12 @@ namespace kcache::fatbin {
 
 inline constexpr uint32_t kFatbinMagic = 0xBA55ED50;  // the fatbin header's first 4 bytes
 inline constexpr size_t kFatbinHeaderSize = 16;       // magic, version, header size, data size
-inline constexpr size_t kMinEntryHeaderSize = 64;     // an entry header's fixed fields
+// __fatBinC_Wrapper_t, with which a host program registers a fatbin (in .nvFatBinSegment, and
+// given to the driver by the CUDA runtime): {u32 magic, u32 version, u64 data (the fatbin's
+// address), u64 filename_or_fatbins}. Version 1 points at one fatbin; 2 at relocatable code.
+inline constexpr uint32_t kFatbinWrapperMagic = 0x466243B1;
+inline constexpr size_t kFatbinWrapperSize = 24;
+inline constexpr size_t kMinEntryHeaderSize = 64;  // an entry header's fixed fields
 
 // The entry flags this reader understands (the header's u64 at +0x28).
 inline constexpr uint64_t kFlag64Bit = 0x1;

@@ -18,9 +18,6 @@
 namespace kcache::fatbin {
 namespace {
 
-constexpr uint32_t kFatbinWrapperMagic = 0x466243b1;  // __fatBinC_Wrapper_t in .nvFatBinSegment
-constexpr size_t kFatbinWrapperSize = 24;             // magic, version, data, filename
-
 struct Section {
   std::string name;
   uint32_t type = 0;

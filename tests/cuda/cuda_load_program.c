@@ -29,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/cuda/fatbin_wrapper.h"
+
 /* CUjit_option values (/usr/local/cuda/include/cuda.h). */
 enum {
   kJitMaxRegisters = 0,
@@ -49,14 +51,6 @@ typedef int (*ModuleUnloadFn)(void*);
 typedef int (*LibraryLoadDataFn)(void**, const void*, int*, void**, unsigned, int*, void**,
                                  unsigned);
 typedef int (*GetProcAddressV2Fn)(const char*, void**, int, unsigned long long, int*);
-
-/* The __fatBinC_Wrapper_t a host program registers its fatbin with. */
-typedef struct {
-  int magic;
-  int version;
-  const unsigned long long* data;
-  void* filename_or_fatbins;
-} FatbinWrapper;
 
 static void* driver;
 
@@ -136,7 +130,7 @@ static char* ReadFile(const char* path) {
 
 /* Loads `image` by `mode`; *loaded is the image pointer passed. -1 for an unknown mode. */
 static int Load(const char* mode, char* bytes, const void** loaded, void** module, void** library) {
-  static FatbinWrapper wrapper = {0x466243b1, 1, NULL, NULL};
+  static FatbinWrapper wrapper = {KCACHE_FATBIN_WRAPPER_MAGIC, 1, NULL, NULL};
   ModuleLoadDataExFn load_ex = (ModuleLoadDataExFn)Symbol("cuModuleLoadDataEx");
   *loaded = bytes;
   if (strcmp(mode, "data") == 0) {

@@ -27,6 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/cuda/fatbin_wrapper.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 /* The CUresult values answered (/usr/local/cuda/include/cuda.h). */
@@ -46,20 +48,11 @@ enum {
 enum { kAttributeCcMajor = 75, kAttributeCcMinor = 76 };
 enum { kMaxDevices = 16 };
 #define kFatbinMagic 0xBA55ED50u
-#define kWrapperMagic 0x466243b1
 #define kEmCuda 190
 
 typedef struct {
   int device;
 } FakeContext;
-
-/* The __fatBinC_Wrapper_t a host program registers its fatbin with. */
-typedef struct {
-  int magic;
-  int version;
-  const unsigned long long* data;
-  void* filename_or_fatbins;
-} FatbinWrapper;
 
 static int initialized;
 static int device_count;
@@ -207,7 +200,7 @@ static Image Classify(const void* data) {
     memcpy(&data_size, bytes + 8, sizeof data_size);
     image.kind = "fatbin";
     image.size = 16 + data_size;
-  } else if (magic == kWrapperMagic) {
+  } else if (magic == KCACHE_FATBIN_WRAPPER_MAGIC) {
     const FatbinWrapper* wrapper = data;
     image = Classify(wrapper->data);
     image.kind = "wrapper";
