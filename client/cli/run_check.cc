@@ -70,53 +70,58 @@ class Checker {
     Line(way, absl::StrCat(launcher, " ", compiler, " -> ", LauncherRuns(compiler, routed_)), true);
   }
 
-  // NVRTC in the command's processes: kcache's stand-in in LD_PRELOAD (stand_in_env.h), the real
-  // NVRTC it forwards to, and whether it caches. Said, not counted in all_through: a command
-  // may run no NVRTC, and --no-nvrtc leaves it out on purpose.
-  void Nvrtc(const std::string& way) {
-    const objects::Environment& env = routed_.env;
-    std::string stand_in = Preloaded("libnvrtc.so.13");
+  // One of kcache's stand-ins for a CUDA library in the command's processes
+  // (stand_in_env.h).
+  struct StandInLine {
+    const char* library;        // its file name, "libnvrtc.so.13"
+    const char* cache;          // its cache half beside it, "libkcache-nvrtc.so"
+    const char* real_variable;  // the variable naming the real library
+    const char* found_without;  // which real library it takes without that variable
+    const char* absent;         // the line when LD_PRELOAD has no stand-in
+    const char* served;         // the end of the line when it serves
+    std::string not_served;     // why it forwards only, its cache half there; "": it serves
+  };
+
+  // The stand-in in LD_PRELOAD, the real library it forwards to, and whether it serves. Said,
+  // not counted in all_through: a command may not use the library, and --no-nvrtc / --no-cuda
+  // leave it out on purpose.
+  void StandIn(const std::string& way, const StandInLine& line) {
+    std::string stand_in = Preloaded(line.library);
     std::string chain;
     if (stand_in.empty()) {
-      chain = "the real libnvrtc.so.13 (not through kcache: no stand-in in LD_PRELOAD)";
+      chain = line.absent;
     } else {
-      std::string real = Variable(env, "KCACHE_REAL_NVRTC");
-      fs::path cache = fs::path(stand_in).parent_path() / "libkcache-nvrtc.so";
+      std::string real = Variable(routed_.env, line.real_variable);
       std::error_code ec;
-      bool keeps =
-          !Variable(env, "KCACHE_SERVER").empty() || !Variable(env, "KCACHE_STORE").empty();
+      bool cache = fs::exists(fs::path(stand_in).parent_path() / line.cache, ec);
       chain = absl::StrCat(
-          stand_in, " -> ",
-          real.empty() ? "the first libnvrtc.so.13 of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda"
-                       : real,
-          !fs::exists(cache, ec) ? ", forwarded only (no libkcache-nvrtc.so beside the stand-in)"
-          : keeps                ? ", cached"
-                                 : ", forwarded only (neither KCACHE_SERVER nor KCACHE_STORE)");
+          stand_in, " -> ", real.empty() ? line.found_without : real,
+          !cache ? absl::StrCat(", forwarded only (no ", line.cache, " beside the stand-in)")
+          : line.not_served.empty() ? std::string(line.served)
+                                    : absl::StrCat(", forwarded only (", line.not_served, ")"));
     }
     absl::StrAppend(&report_.text, way, ": ", chain, "\n");
   }
 
-  // The CUDA driver in the command's processes: kcache's stand-in in LD_PRELOAD (stand_in_env.h),
-  // the driver it forwards to, and whether module loads are served. Said, not counted in
-  // all_through, as NVRTC's.
+  // NVRTC's stand-in: it caches with a kcached or a store.
+  void Nvrtc(const std::string& way) {
+    bool keeps = !Variable(routed_.env, "KCACHE_SERVER").empty() ||
+                 !Variable(routed_.env, "KCACHE_STORE").empty();
+    StandIn(way, {"libnvrtc.so.13", "libkcache-nvrtc.so", "KCACHE_REAL_NVRTC",
+                  "the first libnvrtc.so.13 of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda",
+                  "the real libnvrtc.so.13 (not through kcache: no stand-in in LD_PRELOAD)",
+                  ", cached", keeps ? "" : "neither KCACHE_SERVER nor KCACHE_STORE"});
+  }
+
+  // The driver's stand-in: it serves module loads with a kcached to ask.
   void Cuda(const std::string& way) {
-    const objects::Environment& env = routed_.env;
-    std::string stand_in = Preloaded("libcuda.so.1");
-    std::string chain;
-    if (stand_in.empty()) {
-      chain = "the driver's own (no stand-in in LD_PRELOAD: no driver on this node, or --no-cuda)";
-    } else {
-      std::string real = Variable(env, "KCACHE_REAL_LIBCUDA");
-      fs::path cache = fs::path(stand_in).parent_path() / "libkcache-cuda.so";
-      std::error_code ec;
-      chain = absl::StrCat(
-          stand_in, " -> ",
-          real.empty() ? "the first libcuda.so.1 of the driver directories" : real,
-          !fs::exists(cache, ec) ? ", forwarded only (no libkcache-cuda.so beside the stand-in)"
-          : Variable(env, "KCACHE_SERVER").empty() ? ", forwarded only (no KCACHE_SERVER to ask)"
-                                                   : ", PTX-only images served SASS from kcache");
-    }
-    absl::StrAppend(&report_.text, way, ": ", chain, "\n");
+    bool asks = !Variable(routed_.env, "KCACHE_SERVER").empty();
+    StandIn(way,
+            {"libcuda.so.1", "libkcache-cuda.so", "KCACHE_REAL_LIBCUDA",
+             "the first libcuda.so.1 of the driver directories",
+             "the driver's own (no stand-in in LD_PRELOAD: no driver on this node, or "
+             "--no-cuda)",
+             ", PTX-only images served SASS from kcache", asks ? "" : "no KCACHE_SERVER to ask"});
   }
 
   RouteReport Take() { return std::move(report_); }
