@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -182,6 +183,21 @@ inline absl::StatusOr<GpuProbe> ProbeGpu(const std::string& path = DriverLibrary
   char name[256] = {};
   if (cu.cuDeviceGetName(name, sizeof(name) - 1, probe.device) == kCuSuccess) probe.name = name;
   return probe;
+}
+
+// A GPU test binary's start (its main, after listing its tests, which needs no GPU): the probe
+// of the GPU it runs on. Exits 125, saying why, without one (NotFound from ProbeGpu), and 1 when
+// the driver is there but fails.
+inline GpuProbe ProbeGpuOrExit() {
+  absl::StatusOr<GpuProbe> probe = ProbeGpu();
+  if (probe.ok()) return *std::move(probe);
+  if (absl::IsNotFound(probe.status())) {
+    std::printf("no GPU: %s; skipping\n", std::string(probe.status().message()).c_str());
+    std::exit(125);
+  }
+  std::fprintf(stderr, "the CUDA driver is present but failed: %s\n",
+               std::string(probe.status().message()).c_str());
+  std::exit(1);
 }
 
 }  // namespace kcache::gpu_test

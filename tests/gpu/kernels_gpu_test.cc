@@ -269,19 +269,11 @@ INSTANTIATE_TEST_SUITE_P(BundledKernels, KernelLaunchTest, ::testing::ValuesIn(A
                            return TestNameFor(launch::kEntryPoints[info.param]);
                          });
 
-// Exits 125 (after saying why) when this machine cannot run the suite; returns otherwise.
-void SkipUnlessRunnable(const absl::StatusOr<GpuProbe>& probe, std::string* toolkit_root) {
-  if (!probe.ok()) {
-    if (absl::IsNotFound(probe.status())) {
-      std::printf("no GPU: %s; skipping\n", std::string(probe.status().message()).c_str());
-      std::exit(125);
-    }
-    std::fprintf(stderr, "the CUDA driver is present but failed: %s\n",
-                 std::string(probe.status().message()).c_str());
-    std::exit(1);
-  }
+// Exits 125 (after saying why) when this machine's GPU (`probe`, ProbeGpuOrExit's) cannot run
+// the suite; returns otherwise.
+void SkipUnlessRunnable(const GpuProbe& probe, std::string* toolkit_root) {
   auto skip = [&](const std::string& why) {
-    std::printf("GPU %s (sm_%d) found, but %s; skipping\n", probe->name.c_str(), probe->arch(),
+    std::printf("GPU %s (sm_%d) found, but %s; skipping\n", probe.name.c_str(), probe.arch(),
                 why.c_str());
     std::exit(125);
   };
@@ -292,13 +284,13 @@ void SkipUnlessRunnable(const absl::StatusOr<GpuProbe>& probe, std::string* tool
   }
   const ToolkitIdentity& id = (*toolkit)->identity();
   const std::vector<int>& archs = (*toolkit)->supported_archs();
-  if (std::find(archs.begin(), archs.end(), probe->arch()) == archs.end()) {
-    skip(absl::StrCat(id.DisplayName(), " cannot build for sm_", probe->arch(), " (it supports ",
+  if (std::find(archs.begin(), archs.end(), probe.arch()) == archs.end()) {
+    skip(absl::StrCat(id.DisplayName(), " cannot build for sm_", probe.arch(), " (it supports ",
                       absl::StrJoin(archs, " "), ")"));
   }
   const int min_driver = id.major * 1000 + id.minor * 10;
-  if (probe->driver_version < min_driver) {
-    skip(absl::StrCat("its driver (", probe->driver_version, ") is older than the ", min_driver,
+  if (probe.driver_version < min_driver) {
+    skip(absl::StrCat("its driver (", probe.driver_version, ") is older than the ", min_driver,
                       " that ", id.DisplayName(), " cubins need; install a newer driver"));
   }
 }
@@ -310,10 +302,10 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // Listing (gtest_discover_tests at build time) needs no GPU.
   if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();
-  absl::StatusOr<kcache::gpu_test::GpuProbe> probe = kcache::gpu_test::ProbeGpu();
+  kcache::gpu_test::GpuProbe probe = kcache::gpu_test::ProbeGpuOrExit();
   std::string toolkit_root;
   kcache::gpu_test::SkipUnlessRunnable(probe, &toolkit_root);
   ::testing::AddGlobalTestEnvironment(
-      new kcache::gpu_test::GpuSuite(*std::move(probe), toolkit_root));
+      new kcache::gpu_test::GpuSuite(std::move(probe), toolkit_root));
   return RUN_ALL_TESTS();
 }
