@@ -95,29 +95,7 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
   void RecordUse(const ObjectEntryKey& key) override { pod_->RecordUse(key); }
 
   absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override {
-    absl::StatusOr<std::string> local = pod_->Get(key);
-    if (local.ok()) return local;
-    std::string redis_key = FleetObjectRedisKey(key);
-    uint64_t bound = options_.max_object_bytes + kMaxFleetMetaBytes + kSharedEntryOverhead;
-    absl::StatusOr<RedisReply> reply =
-        Call({"EVAL", kBoundedGet, "1", redis_key, absl::StrCat(bound)}, options_.budget);
-    if (!reply.ok()) return local;
-    if (reply->is_nil()) {
-      Count(FleetObjectCount::kMiss);
-      return local;
-    }
-    absl::StatusOr<Artifact> artifact =
-        reply->type == RedisReply::Type::kString
-            ? OpenSharedEntryAt(options_.keys, ObjectStoreKey(key), redis_key, reply->str)
-            : absl::ResourceExhaustedError("over the bound");
-    if (!artifact.ok() || artifact->bytes.size() > options_.max_object_bytes) {
-      Count(FleetObjectCount::kRefused);
-      return local;
-    }
-    // A copy for the next lookup; a failure to keep it costs only that.
-    pod_->Put(ObjectEntryFromArtifact(artifact->meta), artifact->bytes).IgnoreError();
-    Count(FleetObjectCount::kHit);
-    return std::move(artifact->bytes);
+    return GetEntry(key).bundle;
   }
 
   absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
@@ -145,9 +123,11 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
       if (!ids.ok()) return std::nullopt;
       bool any = false;
       for (const std::string& id : *ids) {
-        if (!seen.insert(id).second) continue;
-        any = Get(ObjectEntryKey{key1, id}).ok() ||
-              any;  // verified, and copied into this kcached's store
+        if (seen.contains(id)) continue;
+        Fetched fetched = GetEntry(ObjectEntryKey{key1, id});  // verified, and copied here
+        // An entry the tier did not answer for (a failed call) is asked for again.
+        if (fetched.answered) seen.insert(id);
+        any = fetched.bundle.ok() || any;
       }
       return any;
     };
@@ -165,6 +145,39 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
   }
 
  private:
+  // An entry's bundle: this kcached's copy, else the tier's, verified and copied into this
+  // kcached's store (else this kcached's NotFound). `answered` is false when the tier was asked
+  // and did not answer (the call failed, or the tier is switched off): asking later may find it.
+  struct Fetched {
+    absl::StatusOr<std::string> bundle;
+    bool answered = true;
+  };
+  Fetched GetEntry(const ObjectEntryKey& key) {
+    absl::StatusOr<std::string> local = pod_->Get(key);
+    if (local.ok()) return {std::move(local)};
+    std::string redis_key = FleetObjectRedisKey(key);
+    uint64_t bound = options_.max_object_bytes + kMaxFleetMetaBytes + kSharedEntryOverhead;
+    absl::StatusOr<RedisReply> reply =
+        Call({"EVAL", kBoundedGet, "1", redis_key, absl::StrCat(bound)}, options_.budget);
+    if (!reply.ok()) return {std::move(local), false};
+    if (reply->is_nil()) {
+      Count(FleetObjectCount::kMiss);
+      return {std::move(local)};
+    }
+    absl::StatusOr<Artifact> artifact =
+        reply->type == RedisReply::Type::kString
+            ? OpenSharedEntryAt(options_.keys, ObjectStoreKey(key), redis_key, reply->str)
+            : absl::ResourceExhaustedError("over the bound");
+    if (!artifact.ok() || artifact->bytes.size() > options_.max_object_bytes) {
+      Count(FleetObjectCount::kRefused);
+      return {std::move(local)};
+    }
+    // A copy for the next lookup; a failure to keep it costs only that.
+    pod_->Put(ObjectEntryFromArtifact(artifact->meta), artifact->bytes).IgnoreError();
+    Count(FleetObjectCount::kHit);
+    return {std::move(artifact->bytes)};
+  }
+
   // One command on the key args[1] (EVAL's key is args[3]); a failure is counted and switches
   // the tier off for a while (health_). While off: Unavailable, uncounted.
   absl::StatusOr<RedisReply> Call(const std::vector<std::string>& args, absl::Duration limit) {

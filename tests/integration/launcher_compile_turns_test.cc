@@ -31,14 +31,18 @@ using testing::RunResult;
 class LauncherCompileTurnsTest : public testing::GatedLaunchTest {
  protected:
   // Starts the holder's compile through `holder_pod` and, once it runs, the waiter's through
-  // `waiter_pod`, which is seen waiting; then lets the compile go.
+  // `waiter_pod`, which is seen waiting; then lets the compile go. Both launchers have 10 s
+  // for kcached (KCACHE_TIMEOUT_MS), not the default second, so that on a loaded machine the
+  // waiter's lookups after the wait and its put are not cut short (what these tests count);
+  // an `extra` naming KCACHE_TIMEOUT_MS comes later and wins.
   void HolderThenWaiter(DaemonProcess& holder_pod, DaemonProcess& waiter_pod,
                         const std::string& holder_command, const std::string& waiter_command,
                         const std::string& waiter_extra = "",
                         const std::string& holder_extra = "") {
-    holder_ = Launch(holder_pod, "b1", holder_command, holder_extra);
+    constexpr char kBudget[] = "KCACHE_TIMEOUT_MS=10000 ";
+    holder_ = Launch(holder_pod, "b1", holder_command, absl::StrCat(kBudget, holder_extra));
     ASSERT_TRUE(gate_->WaitStopped(1)) << "the holder's compile never started";
-    waiter_ = Launch(waiter_pod, "b2", waiter_command, waiter_extra);
+    waiter_ = Launch(waiter_pod, "b2", waiter_command, absl::StrCat(kBudget, waiter_extra));
     ASSERT_EQ(WaitCounter(waiter_pod, "objects.turn_waits", 1), 1) << waiter_pod.Log();
   }
 
