@@ -4,18 +4,10 @@
 // first whose manifest holds here; a miss's outcome and manifest are handed to `kcache
 // nvrtc-put` (a process of its own, reaped later: the caller does not wait for the store), which
 // puts it where the process's launchers put their objects ($KCACHE_SERVER or $KCACHE_STORE).
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <link.h>
-#include <spawn.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -27,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
+#include "client/launch/helper_processes.h"
 #include "client/launch/launch_command.h"
 #include "client/launch/unresponsive_mark.h"
 #include "client/nvrtc/nvrtc_cache_abi.h"
@@ -36,8 +29,6 @@
 #include "engine/objects/object_bundle.h"
 #include "engine/objects/object_wire.h"
 #include "engine/observe/observed_reads.h"
-
-extern char** environ;
 
 struct KcacheNvrtcLookup {
   kcache::objects::ObjectKey key;
@@ -57,8 +48,6 @@ namespace fs = std::filesystem;
 // A lookup's time when KCACHE_NVRTC_TIMEOUT_MS does not say: a served compile takes well under
 // a millisecond, and a compile this misses pays this at most.
 constexpr absl::Duration kDefaultBudget = absl::Milliseconds(50);
-// How long the process, at exit, waits for its stores still running.
-constexpr absl::Duration kExitWait = absl::Seconds(30);
 // Stores running at once when KCACHE_NVRTC_MAX_STORES does not say (a process compiling a
 // thousand programs starts no thousand processes): past them, a miss waits for one to finish,
 // kSlotWait at most, and is not stored after that.
@@ -75,37 +64,17 @@ struct Process {
   std::string server, store;
   bool log = false;
   absl::Duration budget = kDefaultBudget;
-  size_t max_stores = kDefaultMaxStores;
   std::shared_ptr<client::FastPath> fast;  // null without a kcached fast path to ask
   std::string driver;                      // the driver NVRTC loads here; "" for none
-  std::string kcache;                      // the `kcache` that stores ("" when none is found)
-  std::mutex mutex;                        // guards digests and the stores under way
+  std::mutex mutex;                        // guards digests
   std::unique_ptr<objects::FileDigests> digests;
-  std::vector<pid_t> stores;  // `kcache nvrtc-put` processes not reaped yet
+  // The `kcache nvrtc-put` processes that store (none without a kcache beside this library).
+  std::unique_ptr<launch::HelperProcesses> stores;
 };
 
 void Say(const Process& process, const std::string& line) {
   if (process.log) std::fprintf(stderr, "kcache: nvrtc: %s\n", line.c_str());
 }
-
-// `kcache` beside this library's directory: the build tree's client/cli/nvrtc/../kcache, or an
-// installed prefix's lib/kcache/nvrtc/../../../bin/kcache.
-std::string FindKcache() {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&FindKcache), &info) == 0 || info.dli_fname == nullptr) {
-    return "";
-  }
-  fs::path dir = fs::path(info.dli_fname).parent_path();
-  for (fs::path candidate : {dir / "../kcache", dir / "../../../bin/kcache"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0) {
-      return fs::weakly_canonical(candidate, ec).string();
-    }
-  }
-  return "";
-}
-
-void ReapStores(Process& process, bool wait);
 
 Process& TheProcess() {
   static Process* process = [] {
@@ -117,12 +86,14 @@ Process& TheProcess() {
     if (absl::SimpleAtoi(Env("KCACHE_NVRTC_TIMEOUT_MS"), &ms) && ms > 0) {
       made->budget = absl::Milliseconds(ms);
     }
+    size_t max_stores = kDefaultMaxStores;
     if (absl::SimpleAtoi(Env("KCACHE_NVRTC_MAX_STORES"), &ms) && ms > 0) {
-      made->max_stores = static_cast<size_t>(ms);
+      max_stores = static_cast<size_t>(ms);
     }
     made->fast = launch::FastPathTo(made->server);
     made->driver = FindCudaDriver();  // NVRTC loads it at its first compile all the same
-    made->kcache = FindKcache();
+    made->stores = std::make_unique<launch::HelperProcesses>(
+        launch::FindKcacheBeside(reinterpret_cast<void*>(&TheProcess)), max_stores);
     std::string state = launch::StateDir();
     made->digests = std::make_unique<objects::FileDigests>(
         state.empty() ? "" : absl::StrCat(state, "/file-digests"));
@@ -130,31 +101,13 @@ Process& TheProcess() {
       Say(*made, absl::StrCat("kcached at ", made->server,
                               " has no fast path: NVRTC compiles are stored, not looked up"));
     }
-    if (made->kcache.empty()) {
+    if (made->stores->kcache().empty()) {
       Say(*made, "no kcache beside libkcache-nvrtc.so: NVRTC compiles are not stored");
     }
-    std::atexit([] { ReapStores(TheProcess(), true); });
+    std::atexit([] { TheProcess().stores->Reap(true); });
     return made;
   }();
   return *process;
-}
-
-// Reaps the stores that have finished; with `wait`, waits for the rest (kExitWait at most).
-void ReapStores(Process& process, bool wait) {
-  std::lock_guard<std::mutex> lock(process.mutex);
-  absl::Time until = absl::Now() + kExitWait;
-  for (;;) {
-    std::vector<pid_t> running;
-    for (pid_t pid : process.stores) {
-      int status = 0;
-      pid_t done = waitpid(pid, &status, WNOHANG);
-      if (done == 0 || (done < 0 && errno == EINTR)) running.push_back(pid);
-      // Else reaped, or not ours to reap (a SIGCHLD handler of the caller's took it).
-    }
-    process.stores = std::move(running);
-    if (!wait || process.stores.empty() || absl::Now() > until) return;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
 }
 
 std::string Cwd() {
@@ -258,49 +211,14 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
 // Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd,
 // objects::EncodeHandedEntry), not waiting for it.
 void HandToKcache(Process& process, const ObjectEntry& entry, const std::string& bundle) {
-  if (process.kcache.empty()) return;
-  absl::Time give_up = absl::Now() + kSlotWait;
-  for (;;) {
-    ReapStores(process, false);
-    {
-      std::lock_guard<std::mutex> lock(process.mutex);
-      if (process.stores.size() < process.max_stores) break;
-    }
-    if (absl::Now() > give_up) {
-      Say(process, absl::StrCat("not stored: ", process.max_stores,
-                                " stores still running after 10 s (KCACHE_NVRTC_MAX_STORES)"));
-      return;
-    }
-    absl::SleepFor(absl::Milliseconds(2));
+  if (process.stores->kcache().empty()) return;
+  absl::Status started =
+      process.stores->Start({"nvrtc-put"}, objects::EncodeHandedEntry(entry, bundle), kSlotWait);
+  if (absl::IsResourceExhausted(started)) {
+    Say(process, absl::StrCat("not stored: ", started.message(), " (KCACHE_NVRTC_MAX_STORES)"));
+  } else if (!started.ok()) {
+    Say(process, absl::StrCat("not stored: ", started.message()));
   }
-  std::string framed = objects::EncodeHandedEntry(entry, bundle);
-  int fd = memfd_create("kcache-nvrtc-put", MFD_CLOEXEC);
-  if (fd < 0) return;
-  size_t written = 0;
-  while (written < framed.size()) {
-    ssize_t n = write(fd, framed.data() + written, framed.size() - written);
-    if (n <= 0) {
-      close(fd);
-      return;
-    }
-    written += static_cast<size_t>(n);
-  }
-  lseek(fd, 0, SEEK_SET);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDIN_FILENO);
-  std::string argv0 = process.kcache;
-  char* argv[] = {argv0.data(), const_cast<char*>("nvrtc-put"), nullptr};
-  pid_t pid = 0;
-  int spawned = posix_spawn(&pid, argv0.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fd);
-  if (spawned != 0) {
-    Say(process, absl::StrCat("cannot start ", argv0, ": ", strerror(spawned)));
-    return;
-  }
-  std::lock_guard<std::mutex> lock(process.mutex);
-  process.stores.push_back(pid);
 }
 
 }  // namespace
@@ -317,7 +235,7 @@ __attribute__((visibility("default"))) KcacheNvrtcLookup* kcache_nvrtc_lookup(
     const KcacheNvrtcCall* call, const KcacheNvrtcResult** hit) {
   *hit = nullptr;
   Process& process = TheProcess();
-  kcache::nvrtc::ReapStores(process, false);
+  process.stores->Reap(false);
   kcache::objects::NvrtcContext context;
   context.library = call->library != nullptr ? call->library : "";
   context.major = call->major;

@@ -1,0 +1,106 @@
+#include "client/launch/helper_processes.h"
+
+#include <dlfcn.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+extern char** environ;
+
+namespace kcache::launch {
+
+namespace fs = std::filesystem;
+
+std::string FindKcacheBeside(const void* anchor) {
+  Dl_info info;
+  if (dladdr(anchor, &info) == 0 || info.dli_fname == nullptr) return "";
+  fs::path dir = fs::path(info.dli_fname).parent_path();
+  for (fs::path candidate : {dir / "../kcache", dir / "../../../bin/kcache"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0) {
+      return fs::weakly_canonical(candidate, ec).string();
+    }
+  }
+  return "";
+}
+
+HelperProcesses::HelperProcesses(std::string kcache, size_t max_running)
+    : kcache_(std::move(kcache)), max_running_(max_running) {}
+
+void HelperProcesses::Reap(bool wait) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  absl::Time until = absl::Now() + kExitWait;
+  for (;;) {
+    std::vector<pid_t> running;
+    for (pid_t pid : running_) {
+      int status = 0;
+      pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == 0 || (done < 0 && errno == EINTR)) running.push_back(pid);
+      // Else reaped, or not ours to reap (a SIGCHLD handler of the caller's took it).
+    }
+    running_ = std::move(running);
+    if (!wait || running_.empty() || absl::Now() > until) return;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+}
+
+absl::Status HelperProcesses::Start(const std::vector<std::string>& args, absl::string_view input,
+                                    absl::Duration slot_wait) {
+  if (kcache_.empty()) return absl::FailedPreconditionError("no kcache beside this library");
+  absl::Time give_up = absl::Now() + slot_wait;
+  for (;;) {
+    Reap(false);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (running_.size() < max_running_) break;
+    }
+    if (absl::Now() > give_up) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          max_running_, " kcache processes still running after ", absl::FormatDuration(slot_wait)));
+    }
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  int fd = memfd_create("kcache-input", MFD_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("memfd_create: ", strerror(errno)));
+  size_t written = 0;
+  while (written < input.size()) {
+    ssize_t n = write(fd, input.data() + written, input.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      return absl::InternalError(absl::StrCat("writing the input: ", strerror(errno)));
+    }
+    written += static_cast<size_t>(n);
+  }
+  lseek(fd, 0, SEEK_SET);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDIN_FILENO);
+  std::vector<std::string> owned = {kcache_};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : owned) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int spawned = posix_spawn(&pid, kcache_.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fd);
+  if (spawned != 0) {
+    return absl::InternalError(absl::StrCat("cannot start ", kcache_, ": ", strerror(spawned)));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  running_.push_back(pid);
+  return absl::OkStatus();
+}
+
+}  // namespace kcache::launch
