@@ -15,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "engine/objects/store_object_cache.h"
 #include "engine/store/store.h"
+#include "tests/testutil/daemon_counters.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_run.h"
 #include "tests/testutil/launcher.h"
@@ -69,12 +70,7 @@ class CompilerLauncherTest : public testing::LauncherTest {
   }
 
   // The daemon's counters by name (`kcache stat --json --server`).
-  static json Counters(testing::DaemonProcess& daemon) {
-    testing::RunResult stat = testing::Run(
-        absl::StrCat(testing::KcacheCli(), " stat --json --server ", daemon.address()));
-    EXPECT_EQ(stat.exit_code, 0) << stat.output;
-    return stat.exit_code == 0 ? json::parse(stat.output)["counters"] : json::object();
-  }
+  static json Counters(testing::DaemonProcess& daemon) { return testing::DaemonCounters(daemon); }
 
   std::string src_;
 };

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "client/launch/handed_miss_record.h"
+#include "tests/testutil/daemon_counters.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/launcher.h"
 #include "tests/testutil/temp_dir.h"
@@ -53,12 +54,7 @@ class LauncherHandedMissTest : public testing::LauncherTest {
     return absl::StrCat(launcher, " c++ -DANSWER=42 -O2 -c ", src_, " -o answer.o");
   }
 
-  json Counters() const {
-    testing::RunResult stat = testing::Run(
-        absl::StrCat(testing::KcacheCli(), " stat --json --server ", daemon_->address()));
-    EXPECT_EQ(stat.exit_code, 0) << stat.output;
-    return stat.exit_code == 0 ? json::parse(stat.output)["counters"] : json::object();
-  }
+  json Counters() const { return testing::DaemonCounters(*daemon_); }
 
   // Runs `program` with exactly `argv` (argv[0] included) and `env` in tmp_/`dir` (created),
   // `fd` (when >= 0) left open across the exec; its exit code, and its output in *output.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tests/testutil/daemon_counters.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/launcher.h"
 #include "tests/testutil/redis_cluster.h"
@@ -81,23 +82,12 @@ class ClientObjectTest : public LauncherTest {
     return out;
   }
 
-  // A counter of `daemon` (`kcache stat --json --server`); -1 when it cannot be read.
+  // A counter of `daemon`, and a wait for one (tests/testutil/daemon_counters.h).
   static int64_t Counter(DaemonProcess& daemon, const std::string& name) {
-    RunResult stat = ::kcache::testing::Run(
-        absl::StrCat(KcacheCli(), " stat --json --server ", daemon.address()));
-    if (stat.exit_code != 0) return -1;
-    nlohmann::json counters = nlohmann::json::parse(stat.output)["counters"];
-    return counters.contains(name) ? counters[name].get<int64_t>() : -1;
+    return DaemonCounter(daemon, name);
   }
-
-  // Waits (up to 30 s) until `daemon` counts `value` in `name`; the last value read.
   static int64_t WaitCounter(DaemonProcess& daemon, const std::string& name, int64_t value) {
-    int64_t now = Counter(daemon, name);
-    for (int tries = 0; now != value && tries < 300; ++tries) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      now = Counter(daemon, name);
-    }
-    return now;
+    return WaitDaemonCounter(daemon, name, value);
   }
 
   std::string src_;
