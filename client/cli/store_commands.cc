@@ -73,31 +73,38 @@ void PrintObjects(const std::vector<ArtifactMeta>& artifacts) {
   if (count > 0) std::printf("\n%s%zu compiler outputs\n", table.Render().c_str(), count);
 }
 
-// SASS built from libraries' PTX (`kcache warm --library`), one row per library and PTX.
-void PrintPtxSass(const std::vector<ArtifactMeta>& artifacts) {
-  struct Row {
-    std::vector<std::string> targets;
-    std::vector<std::string> toolkits;
-    uint64_t bytes = 0;
-  };
-  std::map<std::tuple<std::string, std::string, KernelId>, Row> rows;
-  size_t count = 0;
+// SASS built from libraries' PTX (`kcache warm --library`), by library, PTX target and PTX
+// module id (ptx_sass.h): what `ls` shows as one row, or one JSON element.
+using PtxSassGroups =
+    std::map<std::tuple<std::string, std::string, KernelId>, std::vector<const ArtifactMeta*>>;
+
+PtxSassGroups GroupPtxSass(const std::vector<ArtifactMeta>& artifacts) {
+  PtxSassGroups groups;
   for (const ArtifactMeta& m : artifacts) {
     if (!fatbin::IsPtxSassArtifact(m)) continue;
-    ++count;
     fatbin::PtxSassOrigin origin = fatbin::PtxSassOriginOf(m);
-    Row& row = rows[{origin.library, origin.ptx.ToString(), m.key.kernel_id}];
-    std::string target = m.key.target.ToString();  // "sm_89" -> "89"
-    row.targets.push_back(target.substr(target.find('_') + 1));
-    row.toolkits.push_back(m.key.toolkit);
-    row.bytes += m.size;
+    groups[{origin.library, origin.ptx.ToString(), m.key.kernel_id}].push_back(&m);
   }
-  if (count == 0) return;
+  return groups;
+}
+
+void PrintPtxSass(const PtxSassGroups& groups) {
+  if (groups.empty()) return;
   Table table({"library", "from ptx", "ptx id", "cubin", "toolkits", "bytes"}, {5});
-  for (const auto& [key, row] : rows) {
+  size_t count = 0;
+  for (const auto& [key, metas] : groups) {
     const auto& [library, ptx, id] = key;
-    table.AddRow({library, ptx, id.ShortHex(), absl::StrJoin(row.targets, ","),
-                  ToolkitVersionsText(row.toolkits), HumanBytes(row.bytes)});
+    std::vector<std::string> targets, toolkits;
+    uint64_t bytes = 0;
+    for (const ArtifactMeta* m : metas) {
+      std::string target = m->key.target.ToString();  // "sm_89" -> "89"
+      targets.push_back(target.substr(target.find('_') + 1));
+      toolkits.push_back(m->key.toolkit);
+      bytes += m->size;
+      ++count;
+    }
+    table.AddRow({library, ptx, id.ShortHex(), absl::StrJoin(targets, ","),
+                  ToolkitVersionsText(toolkits), HumanBytes(bytes)});
   }
   std::printf("\n%s%zu cubins built from libraries' PTX\n", table.Render().c_str(), count);
 }
@@ -126,6 +133,17 @@ int RunLs(const StoreFlags& flags) {
                      {"options", k.spec.options},
                      {"artifacts", arts}});
     }
+    // SASS built from libraries' PTX: no kernel record; an element per library and PTX module.
+    for (const auto& [key, metas] : GroupPtxSass(*artifacts)) {
+      const auto& [library, ptx, id] = key;
+      json arts = json::array();
+      for (const ArtifactMeta* m : metas) arts.push_back(MetaJson(*m));
+      out.push_back({{"name", library},
+                     {"id", id.Hex()},
+                     {"library", library},
+                     {"from_ptx", ptx},
+                     {"artifacts", arts}});
+    }
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
@@ -150,7 +168,7 @@ int RunLs(const StoreFlags& flags) {
   std::printf("%s%zu kernels, %zu artifacts\n", table.Render().c_str(), kernels->size(),
               artifacts->size());
   PrintObjects(*artifacts);
-  PrintPtxSass(*artifacts);
+  PrintPtxSass(GroupPtxSass(*artifacts));
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/cubin.h"
@@ -291,6 +292,19 @@ TEST_F(WarmLibraryTest, LsListsTheSassPerLibrary) {
   EXPECT_TRUE(Contains(ls.output, "compute_75")) << ls.output;
   EXPECT_TRUE(Contains(ls.output, "86,89")) << ls.output;
   EXPECT_TRUE(Contains(ls.output, "2 cubins built from libraries' PTX")) << ls.output;
+  RunResult ls_json = Kcache("ls --json --store " + store_);
+  ASSERT_EQ(ls_json.exit_code, 0) << ls_json.output;
+  nlohmann::json listed = nlohmann::json::parse(ls_json.output);
+  ASSERT_EQ(listed.size(), 1u) << ls_json.output;  // one PTX module, no kernels
+  EXPECT_EQ(listed[0]["library"], *dir_ / "libptx75.so");
+  EXPECT_EQ(listed[0]["from_ptx"], "compute_75");
+  ASSERT_EQ(listed[0]["artifacts"].size(), 2u);
+  std::set<std::string> targets;
+  for (const nlohmann::json& artifact : listed[0]["artifacts"]) {
+    EXPECT_EQ(artifact["kind"], "cubin");
+    targets.insert(artifact["target"].get<std::string>());
+  }
+  EXPECT_EQ(targets, (std::set<std::string>{"sm_86", "sm_89"}));
 }
 
 TEST_F(WarmLibraryTest, FlagsThatDoNotFitAreBadInput) {
