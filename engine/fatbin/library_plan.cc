@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/compat.h"
 
@@ -48,6 +49,15 @@ TargetPlan PlanTarget(const Library& library, const Target& target, std::optiona
     }
   }
   std::optional<size_t> best = PickBest(ptx_targets, target.sm);
+  if (best.has_value() && !entries[ptx_index[*best]].jit_options.empty()) {
+    // The driver JITs that PTX with these options; kcache builds with its own alone, so what it
+    // built would not be what the driver makes.
+    plan.note = absl::StrCat("the PTX the driver would JIT there (",
+                             entries[ptx_index[*best]].Describe(), ") carries JIT options (\"",
+                             absl::CHexEscape(entries[ptx_index[*best]].jit_options.substr(0, 80)),
+                             "\") that kcache does not build with: left to the driver");
+    return plan;
+  }
   if (best.has_value()) {
     plan.decision = TargetPlan::Decision::kBuild;
     plan.ptx_entry = ptx_index[*best];

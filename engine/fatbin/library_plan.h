@@ -18,7 +18,7 @@ struct TargetPlan {
   enum class Decision : uint8_t {
     kHasSass,  // an entry's SASS runs on the target's SM: nothing is built
     kBuild,    // no SASS runs there; `ptx_entry` is compiled to `build`
-    kNoCode,   // neither SASS that runs there nor PTX at or below it: nothing can be built
+    kNoCode,   // neither SASS that runs there nor PTX kcache can build from: nothing is built
   };
   Target target;      // as asked (sm_89)
   size_t fatbin = 0;  // FatbinEntry::fatbin of the entries planned
@@ -35,7 +35,9 @@ struct TargetPlan {
 // compatibility (core/compat.h, CompatibilityOf): SASS for sm_XY[f] runs on X.Z for Z >= Y; sm_XYa
 // only on X.Y. Otherwise the best PTX for the SM (PickBest: the highest arch not above it;
 // compute_XYa only for X.Y) is built, for the target's SM with the target's variant, or `a` when
-// the PTX is arch-specific (nvJitLink compiles compute_90a only to sm_90a). Entries of relocatable
+// the PTX is arch-specific (nvJitLink compiles compute_90a only to sm_90a), unless that PTX
+// carries JIT options in its header (the driver JITs it with them; kcache builds with
+// PtxSassCompileOptions alone): then kNoCode, saying so. Entries of relocatable
 // device code (__nv_relfatbin) are left out: they run only after a device link.
 std::vector<TargetPlan> PlanLibrary(const Library& library, const std::vector<Target>& targets);
 

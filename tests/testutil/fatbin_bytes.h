@@ -7,6 +7,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -28,6 +29,7 @@ struct HandEntry {
   uint64_t flags = 0x11;
   std::string payload;  // uncompressed
   Compression compression = Compression::kNone;
+  std::string options;  // the header's options text, at most 8 bytes (at 0x48)
 };
 
 inline std::string EntryBytes(const HandEntry& e) {
@@ -58,6 +60,8 @@ inline std::string EntryBytes(const HandEntry& e) {
   Put<uint32_t>(out, 0x1c, e.arch);
   Put<uint64_t>(out, 0x28, flags);
   Put<uint32_t>(out, 0x40, 0x48);
+  Put<uint32_t>(out, 0x44, static_cast<uint32_t>(e.options.size()));
+  std::memcpy(out.data() + 0x48, e.options.data(), std::min<size_t>(e.options.size(), 8));
   out += stored;
   out.resize(80 + padded, '\0');
   return out;

@@ -184,6 +184,25 @@ TEST(LibraryPlanTest, NothingToBuildFromSaysWhy) {
   EXPECT_TRUE(absl::StrContains(plan[0].note, "higher or another arch")) << plan[0].note;
 }
 
+// The driver JITs PTX with the options its header carries; kcache builds without them, so such
+// PTX is never built (a lower PTX without options is not built in its place either: the driver
+// would not run that one).
+TEST(LibraryPlanTest, PtxCarryingJitOptionsIsLeftToTheDriver) {
+  HandEntry with_options{1, 80, 0x11, kPtx, Compression::kNone, "-O1"};
+  std::string bytes = FatbinBytes({{1, 75, 0x11, kPtx, Compression::kNone}, with_options});
+  absl::StatusOr<Library> library = Library::FromBytes(bytes, "options.fatbin");
+  ASSERT_TRUE(library.ok()) << library.status();
+  ASSERT_EQ(library->entries()[1].jit_options, "-O1");
+  std::vector<TargetPlan> plan = PlanLibrary(*library, {*ParseTarget("7.5"), *ParseTarget("8.6")});
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0].decision, TargetPlan::Decision::kBuild);  // 7.5: compute_75 has none
+  EXPECT_EQ(*plan[0].ptx_entry, 0u);
+  EXPECT_EQ(plan[1].decision, TargetPlan::Decision::kNoCode);  // 8.6: compute_80 has "-O1"
+  EXPECT_FALSE(plan[1].ptx_entry.has_value());
+  EXPECT_TRUE(absl::StrContains(plan[1].note, "carries JIT options (\"-O1\")")) << plan[1].note;
+  EXPECT_TRUE(absl::StrContains(plan[1].note, "left to the driver")) << plan[1].note;
+}
+
 TEST(LibraryPlanTest, EachFatbinIsPlannedOnItsOwn) {
   // Two modules' fatbins one after another (as in a .so's .nv_fatbin): PTX only, and PTX with
   // SASS for 8.6.
