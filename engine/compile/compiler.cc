@@ -12,6 +12,7 @@
 #include "core/sha256.h"
 #include "engine/compile/nvrtc_api.h"
 #include "engine/compile/toolkit.h"
+#include "engine/fatbin/ptx_sass.h"
 
 namespace kcache {
 namespace {
@@ -260,6 +261,7 @@ class NvrtcCompiler final : public Compiler {
 
   // Stateless apart from the immutable toolkit: safe to call from many threads.
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) override {
+    if (!job.ptx.empty()) return CompilePtx(job);
     if (absl::Status s = ValidateCompileOptions(job.spec.options); !s.ok()) return s;
     if (absl::Status s = CheckNoNul(job.spec); !s.ok()) return s;
     if (absl::Status s = ValidateTarget(job.target, toolkit_->supported_archs(),
@@ -290,10 +292,55 @@ class NvrtcCompiler final : public Compiler {
   const Toolkit& toolkit() const override { return *toolkit_; }
 
  private:
+  // CompileJob::ptx: the PTX built into a cubin for job.target with nvJitLink.
+  absl::StatusOr<CompileOutput> CompilePtx(const CompileJob& job) {
+    if (job.target.kind != TargetKind::kSass) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SASS is built from PTX for an sm_ target, not ", job.target.ToString()));
+    }
+    for (const std::string& option : job.spec.options) {
+      if (!IsPtxJobOption(option)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "option '", option, "' is not taken when SASS is built from PTX (only -O0 to -O3)"));
+      }
+    }
+    if (absl::Status s = ValidateTarget(job.target, toolkit_->supported_archs(),
+                                        toolkit_->identity().DisplayName());
+        !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<Target> ptx_target = fatbin::PtxTextTarget(job.ptx);
+    if (!ptx_target.ok()) return ptx_target.status();
+    if (job.demand.status != nullptr) job.demand.status->Compiling();
+    auto start = std::chrono::steady_clock::now();
+    PassOutput pass;
+    absl::StatusOr<std::string> cubin =
+        LinkPtx(*toolkit_, job.ptx, job.target, job.spec.options, &pass.log);
+    if (!cubin.ok()) return cubin.status();
+    pass.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                            std::chrono::steady_clock::now() - start)
+                                            .count());
+    CompileOutput output;
+    Artifact artifact = fatbin::PtxSassArtifact(
+        ArtifactKey{job.id, ArtifactKind::kCubin, job.target, toolkit_->identity().id, 0},
+        fatbin::PtxSassOrigin{job.spec.name, *ptx_target}, *std::move(cubin), std::move(pass.log),
+        pass.micros,
+        MinDriverFor(ArtifactKind::kCubin, toolkit_->identity().major, toolkit_->identity().minor));
+    artifact.meta.size = artifact.bytes.size();
+    artifact.meta.checksum = PayloadChecksum(artifact.bytes);
+    output.artifacts.push_back(std::move(artifact));
+    return output;
+  }
+
   std::shared_ptr<const Toolkit> toolkit_;
 };
 
 }  // namespace
+
+bool IsPtxJobOption(absl::string_view option) {
+  return option.size() == 3 && option[0] == '-' && option[1] == 'O' && option[2] >= '0' &&
+         option[2] <= '3';
+}
 
 std::string RandomSeedFor(const KernelId& id, const Target& target, absl::string_view toolkit_id) {
   // Tagged framing: fixed-size id, then length-prefixed strings.
@@ -321,6 +368,7 @@ std::string CompileLogOf(const absl::Status& status) {
 }
 
 std::vector<ArtifactKey> CompileJob::ExpectedKeys(const std::string& toolkit_id) const {
+  if (!this->ptx.empty()) return {ArtifactKey{id, ArtifactKind::kCubin, target, toolkit_id, 0}};
   Target ptx = target.WithKind(TargetKind::kPtx);
   std::vector<ArtifactKey> keys;
   if (target.kind == TargetKind::kSass) {

@@ -41,10 +41,17 @@ struct CompileJob {
   Target target;            // sm_XX[a|f] (gives CUBIN + PTX) or compute_XX[a|f] (PTX only)
   bool want_ltoir = false;  // also produce LTO-IR for compute_XX (a separate NVRTC pass)
   CompileDemand demand;
+  // Non-empty: the job builds SASS from this PTX module instead of compiling `spec` with NVRTC.
+  // nvJitLink compiles it for `target` (an sm_ target) with spec.options after -arch (only -O0
+  // to -O3 are taken: IsPtxJobOption), and the job gives the cubin alone, as
+  // engine/fatbin/ptx_sass.h stores SASS built from PTX: keyed {id, kCubin, target}, its origin
+  // spec.name and the PTX's own .target. The caller chooses `id` (fatbin::PtxModuleId).
+  std::string ptx;
 
   // The keys of what this job writes with toolkit `toolkit_id`: the cubin (SASS targets),
-  // the PTX for the same arch, and LTO-IR for it when asked. A store holding all of them has
-  // nothing left for the job to do (warm and the daemon's compile flights look first).
+  // the PTX for the same arch, and LTO-IR for it when asked; a PTX job's cubin alone. A store
+  // holding all of them has nothing left for the job to do (warm and the daemon's compile flights
+  // look first).
   std::vector<ArtifactKey> ExpectedKeys(const std::string& toolkit_id) const;
 };
 
@@ -91,6 +98,9 @@ absl::StatusOr<std::string> LinkLtoir(const Toolkit& toolkit,
 absl::StatusOr<std::string> LinkPtx(const Toolkit& toolkit, const std::string& ptx,
                                     const Target& target, const std::vector<std::string>& options,
                                     std::string* log = nullptr);
+
+// Whether a PTX job (CompileJob::ptx) takes `option`: -O0, -O1, -O2 or -O3.
+bool IsPtxJobOption(absl::string_view option);
 
 // The compile log carried by a compile error, or "" if none.
 std::string CompileLogOf(const absl::Status& status);

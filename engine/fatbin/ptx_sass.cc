@@ -3,7 +3,11 @@
 
 #include <cstring>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "core/sha256.h"
 
 namespace kcache::fatbin {
@@ -34,6 +38,26 @@ KernelId PtxModuleId(absl::string_view ptx, absl::string_view jit_options,
     field(option);
   }
   return KernelId(hash.Finish());
+}
+
+absl::StatusOr<Target> PtxTextTarget(absl::string_view ptx) {
+  size_t at = 0;
+  while (at < ptx.size()) {
+    size_t end = ptx.find('\n', at);
+    absl::string_view line = ptx.substr(at, end == absl::string_view::npos ? ptx.npos : end - at);
+    at = end == absl::string_view::npos ? ptx.size() : end + 1;
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (!absl::ConsumePrefix(&line, ".target")) continue;
+    line = absl::StripLeadingAsciiWhitespace(line);
+    absl::string_view arch = line.substr(0, line.find_first_of(", \t\r/"));
+    absl::StatusOr<Target> target = ParseTarget(arch);
+    if (!absl::StartsWith(arch, "sm_") || !target.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the PTX's .target names '", absl::CHexEscape(arch.substr(0, 32)), "', not an sm_ arch"));
+    }
+    return target->WithKind(TargetKind::kPtx);
+  }
+  return absl::InvalidArgumentError("the text has no .target directive: it is not PTX");
 }
 
 ArtifactKey PtxSassKey(const KernelId& module, const Target& sass_target,

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
@@ -35,6 +36,11 @@ const std::vector<std::string>& PtxSassCompileOptions();
 KernelId PtxModuleId(absl::string_view ptx, absl::string_view jit_options,
                      const std::vector<std::string>& compile_options);
 
+// The PTX target of PTX text: its `.target` directive's architecture (the first, before any
+// ", debug" or ", texmode_..." after it) as compute_XY[a|f]. Comments before it are skipped.
+// InvalidArgument, saying what was found, when there is no `.target` or it names no sm_ arch.
+absl::StatusOr<Target> PtxTextTarget(absl::string_view ptx);
+
 // The store key of the SASS for `sass_target` (an sm_ target) built from the PTX `module` by
 // the toolkit `toolkit_id`.
 ArtifactKey PtxSassKey(const KernelId& module, const Target& sass_target,
@@ -46,8 +52,10 @@ inline constexpr char kPtxSassMarker[] = "kcache:from-ptx";
 
 // Where such an entry came from.
 struct PtxSassOrigin {
-  std::string library;  // the path given to `kcache warm --library`
-  Target ptx;           // the PTX's target, e.g. compute_75
+  // The path given to `kcache warm --library`; for SASS kcached built from PTX a load sent it
+  // (libkcache-cuda.so's miss), "loaded by <client>".
+  std::string library;
+  Target ptx;  // the PTX's target, e.g. compute_75
 };
 
 // Whether `meta` is SASS built from a library's PTX.

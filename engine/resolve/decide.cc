@@ -218,11 +218,9 @@ std::optional<size_t> PickToolkit(absl::Span<const Toolkit* const> toolkits, uin
 }
 
 CompileJob CompileJobFor(const KernelRecord& record, const Device& device) {
-  return CompileJob{record.spec,
-                    record.id,
-                    Target{TargetKind::kSass, device.sm, ArchVariant::kNone},
-                    record.want_ltoir,
-                    {}};
+  return CompileJob{
+      record.spec,       record.id, Target{TargetKind::kSass, device.sm, ArchVariant::kNone},
+      record.want_ltoir, {},        {}};
 }
 
 namespace {
@@ -282,6 +280,7 @@ absl::StatusOr<ResolveDecision> NothingFits(ResolveDecision decision, const Stor
                      decision.record->id,
                      Target{TargetKind::kPtx, SmFromArch(ptx->second), ArchVariant::kNone},
                      false,
+                     {},
                      {}};
       decision.toolkit = ptx->first;
       decision.action = ResolveDecision::Action::kCompile;

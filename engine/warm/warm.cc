@@ -51,7 +51,7 @@ WarmJobResult RunJob(const WarmJob& job, Store& store, Compiler& compiler) {
       metas.ok()) {
     for (const ArtifactMeta& meta : *metas) listed.insert(meta.key);
   }
-  CompileJob compile_job{record.spec, record.id, job.target, record.want_ltoir, {}};
+  CompileJob compile_job{record.spec, record.id, job.target, record.want_ltoir, {}, {}};
   bool all_stored = true;
   for (const ArtifactKey& key : compile_job.ExpectedKeys(compiler.toolkit().identity().id)) {
     absl::StatusOr<Artifact> found = store.Get(key);

@@ -165,6 +165,7 @@ internal::CompileRequest JobToProto(const CompileJob& job) {
   proto.set_kernel_id(std::string(job.id.Bytes()));
   proto.set_target(job.target.ToString());
   proto.set_want_ltoir(job.want_ltoir);
+  proto.set_ptx(job.ptx);
   return proto;
 }
 
@@ -184,6 +185,7 @@ absl::StatusOr<CompileJob> JobFromProto(const internal::CompileRequest& proto) {
   if (!target.ok()) return target.status();
   job.target = *target;
   job.want_ltoir = proto.want_ltoir();
+  job.ptx = proto.ptx();
   return job;
 }
 

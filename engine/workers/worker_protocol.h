@@ -18,7 +18,7 @@ namespace kcache {
 
 // Bumped whenever worker.proto or its meaning changes; a worker that says another number is
 // refused (it comes from another build).
-inline constexpr uint32_t kWorkerProtocolVersion = 2;
+inline constexpr uint32_t kWorkerProtocolVersion = 3;
 
 // The socket a worker talks on: the pool puts its end of the socketpair at this descriptor.
 inline constexpr int kWorkerSocketFd = 3;

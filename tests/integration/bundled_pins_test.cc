@@ -74,7 +74,7 @@ TEST(BundledPins, Sm86CubinsAreUnchanged) {
     auto pinned = kPinnedSm86Cubins.find(k.record.spec.name);
     if (pinned == kPinnedSm86Cubins.end()) continue;
     absl::StatusOr<CompileOutput> out =
-        compiler->Compile(CompileJob{k.record.spec, k.record.id, *sm86, false, {}});
+        compiler->Compile(CompileJob{k.record.spec, k.record.id, *sm86, false, {}, {}});
     ASSERT_TRUE(out.ok()) << k.record.spec.name << ": " << out.status();
     bool found = false;
     for (const Artifact& a : out->artifacts) {

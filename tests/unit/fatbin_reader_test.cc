@@ -238,6 +238,19 @@ TEST(PtxSassTest, ModuleIdKnownAnswer) {
   EXPECT_EQ(key.target.ToString(), "sm_89");
 }
 
+TEST(PtxSassTest, PtxTextTargetReadsTheTargetDirective) {
+  EXPECT_EQ(PtxTextTarget(kPtx)->ToString(), "compute_75");
+  EXPECT_EQ(PtxTextTarget("//\n// Generated\n.version 9.0\n  .target sm_90a, debug\n")->ToString(),
+            "compute_90a");
+  EXPECT_EQ(PtxTextTarget(".version 9.0\n.target\tsm_100f\n")->ToString(), "compute_100f");
+  absl::Status none = PtxTextTarget("int main() {}\n").status();
+  EXPECT_EQ(none.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(none.message(), "not PTX")) << none;
+  absl::Status odd = PtxTextTarget(".version 9.0\n.target compute_75\n").status();
+  EXPECT_EQ(odd.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(odd.message(), "'compute_75'")) << odd;
+}
+
 TEST(PtxSassTest, ArtifactsCarryTheirOrigin) {
   Artifact a = PtxSassArtifact(PtxSassKey(PtxModuleId("p", "", {}), *ParseTarget("8.6"), "tk"),
                                {"/lib/libx.so", *ParseTarget("compute_75")}, "cubin", "", 1, 13000);

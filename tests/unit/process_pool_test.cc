@@ -19,11 +19,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "core/cubin.h"
 #include "core/manifest.h"
 #include "engine/compile/compile_status.h"
 #include "engine/compile/toolkit.h"
+#include "engine/fatbin/ptx_sass.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/kernels.h"
 #include "tests/testutil/temp_dir.h"
@@ -178,6 +181,53 @@ TEST_F(ProcessPoolTest, GivesTheSameArtifactsAsTheInProcessCompiler) {
   }
   EXPECT_EQ(pool->stats().compiles, 3u);
   EXPECT_EQ(pool->stats().worker_starts, 1u);  // one worker served all three
+}
+
+// A PTX job (CompileJob::ptx): the worker builds the cubin from the PTX with nvJitLink, the same
+// bytes as in this process; PTX that does not compile is Aborted with nvJitLink's log; a target
+// that is not SASS and options other than -O0..-O3 are refused before nvJitLink runs.
+TEST_F(ProcessPoolTest, BuildsSassFromPtxAsTheInProcessCompilerDoes) {
+  std::unique_ptr<ProcessPoolCompiler> pool = Pool(Options(Worker(), 1));
+  ASSERT_NE(pool, nullptr);
+  std::unique_ptr<Compiler> local = NewNvrtcCompiler(toolkit_);
+  absl::StatusOr<CompileOutput> ptx = local->Compile(Job(Saxpy(), "compute_75"));
+  ASSERT_TRUE(ptx.ok()) << ptx.status();
+  CompileJob job = Job(Saxpy(), "sm_86");
+  job.spec = KernelSpec{};
+  job.spec.name = "PTX of saxpy";
+  job.spec.options = {"-O3"};
+  job.ptx = ptx->artifacts[0].bytes;
+  absl::StatusOr<CompileOutput> remote = pool->Compile(job);
+  absl::StatusOr<CompileOutput> here = local->Compile(job);
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  ASSERT_TRUE(here.ok()) << here.status();
+  ASSERT_EQ(remote->artifacts.size(), 1u);
+  const Artifact& cubin = remote->artifacts[0];
+  EXPECT_EQ(cubin.meta.key,
+            (ArtifactKey{job.id, ArtifactKind::kCubin, job.target, toolkit_->identity().id, 0}));
+  EXPECT_EQ(job.ExpectedKeys(toolkit_->identity().id), std::vector<ArtifactKey>{cubin.meta.key});
+  ASSERT_TRUE(fatbin::IsPtxSassArtifact(cubin.meta));  // stored as warm --library stores it
+  EXPECT_EQ(fatbin::PtxSassOriginOf(cubin.meta).library, "PTX of saxpy");
+  EXPECT_EQ(fatbin::PtxSassOriginOf(cubin.meta).ptx.ToString(), "compute_75");
+  EXPECT_TRUE(cubin.bytes == here->artifacts[0].bytes);
+  absl::StatusOr<int> arch = CubinSmArch(cubin.bytes);
+  ASSERT_TRUE(arch.ok()) << arch.status();
+  EXPECT_EQ(*arch, 86);
+
+  CompileJob broken = job;
+  broken.ptx = ".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry k() { bogus; }\n";
+  absl::Status failed = pool->Compile(broken).status();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kAborted) << failed;
+  EXPECT_FALSE(CompileLogOf(failed).empty()) << failed;
+  CompileJob not_sass = job;
+  not_sass.target = *ParseTarget("compute_86");
+  EXPECT_EQ(pool->Compile(not_sass).status().code(), absl::StatusCode::kInvalidArgument);
+  CompileJob bad_option = job;
+  bad_option.spec.options = {"--output-file=/tmp/x"};
+  absl::Status refused = pool->Compile(bad_option).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "--output-file=/tmp/x")) << refused;
+  ExpectServes(*pool);  // the worker is still there
 }
 
 TEST_F(ProcessPoolTest, RunsEightConcurrentCompilesOnTwoWorkers) {

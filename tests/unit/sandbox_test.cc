@@ -188,7 +188,7 @@ TEST_F(SandboxTest, TheBundledSetAndToolkitHeaderSamplesCompile) {
   ASSERT_TRUE(bundled.ok()) << bundled.status();
   std::vector<CompileJob> jobs;
   for (const ManifestKernel& k : bundled->kernels) {
-    jobs.push_back(CompileJob{k.record.spec, k.record.id, *ParseTarget("sm_90"), false, {}});
+    jobs.push_back(CompileJob{k.record.spec, k.record.id, *ParseTarget("sm_90"), false, {}, {}});
   }
   for (const char* sample : {
            R"(#include <cooperative_groups.h>
