@@ -20,6 +20,10 @@ inline constexpr size_t kMaxResolveManyEntries = 1024;
 // kcached sends and the largest Warm request a client sends at once.
 inline constexpr size_t kMaxUnaryMessageBytes = (4u << 20) - (64u << 10);
 
+// The largest PTX module kcached takes to build SASS from (BuildFromPtxRequest.ptx): one gRPC
+// message. A larger module is left to the driver; bake its SASS with `kcache warm --library`.
+inline constexpr size_t kMaxBuildPtxBytes = kMaxUnaryMessageBytes - (4u << 10);
+
 // Initial metadata of a Resolve that kcached accepted: sent as soon as the call passed the
 // edge checks and the bounds, before the cache answers. A client whose deadline passes after
 // it came knows the daemon is alive and working on the call (a compile), not away.

@@ -7,6 +7,7 @@
 #include "client/cli/export_command.h"
 #include "client/cli/launcher_commands.h"
 #include "client/cli/output.h"
+#include "client/cli/ptx_build_command.h"
 #include "client/cli/server_commands.h"
 
 namespace kcache::cli {
@@ -52,6 +53,7 @@ int RunCli(int argc, char** argv) {
   RegisterDoctorCommand(app, &exit_code);
   RegisterLauncherCommands(app, &exit_code);
   RegisterExportCommand(app, &exit_code);
+  RegisterPtxBuildCommand(app, &exit_code);
   try {
     app.parse(ArgsForParse(argc, argv));
   } catch (const CLI::ParseError& e) {

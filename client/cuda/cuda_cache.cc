@@ -4,7 +4,11 @@
 // and, when the image lacks SASS for the GPU but has PTX kcache could have built it from, asks
 // kcached's fast path for the SASS of that PTX module, this GPU and this driver. The SASS handed
 // back is checked to run on the GPU (core/load_check.h), kept for the life of the process, and
-// given to the driver in place of the image.
+// given to the driver in place of the image. When kcached holds none, and the load keys no JIT
+// option, the PTX is handed to `kcache cuda-build-ptx` (a process of its own: the load does not
+// wait), which asks kcached to build that SASS for the next load (BuildFromPtx).
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,15 +16,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/cuda/cuda_cache_abi.h"
 #include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
+#include "client/launch/helper_processes.h"
 #include "client/launch/unresponsive_mark.h"
 #include "client/lib/fast_path.h"
 #include "core/cubin.h"
@@ -38,6 +45,9 @@ namespace {
 constexpr absl::Duration kDefaultBudget = absl::Milliseconds(50);
 // The largest image read: a fatbin that declares more is left to the driver.
 constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30;
+// `kcache cuda-build-ptx` processes running at once; a miss past them is not built (a load never
+// waits for one).
+constexpr size_t kMaxBuildRequests = 4;
 // "\x7f" "ELF", as a little-endian u32: a cubin.
 constexpr uint32_t kElfMagic = 0x464C457F;
 
@@ -50,11 +60,14 @@ struct Process {
   std::string server;
   bool log = false;
   absl::Duration budget = kDefaultBudget;
-  std::shared_ptr<client::FastPath> fast;  // null without a kcached fast path to ask
-  std::mutex mutex;                        // guards served
+  std::shared_ptr<client::FastPath> fast;           // null without a kcached fast path to ask
+  bool build = true;                                // KCACHE_CUDA_BUILD is not "0"
+  std::unique_ptr<launch::HelperProcesses> builds;  // the `kcache cuda-build-ptx` processes
+  std::mutex mutex;                                 // guards served and asked
   // The SASS handed to the driver, by module id and GPU: kept for the life of the process (the
   // driver may keep reading an image it was given), each distinct one once.
   std::map<std::string, std::unique_ptr<std::string>> served;
+  std::set<std::string> asked;  // module id and GPU asked to be built: each once per process
 };
 
 Process& TheProcess() {
@@ -67,6 +80,10 @@ Process& TheProcess() {
       made->budget = absl::Milliseconds(ms);
     }
     made->fast = launch::FastPathTo(made->server);
+    made->build = Env("KCACHE_CUDA_BUILD") != "0";
+    made->builds = std::make_unique<launch::HelperProcesses>(
+        launch::FindKcacheBeside(reinterpret_cast<void*>(&TheProcess)), kMaxBuildRequests);
+    std::atexit([] { TheProcess().builds->Reap(true); });
     if (made->log && made->fast == nullptr) {
       std::fprintf(stderr, "kcache: cuda: kcached at %s has no fast path: loads go to the driver\n",
                    made->server.c_str());
@@ -138,9 +155,10 @@ bool ImageBytes(const void* image, absl::string_view* bytes, fatbin::ImageKind* 
 }
 
 // The SASS kcached holds for `module` on the load's GPU, checked to run there; nullopt (said why)
-// when there is none to hand over.
+// when there is none to hand over. `*holds_none`: kcached was asked, in time, and holds none.
 std::optional<std::string> Fetch(Process& process, const KcacheCudaLoad& load,
-                                 const KernelId& module) {
+                                 const KernelId& module, bool* holds_none) {
+  *holds_none = false;
   if (process.fast == nullptr) return std::nullopt;
   auto budget = std::make_shared<launch::CacheBudget>(
       process.budget, launch::UnresponsiveMark::FromEnvironment(process.server), process.log,
@@ -156,6 +174,8 @@ std::optional<std::string> Fetch(Process& process, const KcacheCudaLoad& load,
   launch::CacheBudget::Call call = budget->Begin();
   client::FastPath::Answer answer = process.fast->Resolve(request, call.deadline);
   budget->End(call, answer.has_value());
+  // The fast path answers a miss with nothing, as it does a call past its deadline.
+  *holds_none = answer.has_value() ? absl::IsNotFound(answer->status()) : !budget->timed_out();
   if (!answer.has_value() || !answer->ok()) {
     Say(process, load,
         absl::StrCat("no SASS from kcache for PTX module ", module.ShortHex(), " (",
@@ -185,6 +205,28 @@ std::optional<std::string> Fetch(Process& process, const KcacheCudaLoad& load,
     return std::nullopt;
   }
   return std::string(bytes);
+}
+
+// Hands `ptx` to `kcache cuda-build-ptx`, which asks kcached to build the SASS of `module` for
+// the load's GPU for the next load; once per module and GPU in this process.
+void AskToBuild(Process& process, const KcacheCudaLoad& load, const KernelId& module,
+                const std::string& ptx) {
+  if (!process.build) return;
+  Sm gpu{load.sm_major, load.sm_minor};
+  {
+    std::lock_guard<std::mutex> lock(process.mutex);
+    if (!process.asked.insert(absl::StrCat(module.Bytes(), gpu.ToString())).second) return;
+  }
+  absl::Status started =
+      process.builds->Start({"cuda-build-ptx", "--server", process.server, "--device",
+                             gpu.ToString(), "--driver", absl::StrCat(load.driver), "--client",
+                             absl::StrCat("libkcache-cuda pid ", getpid()), "--quiet"},
+                            ptx, absl::ZeroDuration());
+  Say(process, load,
+      started.ok() ? absl::StrCat("asked kcached to build the SASS of PTX module ",
+                                  module.ShortHex(), " for the next load")
+                   : absl::StrCat("PTX module ", module.ShortHex(),
+                                  " is not sent to be built: ", started.message()));
 }
 
 }  // namespace
@@ -232,8 +274,14 @@ __attribute__((visibility("default"))) const void* kcache_cuda_sass_for(const Kc
       return it->second->data();
     }
   }
-  std::optional<std::string> sass = cuda::Fetch(process, *load, *plan.module);
-  if (!sass.has_value()) return nullptr;
+  bool holds_none = false;
+  std::optional<std::string> sass = cuda::Fetch(process, *load, *plan.module, &holds_none);
+  if (!sass.has_value()) {
+    if (holds_none && !plan.buildable_ptx.empty()) {
+      cuda::AskToBuild(process, *load, *plan.module, plan.buildable_ptx);
+    }
+    return nullptr;
+  }
   const std::string* kept;
   {
     std::lock_guard<std::mutex> lock(process.mutex);

@@ -48,6 +48,10 @@ struct CacheOptions {
   // Bound of the compiles queued to run in the background (for ptx_now resolves); past it a
   // PTX answer is served without queueing its SASS compile (counted).
   size_t background_queue = 64;
+  // Bounds of the SASS builds from PTX that loads sent (BuildFromPtx) waiting to run: in all,
+  // and for one client. Past either a request is refused (ResourceExhausted) and counted.
+  size_t ptx_build_queue = 32;
+  size_t ptx_build_queue_per_client = 8;
   uint64_t memory_bytes = 256ull << 20;  // bound of the memory LRU (payload bytes)
   // Bound of the baked-store hits waiting to be copied into the writable store (payload
   // bytes; daemon/cache/write_behind.h). Past it a copy is dropped and counted.
@@ -111,6 +115,19 @@ class ArtifactCache {
   virtual StartupWarmResult WarmAfterStart(
       uint64_t budget_bytes, const std::function<void(std::shared_ptr<const Artifact>)>& each,
       const std::function<bool()>& keep_going) = 0;
+
+  // Queues the SASS for request.device built from request.ptx (docs/ptx-libraries.md, "Built
+  // for the next pod"): built in the background with the newest toolkit that supports the SM
+  // and whose output the device's driver loads, with the default options (what `kcache warm
+  // --library` builds), and stored under its PTX module id, where the next load finds it.
+  // Answers at once, before anything is built. Errors (each counted ptx_builds.refused, except
+  // a full queue): FailedPrecondition when this kcached compiles nothing sent by clients (no
+  // toolkit, --no-toolkit, compile workers not sandboxed); InvalidArgument for text that is not
+  // PTX or whose target cannot run on the device's SM; NotFound when no loaded toolkit supports
+  // the SM; ResourceExhausted when the queue, or this client's share of it, is full (counted
+  // ptx_builds.dropped). The build itself is counted built, held (stored meanwhile) or failed
+  // (PTX that nvJitLink refuses: logged).
+  virtual absl::StatusOr<PtxBuildQueued> BuildFromPtx(const PtxBuildRequest& request) = 0;
 
   // Every kernel known to any store, with its artifacts and where they live.
   virtual absl::StatusOr<std::vector<ListedKernelInfo>> List() = 0;

@@ -136,6 +136,28 @@ struct SeenKernel {
   uint64_t requests = 0;
 };
 
+// SASS to build from PTX a load sent (ArtifactCache::BuildFromPtx): what libkcache-cuda.so asks
+// for when a load found none, so that the next pod's load is served.
+struct PtxBuildRequest {
+  std::string ptx;     // the module's text; read up to its first NUL, as the driver reads it
+  Device device;       // the GPU it was loaded on (a valid SM): the sm_ target built
+  std::string client;  // on whose behalf: the queue's per-client bound, and logs
+};
+
+// What became of it.
+struct PtxBuildQueued {
+  enum class State {
+    kQueued,         // queued; built in the background and stored
+    kAlreadyQueued,  // the same (module, target) waits in the queue already
+    kHeld,           // a store tier holds that SASS already: nothing to build
+  };
+  // fatbin::PtxModuleId of the PTX with no JIT options and the default compile options: the
+  // kernel id under which a load looks the SASS up.
+  KernelId module;
+  Target target;  // the sm_ target built (fatbin::SassTargetFor the PTX's target and the GPU)
+  State state = State::kQueued;
+};
+
 // What the start-up warm read (daemon/cache/startup_warm.h).
 struct StartupWarmResult {
   uint64_t artifacts = 0;  // read, verified and handed on

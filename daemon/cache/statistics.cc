@@ -258,6 +258,18 @@ constexpr StatisticInfo kRows[] = {
      "launchers' misses told to compile at once: --object-max-turn-calls were served already"},
     {S::kObjectTurnCalls, "objects.turn_calls",
      "launchers' turn calls kcached serves now, holding or waiting (a gauge)"},
+    {S::kPtxBuildsQueued, "ptx_builds.queued",
+     "builds of SASS from PTX a load sent (BuildFromPtx) queued"},
+    {S::kPtxBuildsDropped, "ptx_builds.dropped",
+     "builds of SASS from PTX not queued: --ptx-build-queue was full, or the client's share of it"},
+    {S::kPtxBuildsHeld, "ptx_builds.held",
+     "builds of SASS from PTX not needed: the stores held that SASS already"},
+    {S::kPtxBuildsBuilt, "ptx_builds.built", "SASS built from PTX a load sent, and stored"},
+    {S::kPtxBuildsFailed, "ptx_builds.failed",
+     "builds of SASS from PTX that failed: nvJitLink refused the PTX, or a limit stopped it"},
+    {S::kPtxBuildsRefused, "ptx_builds.refused",
+     "BuildFromPtx requests refused: not PTX, over the size bound, not for the GPU named, or no "
+     "toolkit that may build"},
 };
 constexpr std::array<StatisticInfo, kStatisticCount> kTable = WithUncachedRows(kRows, Uncached);
 

@@ -154,9 +154,15 @@ enum class Statistic : int {
   kObjectTurnWaitsGaveUp = 129,
   kObjectTurnCallsRefused = 130,
   kObjectTurnCalls = 131,  // a gauge: turn calls served now
+  kPtxBuildsQueued = 132,
+  kPtxBuildsDropped = 133,
+  kPtxBuildsHeld = 134,
+  kPtxBuildsBuilt = 135,
+  kPtxBuildsFailed = 136,
+  kPtxBuildsRefused = 137,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 131;
+inline constexpr int kStatisticCount = 137;
 
 struct StatisticInfo {
   Statistic id;

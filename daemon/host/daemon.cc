@@ -172,6 +172,8 @@ class DaemonImpl final : public Daemon {
     cache_options.statistics = statistics_;
     statistics_->uncached_options().SetLimit(options_.max_uncached_options);
     cache_options.write_back_queue_bytes = options_.write_back_queue_bytes;
+    cache_options.ptx_build_queue = options_.ptx_build_queue;
+    cache_options.ptx_build_queue_per_client = options_.ptx_build_queue_per_client;
     if (!options_.shared.empty()) {
       absl::StatusOr<SharedKeys> keys =
           SharedKeys::Load(options_.shared_key_file, options_.shared_key_file_second);

@@ -47,6 +47,8 @@ struct DaemonOptions {
   absl::Duration compile_limit_backoff = absl::Minutes(10);  // --compile-limit-backoff-seconds
   uint64_t memory_cache_bytes = uint64_t{256} << 20;         // --memory-cache-max-bytes
   uint64_t write_back_queue_bytes = uint64_t{64} << 20;      // --write-back-queue-max-bytes
+  size_t ptx_build_queue = 32;                               // --ptx-build-queue
+  size_t ptx_build_queue_per_client = 8;                     // --ptx-build-queue-per-client
   // Payload bytes the start-up warm reads once kcached serves (docs/kcached.md, "Start-up");
   // 0: none.
   uint64_t warm_start_bytes = uint64_t{128} << 20;  // --warm-start-max-bytes

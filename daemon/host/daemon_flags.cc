@@ -105,6 +105,16 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
                  "(its callers get that error at once; 0: always retried)")
       ->check(CLI::Range(int64_t{0}, int64_t{86400}))
       ->capture_default_str();
+  app.add_option("--ptx-build-queue", o.ptx_build_queue,
+                 "SASS builds from PTX that loads sent (libkcache-cuda.so's misses) waiting at "
+                 "once; past it a request is refused and counted (ptx_builds.dropped)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--ptx-build-queue-per-client", o.ptx_build_queue_per_client,
+                 "Of those, how many one client's loads may hold, so that one pod cannot fill "
+                 "the queue (0: no such bound)")
+      ->check(CLI::Range(0, 65536))
+      ->capture_default_str();
   app.add_option("--compile-worker", o.compile.worker_binary,
                  "Path of kcache-compile-worker (default: next to kcached)");
   AddMibAlias(app, "--memory-cache-mb", o.memory_cache_bytes,

@@ -36,6 +36,9 @@ constexpr char kObjectPutsRefusedHelp[] =
 constexpr char kObjectTurns[] = "kcache_object_turns_total";
 constexpr char kObjectTurnsHelp[] =
     "Launchers' misses that held the turn, waited for another's compile, or were refused one.";
+constexpr char kPtxBuilds[] = "kcache_ptx_builds_total";
+constexpr char kPtxBuildsHelp[] =
+    "Builds of SASS from PTX that loads sent (BuildFromPtx), by what became of each request.";
 constexpr char kObjectTurnWaits[] = "kcache_object_turn_waits_total";
 constexpr char kObjectTurnWaitsHelp[] = "How launchers' waits for another's compile ended.";
 constexpr char kObjectFleet[] = "kcache_object_fleet_total";
@@ -234,6 +237,12 @@ constexpr MetricMapping kRows[] = {
     {S::kObjectTurnCallsRefused, kObjectTurns, kObjectTurnsHelp, "outcome", "refused"},
     {S::kObjectTurnCalls, "kcache_object_turn_calls",
      "Launchers' turn calls served now (bound: --object-max-turn-calls).", "", ""},
+    {S::kPtxBuildsQueued, kPtxBuilds, kPtxBuildsHelp, "outcome", "queued"},
+    {S::kPtxBuildsDropped, kPtxBuilds, kPtxBuildsHelp, "outcome", "dropped"},
+    {S::kPtxBuildsHeld, kPtxBuilds, kPtxBuildsHelp, "outcome", "held"},
+    {S::kPtxBuildsBuilt, kPtxBuilds, kPtxBuildsHelp, "outcome", "built"},
+    {S::kPtxBuildsFailed, kPtxBuilds, kPtxBuildsHelp, "outcome", "failed"},
+    {S::kPtxBuildsRefused, kPtxBuilds, kPtxBuildsHelp, "outcome", "refused"},
 };
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = WithUncachedRows(kRows, Uncached);
 

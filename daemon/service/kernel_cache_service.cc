@@ -13,6 +13,7 @@
 #include "core/protocol.h"
 #include "daemon/service/convert.h"
 #include "daemon/service/grpc_status.h"
+#include "daemon/service/request_limits.h"
 
 namespace kcache {
 namespace {
@@ -191,6 +192,39 @@ grpc::ServerUnaryReactor* KernelCacheService::ExportManifest(
     if (!fits.ok()) response->Clear();
     spdlog::info("export-manifest: {} kernels", records.size());
     reactor->Finish(ToGrpcStatus(fits));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KernelCacheService::BuildFromPtx(grpc::CallbackServerContext* context,
+                                                           const v1::BuildFromPtxRequest* request,
+                                                           v1::BuildFromPtxResponse* response) {
+  auto* reactor = new UnaryReactor(parts_.tracker);
+  if (!reactor->Enter(parts_.stats, context)) return reactor;
+  if (absl::Status valid = ValidateBuildFromPtxRequest(*request); !valid.ok()) {
+    parts_.stats->Add(Statistic::kPtxBuildsRefused);
+    reactor->Finish(ToGrpcStatus(valid));
+    return reactor;
+  }
+  parts_.pool->Submit([this, reactor, request, response] {
+    PtxBuildRequest build{request->ptx(), DeviceFromProto(request->device()), request->client()};
+    absl::StatusOr<PtxBuildQueued> queued = parts_.cache->BuildFromPtx(build);
+    if (queued.ok()) {
+      response->set_module_id(std::string(queued->module.Bytes()));
+      response->set_target(queued->target.ToString());
+      switch (queued->state) {
+        case PtxBuildQueued::State::kQueued:
+          response->set_state(v1::PTX_BUILD_STATE_QUEUED);
+          break;
+        case PtxBuildQueued::State::kAlreadyQueued:
+          response->set_state(v1::PTX_BUILD_STATE_ALREADY_QUEUED);
+          break;
+        case PtxBuildQueued::State::kHeld:
+          response->set_state(v1::PTX_BUILD_STATE_HELD);
+          break;
+      }
+    }
+    reactor->Finish(ToGrpcStatus(queued.status()));
   });
   return reactor;
 }

@@ -37,7 +37,8 @@ struct ServiceOptions {
 using KernelCacheServiceBase = v1::KernelCache::WithRawCallbackMethod_Resolve<
     v1::KernelCache::WithRawCallbackMethod_ResolveMany<v1::KernelCache::WithCallbackMethod_Warm<
         v1::KernelCache::WithCallbackMethod_Stat<v1::KernelCache::WithCallbackMethod_List<
-            v1::KernelCache::WithCallbackMethod_ExportManifest<v1::KernelCache::Service>>>>>>;
+            v1::KernelCache::WithCallbackMethod_ExportManifest<
+                v1::KernelCache::WithCallbackMethod_BuildFromPtx<v1::KernelCache::Service>>>>>>>;
 
 // `cache`, `pool`, `tracker` and `ticker` must outlive the service and every call it started:
 // the daemon shuts the gRPC server down and drains the pool before destroying them (the ticker
@@ -73,6 +74,9 @@ class KernelCacheService final : public KernelCacheServiceBase {
   grpc::ServerUnaryReactor* ExportManifest(grpc::CallbackServerContext* context,
                                            const v1::ExportManifestRequest* request,
                                            v1::ExportManifestResponse* response) override;
+  grpc::ServerUnaryReactor* BuildFromPtx(grpc::CallbackServerContext* context,
+                                         const v1::BuildFromPtxRequest* request,
+                                         v1::BuildFromPtxResponse* response) override;
 
  private:
   const ServiceParts parts_;

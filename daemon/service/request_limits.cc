@@ -116,4 +116,26 @@ absl::Status ValidateWarmRequest(const v1::WarmRequest& request) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateBuildFromPtxRequest(const v1::BuildFromPtxRequest& request) {
+  if (request.ptx().empty()) {
+    return Invalid("ptx", "empty; send the PTX module's text, as the load was given it");
+  }
+  if (request.ptx().size() > kMaxBuildPtxBytes) {
+    return Invalid("ptx",
+                   absl::StrCat(request.ptx().size(), " bytes; the limit is ", kMaxBuildPtxBytes,
+                                ": leave the module to the driver, or bake its SASS with "
+                                "`kcache warm --library`"));
+  }
+  if (request.client().size() > kMaxClientBytes) {
+    return Invalid("client",
+                   absl::StrCat(request.client().size(), " bytes; the limit is ", kMaxClientBytes));
+  }
+  for (char c : request.client()) {
+    if (c < 0x20 || c > 0x7e) {
+      return Invalid("client", "holds a byte that is not printable ASCII; name the client plainly");
+    }
+  }
+  return ValidateDevice(request.device(), request.has_device());
+}
+
 }  // namespace kcache

@@ -42,6 +42,10 @@ absl::Status ValidateResolveManyRequest(const v1::ResolveManyRequest& request);
 // At least one kernel and one target, each kernel a valid spec, at most kMaxWarmTargets.
 absl::Status ValidateWarmRequest(const v1::WarmRequest& request);
 
+// PTX of at most kMaxBuildPtxBytes (core/protocol.h), non-empty; a valid device; a client
+// name of at most kMaxClientBytes, printable ASCII (it is stored with the SASS built).
+absl::Status ValidateBuildFromPtxRequest(const v1::BuildFromPtxRequest& request);
+
 }  // namespace kcache
 
 #endif  // KCACHE_DAEMON_SERVICE_REQUEST_LIMITS_H_

@@ -61,10 +61,7 @@ TargetPlan PlanTarget(const Library& library, const Target& target, std::optiona
   if (best.has_value()) {
     plan.decision = TargetPlan::Decision::kBuild;
     plan.ptx_entry = ptx_index[*best];
-    const Target& ptx = ptx_targets[*best];
-    plan.build = Target{
-        TargetKind::kSass, target.sm,
-        ptx.variant == ArchVariant::kArchSpecific ? ArchVariant::kArchSpecific : target.variant};
+    plan.build = *SassTargetFor(ptx_targets[*best], target);  // PickBest chose it: it runs there
     return plan;
   }
   if (relocatable_fits) {
@@ -79,6 +76,13 @@ TargetPlan PlanTarget(const Library& library, const Target& target, std::optiona
 }
 
 }  // namespace
+
+std::optional<Target> SassTargetFor(const Target& ptx, const Target& target) {
+  if (!PickBest({ptx}, target.sm).has_value()) return std::nullopt;
+  return Target{
+      TargetKind::kSass, target.sm,
+      ptx.variant == ArchVariant::kArchSpecific ? ArchVariant::kArchSpecific : target.variant};
+}
 
 std::vector<TargetPlan> PlanLibrary(const Library& library, const std::vector<Target>& targets) {
   std::set<size_t> fatbins;

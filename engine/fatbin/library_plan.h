@@ -41,6 +41,11 @@ struct TargetPlan {
 // device code (__nv_relfatbin) are left out: they run only after a device link.
 std::vector<TargetPlan> PlanLibrary(const Library& library, const std::vector<Target>& targets);
 
+// The SASS target PTX for `ptx` (a compute_ target) is built to for `target` (an sm_ target), by
+// the rule above: the target's SM with its variant, or `a` when the PTX is arch-specific; nullopt
+// when that PTX does not run there (PickBest: above the SM, or compute_XYa for another SM).
+std::optional<Target> SassTargetFor(const Target& ptx, const Target& target);
+
 }  // namespace kcache::fatbin
 
 #endif  // KCACHE_ENGINE_FATBIN_LIBRARY_PLAN_H_

@@ -112,6 +112,7 @@ LoadPlan PlanLoad(absl::string_view image, ImageKind kind, Sm gpu,
   if (kind == ImageKind::kPtx) {
     plan.module = PtxModuleId(image, "", keyed);
     plan.ptx = absl::StrCat("PTX text (", image.size(), " B)");
+    if (keyed == PtxSassCompileOptions()) plan.buildable_ptx = std::string(image);
     return plan;
   }
   absl::StatusOr<Library> library = Library::FromBytes(image, "the image");
@@ -140,6 +141,9 @@ LoadPlan PlanLoad(absl::string_view image, ImageKind kind, Sm gpu,
   }
   plan.module = PtxModuleId(*ptx, entry.jit_options, keyed);
   plan.ptx = entry.Describe();
+  if (entry.jit_options.empty() && keyed == PtxSassCompileOptions()) {
+    plan.buildable_ptx = *std::move(ptx);
+  }
   return plan;
 }
 

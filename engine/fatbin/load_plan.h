@@ -39,6 +39,10 @@ struct LoadPlan {
   std::optional<KernelId> module;
   std::string ptx;  // module set: what is served from, e.g. "PTX compute_75 (zstd, 814 B)"
   std::string why;  // module unset: "has SASS sm_86", "JIT option 1 (...) is not keyed", ...
+  // module set, with no JIT option that is keyed: the PTX's text, which kcached can build the
+  // same SASS from (ArtifactCache::BuildFromPtx keys it as `module`) for the next load when
+  // none is held; "" otherwise (a load with keyed options is only served what warm built).
+  std::string buildable_ptx;
 };
 
 // The plan for loading `image` (of `kind`) on a GPU of compute capability `gpu` with `options`.

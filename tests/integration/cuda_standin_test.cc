@@ -6,7 +6,7 @@
 // way a module or library is loaded; everything else (SASS for the GPU in the image, a JIT option
 // that changes code, a GPU not warmed, devices that differ, no kcached or a hung one, the cache
 // switched off) reaches the driver as the caller's own image; SASS the driver refuses is followed
-// by the caller's image.
+// by the caller's image. A load kcached holds nothing for is built by kcached for the next.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -24,6 +24,7 @@
 #include "engine/fatbin/library.h"
 #include "engine/fatbin/ptx_sass.h"
 #include "engine/store/store.h"
+#include "tests/testutil/daemon_counters.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
@@ -427,6 +428,29 @@ TEST_F(CudaStandInTest, PtxTextIsHandedTheSassOfTheSamePtxInAFatbin) {
     SCOPED_TRACE("nvcc -ptx's text, other than the fatbin's entry");
     ExpectOriginal(nvcc_ptx, "data", File("ptx75.ptx"), "ptx");
   }
+}
+
+// A load kcached holds no SASS for is left to the driver and its PTX sent to be built (`kcache
+// cuda-build-ptx`): kcached, with a toolkit, builds it in the background, and the next process's
+// load of the same image is handed that SASS: the same bytes `kcache warm --library` built.
+TEST_F(CudaStandInTest, ALoadKcachedHoldsNothingForIsBuiltForTheNextProcess) {
+  REQUIRE_STAND_IN();
+  testing::DaemonOptions options;
+  options.extra_flags = {"--allow-unsandboxed-compiles"};  // the test's own PTX
+  testing::DaemonProcess building(options);
+  ASSERT_TRUE(building.Start().ok()) << building.Log();
+  LoadOptions on_it = LoadOptions().Server(building.address());
+  Loaded first = Load("data", File("ptx75.fatbin"), on_it);
+  ExpectOriginal(first, "data", File("ptx75.fatbin"), "fatbin");
+  EXPECT_TRUE(testing::Contains(first.run.output, "asked kcached to build the SASS of PTX module"))
+      << first;
+  ASSERT_EQ(testing::WaitDaemonCounter(building, "ptx_builds.built", 1), 1) << building.Log();
+  ExpectServed(Load("data", File("ptx75.fatbin"), on_it), "data", 86);
+  // Switched off: a miss sends nothing.
+  Loaded off =
+      Load("data", File("ptx75.fatbin"), LoadOptions(on_it).On("8.0").Env("KCACHE_CUDA_BUILD=0"));
+  ExpectOriginal(off, "data", File("ptx75.fatbin"), "fatbin");
+  EXPECT_EQ(testing::DaemonCounter(building, "ptx_builds.queued"), 1) << off;
 }
 
 // A program that finds any driver function in the toolkit's libcuda finds it in the stand-in.

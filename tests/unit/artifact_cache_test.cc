@@ -16,6 +16,7 @@
 #include <thread>
 #include <variant>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/cubin.h"
@@ -77,6 +78,8 @@ struct Options {
   bool with_baked = false;
   absl::Duration tier_off = absl::Milliseconds(100);  // first switch-off; the max is 4x
   uint64_t write_back_queue_bytes = 64 << 20;
+  size_t ptx_build_queue = 32;
+  size_t ptx_build_queue_per_client = 8;
 };
 
 class ArtifactCacheTest : public ::testing::Test {
@@ -118,6 +121,8 @@ class ArtifactCacheTest : public ::testing::Test {
     }
     options.memory_bytes = o.memory_bytes;
     options.write_back_queue_bytes = o.write_back_queue_bytes;
+    options.ptx_build_queue = o.ptx_build_queue;
+    options.ptx_build_queue_per_client = o.ptx_build_queue_per_client;
     options.tier_off_initial = o.tier_off;
     options.tier_off_max = 4 * o.tier_off;
     absl::StatusOr<std::unique_ptr<ArtifactCache>> cache = NewArtifactCache(std::move(options));
@@ -765,6 +770,63 @@ TEST_F(ArtifactCacheTest, NothingIsServedOrCompiledThatTheDriverCannotLoad) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_NE(s->reason.find("driver unknown, assumed 13.0 or newer"), std::string::npos)
       << s->reason;
+}
+
+// A PTX module with one kernel, `name`, for compute_75.
+std::string PtxModule(const std::string& name) {
+  return absl::StrCat(".version 7.0\n.target sm_75\n.address_size 64\n\n.visible .entry ", name,
+                      "()\n{\n  ret;\n}\n");
+}
+
+// SASS built from PTX that loads sent waits in a bounded queue (while a build runs): the same
+// module and target asked again is not queued twice; a client past its share, and anyone past
+// the whole queue, is refused, naming the flag, and counted dropped; the rest are built.
+TEST_F(ArtifactCacheTest, PtxBuildsWaitInABoundedQueueWithAShareForEachClient) {
+  Options o;
+  o.ptx_build_queue = 3;
+  o.ptx_build_queue_per_client = 2;
+  Make(o);
+  absl::Notification release;
+  compiler_->hold = &release;
+  auto ask = [&](const std::string& kernel, const std::string& client) {
+    return cache_->BuildFromPtx(PtxBuildRequest{PtxModule(kernel), Device{{8, 6}, 0}, client});
+  };
+  absl::StatusOr<PtxBuildQueued> first = ask("k0", "pod-a");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->target.ToString(), "sm_86");
+  absl::Time deadline = absl::Now() + absl::Seconds(30);  // it leaves the queue, held building
+  while (compiler_->calls.load() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  ASSERT_EQ(compiler_->calls.load(), 1);
+  absl::StatusOr<PtxBuildQueued> k1 = ask("k1", "pod-a");
+  ASSERT_TRUE(k1.ok()) << k1.status();
+  EXPECT_EQ(k1->state, PtxBuildQueued::State::kQueued);
+  absl::StatusOr<PtxBuildQueued> k1_again = ask("k1", "pod-b");
+  ASSERT_TRUE(k1_again.ok()) << k1_again.status();
+  EXPECT_EQ(k1_again->state, PtxBuildQueued::State::kAlreadyQueued);
+  EXPECT_EQ(k1_again->module, k1->module);
+  ASSERT_TRUE(ask("k2", "pod-a").ok());
+  absl::StatusOr<PtxBuildQueued> over_share = ask("k3", "pod-a");
+  EXPECT_EQ(over_share.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(over_share.status().message().find("--ptx-build-queue-per-client"),
+            absl::string_view::npos)
+      << over_share.status();
+  ASSERT_TRUE(ask("k4", "pod-b").ok());
+  absl::StatusOr<PtxBuildQueued> over_queue = ask("k5", "pod-c");
+  EXPECT_EQ(over_queue.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(over_queue.status().message().find("--ptx-build-queue)"), absl::string_view::npos)
+      << over_queue.status();
+  EXPECT_EQ(Counter("ptx_builds.queued"), 4u);
+  EXPECT_EQ(Counter("ptx_builds.dropped"), 2u);
+  EXPECT_EQ(Counter("ptx_builds.refused"), 0u);
+  release.Notify();
+  AwaitCounter("ptx_builds.built", 4);
+  EXPECT_EQ(compiler_->calls.load(), 4);
+  // Built and stored: asked again, it is held.
+  absl::StatusOr<PtxBuildQueued> held = ask("k2", "pod-a");
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(held->state, PtxBuildQueued::State::kHeld);
 }
 
 }  // namespace

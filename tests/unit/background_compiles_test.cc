@@ -51,16 +51,18 @@ TEST(BackgroundCompilesTest, CompilesInOrderAlwaysWantedWithinTheBoundAndCountsE
   Statistics stats;
   Recorder r;
   BackgroundCompiles queue(/*bound=*/2, r.Compile(), &stats);
-  EXPECT_TRUE(queue.Add(Job(80), 0));
-  r.started.WaitForNotification();     // sm_80 is compiling, out of the queue
-  EXPECT_TRUE(queue.Add(Job(86), 1));  // two wait now: the bound
-  EXPECT_TRUE(queue.Add(Job(89), 0));
-  EXPECT_FALSE(queue.Add(Job(90), 1));  // past the bound: dropped
+  using Added = BackgroundCompiles::Added;
+  EXPECT_EQ(queue.Add(Job(80), 0), Added::kQueued);
+  r.started.WaitForNotification();                   // sm_80 is compiling, out of the queue
+  EXPECT_EQ(queue.Add(Job(86), 1), Added::kQueued);  // two wait now: the bound
+  EXPECT_EQ(queue.Add(Job(89), 0), Added::kQueued);
+  EXPECT_EQ(queue.Add(Job(86), 1), Added::kAlreadyQueued);  // waits already: not counted
+  EXPECT_EQ(queue.Add(Job(90), 1), Added::kDropped);        // past the bound: dropped
   EXPECT_EQ(stats.Get(Statistic::kBackgroundCompilesQueued), 3u);
   EXPECT_EQ(stats.Get(Statistic::kBackgroundCompilesDropped), 1u);
   r.release.Notify();
   r.AwaitCompiled(3);
-  EXPECT_TRUE(queue.Add(Job(90), 1));  // room again
+  EXPECT_EQ(queue.Add(Job(90), 1), Added::kQueued);  // room again
   r.AwaitCompiled(4);
   absl::MutexLock lock(&r.mu);
   EXPECT_EQ(r.compiled, (std::vector<std::string>{"80/0/(background)/1", "86/1/(background)/1",
@@ -74,12 +76,43 @@ TEST(BackgroundCompilesTest, AZeroBoundDropsEveryCompile) {
   r.release.Notify();
   {
     BackgroundCompiles queue(/*bound=*/0, r.Compile(), &stats);
-    EXPECT_FALSE(queue.Add(Job(80), 0));
+    EXPECT_EQ(queue.Add(Job(80), 0), BackgroundCompiles::Added::kDropped);
   }  // joined: whatever it was given has run
   absl::MutexLock lock(&r.mu);
   EXPECT_TRUE(r.compiled.empty());
   EXPECT_EQ(stats.Get(Statistic::kBackgroundCompilesQueued), 0u);
   EXPECT_EQ(stats.Get(Statistic::kBackgroundCompilesDropped), 1u);
+}
+
+// A queue with a per-client bound counts in its own statistics: one client past its share is
+// dropped while another still queues; a client's share comes back as its compiles leave the queue.
+TEST(BackgroundCompilesTest, OneClientGetsAtMostItsShareOfTheQueue) {
+  Statistics stats;
+  Recorder r;
+  using Added = BackgroundCompiles::Added;
+  BackgroundCompiles queue(/*bound=*/8, r.Compile(), &stats,
+                           {Statistic::kPtxBuildsQueued, Statistic::kPtxBuildsDropped},
+                           /*per_client=*/2);
+  auto from = [](const std::string& client, int arch) {
+    CompileJob job = Job(arch);
+    job.demand.client = client;
+    return job;
+  };
+  EXPECT_EQ(queue.Add(from("pod-a", 75), 0), Added::kQueued);
+  r.started.WaitForNotification();  // sm_75 is compiling: pod-a has nothing queued
+  EXPECT_EQ(queue.Add(from("pod-a", 80), 0), Added::kQueued);
+  EXPECT_EQ(queue.Add(from("pod-a", 86), 0), Added::kQueued);
+  EXPECT_EQ(queue.Add(from("pod-a", 89), 0), Added::kClientBound);
+  EXPECT_EQ(queue.Add(from("pod-b", 89), 0), Added::kQueued);
+  EXPECT_EQ(stats.Get(Statistic::kPtxBuildsQueued), 4u);
+  EXPECT_EQ(stats.Get(Statistic::kPtxBuildsDropped), 1u);
+  EXPECT_EQ(stats.Get(Statistic::kBackgroundCompilesQueued), 0u);
+  r.release.Notify();
+  r.AwaitCompiled(4);
+  EXPECT_EQ(queue.Add(from("pod-a", 90), 0), Added::kQueued);  // its share is back
+  r.AwaitCompiled(5);
+  absl::MutexLock lock(&r.mu);
+  EXPECT_EQ(r.compiled.back(), "90/0/(background)/1");
 }
 
 }  // namespace

@@ -78,6 +78,15 @@ TEST(DaemonFlagsTest, TheDefaultsAreUnchanged) {
   EXPECT_EQ(o->objects.max_object_bytes, defaults.objects.max_object_bytes);
 }
 
+TEST(DaemonFlagsTest, ThePtxBuildQueueBoundsReachTheCache) {
+  absl::StatusOr<DaemonOptions> o =
+      Parse({"--ptx-build-queue=5", "--ptx-build-queue-per-client=2"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->ptx_build_queue, 5u);
+  EXPECT_EQ(o->ptx_build_queue_per_client, 2u);
+  EXPECT_FALSE(Parse({"--ptx-build-queue=0"}).ok());  // a queue that takes nothing is refused
+}
+
 TEST(DaemonFlagsTest, BoundsNameTheFlagByItsNewName) {
   absl::StatusOr<DaemonOptions> small_queue = Parse({"--queued-max-bytes=1KiB"});
   ASSERT_FALSE(small_queue.ok());
