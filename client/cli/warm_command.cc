@@ -29,6 +29,8 @@ struct WarmFlags {
   int jobs = 0;
   bool allow_unsandboxed = false;
   std::vector<std::string> libraries;  // --library: build SASS from their PTX instead
+  std::vector<std::string> packages;   // --package: the libraries of installed Python packages
+  std::string python = "python3";      // --python: whose packages
   bool dry_run = false;
 };
 
@@ -206,10 +208,19 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
       "Instead of a manifest: libraries (shared objects, executables, fatbins, cubins) whose "
       "PTX is compiled to SASS for each --arch they carry no SASS for (docs/ptx-libraries.md)");
   library->excludes(manifest);
+  CLI::Option* package = warm->add_option(
+      "--package", flags->packages,
+      "Like --library, for every shared object, cubin and fatbin an installed Python package "
+      "ships (pip's name, e.g. nvidia-cublas-cu12; repeatable)");
+  package->excludes(manifest);
+  warm->add_option("--python", flags->python,
+                   "With --package: the Python interpreter whose environment holds the packages "
+                   "(e.g. /opt/venv/bin/python)")
+      ->needs(package)
+      ->capture_default_str();
   warm->add_flag("--dry-run", flags->dry_run,
-                 "With --library: say per library and target what is missing and what would be "
-                 "built from which PTX; compile and store nothing")
-      ->needs(library);
+                 "With --library or --package: say per library and target what is missing and "
+                 "what would be built from which PTX; compile and store nothing");
   warm->add_option(
           "--arch", flags->arch,
           "Targets, comma-separated: 7.5,8.6,8.9 (SASS + PTX), 9.0a, compute_90; native: the SMs "
@@ -235,20 +246,34 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
     absl::StatusOr<std::string> arch = flags->arch;
     if (NamesNative(flags->arch)) arch = ExpandNativeArch(flags->arch, client::DetectDevices());
     if (arch.ok()) flags->arch = *arch;
-    if (!flags->libraries.empty() && arch.ok()) {
+    bool libraries = !flags->libraries.empty() || !flags->packages.empty();
+    if (libraries && arch.ok()) {
       if (!flags->server.empty()) {
-        *exit_code = Fail("--library works with --store; a running kcached does not build it",
-                          kExitBadInput);
+        *exit_code =
+            Fail("--library and --package work with --store; a running kcached does not build them",
+                 kExitBadInput);
       } else if (flags->store.empty() && !flags->dry_run) {
-        *exit_code = Fail("--library needs --store DIR (or --dry-run)", kExitBadInput);
+        *exit_code = Fail("--library and --package need --store DIR (or --dry-run)", kExitBadInput);
       } else {
-        *exit_code = RunWarmLibraries(
-            {flags->libraries, flags->arch, flags->store, flags->toolkit, flags->dry_run});
+        LibraryWarmFlags library_flags;
+        library_flags.libraries = flags->libraries;
+        library_flags.packages = flags->packages;
+        library_flags.python = flags->python;
+        library_flags.arch = flags->arch;
+        library_flags.store = flags->store;
+        library_flags.toolkit = flags->toolkit;
+        library_flags.dry_run = flags->dry_run;
+        *exit_code = RunWarmLibraries(library_flags);
       }
       return;
     }
-    if (flags->libraries.empty() && flags->manifest.empty()) {
-      *exit_code = Fail("warm needs a manifest (or --library PATH...)", kExitBadInput);
+    if (flags->dry_run) {
+      *exit_code = Fail("--dry-run works with --library or --package", kExitBadInput);
+      return;
+    }
+    if (!libraries && flags->manifest.empty()) {
+      *exit_code =
+          Fail("warm needs a manifest (or --library PATH..., --package NAME...)", kExitBadInput);
       return;
     }
     if (absl::Status s = CheckStoreOrServer(flags->store, flags->server); !s.ok()) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli/commands.h"
 #include "client/cli/output.h"
+#include "client/cli/python_packages.h"
 #include "client/cli/warm_library.h"
 #include "engine/fatbin/library.h"
 #include "engine/fatbin/library_plan.h"
@@ -97,12 +98,37 @@ int RunWarmLibraries(const LibraryWarmFlags& flags) {
   }
 
   int exit_code = kExitOk;
+  // The libraries to read: --library's, then each package's files (`from_package`: a file
+  // without CUDA code is skipped, not listed).
+  struct Item {
+    std::string path;
+    bool from_package = false;
+  };
+  std::vector<Item> items;
+  for (const std::string& path : flags.libraries) items.push_back({path, false});
+  for (const std::string& package : flags.packages) {
+    absl::StatusOr<std::vector<std::string>> files = PackageFiles(flags.python, package);
+    if (!files.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(files.status().message()).c_str());
+      exit_code = std::max(exit_code, kExitBadInput);
+      continue;
+    }
+    size_t with_code = 0;
+    for (const std::string& file : *files) {
+      absl::StatusOr<Library> read = Library::Read(file);
+      if (read.ok() && read->entries().empty()) continue;  // no CUDA code: nothing to do
+      ++with_code;
+      items.push_back({file, true});
+    }
+    std::printf("package %s: %zu of its %zu shared objects, cubins and fatbins carry CUDA code\n",
+                package.c_str(), with_code, files->size());
+  }
   int built = 0, cached = 0;
   LinePrinter printer;
-  for (const std::string& path : flags.libraries) {
+  for (const Item& item : items) {
     // Absolute, so that `kcache ls` names the library wherever the store is read.
     absl::StatusOr<Library> library =
-        Library::Read(std::filesystem::absolute(path).lexically_normal().string());
+        Library::Read(std::filesystem::absolute(item.path).lexically_normal().string());
     if (!library.ok()) {
       std::fflush(stdout);
       std::fprintf(stderr, "error: %s\n", std::string(library.status().message()).c_str());

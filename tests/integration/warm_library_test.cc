@@ -1,6 +1,7 @@
 // `kcache warm --library` with fatbins and a shared object that the real nvcc builds: SASS
 // compiled from PTX for the targets a library lacks, nothing where it has SASS, damaged
-// fatbins refused with nothing stored, --dry-run, and `kcache ls` listing what was built.
+// fatbins refused with nothing stored, --dry-run, `kcache ls` listing what was built, and an
+// installed Python package's libraries found by its name (--package).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -307,12 +308,53 @@ TEST_F(WarmLibraryTest, LsListsTheSassPerLibrary) {
   EXPECT_EQ(targets, (std::set<std::string>{"sm_86", "sm_89"}));
 }
 
+// An installed Python package's libraries, found by the package's name through the
+// interpreter's importlib.metadata (here a package on PYTHONPATH, as pip lays one out): its
+// PTX-only shared object is built from, its files without CUDA code are skipped and counted.
+TEST_F(WarmLibraryTest, APackagesLibrariesAreFoundByItsName) {
+  if (::kcache::testing::Run("command -v python3").exit_code != 0) GTEST_SKIP() << "no python3";
+  fs::path site = work_ / "site";
+  fs::create_directories(site / "mylib" / "lib");
+  fs::create_directories(site / "mylib-1.0.dist-info");
+  fs::copy_file(*dir_ / "libptx75.so", site / "mylib/lib/libptx75.so.12");
+  fs::copy_file("/bin/true", site / "mylib/_plain.cpython-311-x86_64-linux-gnu.so");
+  work_.Write("site/mylib/__init__.py", "");
+  work_.Write("site/mylib-1.0.dist-info/METADATA",
+              "Metadata-Version: 2.1\nName: mylib\nVersion: 1.0\n");
+  work_.Write("site/mylib-1.0.dist-info/RECORD",
+              "mylib/__init__.py,,\nmylib/lib/libptx75.so.12,,\n"
+              "mylib/_plain.cpython-311-x86_64-linux-gnu.so,,\nmylib-1.0.dist-info/METADATA,,\n"
+              "mylib-1.0.dist-info/RECORD,,\n");
+  std::string env = "env PYTHONPATH=" + (work_ / "site") + " ";
+  RunResult r = ::kcache::testing::Run(env + KcacheCli() +
+                                       " warm --package mylib --arch 8.6 --store " + store_);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output,
+                       "package mylib: 1 of its 2 shared objects, cubins and fatbins "
+                       "carry CUDA code"))
+      << r.output;
+  EXPECT_TRUE(Contains(r.output, "libptx75.so.12")) << r.output;
+  EXPECT_FALSE(Contains(r.output, "_plain")) << r.output;
+  std::string library;
+  std::multimap<std::string, std::string> sass = StoredSass(&library);
+  ASSERT_EQ(sass.size(), 1u) << r.output;
+  EXPECT_EQ(sass.begin()->first, "sm_86");
+  EXPECT_EQ(library, fs::canonical(site / "mylib/lib/libptx75.so.12").string());
+
+  RunResult missing = ::kcache::testing::Run(
+      env + KcacheCli() + " warm --package no-such-package --arch 8.6 --dry-run");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_TRUE(Contains(missing.output, "package 'no-such-package' is not installed for python3"))
+      << missing.output;
+}
+
 TEST_F(WarmLibraryTest, FlagsThatDoNotFitAreBadInput) {
   std::string lib = *dir_ / "libptx75.so";
   EXPECT_EQ(Kcache("warm --library " + lib + " --arch 8.6").exit_code, 2);  // no --store
   EXPECT_EQ(Kcache("warm --library " + lib + " --arch compute_86 --store " + store_).exit_code, 2);
   EXPECT_EQ(Kcache("warm --library " + lib + " --arch 8.6 --server unix:///nonexistent").exit_code,
             2);
+  EXPECT_EQ(Kcache("warm --dry-run --arch 8.6 --store " + store_).exit_code, 2);  // nothing to read
 }
 
 }  // namespace
