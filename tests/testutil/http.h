@@ -7,22 +7,39 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <random>
 #include <string>
 
 namespace kcache::testing {
 
-// A free TCP port on 127.0.0.1 (bound, read and released).
-inline int FreePort() {
+// True when 127.0.0.1:port can be bound now.
+inline bool PortFree(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
-  return ntohs(addr.sin_port);
+  return ok;
 }
+
+// A TCP port on 127.0.0.1 in [low, high) that is free now: picked at random and checked; 0 when
+// 200 picks found none. Tests pick their listening ports below Linux's ephemeral range (32768
+// and up, /proc/sys/net/ipv4/ip_local_port_range): a port there that is free now may be handed
+// to any test's outgoing connection before the server it was picked for binds it.
+inline int FreePortIn(int low, int high) {
+  std::mt19937 random(std::random_device{}());
+  for (int i = 0; i < 200; ++i) {
+    int port = low + static_cast<int>(random() % static_cast<unsigned>(high - low));
+    if (PortFree(port)) return port;
+  }
+  return 0;
+}
+
+// A free port for a kcached's probe port or Redis door: [27000, 32700), apart from the Redis
+// servers' ports and cluster buses (tests/testutil/redis_cluster.h).
+inline int FreePort() { return FreePortIn(27000, 32700); }
 
 // A TCP connection to 127.0.0.1:port (-1 when refused), with a 10 s receive timeout.
 inline int ConnectLoopback(int port) {

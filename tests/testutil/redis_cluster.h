@@ -16,12 +16,12 @@
 
 #include <chrono>
 #include <map>
-#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/testutil/http.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -29,18 +29,6 @@ namespace kcache::testing {
 
 inline bool RedisAvailable() {
   return Run("command -v redis-server && command -v redis-cli").exit_code == 0;
-}
-
-// True when 127.0.0.1:port can be bound now.
-inline bool PortFree(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
 }
 
 // A loopback port that nothing listens on for as long as this object lives: it holds the port
@@ -215,11 +203,12 @@ class RedisServers {
     return true;
   }
 
+  // A server's port in [10000, 17000), its cluster bus (+10000) in [20000, 27000): below the
+  // ephemeral range and apart from a kcached's (FreePort, tests/testutil/http.h).
   int FreePort() {
-    std::mt19937 random(std::random_device{}());
     for (int i = 0; i < 200; ++i) {
-      int port = 20000 + static_cast<int>(random() % 20000);
-      if (PortFree(port) && PortFree(port + 10000)) return port;  // +10000: the cluster bus
+      int port = FreePortIn(10000, 17000);
+      if (port != 0 && PortFree(port + 10000)) return port;
     }
     return 0;
   }

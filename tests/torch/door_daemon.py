@@ -11,9 +11,19 @@ from pathlib import Path
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now, picked at random below Linux's ephemeral range (32768 and up),
+    where a free port may be handed to another test's outgoing connection before the server it
+    was picked for binds it: tests/testutil/http.h's FreePort range."""
+    import random
+    for _ in range(200):
+        port = random.randrange(27000, 32700)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free loopback port in 27000-32699")
 
 
 def start_kcached(kcached: str, tmp: Path, port: int | None = None) -> subprocess.Popen:
