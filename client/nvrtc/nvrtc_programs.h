@@ -36,11 +36,13 @@ void KcacheProgramUnserve(nvrtcProgram prog);
 
 /* For a served program, what output `kind`'s getters answer: 1 with *answer set (size_query:
  * the size getter's result, the size written to *size when it succeeded; else the content
- * getter's, the bytes copied to `out` when it succeeded); 0 when `prog` is not served. */
+ * getter's, the bytes copied to `out` when it succeeded); 0 when `prog` is not served, or when
+ * `size` (`out`) is NULL: the real getter answers that as it does any program. */
 int KcacheServedOutput(nvrtcProgram prog, int kind, int size_query, size_t* size, char* out,
                        nvrtcResult* answer);
 /* For a served program, nvrtcGetLoweredName's answer for `expression`: 1 with *answer (and
- * *lowered, valid until the program is destroyed or compiled again); 0 when not served. */
+ * *lowered, valid until the program is destroyed or compiled again); 0 when not served, or
+ * when `lowered` is NULL (the real NVRTC answers). */
 int KcacheServedLoweredName(nvrtcProgram prog, const char* expression, const char** lowered,
                             nvrtcResult* answer);
 

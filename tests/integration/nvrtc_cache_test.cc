@@ -110,7 +110,7 @@ TEST_F(NvrtcCacheTest, SecondProcessIsServedEveryCompileByteForByte) {
     EXPECT_EQ(Occurrences(second.output, kServed), 2) << second.output;
     EXPECT_EQ(Occurrences(second.output, kForwarded), 0) << second.output;
     fs::path runs = fs::path(tmp_.path()) / tag;
-    for (const char* file : {"ptx", "cubin", "log", "names"}) {
+    for (const char* file : {"ptx", "cubin", "log", "names", "nulls"}) {
       std::string expected = ReadFile(runs / "direct" / file);
       EXPECT_EQ(ReadFile(runs / "first" / file), expected) << file;
       EXPECT_EQ(ReadFile(runs / "second" / file), expected) << file;

@@ -131,7 +131,7 @@ class NvrtcStandInTest : public ::testing::Test {
     ASSERT_EQ(env.exit_code, 0) << env.output;
     EXPECT_TRUE(ThroughStandIn(env.output)) << env.output;
 
-    for (const char* file : {"ptx", "cubin", "log", "names"}) {
+    for (const char* file : {"ptx", "cubin", "log", "names", "nulls"}) {
       std::string expected = ReadFile(tmp_ / absl::StrCat("direct/", file));
       if (std::string(file) != "log") {
         EXPECT_FALSE(expected.empty()) << file;

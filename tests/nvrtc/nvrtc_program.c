@@ -5,7 +5,8 @@
  * stand-in preloaded, so that its outputs can be compared byte for byte.
  *
  *   PROGRAM compile DIR     compiles a kernel to PTX (compute_89) and CUBIN (sm_89), writing
- *                           DIR/ptx, DIR/cubin, DIR/log and DIR/names (its lowered names)
+ *                           DIR/ptx, DIR/cubin, DIR/log, DIR/names (its lowered names) and
+ *                           DIR/nulls (what the getters answer given a NULL to write to)
  *   PROGRAM threads N DIR   N threads compile the kernel to PTX at once; DIR/ptx is thread 0's,
  *                           and every thread's must be the same
  *   PROGRAM churn DIR       8 threads compile the kernel to PTX 3 times each while 8 others
@@ -130,8 +131,16 @@ static int CompileToFiles(const char* dir) {
     if (!Check(NVRTC(nvrtcGetLoweredName)(prog, kNames[i], &lowered), "lowered name")) return 0;
     snprintf(names + strlen(names), sizeof names - strlen(names), "%s %s\n", kNames[i], lowered);
   }
+  /* What each getter answers given nowhere to write (a caller's mistake): NVRTC's own answer. */
+  char nulls[256];
+  snprintf(
+      nulls, sizeof nulls, "ptx size %d\nptx %d\ncubin size %d\ncubin %d\nlog %d\nlowered %d\n",
+      NVRTC(nvrtcGetPTXSize)(prog, NULL), NVRTC(nvrtcGetPTX)(prog, NULL),
+      NVRTC(nvrtcGetCUBINSize)(prog, NULL), NVRTC(nvrtcGetCUBIN)(prog, NULL),
+      NVRTC(nvrtcGetProgramLog)(prog, NULL), NVRTC(nvrtcGetLoweredName)(prog, kNames[0], NULL));
   NVRTC(nvrtcDestroyProgram)(&prog);
-  return WriteFile(dir, "names", names, strlen(names));
+  return WriteFile(dir, "names", names, strlen(names)) &&
+         WriteFile(dir, "nulls", nulls, strlen(nulls));
 }
 
 struct ThreadResult {
