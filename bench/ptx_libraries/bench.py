@@ -22,7 +22,8 @@ which uses CUB), kcache / sass (<= 2).
 Without a GPU (this part runs everywhere), the load path's own cost, against the recording
 fake driver (tests/cuda/fake_libcuda.c, which does no JIT): loads with the fake alone, through
 kcache's stand-in served from kcached, and through the stand-in on a miss (a GPU the store was
-not warmed for). A process's first load (moe_routing's module: it loads libkcache-cuda.so and
+not warmed for), with its PTX sent to be built (a `kcache cuda-build-ptx` process per module,
+not waited for; this kcached compiles nothing and refuses it) and not (KCACHE_CUDA_BUILD=0). A process's first load (moe_routing's module: it loads libkcache-cuda.so and
 connects to kcached) and its later ones (the other kernels' modules, in the same process) are
 reported apart, in milliseconds over the fake alone. The fake's context takes 100 ms to create
 (FAKE_CUDA_CONTEXT_MS), as a real first context does: the stand-in loads its cache half during
@@ -201,6 +202,8 @@ def cpu_part(program: Path, fake: Path, fatbins: dict, base: dict, socket: Path,
         "fake alone": {**env, "FAKE_CUDA_CC": "8.6"},
         "stand-in, served": {**stand_in, "FAKE_CUDA_CC": "8.6"},
         "stand-in, a miss": {**stand_in, "FAKE_CUDA_CC": "8.0"},
+        # The miss without its PTX handed to `kcache cuda-build-ptx` (a process per module).
+        "miss, not sent": {**stand_in, "FAKE_CUDA_CC": "8.0", "KCACHE_CUDA_BUILD": "0"},
     }
     # The process's first load (CUB_KERNEL's), then every other kernel's module in the same
     # process, as a worker loads its libraries.
