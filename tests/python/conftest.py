@@ -14,11 +14,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator, List
 
 import pytest
+
+# free_port: a loopback port below the ephemeral range, one definition for the Python suites
+# (tests/torch/door_daemon.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "torch"))
+from door_daemon import free_port  # noqa: E402,F401  (test_redis_door.py takes it from here)
 
 REPO = Path(__file__).resolve().parents[2]
 TESTDATA = Path(__file__).resolve().parent / "testdata"
@@ -121,23 +127,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if (session.config.getoption("--exit-125-when-all-skipped") and exitstatus == 0
             and _outcomes and all(o == "skipped" for o in _outcomes)):
         session.exitstatus = 125
-
-
-def free_port() -> int:
-    """A loopback port free now, picked at random below Linux's ephemeral range (32768 and up),
-    where a free port may be handed to another test's outgoing connection before the server it
-    was picked for binds it: tests/testutil/http.h's FreePort range."""
-    import random
-    import socket
-    for _ in range(200):
-        port = random.randrange(27000, 32700)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free loopback port in 27000-32699")
 
 
 @pytest.fixture(scope="session")
