@@ -25,7 +25,7 @@ cd "$root"
 # kcached under TSan does not stop on SIGTERM (docs/fuzzing.md, "Sanitizers").
 TSAN_TESTS=(single_flight_test artifact_cache_test memory_lru_test bounded_lru_test
   background_writer_test process_pool_test write_behind_test background_compiles_test
-  memo_object_cache_test)
+  memo_object_cache_test connection_server_test)
 
 launcher=()
 if command -v ccache >/dev/null; then
