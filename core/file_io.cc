@@ -63,6 +63,21 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> ReadToEnd(int fd, uint64_t max_bytes) {
+  std::string bytes;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InternalError(absl::StrCat("read failed: ", std::strerror(errno)));
+    if (n == 0) return bytes;
+    bytes.append(buffer, static_cast<size_t>(n));
+    if (bytes.size() > max_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat("more than ", max_bytes, " bytes"));
+    }
+  }
+}
+
 size_t PreadFull(int fd, uint64_t offset, char* into, size_t length) {
   size_t done = 0;
   while (done < length) {

@@ -24,6 +24,11 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 // the temporary file is then removed.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
 
+// Everything `fd` (a pipe, standard input) gives until its end, read in pieces (again after
+// EINTR). ResourceExhausted as soon as it passes `max_bytes`, nothing more read; Internal when a
+// read fails, naming the cause.
+absl::StatusOr<std::string> ReadToEnd(int fd, uint64_t max_bytes);
+
 // Reads up to `length` bytes of `fd` at `offset` into `into` (pread, again after EINTR and a
 // short read): the count read, less than `length` only at the file's end or on an error.
 size_t PreadFull(int fd, uint64_t offset, char* into, size_t length);

@@ -26,6 +26,7 @@
 #include "client/launch/fast_object_cache.h"
 #include "client/launch/handed_miss.h"
 #include "client/launch/launch_command.h"
+#include "core/file_io.h"
 #include "engine/objects/launcher.h"
 #include "engine/objects/object_wire.h"
 #include "engine/objects/run_process.h"
@@ -147,17 +148,16 @@ std::string ShellQuoted(const std::string& value) {
 // (client/nvrtc/nvrtc_cache.cc HandToKcache; objects::DecodeHandedEntry), where this process's
 // launchers put their objects. kExitBadInput for input that is not one.
 int PutHandedNvrtcCompile() {
-  std::string input;
-  char buffer[1 << 16];
-  const uint64_t cap = objects::kDefaultMaxObjectBytes + (uint64_t{16} << 20);
-  for (;;) {
-    ssize_t n = read(STDIN_FILENO, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    input.append(buffer, static_cast<size_t>(n));
-    if (input.size() > cap) return Fail("kcache nvrtc-put: the input is too large", kExitBadInput);
+  absl::StatusOr<std::string> input =
+      ReadToEnd(STDIN_FILENO, objects::kDefaultMaxObjectBytes + (uint64_t{16} << 20));
+  if (absl::IsResourceExhausted(input.status())) {
+    return Fail("kcache nvrtc-put: the input is too large", kExitBadInput);
   }
-  absl::StatusOr<std::pair<ObjectEntry, std::string>> handed = objects::DecodeHandedEntry(input);
+  if (!input.ok()) {
+    return Fail(absl::StrCat("kcache nvrtc-put: standard input: ", input.status().message()),
+                kExitFailed);
+  }
+  absl::StatusOr<std::pair<ObjectEntry, std::string>> handed = objects::DecodeHandedEntry(*input);
   if (!handed.ok()) {
     return Fail(absl::StrCat("kcache nvrtc-put: ", handed.status().message()), kExitBadInput);
   }

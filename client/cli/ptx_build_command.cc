@@ -4,7 +4,6 @@
 #include <grpcpp/security/credentials.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/output.h"
+#include "core/file_io.h"
 #include "core/kernel_spec.h"
 #include "core/protocol.h"
 #include "core/target.h"
@@ -56,23 +56,17 @@ int BuildFromPtx(const PtxBuildFlags& flags) {
   if (server.empty()) return fail("no kcached: pass --server or set KCACHE_SERVER", kExitBadInput);
   absl::StatusOr<Sm> sm = ParseSm(flags.device);
   if (!sm.ok()) return fail(absl::StrCat("--device: ", sm.status().message()), kExitBadInput);
-  std::string ptx;
-  char buffer[1 << 16];
-  for (;;) {
-    ssize_t n = read(STDIN_FILENO, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    ptx.append(buffer, static_cast<size_t>(n));
-    if (ptx.size() > kMaxBuildPtxBytes) {
-      return fail(absl::StrCat("the PTX module is over ", kMaxBuildPtxBytes,
-                               " bytes, more than kcached takes: bake its SASS with `kcache warm "
-                               "--library`"),
-                  kExitBadInput);
-    }
+  absl::StatusOr<std::string> ptx = ReadToEnd(STDIN_FILENO, kMaxBuildPtxBytes);
+  if (absl::IsResourceExhausted(ptx.status())) {
+    return fail(absl::StrCat("the PTX module is over ", kMaxBuildPtxBytes,
+                             " bytes, more than kcached takes: bake its SASS with `kcache warm "
+                             "--library`"),
+                kExitBadInput);
   }
-  if (ptx.empty()) return fail("no PTX on standard input", kExitBadInput);
+  if (!ptx.ok()) return fail(absl::StrCat("standard input: ", ptx.status().message()), kExitFailed);
+  if (ptx->empty()) return fail("no PTX on standard input", kExitBadInput);
   v1::BuildFromPtxRequest request;
-  request.set_ptx(std::move(ptx));
+  request.set_ptx(*std::move(ptx));
   request.mutable_device()->set_sm_major(static_cast<uint32_t>(sm->major));
   request.mutable_device()->set_sm_minor(static_cast<uint32_t>(sm->minor));
   request.mutable_device()->set_driver_version(flags.driver);

@@ -3,10 +3,14 @@
 #include "core/file_io.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "tests/testutil/temp_dir.h"
 
@@ -47,6 +51,33 @@ TEST(FileIoTest, FailuresSayWhatAndLeaveNothing) {
   int entries = 0;
   for (const auto& entry : fs::directory_iterator(tmp.path())) entries += entry.exists();
   EXPECT_EQ(entries, 1);  // only target/
+}
+
+// A pipe read to its end, in pieces larger and smaller than one read; past the bound, an error.
+TEST(FileIoTest, ReadToEndTakesAPipeWholeUpToTheBound) {
+  signal(SIGPIPE, SIG_IGN);  // the writer past the bound writes to a closed pipe
+  std::string sent(200000, 'x');
+  for (uint64_t bound : {uint64_t{200000}, uint64_t{199999}}) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    std::thread writer([&] {
+      for (size_t at = 0; at < sent.size();) {
+        ssize_t n = write(fds[1], sent.data() + at, std::min<size_t>(7000, sent.size() - at));
+        if (n <= 0) break;  // the reader stopped at the bound
+        at += static_cast<size_t>(n);
+      }
+      close(fds[1]);
+    });
+    absl::StatusOr<std::string> read = ReadToEnd(fds[0], bound);
+    close(fds[0]);
+    writer.join();
+    if (bound == sent.size()) {
+      ASSERT_TRUE(read.ok()) << read.status();
+      EXPECT_EQ(*read, sent);
+    } else {
+      EXPECT_EQ(read.status().code(), absl::StatusCode::kResourceExhausted) << read.status();
+    }
+  }
 }
 
 }  // namespace
