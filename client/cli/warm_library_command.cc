@@ -9,6 +9,7 @@
 #include "client/cli/output.h"
 #include "client/cli/python_packages.h"
 #include "client/cli/warm_library.h"
+#include "engine/compile/compiler.h"
 #include "engine/fatbin/library.h"
 #include "engine/fatbin/library_plan.h"
 #include "engine/fatbin/library_warm.h"
@@ -82,6 +83,7 @@ int RunWarmLibraries(const LibraryWarmFlags& flags) {
   }
   std::shared_ptr<const Toolkit> toolkit;
   std::unique_ptr<Store> store;
+  std::unique_ptr<Compiler> compiler;  // builds in this process, one at a time
   if (!flags.dry_run) {
     absl::StatusOr<std::shared_ptr<const Toolkit>> loaded = LoadToolkitForCli(flags.toolkit);
     if (!loaded.ok()) return Fail(loaded.status().message(), kExitBadInput);
@@ -95,6 +97,7 @@ int RunWarmLibraries(const LibraryWarmFlags& flags) {
         OpenStoreForCli(flags.store, StoreUse::kCreateOrWrite);
     if (!opened.ok()) return Fail(opened.status().message(), kExitBadInput);
     store = *std::move(opened);
+    compiler = NewNvrtcCompiler(toolkit);
   }
 
   int exit_code = kExitOk;
@@ -139,7 +142,7 @@ int RunWarmLibraries(const LibraryWarmFlags& flags) {
     PrintPlan(*library, fatbin::PlanLibrary(*library, *targets), flags.dry_run);
     if (flags.dry_run) continue;
     absl::StatusOr<fatbin::LibraryWarmResult> result =
-        fatbin::WarmLibrary(*library, *targets, *store, *toolkit, &printer);
+        fatbin::WarmLibrary(*library, *targets, *store, *compiler, &printer);
     if (!result.ok()) {
       std::fflush(stdout);
       std::fprintf(stderr, "error: %s\n", std::string(result.status().message()).c_str());

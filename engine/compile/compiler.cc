@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/compile_options.h"
+#include "core/cubin.h"
 #include "core/sha256.h"
 #include "engine/compile/nvrtc_api.h"
 #include "engine/compile/toolkit.h"
@@ -320,9 +321,14 @@ class NvrtcCompiler final : public Compiler {
     pass.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                             std::chrono::steady_clock::now() - start)
                                             .count());
+    absl::StatusOr<int> arch = CubinSmArch(*cubin);
+    if (!arch.ok() || *arch != job.target.sm.arch()) {
+      return absl::InternalError(absl::StrCat("nvJitLink built ", job.target.ToString(),
+                                              " but its output is not a cubin for that SM"));
+    }
     CompileOutput output;
     Artifact artifact = fatbin::PtxSassArtifact(
-        ArtifactKey{job.id, ArtifactKind::kCubin, job.target, toolkit_->identity().id, 0},
+        fatbin::PtxSassKey(job.id, job.target, toolkit_->identity().id),
         fatbin::PtxSassOrigin{job.spec.name, *ptx_target}, *std::move(cubin), std::move(pass.log),
         pass.micros,
         MinDriverFor(ArtifactKind::kCubin, toolkit_->identity().major, toolkit_->identity().minor));
@@ -368,7 +374,7 @@ std::string CompileLogOf(const absl::Status& status) {
 }
 
 std::vector<ArtifactKey> CompileJob::ExpectedKeys(const std::string& toolkit_id) const {
-  if (!this->ptx.empty()) return {ArtifactKey{id, ArtifactKind::kCubin, target, toolkit_id, 0}};
+  if (!this->ptx.empty()) return {fatbin::PtxSassKey(id, target, toolkit_id)};
   Target ptx = target.WithKind(TargetKind::kPtx);
   std::vector<ArtifactKey> keys;
   if (target.kind == TargetKind::kSass) {

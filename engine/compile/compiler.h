@@ -43,9 +43,10 @@ struct CompileJob {
   CompileDemand demand;
   // Non-empty: the job builds SASS from this PTX module instead of compiling `spec` with NVRTC.
   // nvJitLink compiles it for `target` (an sm_ target) with spec.options after -arch (only -O0
-  // to -O3 are taken: IsPtxJobOption), and the job gives the cubin alone, as
-  // engine/fatbin/ptx_sass.h stores SASS built from PTX: keyed {id, kCubin, target}, its origin
-  // spec.name and the PTX's own .target. The caller chooses `id` (fatbin::PtxModuleId).
+  // to -O3 are taken: IsPtxJobOption), and the job gives the cubin alone, checked to be a
+  // cubin for that SM (Internal otherwise), as engine/fatbin/ptx_sass.h stores SASS built from
+  // PTX: keyed PtxSassKey(id, target), its origin spec.name and the PTX's own .target
+  // (InvalidArgument when it has none). The caller chooses `id` (fatbin::PtxModuleId).
   std::string ptx;
 
   // The keys of what this job writes with toolkit `toolkit_id`: the cubin (SASS targets),

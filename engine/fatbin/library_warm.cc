@@ -1,10 +1,7 @@
-// WarmLibrary (library_warm.h): nvJitLink compiles of a library's PTX into a store.
+// WarmLibrary (library_warm.h): a library's PTX compiled to SASS (CompileJob::ptx) into a store.
 #include "engine/fatbin/library_warm.h"
 
-#include <chrono>
-
 #include "absl/strings/str_cat.h"
-#include "core/cubin.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
 #include "engine/fatbin/ptx_sass.h"
@@ -14,18 +11,22 @@ namespace kcache::fatbin {
 
 absl::StatusOr<LibraryWarmResult> WarmLibrary(const Library& library,
                                               const std::vector<Target>& targets, Store& store,
-                                              const Toolkit& toolkit,
-                                              LibraryWarmObserver* observer) {
+                                              Compiler& compiler, LibraryWarmObserver* observer) {
   LibraryWarmResult result;
   result.plan = PlanLibrary(library, targets);
-  const std::string& toolkit_id = toolkit.identity().id;
+  const std::string& toolkit_id = compiler.toolkit().identity().id;
   for (const TargetPlan& plan : result.plan) {
     if (plan.decision != TargetPlan::Decision::kBuild) continue;
     const FatbinEntry& entry = library.entries()[*plan.ptx_entry];
     absl::StatusOr<std::string> ptx = EntryPayload(entry, library.path());
     if (!ptx.ok()) return ptx.status();
-    ArtifactKey key = PtxSassKey(PtxModuleId(*ptx, entry.jit_options, PtxSassCompileOptions()),
-                                 plan.build, toolkit_id);
+    CompileJob job;
+    job.id = PtxModuleId(*ptx, entry.jit_options, PtxSassCompileOptions());
+    job.target = plan.build;
+    job.spec.name = library.path();
+    job.spec.options = PtxSassCompileOptions();
+    job.ptx = *std::move(ptx);
+    ArtifactKey key = job.ExpectedKeys(toolkit_id).front();
     BuiltEntry built{library.path(), entry.target(), plan.build, key.ToString()};
     absl::StatusOr<std::vector<ArtifactMeta>> stored = store.ListArtifacts(key.kernel_id);
     if (!stored.ok()) return stored.status();
@@ -36,29 +37,16 @@ absl::StatusOr<LibraryWarmResult> WarmLibrary(const Library& library,
       }
     }
     if (!built.cached) {
-      auto start = std::chrono::steady_clock::now();
-      std::string log;
-      absl::StatusOr<std::string> cubin =
-          LinkPtx(toolkit, *ptx, plan.build, PtxSassCompileOptions(), &log);
-      if (!cubin.ok()) {
-        return absl::Status(cubin.status().code(),
+      absl::StatusOr<CompileOutput> output = compiler.Compile(job);
+      if (!output.ok()) {
+        return absl::Status(output.status().code(),
                             absl::StrCat(library.path(), ": ", entry.Describe(), " -> ",
-                                         plan.build.ToString(), ": ", cubin.status().message()));
+                                         plan.build.ToString(), ": ", output.status().message()));
       }
-      built.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                               std::chrono::steady_clock::now() - start)
-                                               .count());
-      absl::StatusOr<int> arch = CubinSmArch(*cubin);
-      if (!arch.ok() || *arch != plan.build.sm.arch()) {
-        return absl::InternalError(absl::StrCat(library.path(), ": nvJitLink built ",
-                                                plan.build.ToString(), " from ", entry.Describe(),
-                                                " but its output is not a cubin for that SM"));
-      }
-      built.bytes = cubin->size();
-      absl::Status put = store.Put(PtxSassArtifact(
-          key, {library.path(), entry.target()}, *std::move(cubin), std::move(log), built.micros,
-          MinDriverFor(ArtifactKind::kCubin, toolkit.identity().major, toolkit.identity().minor)));
-      if (!put.ok()) return put;
+      const Artifact& cubin = output->artifacts.front();
+      built.micros = cubin.meta.compile_micros;
+      built.bytes = cubin.bytes.size();
+      if (absl::Status put = store.Put(cubin); !put.ok()) return put;
     }
     if (observer != nullptr) observer->OnBuilt(built);
     result.built.push_back(std::move(built));

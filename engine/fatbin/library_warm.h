@@ -13,8 +13,8 @@
 #include "engine/fatbin/library_plan.h"
 
 namespace kcache {
+class Compiler;
 class Store;
-class Toolkit;
 }  // namespace kcache
 
 namespace kcache::fatbin {
@@ -42,16 +42,17 @@ struct LibraryWarmResult {
   std::vector<BuiltEntry> built;  // in plan order; cached ones included
 };
 
-// Builds every kBuild of PlanLibrary(library, targets) with `toolkit`'s nvJitLink (in this
-// process, one at a time) and stores each cubin under PtxSassKey (ptx_sass.h) in `store`,
-// unless the store holds that key already. Each cubin is checked to be a cubin for the SM built
-// before it is stored. Stops at the first failure: DataLoss / InvalidArgument for a PTX payload
-// that does not decompress (fatbin.h), Aborted with nvJitLink's log when the PTX does not
-// compile, FailedPrecondition when the toolkit has no nvJitLink, Internal for a cubin of the
-// wrong SM, the store's errors as Put gives them; what was stored before stays.
+// Builds every kBuild of PlanLibrary(library, targets) with `compiler` (a PTX job each,
+// CompileJob::ptx: nvJitLink, one at a time, checked to be a cubin for the SM built) and stores
+// each cubin under PtxSassKey (ptx_sass.h) in `store`, unless the store holds that key already.
+// Stops at the first failure, its message naming the library, the entry and the target:
+// DataLoss / InvalidArgument for a PTX payload that does not decompress (fatbin.h) or has no
+// .target, Aborted with nvJitLink's log when the PTX does not compile, FailedPrecondition when
+// the toolkit has no nvJitLink, Internal for a cubin of the wrong SM, the store's errors as Put
+// gives them; what was stored before stays.
 absl::StatusOr<LibraryWarmResult> WarmLibrary(const Library& library,
                                               const std::vector<Target>& targets, Store& store,
-                                              const Toolkit& toolkit,
+                                              Compiler& compiler,
                                               LibraryWarmObserver* observer = nullptr);
 
 }  // namespace kcache::fatbin
