@@ -16,9 +16,17 @@ with:
             a new state directory (so the pod's first compile digests what NVRTC loads once), and
             a new process under `kcache run --server`
 It prints, per program, the median milliseconds of a compile in each mode (a pod's first compile
-left out) and the ratio, each pod's first compile, and how many compiles were stored and served. CuPy's and cuda.core's
-own caches are not measured here: CuPy's cache hit ends in loading the module on a GPU, and
-cuda.core keeps none; docs/gpu-tests.md runs them on a GPU.
+left out) and the ratio, each pod's first compile, and how many compiles were stored and served.
+
+Then CuPy's own path: a new process gets the 8 elementwise kernels as a RawKernel does
+(cupy.cuda.compiler._compile_with_cache_cuda: CuPy names each program in a new temporary
+directory, and compiles an empty program first in each process, its check of NVRTC's version):
+  cupy none   CuPy's cache ($CUPY_CACHE_DIR) empty, no kcache
+  cupy own    CuPy's cache warm on the same disk (an earlier process filled it), no kcache
+  cupy kcache CuPy's cache empty (a new pod), kcache's stand-in serving as above
+Loading the module needs a GPU: it is left out (a no-op in its place), and CuPy is told the
+-arch an sm_89 would give. Both rows without kcache preload the toolkit's NVRTC, the one kcache
+forwards to. cuda.core keeps no cache of its own.
 """
 
 from __future__ import annotations
@@ -56,6 +64,25 @@ for p in programs:
     nvrtc.nvrtcGetCUBIN(prog, cubin)
     times.append((p["group"], (time.perf_counter() - started) * 1e3))
     nvrtc.nvrtcDestroyProgram(prog)
+print("RESULT " + json.dumps(times))
+"""
+
+# CuPy's RawKernel compile of each program, per process, with the module's load (which needs a
+# GPU) left out; prints each kernel's milliseconds.
+CUPY_CHILD = r"""
+import json, sys, time, types
+from cupy.cuda import compiler
+compiler._get_arch_for_options_for_nvrtc = lambda arch=None: (f"-arch=sm_{arch}", "cubin")
+class Module:  # cupy.cuda.function.Module without the GPU: the compile and CuPy's cache are real
+    def load(self, cubin): pass
+    def _set_mapping(self, mapping): pass
+compiler.function = types.SimpleNamespace(Module=Module)
+programs = [p for p in json.loads(open(sys.argv[1]).read()) if p["group"] == "elementwise"]
+times = []
+for p in programs:
+    started = time.perf_counter()
+    compiler._compile_with_cache_cuda(p["source"], ("-std=c++17",), "89")
+    times.append(("cupy", (time.perf_counter() - started) * 1e3))
 print("RESULT " + json.dumps(times))
 """
 
@@ -106,9 +133,9 @@ def programs(work: Path, toolkit: str) -> list[dict]:
     return out
 
 
-def run(env: dict, prefix: list[str], progs: Path) -> tuple[list, str]:
+def run(env: dict, prefix: list[str], progs: Path, child: str = CHILD) -> tuple[list, str]:
     full = {**os.environ, **env}
-    proc = subprocess.run([*prefix, sys.executable, "-c", CHILD, str(progs)], env=full,
+    proc = subprocess.run([*prefix, sys.executable, "-c", child, str(progs)], env=full,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(prefix)} failed:\n{proc.stdout}\n{proc.stderr}")
@@ -141,7 +168,23 @@ def main() -> int:
         stored = bake_log.count("kcache: nvrtc: stored ")
         if os.environ.get("KCACHE_BENCH_DEBUG"):
             print(bake_log)
-        pods, served_lines = [], 0
+        # CuPy's path: its own cache, and a bake of what it compiles into the same store.
+        toolkit_nvrtc = {"LD_PRELOAD": f"{args.toolkit}/lib64/libnvrtc.so.13"}
+        cupy_none, cupy_own = [], []
+        for pod in range(args.pods):
+            times, _ = run({**toolkit_nvrtc, "CUPY_CACHE_DIR": str(tmp / f"cupy-none{pod}")}, [],
+                           progs, CUPY_CHILD)
+            cupy_none.append(times)
+            times, _ = run({**toolkit_nvrtc, "CUPY_CACHE_DIR": str(tmp / "cupy-own")}, [], progs,
+                           CUPY_CHILD)
+            if pod > 0:  # the first filled CuPy's cache
+                cupy_own.append(times)
+        _, bake_log = run({"KCACHE_STATE_DIR": str(tmp / "bake-state"), "KCACHE_LOG": "1",
+                           "CUPY_CACHE_DIR": str(tmp / "cupy-bake")},
+                          [args.kcache, "run", "--store", str(store), *shims, "--"], progs,
+                          CUPY_CHILD)
+        stored += bake_log.count("kcache: nvrtc: stored ")
+        pods, cupy_pods, served_lines = [], [], 0
         for pod in range(args.pods):
             socket = tmp / f"pod{pod}.sock"
             daemon = subprocess.Popen(
@@ -152,17 +195,21 @@ def main() -> int:
                 deadline = time.time() + 30
                 while not Path(f"{socket}.fast").exists() and time.time() < deadline:
                     time.sleep(0.05)
+                prefix = [args.kcache, "run", "--server", f"unix://{socket}", *shims, "--"]
                 times, log = run({"KCACHE_STATE_DIR": str(tmp / f"pod-state{pod}"),
-                                  "KCACHE_LOG": "1"},
-                                 [args.kcache, "run", "--server", f"unix://{socket}", *shims,
-                                  "--"], progs)
+                                  "KCACHE_LOG": "1"}, prefix, progs)
+                cupy_times, cupy_log = run({"KCACHE_STATE_DIR": str(tmp / f"pod-state{pod}"),
+                                            "KCACHE_LOG": "1",
+                                            "CUPY_CACHE_DIR": str(tmp / f"cupy-pod{pod}")},
+                                           prefix, progs, CUPY_CHILD)
             finally:
                 daemon.terminate()
                 daemon.wait(30)
             pods.append(times)
+            cupy_pods.append(cupy_times)
             if os.environ.get("KCACHE_BENCH_DEBUG"):
-                print(log)
-            served_lines += log.count("served by kcache")
+                print(log + cupy_log)
+            served_lines += log.count("served by kcache") + cupy_log.count("served by kcache")
         print(f"{'program':<12} {'none ms':>9} {'kcache ms':>10} {'none/kcache':>12}")
         for group in ("elementwise", "cub", "headers"):
             # A pod's first compile digests what NVRTC loads: shown apart below.
@@ -173,7 +220,20 @@ def main() -> int:
         firsts = ", ".join(f"{times[0][1]:.0f}" for times in pods)
         print(f"a pod's first compile (an elementwise kernel; it digests NVRTC's builtins): "
               f"{firsts} ms")
-        print(f"stored {stored} compiles at the bake; served {served_lines} of {len(listed) * args.pods} compiles in the pods")
+        elementwise = sum(1 for p in listed if p["group"] == "elementwise")
+        # CuPy compiles an empty program before its first kernel in each process: 2 + 7 more.
+        compiles = (len(listed) + elementwise + 1) * args.pods
+        print(f"stored {stored} compiles at the bakes; served {served_lines} of {compiles} "
+              f"compiles in the pods")
+        print()
+        print("CuPy's RawKernel path, per kernel (a process's first kernel apart: it also compiles "
+              "CuPy's empty program)")
+        print(f"{'mode':<12} {'ms':>9} {'first ms':>9}")
+        for mode, runs in (("cupy none", cupy_none), ("cupy own", cupy_own),
+                           ("cupy kcache", cupy_pods)):
+            later = [ms for times in runs for i, (_, ms) in enumerate(times) if i > 0]
+            firsts = [times[0][1] for times in runs]
+            print(f"{mode:<12} {statistics.median(later):9.2f} {statistics.median(firsts):9.1f}")
     return 0
 
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/compile_turn_remote.h"
+#include "client/cli/nvrtc_any_directory.h"
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
 #include "client/cli/run_check.h"
@@ -28,6 +29,8 @@
 #include "client/launch/launch_command.h"
 #include "core/file_io.h"
 #include "engine/objects/launcher.h"
+#include "engine/objects/nvrtc_compile.h"
+#include "engine/objects/object_bundle.h"
 #include "engine/objects/object_wire.h"
 #include "engine/objects/run_process.h"
 #include "engine/objects/store_object_cache.h"
@@ -145,8 +148,10 @@ std::string ShellQuoted(const std::string& value) {
 }
 
 // `kcache nvrtc-put`: stores the NVRTC compile kcache's stand-in handed over on standard input
-// (client/nvrtc/nvrtc_cache.cc HandToKcache; objects::DecodeHandedEntry), where this process's
-// launchers put their objects. kExitBadInput for input that is not one.
+// (client/nvrtc/nvrtc_cache.cc HandToKcache: the compile framed, objects::DecodeHandedEntry),
+// where this process's launchers put their objects: under the key for any directory when its
+// program is named in one that does not reach the output (nvrtc_any_directory.h), else as
+// handed. kExitBadInput for input that is not one.
 int PutHandedNvrtcCompile() {
   absl::StatusOr<std::string> input =
       ReadToEnd(STDIN_FILENO, objects::kDefaultMaxObjectBytes + (uint64_t{16} << 20));
@@ -157,19 +162,39 @@ int PutHandedNvrtcCompile() {
     return Fail(absl::StrCat("kcache nvrtc-put: standard input: ", input.status().message()),
                 kExitFailed);
   }
-  absl::StatusOr<std::pair<ObjectEntry, std::string>> handed = objects::DecodeHandedEntry(*input);
+  absl::string_view rest = *input, compile;
+  if (!objects::TakeFramed(rest, &compile)) {
+    return Fail("kcache nvrtc-put: the input is not a handed NVRTC compile", kExitBadInput);
+  }
+  absl::StatusOr<std::pair<ObjectEntry, std::string>> handed = objects::DecodeHandedEntry(rest);
   if (!handed.ok()) {
     return Fail(absl::StrCat("kcache nvrtc-put: ", handed.status().message()), kExitBadInput);
   }
   auto& [entry, bundle] = *handed;
+  std::string how;  // said with KCACHE_LOG=1
+  if (!compile.empty()) {
+    absl::StatusOr<std::pair<objects::NvrtcProgram, objects::NvrtcContext>> decoded =
+        objects::DecodeNvrtcCompile(compile);
+    if (!decoded.ok()) {
+      return Fail(absl::StrCat("kcache nvrtc-put: ", decoded.status().message()), kExitBadInput);
+    }
+    absl::StatusOr<ObjectEntry> moved =
+        AnyDirectoryEntry(entry, bundle, decoded->first, decoded->second);
+    if (moved.ok()) {
+      entry = *std::move(moved);
+      how = ", for its program's name in any directory";
+    } else {
+      how = absl::StrCat(", for its program's name only: ", moved.status().message());
+    }
+  }
   objects::LauncherOptions options = LauncherOptionsFromEnv(BudgetFromEnv());
   absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = options.open_cache();
   if (!cache.ok()) return Fail(cache.status().message(), kExitFailed);
   absl::Status put = (*cache)->Put(entry, bundle);
   if (!put.ok()) return Fail(absl::StrCat("kcache nvrtc-put: ", put.message()), kExitFailed);
   if (Env("KCACHE_LOG") == "1") {
-    std::fprintf(stderr, "kcache: nvrtc: stored %s (%zu bytes)\n", entry.key.ToString().c_str(),
-                 bundle.size());
+    std::fprintf(stderr, "kcache: nvrtc: stored %s (%zu bytes%s)\n", entry.key.ToString().c_str(),
+                 bundle.size(), how.c_str());
   }
   return kExitOk;
 }

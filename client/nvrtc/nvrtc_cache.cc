@@ -1,7 +1,8 @@
 // libkcache-nvrtc.so: the cache's half of kcache's NVRTC stand-in (nvrtc_cache_abi.h), loaded
 // into the caller's process at its first compile. A lookup keys the compile
-// (engine/objects/nvrtc_compile.h), lists its entries through kcached's fast path, serves the
-// first whose manifest holds here; a miss's outcome and manifest are handed to `kcache
+// (engine/objects/nvrtc_compile.h), lists its entries through kcached's fast path (a program
+// named in a directory: first those for any directory), serves the first whose manifest holds
+// here; a miss's outcome and manifest are handed to `kcache
 // nvrtc-put` (a process of its own, reaped later: the caller does not wait for the store), which
 // puts it where the process's launchers put their objects ($KCACHE_SERVER or $KCACHE_STORE).
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,12 @@
 struct KcacheNvrtcLookup {
   kcache::objects::ObjectKey key;
   std::string cwd;  // the working directory key1 holds, which the manifest's paths are made from
+  kcache::objects::NvrtcProgram program;
+  kcache::objects::NvrtcContext context;
+  // A program named in a directory: the directory, and the key its compile has when that
+  // directory does not reach NVRTC's output (nvrtc_compile.h NvrtcAnyDirectoryKey).
+  std::optional<kcache::objects::NvrtcNameDirectory> directory;
+  std::optional<kcache::objects::ObjectKey> any_directory_key;
   size_t name_expressions = 0;
   kcache::objects::NvrtcOutcome outcome;  // a hit's
   KcacheNvrtcResult result{};             // views into `outcome`
@@ -161,19 +169,15 @@ void ViewHit(KcacheNvrtcLookup& lookup) {
   lookup.result.lowered_names = lookup.lowered_names.data();
 }
 
-// Serves the first of key1's entries whose manifest holds here, fetched and decoded, into
-// `lookup`; false when none does (or kcached cannot be asked in time).
-bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
-  if (process.fast == nullptr) return false;
-  std::shared_ptr<launch::CacheBudget> budget = Budget(process);
-  if (budget->CompileWithoutAsking()) return false;
-  std::unique_ptr<objects::ObjectCache> cache = launch::NewFastObjectCache(process.fast, budget);
-  absl::StatusOr<std::vector<ObjectEntry>> entries = cache->List(lookup.key.key1);
+// Serves the first of `key1`'s entries whose manifest holds here (checked with `dirs`), fetched
+// and decoded, into `lookup`; false when none does (or kcached cannot be asked in time).
+bool ServeFrom(Process& process, objects::ObjectCache& cache, const CommandKey& key1,
+               const objects::BaseDirs& dirs, KcacheNvrtcLookup& lookup) {
+  absl::StatusOr<std::vector<ObjectEntry>> entries = cache.List(key1);
   if (!entries.ok()) {
     Say(process, absl::StrCat("lookup failed: ", entries.status().message()));
     return false;
   }
-  objects::BaseDirs dirs{lookup.cwd, {}};
   objects::Environment env = objects::CurrentEnvironment();
   for (const ObjectEntry& entry : *entries) {
     std::string difference;
@@ -187,7 +191,7 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
       Say(process, absl::StrCat("entry ", entry.key.ToString(), " does not hold: ", difference));
       continue;
     }
-    absl::StatusOr<objects::HeldBytes> bytes = cache->GetHeld(entry.key);
+    absl::StatusOr<objects::HeldBytes> bytes = cache.GetHeld(entry.key);
     if (!bytes.ok()) {
       Say(process, absl::StrCat("entry ", entry.key.ToString(), ": ", bytes.status().message()));
       continue;
@@ -208,12 +212,34 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
   return false;
 }
 
-// Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd,
-// objects::EncodeHandedEntry), not waiting for it.
-void HandToKcache(Process& process, const ObjectEntry& entry, const std::string& bundle) {
+// Serves the compile from an entry for its program in any directory, else from one for its
+// exact name.
+bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
+  if (process.fast == nullptr) return false;
+  std::shared_ptr<launch::CacheBudget> budget = Budget(process);
+  if (budget->CompileWithoutAsking()) return false;
+  std::unique_ptr<objects::ObjectCache> cache = launch::NewFastObjectCache(process.fast, budget);
+  if (lookup.any_directory_key &&
+      ServeFrom(process, *cache, lookup.any_directory_key->key1,
+                objects::NvrtcAnyDirectoryDirs(lookup.cwd, *lookup.directory), lookup)) {
+    return true;
+  }
+  return ServeFrom(process, *cache, lookup.key.key1, objects::BaseDirs{lookup.cwd, {}}, lookup);
+}
+
+// Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd), not
+// waiting for it: the compile (objects::EncodeNvrtcCompile) framed when its program is named in
+// a directory, for nvrtc-put to find whether that directory reaches the output (else an empty
+// frame), then objects::EncodeHandedEntry.
+void HandToKcache(Process& process, const KcacheNvrtcLookup& lookup, const ObjectEntry& entry,
+                  const std::string& bundle) {
   if (process.stores->kcache().empty()) return;
-  absl::Status started =
-      process.stores->Start({"nvrtc-put"}, objects::EncodeHandedEntry(entry, bundle), kSlotWait);
+  std::string handed;
+  objects::PutFramed(handed, lookup.any_directory_key
+                                 ? objects::EncodeNvrtcCompile(lookup.program, lookup.context)
+                                 : std::string());
+  handed += objects::EncodeHandedEntry(entry, bundle);
+  absl::Status started = process.stores->Start({"nvrtc-put"}, handed, kSlotWait);
   if (absl::IsResourceExhausted(started)) {
     Say(process, absl::StrCat("not stored: ", started.message(), " (KCACHE_NVRTC_MAX_STORES)"));
   } else if (!started.ok()) {
@@ -253,7 +279,15 @@ __attribute__((visibility("default"))) KcacheNvrtcLookup* kcache_nvrtc_lookup(
   auto lookup = std::make_unique<KcacheNvrtcLookup>();
   lookup->key = *std::move(key);
   lookup->cwd = context.cwd;
+  lookup->directory = kcache::objects::NvrtcNameDirectoryOf(program.name, context.cwd);
+  if (lookup->directory) {
+    absl::StatusOr<kcache::objects::ObjectKey> any =
+        kcache::objects::NvrtcAnyDirectoryKey(program, context, &reason);
+    if (any.ok()) lookup->any_directory_key = *std::move(any);
+  }
   lookup->name_expressions = program.name_expressions.size();
+  lookup->program = std::move(program);
+  lookup->context = std::move(context);
   if (kcache::nvrtc::Serve(process, *lookup)) *hit = &lookup->result;
   return lookup.release();
 }
@@ -315,7 +349,7 @@ __attribute__((visibility("default"))) void kcache_nvrtc_store(KcacheNvrtcLookup
   entry.manifest = *std::move(manifest);
   entry.fields = lookup->key.fields;
   entry.size = bytes.size();
-  kcache::nvrtc::HandToKcache(process, entry, bytes);
+  kcache::nvrtc::HandToKcache(process, *lookup, entry, bytes);
 }
 
 __attribute__((visibility("default"))) void kcache_nvrtc_release(KcacheNvrtcLookup* lookup) {

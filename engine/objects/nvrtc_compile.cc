@@ -1,6 +1,9 @@
 #include "engine/objects/nvrtc_compile.h"
 
+#include <filesystem>
+
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/library_build.h"
@@ -10,6 +13,8 @@
 
 namespace kcache::objects {
 namespace {
+
+namespace fs = std::filesystem;
 
 // Bumped whenever what goes into an NVRTC compile's key1 or manifest changes: old entries
 // then simply miss. Never a command's domain (command_key.cc): the two never share a key.
@@ -126,8 +131,12 @@ bool NamesNativeArch(const std::vector<std::string>& options) {
   return false;
 }
 
-absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const NvrtcContext& context,
-                                          UncachedReason* reason) {
+namespace {
+
+// NvrtcCommandKey's key, with the program's name keyed as the field (name_field, name).
+absl::StatusOr<ObjectKey> KeyOf(const NvrtcProgram& program, const NvrtcContext& context,
+                                UncachedReason* reason, absl::string_view name_field,
+                                const std::string& name) {
   if (NamesNativeArch(program.options)) {
     return Uncached(reason, UncachedReason::kNativeTarget,
                     "-arch=native: the GPU here decides the code, and no key says which");
@@ -162,7 +171,7 @@ absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const Nvr
     key.fields.emplace_back("driver", *driver);
   }
   key.fields.emplace_back("cwd", context.cwd);
-  key.fields.emplace_back("name", program.name);
+  key.fields.emplace_back(name_field, name);
   key.fields.emplace_back("source", Xxh128Hex(program.source));
   for (const auto& [name, content] : program.headers) {
     key.fields.emplace_back("header name", name);
@@ -174,6 +183,126 @@ absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const Nvr
   }
   key.key1 = KeyOverFields(kNvrtcKeyDomain, key.fields);
   return key;
+}
+
+}  // namespace
+
+absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const NvrtcContext& context,
+                                          UncachedReason* reason) {
+  return KeyOf(program, context, reason, "name", program.name);
+}
+
+std::optional<NvrtcNameDirectory> NvrtcNameDirectoryOf(const std::string& name,
+                                                       const std::string& cwd) {
+  size_t slash = name.rfind('/');
+  if (slash == std::string::npos || slash + 1 == name.size()) return std::nullopt;
+  fs::path directory = fs::path(name.substr(0, slash + 1));
+  if (directory.is_relative()) directory = fs::path(cwd) / directory;
+  std::string normal = directory.lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  if (normal == "/" || normal == fs::path(cwd).lexically_normal().string()) return std::nullopt;
+  return NvrtcNameDirectory{normal, name.substr(slash + 1)};
+}
+
+absl::StatusOr<ObjectKey> NvrtcAnyDirectoryKey(const NvrtcProgram& program,
+                                               const NvrtcContext& context,
+                                               UncachedReason* reason) {
+  std::optional<NvrtcNameDirectory> name = NvrtcNameDirectoryOf(program.name, context.cwd);
+  if (!name) {
+    return Uncached(reason, UncachedReason::kUnreadableInput,
+                    absl::StrCat("the program's name ", program.name, " has no directory"));
+  }
+  return KeyOf(program, context, reason, "name in any directory", name->base);
+}
+
+BaseDirs NvrtcAnyDirectoryDirs(const std::string& cwd, const NvrtcNameDirectory& name) {
+  return BaseDirs{cwd, {name.directory}};
+}
+
+absl::StatusOr<std::pair<HeaderManifest, NvrtcDirectoryState>> NvrtcAnyDirectoryManifest(
+    const HeaderManifest& manifest, const std::string& cwd, const NvrtcNameDirectory& name) {
+  const BaseDirs before{cwd, {}};
+  const BaseDirs after = NvrtcAnyDirectoryDirs(cwd, name);
+  const std::string directory = after.Normalize(name.directory);  // "@base1@"
+  const std::string program = absl::StrCat(directory, "/", name.base);
+  std::pair<HeaderManifest, NvrtcDirectoryState> made;
+  for (const auto& [path, fact] : manifest) {
+    if (!path.empty() && path[0] == '$') {  // a variable: its value's directories
+      made.first.emplace_back(path, after.Normalize(before.Restore(fact)));
+      continue;
+    }
+    std::string moved = after.Normalize(before.Resolve(path));
+    if (moved == directory || absl::StartsWith(moved, absl::StrCat(directory, "/"))) {
+      bool exists = fact == absl::StrCat(kExistsPrefix, moved == directory ? "dir" : "file");
+      if ((moved != directory && moved != program) || (!exists && fact != kAbsentFact)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "NVRTC looked at ", before.Resolve(path), " (", fact, ") in the program's directory"));
+      }
+      (moved == directory ? made.second.directory_exists : made.second.name_exists) = exists;
+    }
+    made.first.emplace_back(std::move(moved), fact);
+  }
+  return made;
+}
+
+std::string EncodeNvrtcCompile(const NvrtcProgram& program, const NvrtcContext& context) {
+  std::string out;
+  for (const std::string* field :
+       {&program.source, &program.name, &context.library, &context.cwd, &context.driver}) {
+    PutFramed(out, *field);
+  }
+  PutFramed(out, absl::StrCat(context.major, ".", context.minor));
+  PutFramed(out, absl::StrCat(program.headers.size()));
+  for (const auto& [name, content] : program.headers) {
+    PutFramed(out, name);
+    PutFramed(out, content);
+  }
+  for (const std::vector<std::string>* list : {&program.name_expressions, &program.options}) {
+    PutFramed(out, absl::StrCat(list->size()));
+    for (const std::string& item : *list) PutFramed(out, item);
+  }
+  return out;
+}
+
+absl::StatusOr<std::pair<NvrtcProgram, NvrtcContext>> DecodeNvrtcCompile(absl::string_view bytes) {
+  auto refused = [] { return absl::InvalidArgumentError("not an NVRTC compile"); };
+  std::pair<NvrtcProgram, NvrtcContext> decoded;
+  auto& [program, context] = decoded;
+  auto take = [&bytes](std::string* out) {
+    absl::string_view field;
+    if (!TakeFramed(bytes, &field)) return false;
+    out->assign(field.data(), field.size());
+    return true;
+  };
+  // A count of what follows, each at least a frame's 4 bytes: no more than the bytes hold.
+  auto count = [&](size_t* n) {
+    std::string text;
+    return take(&text) && absl::SimpleAtoi(text, n) && *n <= bytes.size() / 4;
+  };
+  std::string version;
+  for (std::string* field : {&program.source, &program.name, &context.library, &context.cwd,
+                             &context.driver, &version}) {
+    if (!take(field)) return refused();
+  }
+  std::pair<std::string, std::string> numbers = absl::StrSplit(version, '.');
+  size_t n = 0;
+  if (!absl::SimpleAtoi(numbers.first, &context.major) ||
+      !absl::SimpleAtoi(numbers.second, &context.minor) || !count(&n)) {
+    return refused();
+  }
+  program.headers.resize(n);
+  for (auto& [name, content] : program.headers) {
+    if (!take(&name) || !take(&content)) return refused();
+  }
+  for (std::vector<std::string>* list : {&program.name_expressions, &program.options}) {
+    if (!count(&n)) return refused();
+    list->resize(n);
+    for (std::string& item : *list) {
+      if (!take(&item)) return refused();
+    }
+  }
+  if (!bytes.empty()) return refused();
+  return decoded;
 }
 
 absl::StatusOr<HeaderManifest> NvrtcManifest(const observe::ObservedReads& record,

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,52 @@ absl::StatusOr<HeaderManifest> NvrtcManifest(const observe::ObservedReads& recor
                                              FileDigests& digests, absl::Time compiled_from,
                                              UncachedReason* reason);
 
+// A program named by a path with a directory: the directory (absolute: a relative one taken
+// against the working directory) and the name's last component. CuPy names each program in a
+// temporary directory of its own (/tmp/tmpXXXXXXXX/<hash>.cubin.cu), a new one in every
+// process, so that under key1's exact name no process is served another's compile.
+struct NvrtcNameDirectory {
+  std::string directory;
+  std::string base;
+};
+// nullopt for a name without a directory, one ending in "/", or one whose directory is the
+// working directory (key1 names that already) or "/".
+std::optional<NvrtcNameDirectory> NvrtcNameDirectoryOf(const std::string& name,
+                                                       const std::string& cwd);
+
+// key1 of a compile whose output was found not to depend on its program's directory
+// (NvrtcAnyDirectoryManifest, and the same output compiled in another directory: `kcache
+// nvrtc-put`): NvrtcCommandKey's fields, the name's directory left out ("name in any
+// directory": its last component; never the same key1 as a name's). FailedPrecondition as
+// NvrtcCommandKey's, and when the name has no directory.
+absl::StatusOr<ObjectKey> NvrtcAnyDirectoryKey(const NvrtcProgram& program,
+                                               const NvrtcContext& context, UncachedReason* reason);
+
+// The base directories an any-directory entry's manifest is made and checked with: the working
+// directory, and the program's directory as the first root ("@base1@"), so that what the
+// compile found there is checked in the directory of the program being served.
+BaseDirs NvrtcAnyDirectoryDirs(const std::string& cwd, const NvrtcNameDirectory& name);
+
+// Whether the program's directory and the name as a path existed when it compiled, as its
+// manifest says (neither looked at: neither).
+struct NvrtcDirectoryState {
+  bool directory_exists = false;
+  bool name_exists = false;
+};
+// `manifest` (made with BaseDirs{cwd}) made again with NvrtcAnyDirectoryDirs, and the state it
+// records. FailedPrecondition when NVRTC read or looked for anything in the directory other
+// than the directory itself and the program's name as a path, stat'ed only: a compile in
+// another directory could then read other files, which `kcache nvrtc-put`'s compile in a new
+// directory could not show the same.
+absl::StatusOr<std::pair<HeaderManifest, NvrtcDirectoryState>> NvrtcAnyDirectoryManifest(
+    const HeaderManifest& manifest, const std::string& cwd, const NvrtcNameDirectory& name);
+
+// A compile as the stand-in hands it to `kcache nvrtc-put` (client/nvrtc/nvrtc_cache.cc), for
+// it to compile again elsewhere: the program and its context, each field framed.
+std::string EncodeNvrtcCompile(const NvrtcProgram& program, const NvrtcContext& context);
+// InvalidArgument when the bytes are not one.
+absl::StatusOr<std::pair<NvrtcProgram, NvrtcContext>> DecodeNvrtcCompile(absl::string_view bytes);
+
 // What a compile gave, as the caller saw it: the bytes an entry holds as its object
 // (ObjectBundle::object; docs/store-format.md, "NVRTC outcomes"), replayed on a hit.
 struct NvrtcOutput {
@@ -83,6 +130,7 @@ struct NvrtcOutput {
   uint64_t size = 0;    // what it said, when it succeeded
   int result = 0;       // the content getter's (nvrtcGetPTX, ...)
   std::string bytes;    // what it wrote, when it succeeded
+  bool operator==(const NvrtcOutput&) const = default;
 };
 // The outputs, in the stand-in's order (client/nvrtc/nvrtc_cache_abi.h KCACHE_NVRTC_*): PTX,
 // CUBIN, LTO-IR, OptiX-IR, Tile-IR, the log.
@@ -92,6 +140,7 @@ struct NvrtcOutcome {
   std::array<NvrtcOutput, kNvrtcOutputCount> outputs;
   // nvrtcGetLoweredName's answer for each name expression, in the call's order: (result, name).
   std::vector<std::pair<int, std::string>> lowered;
+  bool operator==(const NvrtcOutcome&) const = default;
 };
 std::string EncodeNvrtcOutcome(const NvrtcOutcome& outcome);
 // DataLoss when the bytes are not an outcome (a damaged or hostile entry), or one whose lowered

@@ -119,6 +119,69 @@ TEST_F(NvrtcCacheTest, SecondProcessIsServedEveryCompileByteForByte) {
   }
 }
 
+// A program named in a new directory in each process, as CuPy names its programs: the first
+// process's compiles are stored for the name in any directory (NVRTC compiled them the same in
+// another), and the next process, in another directory, is served them byte for byte (and as a
+// run without kcache's). A program whose output holds its directory (__FILE__) is not, nor one
+// that read a header beside it: each process compiles its own, and a header of another value
+// beside the next one's is compiled in.
+TEST_F(NvrtcCacheTest, ProgramNamedInANewDirectoryIsServedWhenTheDirectoryIsNotInItsOutput) {
+  constexpr const char* kAnyDirectory = "for its program's name in any directory";
+  constexpr const char* kNameOnly = "for its program's name only";
+  auto named = [&](const std::string& dir, const std::string& kind, bool under_kcache) {
+    std::string command = absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " named ",
+                                       Dir(dir).string(), " ", kind);
+    RunResult run =
+        under_kcache ? UnderKcache(command)
+                     : testing::Run(absl::StrCat("env ", testing::UnsetRoutedVariables(), command));
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    return run;
+  };
+  // What a run's log says of its compiles: "forwarded F, served S, stored for any directory
+  // A, for the name only N".
+  auto said = [&](const RunResult& run) {
+    return absl::StrCat("forwarded ", Occurrences(run.output, kForwarded), ", served ",
+                        Occurrences(run.output, kServed), ", stored for any directory ",
+                        Occurrences(run.output, kAnyDirectory), ", for the name only ",
+                        Occurrences(run.output, kNameOnly));
+  };
+  RunResult direct = named("direct", "plain", false);
+  RunResult first = named("first", "plain", true);
+  EXPECT_EQ(said(first), "forwarded 2, served 0, stored for any directory 2, for the name only 0")
+      << first.output;
+  RunResult second = named("second", "plain", true);
+  EXPECT_EQ(said(second), "forwarded 0, served 2, stored for any directory 0, for the name only 0")
+      << second.output;
+  for (const char* file : {"ptx", "cubin", "log", "names"}) {
+    EXPECT_EQ(ReadFile(fs::path(tmp_ / "second") / file),
+              ReadFile(fs::path(tmp_ / "direct") / file))
+        << file;
+  }
+
+  RunResult file_first = named("file_first", "file", true);
+  EXPECT_EQ(said(file_first),
+            "forwarded 2, served 0, stored for any directory 0, for the name only 2")
+      << file_first.output;
+  RunResult file_second = named("file_second", "file", true);
+  EXPECT_EQ(said(file_second),
+            "forwarded 2, served 0, stored for any directory 0, for the name only 2")
+      << file_second.output;
+  EXPECT_NE(ReadFile(tmp_ / "file_second/ptx"), ReadFile(tmp_ / "file_first/ptx"))
+      << "each holds its own directory";
+
+  RunResult sibling_first = named("sibling_first", "sibling=3.0f", true);
+  EXPECT_EQ(said(sibling_first),
+            "forwarded 1, served 0, stored for any directory 0, for the name only 1")
+      << sibling_first.output;
+  EXPECT_TRUE(Contains(sibling_first.output, "hdr.h")) << sibling_first.output;
+  RunResult sibling_second = named("sibling_second", "sibling=5.0f", true);
+  EXPECT_EQ(said(sibling_second),
+            "forwarded 1, served 0, stored for any directory 0, for the name only 1")
+      << sibling_second.output;
+  EXPECT_TRUE(Contains(ReadFile(tmp_ / "sibling_second/ptx"), "0f40A00000"))  // 5.0f
+      << ReadFile(tmp_ / "sibling_second/ptx");
+}
+
 // What must miss does: a change to the header read, a header of that name appearing in the
 // directory searched first, another option, NVRTC_APPEND_FLAGS set, another NVRTC; and each
 // variant is stored, so it hits the next time.

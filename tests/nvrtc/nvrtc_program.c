@@ -19,6 +19,14 @@
  *                           compiles a kernel that includes "hdr.h" with -I DIR/a -I DIR/b
  *                           (and OPTION), while another thread of the program keeps reading
  *                           DIR/unrelated; writes DIR/ptx
+ *   PROGRAM named DIR KIND  names its program in a new directory of DIR's, as CuPy does (a new
+ *                           temporary directory each time), and prints the name:
+ *                             plain    as `compile` does (a kernel that draws no warning),
+ *                                      the directory removed first (CuPy's way: NVRTC does not
+ *                                      read the program's file)
+ *                             file     the same, the kernel holding its __FILE__
+ *                             sibling=VALUE  a kernel that includes "hdr.h", which the
+ *                                      directory holds (kValue = VALUE); writes DIR/ptx
  * Each mode prints "nvrtc: PATH", the file nvrtcCompileProgram is found in, first. Exit 0 when
  * all went as the mode expects, 1 otherwise. */
 #define _GNU_SOURCE
@@ -29,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef KCACHE_TEST_DLOPEN
 static void* Library(void) {
@@ -68,6 +77,9 @@ static const char kSource[] =
     "  if (i < n) data[i] += 1.0f;\n"
     "}\n";
 static const char* const kNames[] = {"scale<float>", "scale<double>"};
+/* What Compile compiles, and the program's name. */
+static const char* g_source = kSource;
+static const char* g_name = "scale.cu";
 
 static int Check(nvrtcResult result, const char* what) {
   if (result == NVRTC_SUCCESS) return 1;
@@ -86,7 +98,7 @@ static int WriteFile(const char* dir, const char* name, const char* data, size_t
 
 /* Compiles kSource for `arch`; the program is left in *prog (destroyed by the caller). */
 static int Compile(const char* arch, nvrtcProgram* prog) {
-  if (!Check(NVRTC(nvrtcCreateProgram)(prog, kSource, "scale.cu", 0, NULL, NULL), "create")) {
+  if (!Check(NVRTC(nvrtcCreateProgram)(prog, g_source, g_name, 0, NULL, NULL), "create")) {
     return 0;
   }
   for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; ++i) {
@@ -312,6 +324,50 @@ static int CompileIncludes(const char* dir, const char* extra) {
   return ok && reader.reads > 0;
 }
 
+static int CompileNamed(const char* dir, const char* kind) {
+  char directory[4200], name[4300];
+  snprintf(directory, sizeof directory, "%s/progXXXXXX", dir);
+  if (mkdtemp(directory) == NULL) return 0;
+  printf("name: %s/", directory);
+  if (strcmp(kind, "plain") == 0 || strcmp(kind, "file") == 0) {
+    /* kSource without its unused variable, whose warning would name the program in the log. */
+    static char source[sizeof kSource + 128];
+    static const char kUnused[] = "  int unused = 0;\n";
+    const char* unused = strstr(kSource, kUnused);
+    snprintf(source, sizeof source, "%.*s%s%s", (int)(unused - kSource), kSource,
+             unused + strlen(kUnused),
+             strcmp(kind, "file") == 0 ? "__device__ const char* file_name = __FILE__;\n" : "");
+    g_source = source;
+    snprintf(name, sizeof name, "%s/scale.cu", directory);
+    g_name = name;
+    printf("scale.cu\n");
+    return rmdir(directory) == 0 && CompileToFiles(dir);
+  }
+  if (strncmp(kind, "sibling=", 8) != 0) return 0;
+  static const char kIncluding[] =
+      "#include \"hdr.h\"\n"
+      "extern \"C\" __global__ void fill(float* data) { data[threadIdx.x] = kValue; }\n";
+  char header[256];
+  snprintf(header, sizeof header, "constexpr float kValue = %s;\n", kind + 8);
+  snprintf(name, sizeof name, "%s/fill.cu", directory);
+  printf("fill.cu\n");
+  nvrtcProgram prog;
+  const char* options[] = {"--gpu-architecture=compute_89"};
+  int ok = WriteFile(directory, "hdr.h", header, strlen(header)) &&
+           Check(NVRTC(nvrtcCreateProgram)(&prog, kIncluding, name, 0, NULL, NULL), "create") &&
+           Check(NVRTC(nvrtcCompileProgram)(prog, 1, options), "compile");
+  size_t size = 0;
+  char* ptx = ok ? Ptx(prog, &size) : NULL;
+  ok = ptx != NULL && WriteFile(dir, "ptx", ptx, size);
+  free(ptx);
+  if (ok) NVRTC(nvrtcDestroyProgram)(&prog);
+  char path[4300];
+  snprintf(path, sizeof path, "%s/hdr.h", directory);
+  unlink(path);
+  rmdir(directory);
+  return ok;
+}
+
 static double Seconds(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -338,7 +394,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: %s compile DIR | threads N DIR | churn DIR | missing | internals | "
-            "includes DIR [OPTION] | "
+            "includes DIR [OPTION] | named DIR plain|file|sibling=VALUE | "
             "bench N\n",
             argv[0]);
     return 2;
@@ -360,6 +416,8 @@ int main(int argc, char** argv) {
     ok = Internals();
   } else if (strcmp(argv[1], "includes") == 0 && (argc == 3 || argc == 4)) {
     ok = CompileIncludes(argv[2], argc == 4 ? argv[3] : NULL);
+  } else if (strcmp(argv[1], "named") == 0 && argc == 4) {
+    ok = CompileNamed(argv[2], argv[3]);
   } else if (strcmp(argv[1], "bench") == 0 && argc == 3) {
     ok = Bench(atol(argv[2]));
   }

@@ -3,7 +3,8 @@
 loaded libnvrtc.so.13 before it looks in the wheel), byte for byte as they compile without it
 with the same real NVRTC; `kcache run` forwards to the toolkit's NVRTC unless
 KCACHE_REAL_NVRTC names another (the nvidia-cuda-nvrtc wheel's, say); under `kcache run
---server` a second process is served both callers' compiles, byte for byte; torch, whose
+--server` a second process is served both callers' compiles, byte for byte, and CuPy's, whose
+programs are named in a new temporary directory each time; torch, whose
 libtorch_cuda.so links NVRTC's versioned symbols, imports under it. The C programs' side is
 tests/integration/nvrtc_standin_test.cc."""
 
@@ -187,6 +188,57 @@ def test_second_process_is_served_both_callers_compiles(stand_in: Path, kcache_c
     for key in ("ptx", "lowered", "cubin", "core_lowered"):
         assert first[key] == direct[key], key
         assert second[key] == direct[key], key
+
+
+# CuPy's RawKernel compile (compiler._compile_with_cache_cuda): NVRTC compiles an empty program
+# (CuPy's check of NVRTC's version) and the kernel, named <hash>.cubin.cu in a new temporary
+# directory each time, and CuPy saves the CUBIN and lowered names in its own cache
+# ($CUPY_CACHE_DIR). Loading the module then needs a GPU; so does CuPy's choice of -arch, which
+# is answered here as it would be on an sm_89. Prints the saved files' digests as JSON.
+CUPY_CALLER = r'''
+import hashlib, json, os
+from cupy.cuda import compiler
+compiler._get_arch_for_options_for_nvrtc = lambda arch=None: (f"-arch=sm_{arch}", "cubin")
+SOURCE = """template <typename T> __global__ void scale(T* x, T f, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= f;
+}
+extern "C" __global__ void add_one(float* x) { x[threadIdx.x] += 1.0f; }
+"""
+try:
+    compiler._compile_with_cache_cuda(SOURCE, (), "89", name_expressions=["scale<float>"])
+except Exception:  # compiled and saved; the module's load needs a GPU
+    pass
+cache = os.environ["CUPY_CACHE_DIR"]
+print(json.dumps({f: hashlib.sha256(open(os.path.join(cache, f), "rb").read()).hexdigest()
+                  for f in sorted(os.listdir(cache))}))
+'''
+
+
+def test_cupys_compile_is_served_in_a_new_process(stand_in: Path, kcache_cli: str, own_daemon,
+                                                   tmp_path: Path) -> None:
+    if not (stand_in.parent / "libkcache-nvrtc.so").exists():
+        pytest.skip("no libkcache-nvrtc.so beside the stand-in (a sanitizer build)")
+    pytest.importorskip("cupy")
+
+    def pod(name: str, kcache: bool) -> subprocess.CompletedProcess:
+        env = clean_env(KCACHE_LOG="1", KCACHE_STATE_DIR=str(tmp_path / "state"),
+                        CUPY_CACHE_DIR=str(tmp_path / name))  # CuPy's cache empty: a new pod
+        if not kcache:  # the NVRTC `kcache run` forwards to, not the wheel's CuPy would load
+            env["LD_PRELOAD"] = TOOLKIT_NVRTC
+        args = [kcache_cli, "run", "--server", own_daemon.address, "--shims",
+                str(tmp_path / "shims"), "--"] if kcache else []
+        return subprocess.run(args + [sys.executable, "-c", CUPY_CALLER], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    direct, first, second = pod("direct", False), pod("first", True), pod("second", True)
+    saved = [result(run) for run in (direct, first, second)]
+    assert len(saved[0]) == 1, saved[0]
+    assert saved[1] == saved[0] and saved[2] == saved[0], saved
+    assert first.stderr.count(FORWARDED) == 2, first.stderr
+    assert first.stderr.count("for its program's name in any directory") == 1, first.stderr
+    assert second.stderr.count(SERVED + "NVRTC_SUCCESS") == 2, second.stderr
+    assert second.stderr.count(FORWARDED) == 0, second.stderr
 
 
 def test_torch_imports_under_it(stand_in: Path, kcache_cli: str, tmp_path: Path) -> None:

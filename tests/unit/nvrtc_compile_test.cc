@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,111 @@ TEST_F(NvrtcCompileTest, UnreadableLibraryIsUncached) {
   UncachedReason reason = UncachedReason::kNone;
   EXPECT_FALSE(Key(program_, context, &reason).ok());
   EXPECT_EQ(reason, UncachedReason::kUnreadableInput);
+}
+
+TEST(NvrtcNameDirectoryTest, IsTheNamesDirectoryUnlessItIsTheWorkingDirectory) {
+  auto of = [](const std::string& name) {
+    std::optional<NvrtcNameDirectory> found = NvrtcNameDirectoryOf(name, "/work");
+    return found ? absl::StrCat(found->directory, " ", found->base) : std::string("none");
+  };
+  EXPECT_EQ(of("/tmp/tmpab12cd34/5f3e.cubin.cu"), "/tmp/tmpab12cd34 5f3e.cubin.cu");
+  EXPECT_EQ(of("/tmp//x/../y/k.cu"), "/tmp/y k.cu");
+  EXPECT_EQ(of("sub/k.cu"), "/work/sub k.cu");
+  EXPECT_EQ(of("k.cu"), "none");
+  EXPECT_EQ(of("./k.cu"), "none");
+  EXPECT_EQ(of("/work/k.cu"), "none");
+  EXPECT_EQ(of("/k.cu"), "none");
+  EXPECT_EQ(of("/tmp/x/"), "none");
+  EXPECT_EQ(of(""), "none");
+}
+
+TEST_F(NvrtcCompileTest, AnyDirectoryKeyLeavesOutTheDirectoryOnly) {
+  auto any = [this](const std::string& name) {
+    NvrtcProgram program = program_;
+    program.name = name;
+    UncachedReason reason = UncachedReason::kNone;
+    absl::StatusOr<ObjectKey> key = NvrtcAnyDirectoryKey(program, context_, &reason);
+    EXPECT_TRUE(key.ok()) << key.status();
+    return key.ok() ? key->key1 : CommandKey();
+  };
+  CommandKey a = any("/tmp/tmpaaaa/k.cu");
+  EXPECT_EQ(any("/tmp/tmpbbbbbbbb/k.cu"), a);
+  EXPECT_EQ(any("sub/k.cu"), a);
+  EXPECT_NE(any("/tmp/tmpaaaa/j.cu"), a);
+  // Never a name's key: not the name "k.cu"'s, nor "/tmp/tmpaaaa/k.cu"'s.
+  EXPECT_NE(KeyAfter([](NvrtcProgram& p, NvrtcContext&) { p.name = "k.cu"; }), a);
+  EXPECT_NE(KeyAfter([](NvrtcProgram& p, NvrtcContext&) { p.name = "/tmp/tmpaaaa/k.cu"; }), a);
+  // Every other field is keyed as in a name's key.
+  NvrtcProgram program = program_;
+  program.name = "/tmp/tmpaaaa/k.cu";
+  program.options.push_back("-G");
+  UncachedReason reason = UncachedReason::kNone;
+  EXPECT_NE(NvrtcAnyDirectoryKey(program, context_, &reason)->key1, a);
+  EXPECT_FALSE(NvrtcAnyDirectoryKey(program_, context_, &reason).ok()) << "k.cu has no directory";
+}
+
+TEST(NvrtcAnyDirectoryManifestTest, MakesTheDirectorysPathsRelativeToIt) {
+  NvrtcNameDirectory name{"/tmp/tmpaaaa", "k.cu"};
+  HeaderManifest manifest = {{"/tmp/tmpaaaa/k.cu", "absent"},
+                             {"/tmp/tmpaaaa", "absent"},
+                             {"/usr/local/cuda/include/cuda_fp16.h", "0123"},
+                             {"@cwd@/__nv_name_map", "absent"},
+                             {"$NVRTC_APPEND_FLAGS", "=-I/tmp/tmpaaaa/../inc"}};
+  auto made = NvrtcAnyDirectoryManifest(manifest, "/work", name);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(made->first, (HeaderManifest{{"@base1@/k.cu", "absent"},
+                                         {"@base1@", "absent"},
+                                         {"/usr/local/cuda/include/cuda_fp16.h", "0123"},
+                                         {"@cwd@/__nv_name_map", "absent"},
+                                         {"$NVRTC_APPEND_FLAGS", "=-I@base1@/../inc"}}));
+  EXPECT_FALSE(made->second.directory_exists);
+  EXPECT_FALSE(made->second.name_exists);
+  // Checked where the program being served is named.
+  BaseDirs dirs = NvrtcAnyDirectoryDirs("/work", {"/tmp/tmpbbbb", "k.cu"});
+  EXPECT_EQ(dirs.Resolve(made->first[0].first), "/tmp/tmpbbbb/k.cu");
+
+  manifest[0].second = "exists:file";
+  manifest[1].second = "exists:dir";
+  made = NvrtcAnyDirectoryManifest(manifest, "/work", name);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_TRUE(made->second.directory_exists);
+  EXPECT_TRUE(made->second.name_exists);
+}
+
+TEST(NvrtcAnyDirectoryManifestTest, RefusedWhenNvrtcLookedAtMoreThanTheNameThere) {
+  NvrtcNameDirectory name{"/tmp/tmpaaaa", "k.cu"};
+  for (const HeaderManifest& manifest : std::vector<HeaderManifest>{
+           {{"/tmp/tmpaaaa/hdr.h", "absent"}},        // a header looked for beside it
+           {{"/tmp/tmpaaaa/sub/hdr.h", "0123"}},      // one read
+           {{"/tmp/tmpaaaa/k.cu", "0123"}},           // the program's file read
+           {{"/tmp/tmpaaaa", "listing:0123"}},        // the directory listed
+           {{"/tmp/tmpaaaa/k.cu", "exists:dir"}}}) {  // not a file
+    auto made = NvrtcAnyDirectoryManifest(manifest, "/work", name);
+    EXPECT_FALSE(made.ok()) << manifest[0].first << " " << manifest[0].second;
+  }
+}
+
+TEST_F(NvrtcCompileTest, CompileDecodesAsEncoded) {
+  NvrtcProgram program = program_;
+  program.headers.push_back({"", std::string("\0binary", 7)});
+  context_.driver = "/usr/lib/libcuda.so.1";
+  std::string bytes = EncodeNvrtcCompile(program, context_);
+  auto decoded = DecodeNvrtcCompile(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->first.source, program.source);
+  EXPECT_EQ(decoded->first.name, program.name);
+  EXPECT_EQ(decoded->first.headers, program.headers);
+  EXPECT_EQ(decoded->first.name_expressions, program.name_expressions);
+  EXPECT_EQ(decoded->first.options, program.options);
+  EXPECT_EQ(decoded->second.library, context_.library);
+  EXPECT_EQ(decoded->second.cwd, context_.cwd);
+  EXPECT_EQ(decoded->second.driver, context_.driver);
+  EXPECT_EQ(decoded->second.major, 13);
+  EXPECT_EQ(decoded->second.minor, 0);
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_FALSE(DecodeNvrtcCompile(bytes.substr(0, cut)).ok()) << cut;
+  }
+  EXPECT_FALSE(DecodeNvrtcCompile(bytes + "x").ok());
 }
 
 // A record as the stand-in writes it (client/nvrtc/nvrtc_reads.h).
