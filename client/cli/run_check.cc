@@ -103,14 +103,21 @@ class Checker {
     absl::StrAppend(&report_.text, way, ": ", chain, "\n");
   }
 
-  // NVRTC's stand-in: it caches with a kcached or a store.
-  void Nvrtc(const std::string& way) {
+  // NVRTC's stand-ins, 13's and 12's: each caches with a kcached or a store.
+  void Nvrtc(const std::string& way, const std::string& way12) {
     bool keeps = !Variable(routed_.env, "KCACHE_SERVER").empty() ||
                  !Variable(routed_.env, "KCACHE_STORE").empty();
+    std::string not_served = keeps ? "" : "neither KCACHE_SERVER nor KCACHE_STORE";
     StandIn(way, {"libnvrtc.so.13", "libkcache-nvrtc.so", "KCACHE_REAL_NVRTC",
                   "the first libnvrtc.so.13 of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda",
                   "the real libnvrtc.so.13 (not through kcache: no stand-in in LD_PRELOAD)",
-                  ", cached", keeps ? "" : "neither KCACHE_SERVER nor KCACHE_STORE"});
+                  ", cached", not_served});
+    StandIn(way12, {"libnvrtc.so.12", "libkcache-nvrtc.so", "KCACHE_REAL_NVRTC_12",
+                    "the first libnvrtc.so.12 of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda",
+                    "no stand-in (no NVRTC 12 here: a CUDA 12 toolkit's, or the "
+                    "nvidia-cuda-nvrtc-cu12 wheel of PATH's python3; KCACHE_REAL_NVRTC_12 "
+                    "names one)",
+                    ", cached", not_served});
   }
 
   // The driver's stand-in: it serves module loads with a kcached to ask.
@@ -192,7 +199,8 @@ RouteReport CheckRoutes(const objects::ToolLookup& routed,
                            NamesKcache(command[0], routed))) {
     check.Direct("the command itself", command[0]);
   }
-  check.Nvrtc("NVRTC in the process (CuPy, cuda.core, DeepGEMM's NVRTC mode, torch)");
+  check.Nvrtc("NVRTC in the process (CuPy, cuda.core, DeepGEMM's NVRTC mode, torch)",
+              "NVRTC 12 in the process (CUDA 12 builds of those)");
   check.Cuda("module loads in the process (libraries' PTX the driver would JIT)");
   return check.Take();
 }

@@ -169,7 +169,10 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
                 "which forwards every NVRTC call of the command's processes (torch, CuPy, "
                 "cuda-python, DeepGEMM, a program linked with -lnvrtc) to the real NVRTC, "
                 "KCACHE_REAL_NVRTC: the environment's, else the toolkit's lib64/libnvrtc.so.13, "
-                "and serves their compiles from kcache (docs/nvrtc-standin.md)");
+                "and serves their compiles from kcache (docs/nvrtc-standin.md); and, where there "
+                "is an NVRTC 12 (KCACHE_REAL_NVRTC_12: the environment's, a CUDA 12 toolkit's, "
+                "else the nvidia-cuda-nvrtc-cu12 wheel of PATH's python3), its libnvrtc.so.12 "
+                "stand-in");
   sub->add_flag("--no-cuda", flags.no_cuda,
                 "leave the CUDA driver alone; else, on a node with a driver, LD_PRELOAD gets "
                 "kcache's libcuda.so.1 stand-in, which forwards every driver call to the real "
@@ -342,7 +345,9 @@ absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
     }
     for (std::string& note : stand_in.notes) router.Note(std::move(note));
   };
-  route(RouteNvrtc(env, objects::FindNvrtcStandIn(observer), nvrtc_root, !flags.no_nvrtc));
+  route(RouteNvrtc(env, objects::FindNvrtcStandIn(observer, 13), nvrtc_root, !flags.no_nvrtc));
+  route(RouteNvrtc12(env, objects::FindNvrtcStandIn(observer, 12), FindNvrtc12(current, nvrtc_root),
+                     !flags.no_nvrtc));
   route(RouteCuda(env, objects::FindCudaStandIn(observer), flags.no_cuda ? "" : FindCudaDriver(),
                   !flags.no_cuda));
   return router.Take();

@@ -1,7 +1,9 @@
 #include "client/cli/stand_in_env.h"
 
+#include <algorithm>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -89,6 +91,46 @@ StandInRouting RouteNvrtc(const objects::Environment& env, const std::string& st
                            toolkit_root.empty() ? "no CUDA toolkit" : toolkit_root + "/lib64",
                            " has no libnvrtc.so.13; set KCACHE_REAL_NVRTC to one)")},
       enabled);
+}
+
+StandInRouting RouteNvrtc12(const objects::Environment& env, const std::string& stand_in,
+                            const std::string& found, bool enabled) {
+  return RouteStandIn(
+      env,
+      StandIn{"NVRTC 12 stand-in (nvrtc/libnvrtc.so.12 beside libkcache-observe.so)", stand_in,
+              "KCACHE_REAL_NVRTC_12", found, ""},
+      enabled);
+}
+
+std::string FindNvrtc12(const objects::ToolLookup& lookup, const std::string& toolkit_root) {
+  constexpr const char* kWheel = "nvidia/cuda_nvrtc/lib/libnvrtc.so.12";
+  if (!toolkit_root.empty() && IsFile(absl::StrCat(toolkit_root, "/lib64/libnvrtc.so.12"))) {
+    return absl::StrCat(toolkit_root, "/lib64/libnvrtc.so.12");
+  }
+  std::vector<fs::path> prefixes;
+  for (const char* python : {"python3", "python"}) {
+    std::string found = FindProgram(python, lookup);
+    if (!found.empty()) prefixes.push_back(fs::path(found).parent_path().parent_path());
+  }
+  std::string home = Variable(lookup.env, "HOME");
+  if (!home.empty()) prefixes.push_back(fs::path(home) / ".local");
+  for (const fs::path& prefix : prefixes) {
+    std::error_code ec;
+    std::vector<fs::path> versions;  // lib/python3.*, in name order: the same answer each time
+    for (const fs::directory_entry& entry : fs::directory_iterator(prefix / "lib", ec)) {
+      if (absl::StartsWith(entry.path().filename().string(), "python3")) {
+        versions.push_back(entry.path());
+      }
+    }
+    std::sort(versions.begin(), versions.end());
+    for (const fs::path& version : versions) {
+      for (const char* packages : {"site-packages", "dist-packages"}) {
+        fs::path candidate = version / packages / kWheel;
+        if (IsFile(candidate.string())) return candidate.string();
+      }
+    }
+  }
+  return "";
 }
 
 StandInRouting RouteCuda(const objects::Environment& env, const std::string& stand_in,

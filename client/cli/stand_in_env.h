@@ -1,5 +1,6 @@
 // The stand-ins `kcache run` preloads into its command's processes (and `kcache env` prints):
-// kcache's libnvrtc.so.13 (client/nvrtc, docs/nvrtc-standin.md) and, on a node with a CUDA
+// kcache's libnvrtc.so.13 and libnvrtc.so.12 (client/nvrtc, docs/nvrtc-standin.md) and, on a
+// node with a CUDA
 // driver, kcache's libcuda.so.1 (client/cuda, docs/ptx-libraries.md "Serving at load"). Each is
 // appended to LD_PRELOAD, and a variable names the real library it forwards every call to.
 #ifndef KCACHE_CLIENT_CLI_STAND_IN_ENV_H_
@@ -40,10 +41,24 @@ struct StandIn {
 // sets nothing else.
 StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stand_in, bool enabled);
 
-// NVRTC's: the real NVRTC is <toolkit_root>/lib64/libnvrtc.so.13 ("" toolkit_root: none);
+// NVRTC 13's: the real NVRTC is <toolkit_root>/lib64/libnvrtc.so.13 ("" toolkit_root: none);
 // `stand_in` is objects::FindNvrtcStandIn's.
 StandInRouting RouteNvrtc(const objects::Environment& env, const std::string& stand_in,
                           const std::string& toolkit_root, bool enabled);
+
+// NVRTC 12's (libnvrtc.so.12, KCACHE_REAL_NVRTC_12): the real NVRTC is `found` (FindNvrtc12's;
+// without one, no note: most environments have no NVRTC 12); `stand_in` is
+// objects::FindNvrtcStandIn's for 12.
+StandInRouting RouteNvrtc12(const objects::Environment& env, const std::string& stand_in,
+                            const std::string& found, bool enabled);
+
+// The real NVRTC 12 of this environment: <toolkit_root>/lib64/libnvrtc.so.12 (a CUDA 12
+// toolkit), else the nvidia-cuda-nvrtc-cu12 wheel's of the Python environment that PATH's
+// python3 (or python) belongs to, where cuda-python, CuPy and torch load it from:
+// nvidia/cuda_nvrtc/lib/libnvrtc.so.12 in lib/python3.*/site-packages (or dist-packages) of the
+// directory above its bin/ (a virtual environment's, or the system's), then of
+// ~/.local (pip's --user); "" when there is none.
+std::string FindNvrtc12(const objects::ToolLookup& lookup, const std::string& toolkit_root);
 
 // The CUDA driver's: the real driver is `driver` (core/library_build.h FindCudaDriver's);
 // `stand_in` is objects::FindCudaStandIn's.

@@ -1,7 +1,8 @@
-/* The entry points of kcache's libnvrtc.so.13 stand-in (nvrtc_standin.c): every symbol a real
- * NVRTC 13 exports, in one list. Each is forwarded to the real library; the test
- * nvrtc_standin_test compares what the stand-in exports with `nm -D` of the real libraries
- * here, so a symbol a newer NVRTC adds is noticed.
+/* The entry points of kcache's NVRTC stand-ins (nvrtc_standin.c), libnvrtc.so.13 and, built
+ * with KCACHE_NVRTC_MAJOR=12, libnvrtc.so.12: every symbol a real NVRTC of that major version
+ * exports, in one list. Each is forwarded to the real library; the test nvrtc_standin_test
+ * compares what each stand-in exports with `nm -D` of the real libraries here (the toolkit's
+ * NVRTC 13, the NVRTC 12.9 wheel's), so a symbol a newer NVRTC adds is noticed.
  *
  * KCACHE_NVRTC_FUNCTIONS(RESULT, OWN, INTERNAL) expands, per entry, to one of:
  *   RESULT(name, params, args)  a documented function returning nvrtcResult; its wrapper is
@@ -20,6 +21,10 @@
  *                               arguments; __nvrtcNvvmHandle maps a number to a function
  *                               pointer, NULL for one it does not know)
  * Since NVRTC 13.0: all but nvrtcGetTileIRSize, nvrtcGetTileIR and __nvrtcNvvmHandle (13.2).
+ * NVRTC 12 (12.9) has all the others but not those three, and nvrtcGetNVVMSize and
+ * nvrtcGetNVVM (13 dropped them), which answer as nvrtcGetLTOIRSize and nvrtcGetLTOIR do: the
+ * stand-in for 12 exports exactly NVRTC 12's (KCACHE_NVRTC_SINCE_13, KCACHE_NVRTC_BEFORE_13),
+ * so that a caller probing for a function with dlsym finds what it would without kcache.
  * A real NVRTC that lacks one answers NVRTC_ERROR_INTERNAL_ERROR (or the fallback) for it. */
 #ifndef KCACHE_CLIENT_NVRTC_NVRTC_ENTRIES_H_
 #define KCACHE_CLIENT_NVRTC_NVRTC_ENTRIES_H_
@@ -28,6 +33,18 @@
 
 typedef int nvrtcResult; /* an enum in nvrtc.h: the same ABI as int */
 typedef struct _nvrtcProgram* nvrtcProgram;
+
+/* The NVRTC major version a stand-in is built for: its soname's. */
+#ifndef KCACHE_NVRTC_MAJOR
+#define KCACHE_NVRTC_MAJOR 13
+#endif
+#if KCACHE_NVRTC_MAJOR >= 13
+#define KCACHE_NVRTC_SINCE_13(entries) entries
+#define KCACHE_NVRTC_BEFORE_13(entries)
+#else
+#define KCACHE_NVRTC_SINCE_13(entries)
+#define KCACHE_NVRTC_BEFORE_13(entries) entries
+#endif
 
 #define KCACHE_NVRTC_SUCCESS 0
 #define KCACHE_NVRTC_ERROR_INTERNAL_ERROR 11
@@ -48,8 +65,8 @@ typedef struct _nvrtcProgram* nvrtcProgram;
   OWN(nvrtcGetLTOIR)                                                                              \
   OWN(nvrtcGetOptiXIRSize)                                                                        \
   OWN(nvrtcGetOptiXIR)                                                                            \
-  OWN(nvrtcGetTileIRSize)                                                                         \
-  OWN(nvrtcGetTileIR)                                                                             \
+  KCACHE_NVRTC_SINCE_13(OWN(nvrtcGetTileIRSize) OWN(nvrtcGetTileIR))                              \
+  KCACHE_NVRTC_BEFORE_13(OWN(nvrtcGetNVVMSize) OWN(nvrtcGetNVVM))                                 \
   OWN(nvrtcGetProgramLogSize)                                                                     \
   OWN(nvrtcGetProgramLog)                                                                         \
   OWN(nvrtcAddNameExpression)                                                                     \
@@ -61,6 +78,6 @@ typedef struct _nvrtcProgram* nvrtcProgram;
   RESULT(nvrtcSetFlowCallback, (nvrtcProgram prog, int (*callback)(void*, void*), void* payload), \
          (prog, callback, payload))                                                               \
   INTERNAL(__nvrtcCPEx, KCACHE_NVRTC_ERROR_INTERNAL_ERROR)                                        \
-  INTERNAL(__nvrtcNvvmHandle, 0)
+  KCACHE_NVRTC_SINCE_13(INTERNAL(__nvrtcNvvmHandle, 0))
 
 #endif /* KCACHE_CLIENT_NVRTC_NVRTC_ENTRIES_H_ */

@@ -1,13 +1,15 @@
-/* kcache's libnvrtc.so.13 stand-in: a library with NVRTC's soname and every symbol NVRTC 13
- * exports (nvrtc_entries.h), under NVRTC's version node (libnvrtc.map), that `kcache run`
- * preloads (LD_PRELOAD) into the processes it starts, so that a program linked with -lnvrtc, a
- * dlopen("libnvrtc.so.13") and cuda-python's loader all reach it instead of the real NVRTC
- * (docs/nvrtc-standin.md). Each call is forwarded to the real NVRTC, opened by its full path
- * with dlopen (RTLD_LOCAL) at the first call, once, whichever thread makes it:
- *   $KCACHE_REAL_NVRTC when set (the only candidate then: `kcache run` sets it), else the first
- *   of $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64 holding a libnvrtc.so.13;
- *   never this library itself (a candidate that is the same file, by device and inode, is
- *   refused), and only an NVRTC whose nvrtcVersion says 13.
+/* kcache's libnvrtc.so.13 stand-in (and, built with KCACHE_NVRTC_MAJOR=12, its libnvrtc.so.12
+ * one; below, 13 is the major version it is built for): a library with NVRTC's soname and
+ * every symbol NVRTC 13 exports (nvrtc_entries.h), under NVRTC's version node (libnvrtc.map.in),
+ * that `kcache run` preloads (LD_PRELOAD) into the processes it starts, so that a program linked
+ * with -lnvrtc, a dlopen("libnvrtc.so.13") and cuda-python's loader all reach it instead of the
+ * real NVRTC (docs/nvrtc-standin.md). Each call is forwarded to the real NVRTC, opened by its
+ * full path with dlopen (RTLD_LOCAL) at the first call, once, whichever thread makes it:
+ *   $KCACHE_REAL_NVRTC ($KCACHE_REAL_NVRTC_12 for 12) when set (the only candidate then:
+ *   `kcache run` sets it), else the first of $CUDA_HOME/lib64, $CUDA_PATH/lib64 and
+ *   /usr/local/cuda/lib64 holding a libnvrtc.so.13; never this library itself (a candidate
+ *   that is the same file, by device and inode, is refused), and only an NVRTC whose
+ *   nvrtcVersion says 13.
  * Without one, every entry point answers NVRTC_ERROR_INTERNAL_ERROR (nvrtcGetErrorString says
  * why) and one line on stderr names what to set: the host process goes on. With KCACHE_LOG=1
  * it writes a line when it loads the real NVRTC and one per nvrtcCompileProgram it forwards.
@@ -33,6 +35,18 @@
 #include "client/nvrtc/nvrtc_programs.h"
 #include "client/nvrtc/nvrtc_reads.h"
 #include "client/stand_in/stand_in.h"
+
+#define KCACHE_STRING(x) #x
+#define KCACHE_EXPANDED_STRING(x) KCACHE_STRING(x)
+/* "13", the soname and the variable naming the real library, for the major version built for. */
+#define MAJOR KCACHE_EXPANDED_STRING(KCACHE_NVRTC_MAJOR)
+#define SONAME "libnvrtc.so." MAJOR
+#define WHO SONAME " stand-in"
+#if KCACHE_NVRTC_MAJOR == 13
+#define REAL_VARIABLE "KCACHE_REAL_NVRTC"
+#else
+#define REAL_VARIABLE "KCACHE_REAL_NVRTC_" MAJOR
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -72,11 +86,12 @@ static const char* g_reads_log;   /* KCACHE_NVRTC_READS_LOG: where each record i
 #define Env KcacheEnv
 
 /* Takes an NVRTC whose nvrtcVersion says 13 (KcacheAcceptReal). */
-static int IsNvrtc13(void* handle, const char* path, char* why, size_t room) {
+static int IsNvrtcOfMajor(void* handle, const char* path, char* why, size_t room) {
   nvrtcResult (*version)(int*, int*) = (nvrtcResult(*)(int*, int*))dlsym(handle, "nvrtcVersion");
   int major = 0, minor = 0;
-  if (version == NULL || version(&major, &minor) != KCACHE_NVRTC_SUCCESS || major != 13) {
-    snprintf(why, room, "%s is not NVRTC 13 (nvrtcVersion says %d.%d)", path, major, minor);
+  if (version == NULL || version(&major, &minor) != KCACHE_NVRTC_SUCCESS ||
+      major != KCACHE_NVRTC_MAJOR) {
+    snprintf(why, room, "%s is not NVRTC " MAJOR " (nvrtcVersion says %d.%d)", path, major, minor);
     return -1;
   }
   g_major = major;
@@ -94,16 +109,16 @@ static void Load(void) {
   for (size_t i = 0; i < 3; ++i) {
     candidates[i] = NULL;
     if (roots[i] == NULL) continue;
-    snprintf(paths[i], sizeof paths[i], "%s/lib64/libnvrtc.so.13", roots[i]);
+    snprintf(paths[i], sizeof paths[i], "%s/lib64/" SONAME, roots[i]);
     candidates[i] = paths[i];
   }
   KcacheRealLibrary how = {
       .what = "NVRTC",
-      .variable = "KCACHE_REAL_NVRTC",
+      .variable = REAL_VARIABLE,
       .candidates = candidates,
       .num_candidates = 3,
       .dlopen_flags = RTLD_NOW,
-      .accept = IsNvrtc13,
+      .accept = IsNvrtcOfMajor,
       .self = (const void*)&Load,
   };
   char why[2048];
@@ -114,15 +129,16 @@ static void Load(void) {
     g_loaded = 1;
   }
   if (!g_loaded) {
-    SAY("kcache: libnvrtc.so.13 stand-in: no real NVRTC (%s): set KCACHE_REAL_NVRTC to the path "
-        "of the real libnvrtc.so.13; every NVRTC call fails until then\n",
+    SAY("kcache: " WHO ": no real NVRTC (%s): set " REAL_VARIABLE " to the path of the real " SONAME
+        "; every NVRTC call fails until then\n",
         why[0] ? why : "none found");
   } else if (g_log) {
     SAY("kcache: nvrtc: forwarding to %s (NVRTC %d.%d)\n", g_path, g_major, g_minor);
   }
   if (g_loaded && !g_recordable) {
-    SAY("kcache: libnvrtc.so.13 stand-in: what %s reads cannot be recorded (%s): its compiles "
-        "are forwarded, never cached\n",
+    SAY("kcache: " WHO
+        ": what %s reads cannot be recorded (%s): its compiles are forwarded, "
+        "never cached\n",
         g_path, g_unrecordable);
   }
   g_reads_log = Env("KCACHE_NVRTC_READS_LOG");
@@ -138,8 +154,7 @@ static void* Real(int index) {
  * the first time when the real NVRTC is loaded but lacks it. */
 static nvrtcResult Missing(int index) {
   if (g_loaded && !__atomic_exchange_n(&g_told[index], 1, __ATOMIC_RELAXED)) {
-    SAY("kcache: libnvrtc.so.13 stand-in: %s (NVRTC %d.%d) has no %s: it answers "
-        "NVRTC_ERROR_INTERNAL_ERROR\n",
+    SAY("kcache: " WHO ": %s (NVRTC %d.%d) has no %s: it answers NVRTC_ERROR_INTERNAL_ERROR\n",
         g_path, g_major, g_minor, kEntryNames[index]);
   }
   return KCACHE_NVRTC_ERROR_INTERNAL_ERROR;
@@ -180,8 +195,8 @@ EXPORT const char* nvrtcGetErrorString(nvrtcResult result) {
   const char* (*real)(nvrtcResult) = (const char* (*)(nvrtcResult))Real(kIndex_nvrtcGetErrorString);
   if (real != NULL) return real(result);
   if (result == KCACHE_NVRTC_ERROR_INTERNAL_ERROR && !g_loaded) {
-    return "NVRTC_ERROR_INTERNAL_ERROR (kcache's libnvrtc.so.13 stand-in found no real NVRTC: "
-           "set KCACHE_REAL_NVRTC to the path of the real libnvrtc.so.13)";
+    return "NVRTC_ERROR_INTERNAL_ERROR (kcache's " WHO " found no real NVRTC: set " REAL_VARIABLE
+           " to the path of the real " SONAME ")";
   }
   if (result >= 0 && (size_t)result < sizeof kResultNames / sizeof kResultNames[0]) {
     return kResultNames[result];
@@ -213,9 +228,9 @@ static void LoadCache(void) {
   if (Env("KCACHE_SERVER") == NULL && Env("KCACHE_STORE") == NULL) return;
   const char* off = Env("KCACHE_NVRTC_CACHE");
   if (off != NULL && strcmp(off, "0") == 0) return;
-  void* handle = KcacheOpenBeside((const void*)&LoadCache, "libkcache-nvrtc.so", "kcache_nvrtc_abi",
-                                  KCACHE_NVRTC_CACHE_ABI, "libnvrtc.so.13 stand-in",
-                                  "NVRTC compiles are forwarded, not cached");
+  void* handle =
+      KcacheOpenBeside((const void*)&LoadCache, "libkcache-nvrtc.so", "kcache_nvrtc_abi",
+                       KCACHE_NVRTC_CACHE_ABI, WHO, "NVRTC compiles are forwarded, not cached");
   if (handle == NULL) return;
   g_cache.lookup = (__typeof__(g_cache.lookup))dlsym(handle, "kcache_nvrtc_lookup");
   g_cache.store = (__typeof__(g_cache.store))dlsym(handle, "kcache_nvrtc_store");
@@ -294,16 +309,25 @@ DEFINE_OUTPUT(KCACHE_NVRTC_PTX, nvrtcGetPTXSize, nvrtcGetPTX)
 DEFINE_OUTPUT(KCACHE_NVRTC_CUBIN, nvrtcGetCUBINSize, nvrtcGetCUBIN)
 DEFINE_OUTPUT(KCACHE_NVRTC_LTOIR, nvrtcGetLTOIRSize, nvrtcGetLTOIR)
 DEFINE_OUTPUT(KCACHE_NVRTC_OPTIXIR, nvrtcGetOptiXIRSize, nvrtcGetOptiXIR)
+#if KCACHE_NVRTC_MAJOR >= 13
 DEFINE_OUTPUT(KCACHE_NVRTC_TILEIR, nvrtcGetTileIRSize, nvrtcGetTileIR)
+#define TILEIR_SIZE_GETTER kIndex_nvrtcGetTileIRSize
+#define TILEIR_GETTER kIndex_nvrtcGetTileIR
+#else
+/* NVRTC 12's names of the LTO-IR getters, which answer as those do (nvrtc_entries.h). */
+DEFINE_OUTPUT(KCACHE_NVRTC_LTOIR, nvrtcGetNVVMSize, nvrtcGetNVVM)
+#define TILEIR_SIZE_GETTER -1 /* NVRTC 12 has none */
+#define TILEIR_GETTER -1
+#endif
 DEFINE_OUTPUT(KCACHE_NVRTC_LOG, nvrtcGetProgramLogSize, nvrtcGetProgramLog)
 
-/* The real getters of each output, in KCACHE_NVRTC_* order. */
+/* The real getters of each output, in KCACHE_NVRTC_* order; -1: the stand-in has none. */
 static const int kSizeGetters[KCACHE_NVRTC_OUTPUTS] = {
-    kIndex_nvrtcGetPTXSize,     kIndex_nvrtcGetCUBINSize,  kIndex_nvrtcGetLTOIRSize,
-    kIndex_nvrtcGetOptiXIRSize, kIndex_nvrtcGetTileIRSize, kIndex_nvrtcGetProgramLogSize};
+    kIndex_nvrtcGetPTXSize,     kIndex_nvrtcGetCUBINSize, kIndex_nvrtcGetLTOIRSize,
+    kIndex_nvrtcGetOptiXIRSize, TILEIR_SIZE_GETTER,       kIndex_nvrtcGetProgramLogSize};
 static const int kContentGetters[KCACHE_NVRTC_OUTPUTS] = {
-    kIndex_nvrtcGetPTX,     kIndex_nvrtcGetCUBIN,  kIndex_nvrtcGetLTOIR,
-    kIndex_nvrtcGetOptiXIR, kIndex_nvrtcGetTileIR, kIndex_nvrtcGetProgramLog};
+    kIndex_nvrtcGetPTX,     kIndex_nvrtcGetCUBIN, kIndex_nvrtcGetLTOIR,
+    kIndex_nvrtcGetOptiXIR, TILEIR_GETTER,        kIndex_nvrtcGetProgramLog};
 
 /* What the real NVRTC gives for the compiled `prog`: every output getter's answers and each
  * name expression's lowered name, into *out (bytes malloc'd: FreeProduced). 0, or -1 without
@@ -314,8 +338,9 @@ static int Produced(nvrtcProgram prog, nvrtcResult result, const KcacheNvrtcCall
   out->result = result;
   for (int i = 0; i < KCACHE_NVRTC_OUTPUTS; ++i) {
     KcacheNvrtcOutput* o = &out->outputs[i];
-    SizeGetter size = (SizeGetter)Real(kSizeGetters[i]);
-    ContentGetter content = (ContentGetter)Real(kContentGetters[i]);
+    SizeGetter size = kSizeGetters[i] >= 0 ? (SizeGetter)Real(kSizeGetters[i]) : NULL;
+    ContentGetter content =
+        kContentGetters[i] >= 0 ? (ContentGetter)Real(kContentGetters[i]) : NULL;
     /* A getter the real NVRTC lacks answers as its wrapper does, without the wrapper's line. */
     o->size_result = size != NULL ? size(prog, &o->size) : KCACHE_NVRTC_ERROR_INTERNAL_ERROR;
     if (o->size_result != KCACHE_NVRTC_SUCCESS) o->size = 0;
@@ -459,9 +484,6 @@ EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int num_options,
   }
 KCACHE_NVRTC_FUNCTIONS(DEFINE_NOTHING, DEFINE_NOTHING, DEFINE_RESOLVER)
 
-#define KCACHE_STRING(x) #x
-#define KCACHE_EXPANDED_STRING(x) KCACHE_STRING(x)
-
 #if defined(__x86_64__)
 #define DEFINE_JUMP(name, fallback) \
   __asm__(".pushsection .text\n"                                           \
@@ -519,6 +541,6 @@ KCACHE_NVRTC_FUNCTIONS(DEFINE_NOTHING, DEFINE_NOTHING, DEFINE_RESOLVER)
           ".size " #name ", .-" #name "\n"                                \
           ".popsection\n");
 #else
-#error "the libnvrtc.so.13 stand-in forwards NVRTC's undocumented entries in x86-64 assembly only"
+#error "the NVRTC stand-ins forward NVRTC's undocumented entries in x86-64 assembly only"
 #endif
 KCACHE_NVRTC_FUNCTIONS(DEFINE_NOTHING, DEFINE_NOTHING, DEFINE_JUMP)

@@ -149,7 +149,8 @@ absl::StatusOr<Observation> Observation::Begin(const std::string& library,
 std::vector<std::string> Observation::Environment(char** base) const {
   std::vector<std::string> env;
   std::string preload = library_;
-  std::vector<std::string> stand_ins = {FindNvrtcStandIn(library_), FindCudaStandIn(library_)};
+  std::vector<std::string> stand_ins = {FindNvrtcStandIn(library_, 13),
+                                        FindNvrtcStandIn(library_, 12), FindCudaStandIn(library_)};
   auto is_stand_in = [&](absl::string_view item) {
     for (const std::string& stand_in : stand_ins) {
       std::error_code ec;
@@ -214,7 +215,7 @@ namespace {
 
 // `folder`/`file` beside `observe_library`, when it is there.
 std::string BesideObserver(const std::string& observe_library, const char* folder,
-                           const char* file) {
+                           const std::string& file) {
   if (observe_library.empty()) return "";
   fs::path candidate = fs::path(observe_library).parent_path() / folder / file;
   std::error_code ec;
@@ -223,8 +224,8 @@ std::string BesideObserver(const std::string& observe_library, const char* folde
 
 }  // namespace
 
-std::string FindNvrtcStandIn(const std::string& observe_library) {
-  return BesideObserver(observe_library, "nvrtc", "libnvrtc.so.13");
+std::string FindNvrtcStandIn(const std::string& observe_library, int major) {
+  return BesideObserver(observe_library, "nvrtc", absl::StrCat("libnvrtc.so.", major));
 }
 
 std::string FindCudaStandIn(const std::string& observe_library) {

@@ -69,10 +69,10 @@ class Observation {
 // (an installed prefix); "" when there is none.
 std::string FindObserveLibrary(const std::string& binary);
 
-// kcache's libnvrtc.so.13 stand-in (client/nvrtc, docs/nvrtc-standin.md), which `kcache run`
-// preloads: nvrtc/libnvrtc.so.13 beside `observe_library` (the build's client/cli/, or lib/kcache/
-// of an installed prefix); "" when there is none.
-std::string FindNvrtcStandIn(const std::string& observe_library);
+// kcache's NVRTC stand-in for NVRTC `major` (13 or 12; client/nvrtc, docs/nvrtc-standin.md),
+// which `kcache run` preloads: nvrtc/libnvrtc.so.<major> beside `observe_library` (the build's
+// client/cli/, or lib/kcache/ of an installed prefix); "" when there is none.
+std::string FindNvrtcStandIn(const std::string& observe_library, int major = 13);
 // kcache's libcuda.so.1 stand-in (client/cuda, docs/ptx-libraries.md), which `kcache run`
 // preloads on a node with a driver: cuda/libcuda.so.1 beside `observe_library`; "" when there is
 // none.

@@ -40,7 +40,8 @@ installed=(bin/kcached bin/kcache-compile-worker bin/kcache bin/kcache-example-w
 # The NVRTC and driver stand-ins `kcache run` preloads are built for x86-64 only (client/nvrtc,
 # client/cuda).
 [[ $(uname -m) != x86_64 ]] ||
-  installed+=(lib/kcache/nvrtc/libnvrtc.so.13 lib/kcache/nvrtc/libkcache-nvrtc.so
+  installed+=(lib/kcache/nvrtc/libnvrtc.so.13 lib/kcache/nvrtc/libnvrtc.so.12
+              lib/kcache/nvrtc/libkcache-nvrtc.so
               lib/kcache/cuda/libcuda.so.1 lib/kcache/cuda/libkcache-cuda.so)
 for f in "${installed[@]}"; do
   [[ -e $prefix/$f ]] || die "cmake --install does not install $f"

@@ -70,13 +70,14 @@ class NvrtcCacheTest : public ::testing::Test {
 
   fs::path IncludeDirs() { return testing::MakeIncludeDirs(Dir("inc")); }
 
-  // Whether `includes` compiled (1) or was served (0) under kcache, with `assignments`.
-  // Fails the test when it neither did one compile nor succeeded.
+  // Whether `includes` compiled (1) or was served (0) under kcache, with `assignments`, by
+  // `program`. Fails the test when it neither did one compile nor succeeded.
   int CompiledIncludes(const fs::path& inc, const std::string& option = "",
-                       const std::string& assignments = "") {
-    RunResult run = UnderKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
-                                             " includes ", inc.string(), " ", option),
-                                assignments);
+                       const std::string& assignments = "",
+                       const std::string& program = "nvrtc_linked_program") {
+    RunResult run = UnderKcache(
+        absl::StrCat(testing::NvrtcProgram(program), " includes ", inc.string(), " ", option),
+        assignments);
     EXPECT_EQ(run.exit_code, 0) << run.output;
     int served = Occurrences(run.output, kServed), forwarded = Occurrences(run.output, kForwarded);
     EXPECT_EQ(served + forwarded, 1) << run.output;
@@ -88,20 +89,29 @@ class NvrtcCacheTest : public ::testing::Test {
 };
 
 // Each of the program's two compiles is stored by the first process and served to the second,
-// its outputs the real NVRTC's byte for byte (and a run without kcache's).
+// its outputs the real NVRTC's byte for byte (and a run without kcache's): NVRTC 13 linked and
+// dlopened, NVRTC 12 (the 12.9 wheel's) dlopened through its own stand-in.
 TEST_F(NvrtcCacheTest, SecondProcessIsServedEveryCompileByteForByte) {
-  for (const char* program : {"nvrtc_linked_program", "nvrtc_dlopen_program"}) {
+  std::string wheel = testing::WheelNvrtc12();
+  ASSERT_TRUE(fs::exists(wheel)) << "no NVRTC 12.9 wheel: run scripts/install-deps.sh";
+  for (const char* program :
+       {"nvrtc_linked_program", "nvrtc_dlopen_program", "nvrtc12_dlopen_program"}) {
     SCOPED_TRACE(program);
     std::string tag = program;
-    RunResult direct = testing::Run(absl::StrCat("env ", testing::UnsetRoutedVariables(),
-                                                 testing::NvrtcProgram(program), " compile ",
-                                                 Dir(tag + "/direct").string()));
+    bool twelve = tag == "nvrtc12_dlopen_program";
+    std::string routed = twelve ? absl::StrCat("KCACHE_REAL_NVRTC_12=", wheel) : "";
+    RunResult direct = testing::Run(absl::StrCat(
+        "env ", testing::UnsetRoutedVariables(),
+        twelve ? absl::StrCat("LD_LIBRARY_PATH=", fs::path(wheel).parent_path().string(), " ") : "",
+        testing::NvrtcProgram(program), " compile ", Dir(tag + "/direct").string()));
     ASSERT_EQ(direct.exit_code, 0) << direct.output;
     RunResult first = UnderKcache(
-        absl::StrCat(testing::NvrtcProgram(program), " compile ", Dir(tag + "/first").string()));
+        absl::StrCat(testing::NvrtcProgram(program), " compile ", Dir(tag + "/first").string()),
+        routed);
     ASSERT_EQ(first.exit_code, 0) << first.output;
     RunResult second = UnderKcache(
-        absl::StrCat(testing::NvrtcProgram(program), " compile ", Dir(tag + "/second").string()));
+        absl::StrCat(testing::NvrtcProgram(program), " compile ", Dir(tag + "/second").string()),
+        routed);
     ASSERT_EQ(second.exit_code, 0) << second.output;
     if (tag == "nvrtc_linked_program") {
       EXPECT_EQ(Occurrences(first.output, kForwarded), 2) << first.output;
@@ -183,8 +193,8 @@ TEST_F(NvrtcCacheTest, ProgramNamedInANewDirectoryIsServedWhenTheDirectoryIsNotI
 }
 
 // What must miss does: a change to the header read, a header of that name appearing in the
-// directory searched first, another option, NVRTC_APPEND_FLAGS set, another NVRTC; and each
-// variant is stored, so it hits the next time.
+// directory searched first, another option, NVRTC_APPEND_FLAGS set, another NVRTC, another
+// NVRTC version (12.9); and each variant is stored, so it hits the next time.
 TEST_F(NvrtcCacheTest, MissesWhenWhatTheCompileReadOrWasGivenChanges) {
   fs::path inc = IncludeDirs();
   EXPECT_EQ(CompiledIncludes(inc), 1);
@@ -213,7 +223,14 @@ TEST_F(NvrtcCacheTest, MissesWhenWhatTheCompileReadOrWasGivenChanges) {
         << "another NVRTC (the nvidia-cuda-nvrtc wheel's)";
     EXPECT_EQ(CompiledIncludes(inc, "", absl::StrCat("KCACHE_REAL_NVRTC=", wheel.string())), 0);
   }
+  // Another NVRTC version: the NVRTC 12.9 wheel beside the toolkit's 13.0, the same program
+  // through the libnvrtc.so.12 stand-in.
+  std::string nvrtc12 = absl::StrCat("KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12());
+  EXPECT_EQ(CompiledIncludes(inc, "", nvrtc12, "nvrtc12_dlopen_program"), 1) << "NVRTC 12.9";
+  EXPECT_TRUE(Contains(ReadFile(inc / "ptx"), "release 12.9")) << ReadFile(inc / "ptx");
+  EXPECT_EQ(CompiledIncludes(inc, "", nvrtc12, "nvrtc12_dlopen_program"), 0);
   EXPECT_EQ(CompiledIncludes(inc), 0) << "the first variant is still served";
+  EXPECT_TRUE(Contains(ReadFile(inc / "ptx"), "release 13.0")) << ReadFile(inc / "ptx");
 }
 
 // An entry whose outcome does not decode (damaged, or put by a hostile client under the key) is

@@ -4,8 +4,9 @@
 // (tests/nvrtc/nvrtc_program.c) compiles through it exactly what it compiles without it, from
 // 16 threads at once too; without a real NVRTC every call fails and says what to set. What a
 // compile reads, as it records it, and the manifest made of that. Also what `kcache env` sets
-// for it. The Python callers (cuda-python, cuda.core, torch) are
-// tests/python/test_nvrtc_standin.py's.
+// for it. The libnvrtc.so.12 stand-in the same, against the NVRTC 12.9 wheel: its exports, a
+// program dlopening libnvrtc.so.12, where `kcache env` finds an NVRTC 12. The Python callers
+// (cuda-python, cuda.core, torch) are tests/python/test_nvrtc_standin.py's.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -44,9 +45,10 @@ const std::set<std::string> kSinceNvrtc13_2 = {"nvrtcGetTileIRSize@@libnvrtc.so.
                                                "nvrtcGetTileIR@@libnvrtc.so.13",
                                                "__nvrtcNvvmHandle@@libnvrtc.so.13"};
 
-// The stand-in beside the kcache under test.
-std::string StandIn() {
-  return (fs::path(KcacheCli()).parent_path() / "nvrtc" / "libnvrtc.so.13").string();
+// The stand-in for NVRTC `major` beside the kcache under test.
+std::string StandIn(int major = 13) {
+  return (fs::path(KcacheCli()).parent_path() / "nvrtc" / absl::StrCat("libnvrtc.so.", major))
+      .string();
 }
 
 // Whether `output` has `line` as a whole line.
@@ -93,43 +95,50 @@ class NvrtcStandInTest : public ::testing::Test {
                               tmp_ / "shims", " ", flags, " -- ", command));
   }
 
-  // `kcache env` (one NAME=VALUE a line) with `assignments` before it.
+  // `kcache env` (one NAME=VALUE a line) with `assignments` before it, and a PATH and HOME
+  // without a Python environment holding an NVRTC 12 (unless `assignments` sets them).
   RunResult Env(const std::string& assignments, const std::string& flags = "") {
-    return Plain(absl::StrCat("KCACHE_STATE_DIR=", tmp_ / "state", " ", assignments),
+    return Plain(absl::StrCat("KCACHE_STATE_DIR=", tmp_ / "state",
+                              " PATH=/usr/bin:/bin HOME=", Dir("home"), " ", assignments),
                  absl::StrCat(KcacheCli(), " env --store ", tmp_ / "store", " --shims ",
                               tmp_ / "shims", " ", flags));
   }
 
   // Whether `output` says nvrtcCompileProgram was found in the stand-in ("nvrtc: PATH").
-  static bool ThroughStandIn(const std::string& output) {
+  static bool ThroughStandIn(const std::string& output, int major = 13) {
     std::string lines = absl::StrCat("\n", output);
     size_t at = lines.find("\nnvrtc: ");
     if (at == std::string::npos) return false;
     std::string path = lines.substr(at + 8, lines.find('\n', at + 1) - at - 8);
     std::error_code ec;
-    return fs::equivalent(path, StandIn(), ec);
+    return fs::equivalent(path, StandIn(major), ec);
   }
 
-  // Compiles with `program` without and with the stand-in (by `kcache run`, and by the
-  // variables `kcache env --export` prints), and expects the same PTX, CUBIN, log and names.
-  void ExpectTheSameOutputs(const std::string& program) {
-    RunResult direct = Plain("LD_LIBRARY_PATH=/usr/local/cuda/lib64",
-                             absl::StrCat(program, " compile ", Dir("direct")));
+  // Compiles with `program` without and with the stand-in for NVRTC `major` (by `kcache run`,
+  // and by the variables `kcache env --export` prints), and expects the same PTX, CUBIN, log and
+  // names. NVRTC 12 is the wheel's (KCACHE_REAL_NVRTC_12).
+  void ExpectTheSameOutputs(const std::string& program, int major = 13) {
+    std::string real = major == 13 ? kRealNvrtc : testing::WheelNvrtc12();
+    if (!fs::exists(real)) GTEST_SKIP() << "no " << real << ": run scripts/install-deps.sh";
+    std::string routed = major == 13 ? "" : absl::StrCat("KCACHE_REAL_NVRTC_12=", real);
+    RunResult direct =
+        Plain(absl::StrCat("LD_LIBRARY_PATH=", fs::path(real).parent_path().string()),
+              absl::StrCat(program, " compile ", Dir("direct")));
     ASSERT_EQ(direct.exit_code, 0) << direct.output;
-    EXPECT_FALSE(ThroughStandIn(direct.output)) << direct.output;
+    EXPECT_FALSE(ThroughStandIn(direct.output, major)) << direct.output;
 
-    RunResult run = UnderKcache(absl::StrCat(program, " compile ", Dir("run")));
+    RunResult run = UnderKcache(absl::StrCat(program, " compile ", Dir("run")), routed);
     ASSERT_EQ(run.exit_code, 0) << run.output;
-    EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
-    EXPECT_EQ(Occurrences(run.output, absl::StrCat(kForwardedCompile)), 2) << run.output;
+    EXPECT_TRUE(ThroughStandIn(run.output, major)) << run.output;
+    EXPECT_EQ(Occurrences(run.output, absl::StrCat(kForwardedCompile, real)), 2) << run.output;
     EXPECT_EQ(Occurrences(run.output, "NVRTC_SUCCESS"), 2) << run.output;
 
-    RunResult env = Plain(absl::StrCat("KCACHE_STATE_DIR=", tmp_ / "state"),
+    RunResult env = Plain(absl::StrCat("KCACHE_STATE_DIR=", tmp_ / "state", " ", routed),
                           absl::StrCat("sh -c 'eval \"$(", KcacheCli(), " env --export --store ",
                                        tmp_ / "store", " --shims ", tmp_ / "shims", ")\" && ",
                                        program, " compile ", Dir("env"), "'"));
     ASSERT_EQ(env.exit_code, 0) << env.output;
-    EXPECT_TRUE(ThroughStandIn(env.output)) << env.output;
+    EXPECT_TRUE(ThroughStandIn(env.output, major)) << env.output;
 
     for (const char* file : {"ptx", "cubin", "log", "names", "nulls"}) {
       std::string expected = ReadFile(tmp_ / absl::StrCat("direct/", file));
@@ -192,18 +201,33 @@ TEST_F(NvrtcStandInTest, ExportsEveryRealNvrtcSymbolUnderItsVersionNode) {
   EXPECT_EQ(ours.size(), 28u);
 }
 
-TEST_F(NvrtcStandInTest, HasNvrtcsSonameAndNeedsOnlyTheCLibrary) {
-  RunResult dynamic = testing::Run(absl::StrCat("readelf -d ", StandIn()));
-  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.output;
-  EXPECT_TRUE(Contains(dynamic.output, "Library soname: [libnvrtc.so.13]")) << dynamic.output;
-  const std::set<std::string> allowed = {"libc.so.6", "libdl.so.2", "libpthread.so.0"};
-  for (absl::string_view line : absl::StrSplit(dynamic.output, '\n')) {
-    size_t at = line.find("Shared library: [");
-    if (at == absl::string_view::npos) continue;
-    std::string needed(line.substr(at + 17, line.find(']', at) - at - 17));
-    EXPECT_TRUE(allowed.count(needed)) << "the stand-in needs " << needed;
+// NVRTC 12's stand-in exports exactly what NVRTC 12.9 does, under its version node: its
+// nvrtcGetNVVM pair, none of 13's additions.
+TEST_F(NvrtcStandInTest, StandInFor12ExportsWhatNvrtc12Exports) {
+  if (!fs::exists(testing::WheelNvrtc12())) {
+    GTEST_SKIP() << "no NVRTC 12.9 wheel in .venv: run scripts/install-deps.sh";
   }
-  // Only one file: no libnvrtc.so link that a -lnvrtc could pick up.
+  std::set<std::string> ours = Exports(StandIn(12)), real = Exports(testing::WheelNvrtc12());
+  EXPECT_EQ(ours, real);
+  EXPECT_TRUE(ours.count("nvrtcGetNVVM@@libnvrtc.so.12"));
+  EXPECT_EQ(ours.size(), 27u);
+}
+
+TEST_F(NvrtcStandInTest, HasNvrtcsSonameAndNeedsOnlyTheCLibrary) {
+  for (int major : {13, 12}) {
+    RunResult dynamic = testing::Run(absl::StrCat("readelf -d ", StandIn(major)));
+    ASSERT_EQ(dynamic.exit_code, 0) << dynamic.output;
+    EXPECT_TRUE(Contains(dynamic.output, absl::StrCat("Library soname: [libnvrtc.so.", major, "]")))
+        << dynamic.output;
+    const std::set<std::string> allowed = {"libc.so.6", "libdl.so.2", "libpthread.so.0"};
+    for (absl::string_view line : absl::StrSplit(dynamic.output, '\n')) {
+      size_t at = line.find("Shared library: [");
+      if (at == absl::string_view::npos) continue;
+      std::string needed(line.substr(at + 17, line.find(']', at) - at - 17));
+      EXPECT_TRUE(allowed.count(needed)) << "the stand-in needs " << needed;
+    }
+  }
+  // No libnvrtc.so link that a -lnvrtc could pick up.
   EXPECT_FALSE(fs::exists(fs::path(StandIn()).parent_path() / "libnvrtc.so"));
 }
 
@@ -213,6 +237,10 @@ TEST_F(NvrtcStandInTest, ProgramLinkedWithNvrtcCompilesTheSameThroughIt) {
 
 TEST_F(NvrtcStandInTest, ProgramDlopeningNvrtcCompilesTheSameThroughIt) {
   ExpectTheSameOutputs(testing::NvrtcProgram("nvrtc_dlopen_program"));
+}
+
+TEST_F(NvrtcStandInTest, ProgramDlopeningNvrtc12CompilesTheSameThroughItsStandIn) {
+  ExpectTheSameOutputs(testing::NvrtcProgram("nvrtc12_dlopen_program"), 12);
 }
 
 TEST_F(NvrtcStandInTest, SixteenThreadsCompileAtOnceThroughIt) {
@@ -392,6 +420,47 @@ TEST_F(NvrtcStandInTest, KcacheEnvAppendsItToLdPreloadWithTheToolkitsNvrtc) {
   EXPECT_FALSE(Contains(plain.output, kForwardedCompile)) << plain.output;
   EXPECT_TRUE(
       Contains(testing::Run(absl::StrCat(KcacheCli(), " run --help")).output, "--no-nvrtc"));
+}
+
+// `kcache env` routes NVRTC 12 when there is one: the wheel of PATH's Python environment (a
+// virtual environment laid out as venv makes one), else none; a KCACHE_REAL_NVRTC_12 the
+// environment names is kept; --no-nvrtc takes both stand-ins out.
+TEST_F(NvrtcStandInTest, KcacheEnvRoutesNvrtc12FromPathsPythonEnvironment) {
+  if (!fs::exists(testing::WheelNvrtc12())) {
+    GTEST_SKIP() << "no NVRTC 12.9 wheel in .venv: run scripts/install-deps.sh";
+  }
+  std::string stand_in = fs::weakly_canonical(StandIn()).string();
+  std::string stand_in12 = fs::weakly_canonical(StandIn(12)).string();
+  RunResult none = Env("CUDA_HOME=/usr/local/cuda");
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_TRUE(HasLine(none.output, absl::StrCat("LD_PRELOAD=", stand_in))) << none.output;
+  EXPECT_FALSE(Contains(none.output, "KCACHE_REAL_NVRTC_12=")) << none.output;
+
+  fs::path venv = Dir("venv");
+  tmp_.Write("venv/bin/python3", "#!/bin/sh\n");
+  fs::permissions(venv / "bin/python3", fs::perms::owner_all);
+  fs::path wheel = venv / "lib/python3.11/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12";
+  fs::create_directories(wheel.parent_path());
+  fs::create_symlink(testing::WheelNvrtc12(), wheel);
+  RunResult found =
+      Env(absl::StrCat("CUDA_HOME=/usr/local/cuda PATH=", (venv / "bin").string(), ":/usr/bin"));
+  ASSERT_EQ(found.exit_code, 0) << found.output;
+  EXPECT_TRUE(HasLine(found.output, absl::StrCat("LD_PRELOAD=", stand_in, ":", stand_in12)))
+      << found.output;
+  EXPECT_TRUE(HasLine(found.output, absl::StrCat("KCACHE_REAL_NVRTC_12=", wheel.string())))
+      << found.output;
+
+  RunResult named =
+      Env(absl::StrCat("CUDA_HOME=/usr/local/cuda KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12()));
+  EXPECT_TRUE(HasLine(named.output, absl::StrCat("KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12())))
+      << named.output;
+
+  std::string libm = "/lib/x86_64-linux-gnu/libm.so.6";
+  RunResult off = Env(
+      absl::StrCat("CUDA_HOME=/usr/local/cuda LD_PRELOAD=", libm, ":", StandIn(), ":", StandIn(12)),
+      "--no-nvrtc");
+  EXPECT_TRUE(HasLine(off.output, absl::StrCat("LD_PRELOAD=", libm))) << off.output;
+  EXPECT_FALSE(Contains(off.output, "KCACHE_REAL_NVRTC")) << off.output;
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-/* A program that uses NVRTC the two ways a host process does, for the NVRTC stand-in's tests
+/* A program that uses NVRTC the two ways a host process does, for the NVRTC stand-ins' tests
  * (tests/integration/nvrtc_standin_test.cc): built linked with the toolkit's libnvrtc
- * (nvrtc_linked_program) and, with KCACHE_TEST_DLOPEN, loading it with
- * dlopen("libnvrtc.so.13") (nvrtc_dlopen_program). Either runs the same with and without the
- * stand-in preloaded, so that its outputs can be compared byte for byte.
+ * (nvrtc_linked_program) and, with KCACHE_TEST_DLOPEN (a soname), loading it with dlopen
+ * (nvrtc_dlopen_program: "libnvrtc.so.13"; nvrtc12_dlopen_program: "libnvrtc.so.12"). Each runs
+ * the same with and without the stand-in preloaded, so that its outputs can be compared byte
+ * for byte.
  *
  *   PROGRAM compile DIR     compiles a kernel to PTX (compute_89) and CUBIN (sm_89), writing
  *                           DIR/ptx, DIR/cubin, DIR/log, DIR/names (its lowered names) and
@@ -42,9 +43,9 @@
 #ifdef KCACHE_TEST_DLOPEN
 static void* Library(void) {
   static void* handle;
-  if (handle == NULL) handle = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) handle = dlopen(KCACHE_TEST_DLOPEN, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL) {
-    fprintf(stderr, "dlopen libnvrtc.so.13: %s\n", dlerror());
+    fprintf(stderr, "dlopen %s: %s\n", KCACHE_TEST_DLOPEN, dlerror());
     exit(1);
   }
   return handle;

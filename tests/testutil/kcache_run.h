@@ -33,6 +33,7 @@ inline constexpr const char* kRoutedVariables[] = {"KCACHE_STORE",
                                                    "FLASHINFER_CUDA_ARCH_LIST",
                                                    "KCACHE_BASEDIR",
                                                    "KCACHE_REAL_NVRTC",
+                                                   "KCACHE_REAL_NVRTC_12",
                                                    "KCACHE_REAL_LIBCUDA",
                                                    "LD_PRELOAD"};
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/testutil/tree_paths.h"
+
 namespace kcache::testing {
 
 // The stand-in's KCACHE_LOG lines (client/nvrtc/nvrtc_standin.c, nvrtc_cache.cc), as they begin.
@@ -15,9 +17,15 @@ inline constexpr char kNvrtcForwarded[] = "kcache: nvrtc: nvrtcCompileProgram fo
 inline constexpr char kNvrtcServed[] = "kcache: nvrtc: nvrtcCompileProgram served by kcache: ";
 inline constexpr char kNvrtcStored[] = "kcache: nvrtc: stored ";
 
-// nvrtc_linked_program or nvrtc_dlopen_program, beside the running test.
+// nvrtc_linked_program, nvrtc_dlopen_program or nvrtc12_dlopen_program, beside the running test.
 inline std::string NvrtcProgram(const std::string& name) {
   return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / name).string();
+}
+
+// The real NVRTC 12 the tests forward to: the NVRTC 12.9 wheel's (requirements/test.in), which
+// scripts/install-deps.sh puts in the project's .venv.
+inline std::string WheelNvrtc12() {
+  return SourcePath(".venv/lib/python3.11/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
 }
 
 // Makes `dir`/a (empty), `dir`/b/hdr.h (kValue = 3.0f) and `dir`/unrelated, for

@@ -234,14 +234,16 @@ TEST(ObservationTest, EnvironmentLeavesOutTheStandIns) {
   EXPECT_EQ(FindNvrtcStandIn(library), "");
   EXPECT_EQ(FindCudaStandIn(library), "");
   std::string stand_in = tmp.Write("lib/kcache/nvrtc/libnvrtc.so.13", "");
+  std::string stand_in12 = tmp.Write("lib/kcache/nvrtc/libnvrtc.so.12", "");
   std::string driver_stand_in = tmp.Write("lib/kcache/cuda/libcuda.so.1", "");
   EXPECT_EQ(FindNvrtcStandIn(library), stand_in);
+  EXPECT_EQ(FindNvrtcStandIn(library, 12), stand_in12);
   EXPECT_EQ(FindCudaStandIn(library), driver_stand_in);
   fs::create_symlink(stand_in, tmp / "link.so");
   absl::StatusOr<Observation> observation = Observation::Begin(library, {});
   ASSERT_TRUE(observation.ok()) << observation.status();
   std::string preload = absl::StrCat("LD_PRELOAD=", stand_in, ":/lib/libjemalloc.so ",
-                                     tmp / "link.so", ":", driver_stand_in);
+                                     tmp / "link.so", ":", driver_stand_in, ":", stand_in12);
   char* base[] = {preload.data(), nullptr};
   std::vector<std::string> env = observation->Environment(base);
   EXPECT_NE(std::find(env.begin(), env.end(),
