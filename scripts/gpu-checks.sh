@@ -6,7 +6,8 @@
 #
 # CHECKs (default: all, in this order):
 #   gtest          tests/gpu: kernels_gpu_test, node_gpu_test
-#   python         tests/python test_gpu.py, test_gpus.py, test_triton_backend.py (pytest)
+#   python         tests/python test_gpu.py, test_gpus.py, test_triton_backend.py,
+#                  test_nvrtc_gpu.py (pytest)
 #   worker         the example worker through a kcached over a store warmed for this GPU: its
 #                  first start after the daemon started, then three more, then two with the
 #                  manifest baked by `kcache bake-manifest` (--json lines)
@@ -70,7 +71,7 @@ run_gtest() {
 run_python() {
   # The one test that needs the project venv's NVRTC 12.9 wheel (a CUDA 12 cubin) is left out.
   (cd "$root/tests/python" &&
-   python3 -m pytest -q test_gpu.py test_gpus.py test_triton_backend.py \
+   python3 -m pytest -q test_gpu.py test_gpus.py test_triton_backend.py test_nvrtc_gpu.py \
      --deselect test_triton_backend.py::test_a_cubin_newer_than_the_told_driver_is_not_served) \
     >"$logs/python.log" 2>&1
   local r=$?

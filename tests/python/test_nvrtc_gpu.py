@@ -1,0 +1,120 @@
+"""On a GPU: NVRTC compiles made inside a process by CuPy (a RawKernel), torch (the jiterator:
+a torch.special function on CUDA and torch.cuda.jiterator) and a DeepGEMM-style caller
+(dlopen("libnvrtc.so.13") by soname, a CUBIN for the GPU's SM with a name expression, loaded and
+launched through cuda.core) are served by kcache's NVRTC stand-in (docs/nvrtc-standin.md) in a
+second pod, and compute there what they compute on the CPU. Each pod is a new process under
+`kcache run --server` with the libraries' own caches empty. Every test skips without a GPU
+(ctest: exit 125); tests/python/test_nvrtc_standin.py is the CPU half."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kcache
+
+DEVICES = kcache.detect_devices()
+pytestmark = pytest.mark.skipif(not DEVICES, reason="no GPU (kcache.detect_devices() is empty)")
+
+FORWARDED = "kcache: nvrtc: nvrtcCompileProgram forwarded to "
+SERVED = "kcache: nvrtc: nvrtcCompileProgram served by kcache: "
+
+# One pod's work: compiles and launches with the library named by argv[1], checks the result
+# against the CPU, prints {"ok": ...} as JSON.
+POD = r'''
+import ctypes, json, sys
+what = sys.argv[1]
+if what == "cupy":
+    import cupy
+    axpy = cupy.RawKernel(r"""
+extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}""", "axpy")
+    n = 1000
+    x = cupy.arange(n, dtype=cupy.float32)
+    y = cupy.ones(n, dtype=cupy.float32)
+    axpy(((n + 255) // 256,), (256,), (cupy.float32(2.0), x, y, cupy.int32(n)))
+    ok = bool(cupy.allclose(y, 2.0 * x + 1.0))
+elif what == "jiterator":
+    import torch
+    x = torch.linspace(0.1, 20.0, 1000, dtype=torch.float64)
+    ok = torch.allclose(torch.special.bessel_j0(x.cuda()).cpu(), torch.special.bessel_j0(x),
+                        rtol=1e-6, atol=1e-9)
+    fma_plus = torch.cuda.jiterator._create_jit_fn(
+        "template <typename T> T fma_plus(T x, T y) { return x * y + T(1); }")
+    a = torch.rand(1000, device="cuda")
+    b = torch.rand(1000, device="cuda")
+    ok = ok and torch.allclose(fma_plus(a, b).cpu(), (a * b + 1).cpu())
+elif what == "deepgemm":
+    import cupy, numpy
+    from cuda.core import Device, LaunchConfig, ObjectCode, launch
+    device = Device(0)
+    device.set_current()
+    major, minor = device.compute_capability
+    nvrtc = ctypes.CDLL("libnvrtc.so.13")  # by soname, as DeepGEMM's NVRTC mode loads it
+    source = b"""template <typename T, int kScale>
+__global__ void scale(T* data, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] *= T(kScale);
+}"""
+    prog = ctypes.c_void_p()
+    assert nvrtc.nvrtcCreateProgram(ctypes.byref(prog), source, b"scale.cu", 0, None, None) == 0
+    assert nvrtc.nvrtcAddNameExpression(prog, b"scale<float, 3>") == 0
+    opts = [f"--gpu-architecture=sm_{major}{minor}".encode(), b"-std=c++17", b"-default-device"]
+    assert nvrtc.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts)) == 0
+    size = ctypes.c_size_t()
+    assert nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size)) == 0
+    cubin = ctypes.create_string_buffer(size.value)
+    assert nvrtc.nvrtcGetCUBIN(prog, cubin) == 0
+    lowered = ctypes.c_char_p()
+    assert nvrtc.nvrtcGetLoweredName(prog, b"scale<float, 3>", ctypes.byref(lowered)) == 0
+    kernel = ObjectCode.from_cubin(cubin.raw).get_kernel(lowered.value.decode())
+    n = 1000
+    data = cupy.arange(n, dtype=cupy.float32)
+    stream = device.create_stream()
+    # Arguments as cuda.core takes them (tests/python/launch_args.py): a pointer as an int.
+    launch(stream, LaunchConfig(grid=(n + 255) // 256, block=256), kernel, data.data.ptr,
+           numpy.int32(n))
+    stream.sync()
+    ok = bool(cupy.allclose(data, 3.0 * cupy.arange(n, dtype=cupy.float32)))
+print(json.dumps({"ok": bool(ok)}))
+'''
+
+ROUTED = {"KCACHE_STORE", "KCACHE_SERVER", "KCACHE_REAL_NVRTC", "KCACHE_REAL_NVRTC_12",
+          "LD_PRELOAD"}
+
+
+def pod(kcache_cli: str, address: str, what: str, tmp_path: Path, name: str
+        ) -> subprocess.CompletedProcess:
+    """A new pod: a new process under `kcache run --server`, its libraries' caches empty."""
+    home = tmp_path / name
+    env = {k: v for k, v in os.environ.items() if k not in ROUTED}
+    env.update(KCACHE_LOG="1", KCACHE_STATE_DIR=str(home / "state"),
+               CUPY_CACHE_DIR=str(home / "cupy"), PYTORCH_KERNEL_CACHE_PATH=str(home / "torch"))
+    return subprocess.run([kcache_cli, "run", "--server", address, "--shims",
+                           str(tmp_path / "shims"), "--", sys.executable, "-c", POD, what],
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("what", ["cupy", "jiterator", "deepgemm"])
+def test_second_pod_is_served_and_computes_the_same(what: str, kcache_cli: str, own_daemon,
+                                                     tmp_path: Path) -> None:
+    if what in ("cupy", "deepgemm"):
+        pytest.importorskip("cupy")
+        pytest.importorskip("cuda.core")
+    else:
+        pytest.importorskip("torch")
+    first = pod(kcache_cli, own_daemon.address, what, tmp_path, "first")
+    second = pod(kcache_cli, own_daemon.address, what, tmp_path, "second")
+    for run in (first, second):
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert json.loads(run.stdout.strip().splitlines()[-1])["ok"], run.stdout + run.stderr
+    assert first.stderr.count(FORWARDED) >= 1, first.stderr
+    assert second.stderr.count(SERVED) == first.stderr.count(FORWARDED), second.stderr
+    assert second.stderr.count(FORWARDED) == 0, second.stderr
