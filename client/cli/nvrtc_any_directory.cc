@@ -175,14 +175,13 @@ absl::StatusOr<ObjectEntry> AnyDirectoryEntry(const ObjectEntry& entry, absl::st
     return absl::FailedPreconditionError(
         "compiled in another directory, NVRTC gave another output: the directory reaches it");
   }
-  UncachedReason reason = UncachedReason::kNone;
-  absl::StatusOr<objects::ObjectKey> key = objects::NvrtcAnyDirectoryKey(program, context, &reason);
-  if (!key.ok()) return key.status();
+  objects::ObjectKey key = objects::NvrtcAnyDirectoryKey(
+      objects::ObjectKey{entry.key.command, entry.fields, entry.source}, *name);
   ObjectEntry moved;
   moved.manifest = std::move(manifest->first);
-  moved.key = ObjectEntryKey::Of(key->key1, moved.manifest);
-  moved.source = key->source;
-  moved.fields = key->fields;
+  moved.key = ObjectEntryKey::Of(key.key1, moved.manifest);
+  moved.source = key.source;
+  moved.fields = key.fields;
   moved.size = entry.size;
   return moved;
 }

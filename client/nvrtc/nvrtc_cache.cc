@@ -281,9 +281,8 @@ __attribute__((visibility("default"))) KcacheNvrtcLookup* kcache_nvrtc_lookup(
   lookup->cwd = context.cwd;
   lookup->directory = kcache::objects::NvrtcNameDirectoryOf(program.name, context.cwd);
   if (lookup->directory) {
-    absl::StatusOr<kcache::objects::ObjectKey> any =
-        kcache::objects::NvrtcAnyDirectoryKey(program, context, &reason);
-    if (any.ok()) lookup->any_directory_key = *std::move(any);
+    lookup->any_directory_key =
+        kcache::objects::NvrtcAnyDirectoryKey(lookup->key, *lookup->directory);
   }
   lookup->name_expressions = program.name_expressions.size();
   lookup->program = std::move(program);

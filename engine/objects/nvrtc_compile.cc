@@ -19,6 +19,9 @@ namespace fs = std::filesystem;
 // Bumped whenever what goes into an NVRTC compile's key1 or manifest changes: old entries
 // then simply miss. Never a command's domain (command_key.cc): the two never share a key.
 constexpr char kNvrtcKeyDomain[] = "kcache.nvrtc.v1";
+// key1's field of the program's name, and of its last component in a key for any directory.
+constexpr char kNameField[] = "name";
+constexpr char kAnyDirectoryNameField[] = "name in any directory";
 
 absl::Status Uncached(UncachedReason* reason, UncachedReason why, std::string message) {
   *reason = why;
@@ -131,12 +134,8 @@ bool NamesNativeArch(const std::vector<std::string>& options) {
   return false;
 }
 
-namespace {
-
-// NvrtcCommandKey's key, with the program's name keyed as the field (name_field, name).
-absl::StatusOr<ObjectKey> KeyOf(const NvrtcProgram& program, const NvrtcContext& context,
-                                UncachedReason* reason, absl::string_view name_field,
-                                const std::string& name) {
+absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const NvrtcContext& context,
+                                          UncachedReason* reason) {
   if (NamesNativeArch(program.options)) {
     return Uncached(reason, UncachedReason::kNativeTarget,
                     "-arch=native: the GPU here decides the code, and no key says which");
@@ -171,7 +170,7 @@ absl::StatusOr<ObjectKey> KeyOf(const NvrtcProgram& program, const NvrtcContext&
     key.fields.emplace_back("driver", *driver);
   }
   key.fields.emplace_back("cwd", context.cwd);
-  key.fields.emplace_back(name_field, name);
+  key.fields.emplace_back(kNameField, program.name);
   key.fields.emplace_back("source", Xxh128Hex(program.source));
   for (const auto& [name, content] : program.headers) {
     key.fields.emplace_back("header name", name);
@@ -183,13 +182,6 @@ absl::StatusOr<ObjectKey> KeyOf(const NvrtcProgram& program, const NvrtcContext&
   }
   key.key1 = KeyOverFields(kNvrtcKeyDomain, key.fields);
   return key;
-}
-
-}  // namespace
-
-absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const NvrtcContext& context,
-                                          UncachedReason* reason) {
-  return KeyOf(program, context, reason, "name", program.name);
 }
 
 std::optional<NvrtcNameDirectory> NvrtcNameDirectoryOf(const std::string& name,
@@ -204,15 +196,13 @@ std::optional<NvrtcNameDirectory> NvrtcNameDirectoryOf(const std::string& name,
   return NvrtcNameDirectory{normal, name.substr(slash + 1)};
 }
 
-absl::StatusOr<ObjectKey> NvrtcAnyDirectoryKey(const NvrtcProgram& program,
-                                               const NvrtcContext& context,
-                                               UncachedReason* reason) {
-  std::optional<NvrtcNameDirectory> name = NvrtcNameDirectoryOf(program.name, context.cwd);
-  if (!name) {
-    return Uncached(reason, UncachedReason::kUnreadableInput,
-                    absl::StrCat("the program's name ", program.name, " has no directory"));
+ObjectKey NvrtcAnyDirectoryKey(const ObjectKey& key, const NvrtcNameDirectory& name) {
+  ObjectKey any = key;
+  for (KeyField& field : any.fields) {
+    if (field.first == kNameField) field = {kAnyDirectoryNameField, name.base};
   }
-  return KeyOf(program, context, reason, "name in any directory", name->base);
+  any.key1 = KeyOverFields(kNvrtcKeyDomain, any.fields);
+  return any;
 }
 
 BaseDirs NvrtcAnyDirectoryDirs(const std::string& cwd, const NvrtcNameDirectory& name) {

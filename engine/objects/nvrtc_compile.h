@@ -90,13 +90,12 @@ struct NvrtcNameDirectory {
 std::optional<NvrtcNameDirectory> NvrtcNameDirectoryOf(const std::string& name,
                                                        const std::string& cwd);
 
-// key1 of a compile whose output was found not to depend on its program's directory
+// The key of a compile whose output was found not to depend on its program's directory
 // (NvrtcAnyDirectoryManifest, and the same output compiled in another directory: `kcache
-// nvrtc-put`): NvrtcCommandKey's fields, the name's directory left out ("name in any
-// directory": its last component; never the same key1 as a name's). FailedPrecondition as
-// NvrtcCommandKey's, and when the name has no directory.
-absl::StatusOr<ObjectKey> NvrtcAnyDirectoryKey(const NvrtcProgram& program,
-                                               const NvrtcContext& context, UncachedReason* reason);
+// nvrtc-put`), made from its key (NvrtcCommandKey's `key`, its program named in `name`): the same
+// fields with the name's directory left out ("name in any directory": its last component; never
+// the same key1 as a name's).
+ObjectKey NvrtcAnyDirectoryKey(const ObjectKey& key, const NvrtcNameDirectory& name);
 
 // The base directories an any-directory entry's manifest is made and checked with: the working
 // directory, and the program's directory as the first root ("@base1@"), so that what the

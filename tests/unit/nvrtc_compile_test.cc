@@ -162,28 +162,24 @@ TEST(NvrtcNameDirectoryTest, IsTheNamesDirectoryUnlessItIsTheWorkingDirectory) {
 }
 
 TEST_F(NvrtcCompileTest, AnyDirectoryKeyLeavesOutTheDirectoryOnly) {
-  auto any = [this](const std::string& name) {
+  auto any = [this](const std::string& name, const std::string& option = "") {
     NvrtcProgram program = program_;
     program.name = name;
-    UncachedReason reason = UncachedReason::kNone;
-    absl::StatusOr<ObjectKey> key = NvrtcAnyDirectoryKey(program, context_, &reason);
+    if (!option.empty()) program.options.push_back(option);
+    absl::StatusOr<ObjectKey> key = Key(program, context_);
     EXPECT_TRUE(key.ok()) << key.status();
-    return key.ok() ? key->key1 : CommandKey();
+    std::optional<NvrtcNameDirectory> directory = NvrtcNameDirectoryOf(name, context_.cwd);
+    EXPECT_TRUE(directory.has_value()) << name;
+    return key.ok() && directory ? NvrtcAnyDirectoryKey(*key, *directory).key1 : CommandKey();
   };
   CommandKey a = any("/tmp/tmpaaaa/k.cu");
   EXPECT_EQ(any("/tmp/tmpbbbbbbbb/k.cu"), a);
   EXPECT_EQ(any("sub/k.cu"), a);
   EXPECT_NE(any("/tmp/tmpaaaa/j.cu"), a);
+  EXPECT_NE(any("/tmp/tmpaaaa/k.cu", "-G"), a) << "every other field is keyed as in a name's key";
   // Never a name's key: not the name "k.cu"'s, nor "/tmp/tmpaaaa/k.cu"'s.
   EXPECT_NE(KeyAfter([](NvrtcProgram& p, NvrtcContext&) { p.name = "k.cu"; }), a);
   EXPECT_NE(KeyAfter([](NvrtcProgram& p, NvrtcContext&) { p.name = "/tmp/tmpaaaa/k.cu"; }), a);
-  // Every other field is keyed as in a name's key.
-  NvrtcProgram program = program_;
-  program.name = "/tmp/tmpaaaa/k.cu";
-  program.options.push_back("-G");
-  UncachedReason reason = UncachedReason::kNone;
-  EXPECT_NE(NvrtcAnyDirectoryKey(program, context_, &reason)->key1, a);
-  EXPECT_FALSE(NvrtcAnyDirectoryKey(program_, context_, &reason).ok()) << "k.cu has no directory";
 }
 
 TEST(NvrtcAnyDirectoryManifestTest, MakesTheDirectorysPathsRelativeToIt) {
