@@ -34,14 +34,13 @@
 
 struct KcacheNvrtcLookup {
   kcache::objects::ObjectKey key;
-  std::string cwd;  // the working directory key1 holds, which the manifest's paths are made from
   kcache::objects::NvrtcProgram program;
+  // Its cwd is the working directory key1 holds, which the manifest's paths are made from.
   kcache::objects::NvrtcContext context;
   // A program named in a directory: the directory, and the key its compile has when that
   // directory does not reach NVRTC's output (nvrtc_compile.h NvrtcAnyDirectoryKey).
   std::optional<kcache::objects::NvrtcNameDirectory> directory;
   std::optional<kcache::objects::ObjectKey> any_directory_key;
-  size_t name_expressions = 0;
   kcache::objects::NvrtcOutcome outcome;  // a hit's
   KcacheNvrtcResult result{};             // views into `outcome`
   std::vector<int> lowered_results;
@@ -198,8 +197,9 @@ bool ServeFrom(Process& process, objects::ObjectCache& cache, const CommandKey& 
     }
     absl::StatusOr<objects::ObjectBundleView> bundle = objects::DecodeBundleView(bytes->bytes);
     absl::StatusOr<objects::NvrtcOutcome> outcome =
-        bundle.ok() ? objects::DecodeNvrtcOutcome(bundle->object, lookup.name_expressions)
-                    : absl::StatusOr<objects::NvrtcOutcome>(bundle.status());
+        bundle.ok()
+            ? objects::DecodeNvrtcOutcome(bundle->object, lookup.program.name_expressions.size())
+            : absl::StatusOr<objects::NvrtcOutcome>(bundle.status());
     if (!outcome.ok()) {
       Say(process, absl::StrCat("entry ", entry.key.ToString(), " is damaged (",
                                 outcome.status().message(), "): a miss"));
@@ -221,10 +221,11 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
   std::unique_ptr<objects::ObjectCache> cache = launch::NewFastObjectCache(process.fast, budget);
   if (lookup.any_directory_key &&
       ServeFrom(process, *cache, lookup.any_directory_key->key1,
-                objects::NvrtcAnyDirectoryDirs(lookup.cwd, *lookup.directory), lookup)) {
+                objects::NvrtcAnyDirectoryDirs(lookup.context.cwd, *lookup.directory), lookup)) {
     return true;
   }
-  return ServeFrom(process, *cache, lookup.key.key1, objects::BaseDirs{lookup.cwd, {}}, lookup);
+  return ServeFrom(process, *cache, lookup.key.key1, objects::BaseDirs{lookup.context.cwd, {}},
+                   lookup);
 }
 
 // Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd), not
@@ -278,13 +279,11 @@ __attribute__((visibility("default"))) KcacheNvrtcLookup* kcache_nvrtc_lookup(
   }
   auto lookup = std::make_unique<KcacheNvrtcLookup>();
   lookup->key = *std::move(key);
-  lookup->cwd = context.cwd;
   lookup->directory = kcache::objects::NvrtcNameDirectoryOf(program.name, context.cwd);
   if (lookup->directory) {
     lookup->any_directory_key =
         kcache::objects::NvrtcAnyDirectoryKey(lookup->key, *lookup->directory);
   }
-  lookup->name_expressions = program.name_expressions.size();
   lookup->program = std::move(program);
   lookup->context = std::move(context);
   if (kcache::nvrtc::Serve(process, *lookup)) *hit = &lookup->result;
@@ -309,7 +308,7 @@ __attribute__((visibility("default"))) void kcache_nvrtc_store(KcacheNvrtcLookup
                                 "the record of what the compile read is damaged");
     return;
   }
-  kcache::objects::BaseDirs dirs{lookup->cwd, {}};
+  kcache::objects::BaseDirs dirs{lookup->context.cwd, {}};
   kcache::objects::Environment env = kcache::objects::CurrentEnvironment();
   kcache::UncachedReason reason = kcache::UncachedReason::kNone;
   absl::StatusOr<kcache::HeaderManifest> manifest;
