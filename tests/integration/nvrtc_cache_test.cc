@@ -134,16 +134,26 @@ TEST_F(NvrtcCacheTest, SecondProcessIsServedEveryCompileByteForByte) {
 // another), and the next process, in another directory, is served them byte for byte (and as a
 // run without kcache's). A program whose output holds its directory (__FILE__) is not, nor one
 // that read a header beside it: each process compiles its own, and a header of another value
-// beside the next one's is compiled in.
+// beside the next one's is compiled in. The same with NVRTC 12.9.
 TEST_F(NvrtcCacheTest, ProgramNamedInANewDirectoryIsServedWhenTheDirectoryIsNotInItsOutput) {
   constexpr const char* kAnyDirectory = "for its program's name in any directory";
   constexpr const char* kNameOnly = "for its program's name only";
-  auto named = [&](const std::string& dir, const std::string& kind, bool under_kcache) {
-    std::string command = absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " named ",
-                                       Dir(dir).string(), " ", kind);
+  // NVRTC 13 (the toolkit's), or 12 (the 12.9 wheel's, through its stand-in).
+  auto named = [&](const std::string& dir, const std::string& kind, bool under_kcache,
+                   int major = 13) {
+    std::string wheel = testing::WheelNvrtc12();
+    std::string command = absl::StrCat(
+        testing::NvrtcProgram(major == 13 ? "nvrtc_linked_program" : "nvrtc12_dlopen_program"),
+        " named ", Dir(dir).string(), " ", kind);
     RunResult run =
-        under_kcache ? UnderKcache(command)
-                     : testing::Run(absl::StrCat("env ", testing::UnsetRoutedVariables(), command));
+        under_kcache
+            ? UnderKcache(command, major == 13 ? "" : absl::StrCat("KCACHE_REAL_NVRTC_12=", wheel))
+            : testing::Run(absl::StrCat(
+                  "env ", testing::UnsetRoutedVariables(),
+                  major == 13 ? ""
+                              : absl::StrCat("LD_LIBRARY_PATH=",
+                                             fs::path(wheel).parent_path().string(), " "),
+                  command));
     EXPECT_EQ(run.exit_code, 0) << run.output;
     return run;
   };
@@ -190,6 +200,21 @@ TEST_F(NvrtcCacheTest, ProgramNamedInANewDirectoryIsServedWhenTheDirectoryIsNotI
       << sibling_second.output;
   EXPECT_TRUE(Contains(ReadFile(tmp_ / "sibling_second/ptx"), "0f40A00000"))  // 5.0f
       << ReadFile(tmp_ / "sibling_second/ptx");
+
+  // NVRTC 12.9: its second compile elsewhere is its own (nvrtc-put loads the NVRTC that compiled).
+  named("direct12", "plain", false, 12);
+  EXPECT_EQ(said(named("first12", "plain", true, 12)),
+            "forwarded 2, served 0, stored for any directory 2, for the name only 0");
+  EXPECT_EQ(said(named("second12", "plain", true, 12)),
+            "forwarded 0, served 2, stored for any directory 0, for the name only 0");
+  for (const char* file : {"ptx", "cubin", "log", "names"}) {
+    EXPECT_EQ(ReadFile(fs::path(tmp_ / "second12") / file),
+              ReadFile(fs::path(tmp_ / "direct12") / file))
+        << file;
+  }
+  EXPECT_TRUE(Contains(ReadFile(tmp_ / "second12/ptx"), "release 12.9"));
+  EXPECT_EQ(said(named("file12", "file", true, 12)),
+            "forwarded 2, served 0, stored for any directory 0, for the name only 2");
 }
 
 // What must miss does: a change to the header read, a header of that name appearing in the
