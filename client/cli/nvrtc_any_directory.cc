@@ -27,18 +27,15 @@ constexpr int kInternalError = NVRTC_ERROR_INTERNAL_ERROR;
 using SizeGetter = nvrtcResult (*)(nvrtcProgram, size_t*);
 using ContentGetter = nvrtcResult (*)(nvrtcProgram, char*);
 
-// One output as the stand-in keeps it (client/nvrtc/nvrtc_cache.cc kcache_nvrtc_store): a
-// getter the library lacks answers NVRTC_ERROR_INTERNAL_ERROR.
+// One output as the stand-in keeps it (objects::KeptNvrtcOutput): a getter the library lacks
+// answers NVRTC_ERROR_INTERNAL_ERROR.
 NvrtcOutput Output(nvrtcProgram program, SizeGetter size_getter, ContentGetter content_getter) {
-  NvrtcOutput output;
   size_t size = 0;
-  output.size_result = size_getter != nullptr ? size_getter(program, &size) : kInternalError;
-  output.size = output.size_result == NVRTC_SUCCESS ? size : 0;
-  std::vector<char> bytes(output.size > 0 ? output.size : 1);
-  output.result =
-      content_getter != nullptr ? content_getter(program, bytes.data()) : kInternalError;
-  if (output.result == NVRTC_SUCCESS) output.bytes.assign(bytes.data(), output.size);
-  return output;
+  int size_result = size_getter != nullptr ? size_getter(program, &size) : kInternalError;
+  if (size_result != NVRTC_SUCCESS) size = 0;
+  std::vector<char> bytes(size > 0 ? size : 1);
+  int result = content_getter != nullptr ? content_getter(program, bytes.data()) : kInternalError;
+  return objects::KeptNvrtcOutput(size_result, size, result, bytes.data());
 }
 
 // The getter `name` of the library at `handle`, or null.

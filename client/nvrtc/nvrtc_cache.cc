@@ -327,11 +327,8 @@ __attribute__((visibility("default"))) void kcache_nvrtc_store(KcacheNvrtcLookup
   outcome.result = produced->result;
   for (size_t i = 0; i < kcache::objects::kNvrtcOutputCount; ++i) {
     const KcacheNvrtcOutput& output = produced->outputs[i];
-    kcache::objects::NvrtcOutput& kept = outcome.outputs[i];
-    kept.size_result = output.size_result;
-    kept.size = output.size_result == 0 ? output.size : 0;
-    kept.result = output.result;
-    if (output.result == 0 && output.bytes != nullptr) kept.bytes.assign(output.bytes, kept.size);
+    outcome.outputs[i] = kcache::objects::KeptNvrtcOutput(output.size_result, output.size,
+                                                          output.result, output.bytes);
   }
   for (int i = 0; i < produced->num_lowered; ++i) {
     const char* name = produced->lowered_names[i];

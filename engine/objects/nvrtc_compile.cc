@@ -75,6 +75,15 @@ class Reader {
 
 }  // namespace
 
+NvrtcOutput KeptNvrtcOutput(int size_result, uint64_t size, int result, const char* bytes) {
+  NvrtcOutput output;
+  output.size_result = size_result;
+  output.size = size_result == 0 ? size : 0;
+  output.result = result;
+  if (result == 0 && bytes != nullptr) output.bytes.assign(bytes, output.size);
+  return output;
+}
+
 std::string EncodeNvrtcOutcome(const NvrtcOutcome& outcome) {
   std::string out(kOutcomeMagic);
   AppendU32(out, static_cast<uint32_t>(outcome.result));

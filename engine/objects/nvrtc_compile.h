@@ -131,6 +131,10 @@ struct NvrtcOutput {
   std::string bytes;    // what it wrote, when it succeeded
   bool operator==(const NvrtcOutput&) const = default;
 };
+// An output as a compile's getters answered it, kept as an outcome holds it: the size only when
+// the size getter succeeded, `size` bytes of `bytes` only when both getters did (the stand-in's
+// store and `kcache nvrtc-put`'s compile elsewhere keep outputs alike, so that they compare).
+NvrtcOutput KeptNvrtcOutput(int size_result, uint64_t size, int result, const char* bytes);
 // The outputs, in the stand-in's order (client/nvrtc/nvrtc_cache_abi.h KCACHE_NVRTC_*): PTX,
 // CUBIN, LTO-IR, OptiX-IR, Tile-IR, the log.
 inline constexpr size_t kNvrtcOutputCount = 6;
