@@ -8,7 +8,7 @@ program. It has been seen in processes that
 ran NVRTC in-process. When the test's own process crashes so, the test had passed; when a
 program the test runs (the kcache CLI) crashes so, that program exits 1 and the test fails its
 exit-code check, with the signature in the test's output. scripts/sanitize.sh runs such a test
-once more, and the second run must pass.
+again, up to 3 times, until a run passes; a run that fails otherwise fails the suite.
 
 Prints the ctest numbers of those tests, comma-separated (for `ctest -I 0,0,0,N,...`), and exits
 0 when every failure of the run is one; exits 1 (printing nothing) when any failure is anything

@@ -45,12 +45,19 @@ run_suite() {
   labels=$(IFS='|'; echo "^(hostile_)?($*)\$")
   echo "sanitize: $preset: running $# test binaries"
   ctest --test-dir "$build" -L "$labels" -j "$(nproc)" --output-on-failure && return 0
-  # Failures that are only LeakSanitizer's tracer crashing at a process's exit run once more and
-  # must pass; anything else fails the suite as it is (scripts/lsan_tracer_crashes.py).
-  local crashed
-  crashed=$(python3 "$root/scripts/lsan_tracer_crashes.py" "$build") || return 1
-  echo "sanitize: $preset: LeakSanitizer's tracer crashed at a process's exit in tests $crashed; once more"
-  ctest --test-dir "$build" -I "0,0,0,$crashed" --output-on-failure
+  # Failures that are only LeakSanitizer's tracer crashing at a process's exit (before any leak
+  # is looked for) run again, up to 3 times, until a run of each gets as far as its leak check
+  # and passes; any other failure, in the first run or a later one, fails the suite as it is
+  # (scripts/lsan_tracer_crashes.py). One test that runs NVRTC in process crashed the tracer in
+  # about 1 run of 6 here, twice in a row in one CI run.
+  local crashed attempt
+  for attempt in 1 2 3; do
+    crashed=$(python3 "$root/scripts/lsan_tracer_crashes.py" "$build") || return 1
+    echo "sanitize: $preset: LeakSanitizer's tracer crashed at a process's exit in tests" \
+      "$crashed; again ($attempt of 3)"
+    ctest --test-dir "$build" -I "0,0,0,$crashed" --output-on-failure && return 0
+  done
+  return 1
 }
 
 suites=("$@")
