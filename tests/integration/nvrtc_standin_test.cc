@@ -116,11 +116,15 @@ class NvrtcStandInTest : public ::testing::Test {
 
   // Compiles with `program` without and with the stand-in for NVRTC `major` (by `kcache run`,
   // and by the variables `kcache env --export` prints), and expects the same PTX, CUBIN, log and
-  // names. NVRTC 12 is the wheel's (KCACHE_REAL_NVRTC_12).
+  // names. NVRTC 13 is the toolkit's at CUDA_HOME, NVRTC 12 the wheel's (KCACHE_REAL_NVRTC_12):
+  // each named, so that the toolkit kcache finds does not depend on the test's PATH.
   void ExpectTheSameOutputs(const std::string& program, int major = 13) {
     std::string real = major == 13 ? kRealNvrtc : testing::WheelNvrtc12();
     if (!fs::exists(real)) GTEST_SKIP() << "no " << real << ": run scripts/install-deps.sh";
-    std::string routed = major == 13 ? "" : absl::StrCat("KCACHE_REAL_NVRTC_12=", real);
+    std::string routed =
+        major == 13
+            ? absl::StrCat("CUDA_HOME=", fs::path(real).parent_path().parent_path().string())
+            : absl::StrCat("KCACHE_REAL_NVRTC_12=", real);
     RunResult direct =
         Plain(absl::StrCat("LD_LIBRARY_PATH=", fs::path(real).parent_path().string()),
               absl::StrCat(program, " compile ", Dir("direct")));
