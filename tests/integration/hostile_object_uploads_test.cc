@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,7 +52,7 @@ struct OpenUpload {
   grpc::ClientContext context;
   v1::PutObjectResponse response;
   std::unique_ptr<grpc::ClientWriter<v1::PutObjectRequest>> writer;
-  bool refused = false;  // the server ended it before all was written
+  bool refused = false;  // a write failed: kcached ended it, so nothing more is written
 };
 
 class HostileObjectUploadsTest : public ::testing::Test {
@@ -146,13 +147,31 @@ TEST_F(HostileObjectUploadsTest, UnfinishedUploadsStayWithinTheUploadBound) {
     EXPECT_LE(grew, kUploadsBytes + kSlackBytes);
     EXPECT_EQ(Counter("objects.upload_bytes"), 2 * kObjectBytes) << "two fit in 16 MiB";
   }
-  int refused = 0;
+  // Which uploads kcached refused is told by their status, not by whether a write failed: a
+  // refused upload's writes may all have gone into gRPC's buffers before the refusal came back.
+  // Each upload's Finish waits in a thread of its own: the refused ones end with kcached's
+  // status, the held ones not until they are cancelled.
+  std::vector<std::future<grpc::Status>> finished;
   for (auto& upload : uploads) {
-    if (!upload->refused) {
-      upload->context.TryCancel();
+    finished.push_back(std::async(std::launch::async,
+                                  [writer = upload->writer.get()] { return writer->Finish(); }));
+  }
+  auto ended = [&] {
+    int count = 0;
+    for (auto& status : finished) {
+      if (status.wait_for(std::chrono::seconds(0)) == std::future_status::ready) ++count;
+    }
+    return count;
+  };
+  EXPECT_TRUE(::kcache::testing::WaitFor([&] { return ended() >= kUploads - 2; }));
+  int refused = 0;
+  std::vector<size_t> held;
+  for (size_t i = 0; i < uploads.size(); ++i) {
+    if (finished[i].wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      held.push_back(i);
       continue;
     }
-    grpc::Status status = upload->writer->Finish();
+    grpc::Status status = finished[i].get();
     EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
     EXPECT_TRUE(Contains(status.error_message(), "--object-upload-max-bytes 16777216"))
         << status.error_message();
@@ -161,8 +180,9 @@ TEST_F(HostileObjectUploadsTest, UnfinishedUploadsStayWithinTheUploadBound) {
   EXPECT_EQ(refused, kUploads - 2);
   EXPECT_EQ(Counter("objects.puts_refused_uploads"), static_cast<uint64_t>(refused));
   // Once the open ones are gone, their bytes are given back and a whole upload goes through.
-  for (auto& upload : uploads) {
-    if (!upload->refused) upload->writer->Finish();
+  for (size_t i : held) {
+    uploads[i]->context.TryCancel();
+    EXPECT_EQ(finished[i].get().error_code(), grpc::StatusCode::CANCELLED);
   }
   EXPECT_TRUE(::kcache::testing::WaitFor([&] { return Counter("objects.upload_bytes") == 0; }));
   std::unique_ptr<OpenUpload> whole = Start('z', kObjectBytes, kObjectBytes);
