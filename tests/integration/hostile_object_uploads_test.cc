@@ -156,18 +156,18 @@ TEST_F(HostileObjectUploadsTest, UnfinishedUploadsStayWithinTheUploadBound) {
     finished.push_back(std::async(std::launch::async,
                                   [writer = upload->writer.get()] { return writer->Finish(); }));
   }
-  auto ended = [&] {
-    int count = 0;
-    for (auto& status : finished) {
-      if (status.wait_for(std::chrono::seconds(0)) == std::future_status::ready) ++count;
-    }
-    return count;
+  auto ended = [&](size_t i) {
+    return finished[i].wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   };
-  EXPECT_TRUE(::kcache::testing::WaitFor([&] { return ended() >= kUploads - 2; }));
+  EXPECT_TRUE(::kcache::testing::WaitFor([&] {
+    int count = 0;
+    for (size_t i = 0; i < finished.size(); ++i) count += ended(i) ? 1 : 0;
+    return count >= kUploads - 2;
+  }));
   int refused = 0;
   std::vector<size_t> held;
   for (size_t i = 0; i < uploads.size(); ++i) {
-    if (finished[i].wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    if (!ended(i)) {
       held.push_back(i);
       continue;
     }
