@@ -81,10 +81,13 @@ class NvrtcStandInTest : public ::testing::Test {
     if (!fs::exists(kRealNvrtc)) GTEST_SKIP() << "no NVRTC at " << kRealNvrtc;
   }
 
-  // `command` with none of the variables `kcache run` sets, and `assignments`.
+  // `command` with none of the variables `kcache run` sets, CUDA_HOME naming kRealNvrtc's
+  // toolkit (so that the toolkit kcache finds does not depend on the test's PATH: a
+  // /usr/local/bin/nvcc wrapper makes it /usr/local), and `assignments` (which may set another).
   RunResult Plain(const std::string& assignments, const std::string& command) {
-    return testing::Run(
-        absl::StrCat("env ", testing::UnsetRoutedVariables(), assignments, " ", command));
+    return testing::Run(absl::StrCat("env ", testing::UnsetRoutedVariables(), "CUDA_HOME=",
+                                     fs::path(kRealNvrtc).parent_path().parent_path().string(), " ",
+                                     assignments, " ", command));
   }
 
   // `command` under `kcache run` (KCACHE_LOG=1), with `assignments` before it.
@@ -116,15 +119,11 @@ class NvrtcStandInTest : public ::testing::Test {
 
   // Compiles with `program` without and with the stand-in for NVRTC `major` (by `kcache run`,
   // and by the variables `kcache env --export` prints), and expects the same PTX, CUBIN, log and
-  // names. NVRTC 13 is the toolkit's at CUDA_HOME, NVRTC 12 the wheel's (KCACHE_REAL_NVRTC_12):
-  // each named, so that the toolkit kcache finds does not depend on the test's PATH.
+  // names. NVRTC 12 is the wheel's (KCACHE_REAL_NVRTC_12).
   void ExpectTheSameOutputs(const std::string& program, int major = 13) {
     std::string real = major == 13 ? kRealNvrtc : testing::WheelNvrtc12();
     if (!fs::exists(real)) GTEST_SKIP() << "no " << real << ": run scripts/install-deps.sh";
-    std::string routed =
-        major == 13
-            ? absl::StrCat("CUDA_HOME=", fs::path(real).parent_path().parent_path().string())
-            : absl::StrCat("KCACHE_REAL_NVRTC_12=", real);
+    std::string routed = major == 13 ? "" : absl::StrCat("KCACHE_REAL_NVRTC_12=", real);
     RunResult direct =
         Plain(absl::StrCat("LD_LIBRARY_PATH=", fs::path(real).parent_path().string()),
               absl::StrCat(program, " compile ", Dir("direct")));
@@ -391,7 +390,7 @@ TEST_F(NvrtcStandInTest, WithoutKcacheRealNvrtcItTakesTheToolkitOfCudaHome) {
 
 TEST_F(NvrtcStandInTest, KcacheEnvAppendsItToLdPreloadWithTheToolkitsNvrtc) {
   std::string libm = "/lib/x86_64-linux-gnu/libm.so.6";
-  RunResult env = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda LD_PRELOAD=", libm));
+  RunResult env = Env(absl::StrCat("LD_PRELOAD=", libm));
   ASSERT_EQ(env.exit_code, 0) << env.output;
   std::string stand_in = fs::weakly_canonical(StandIn()).string();
   EXPECT_TRUE(HasLine(env.output, absl::StrCat("LD_PRELOAD=", libm, ":", stand_in))) << env.output;
@@ -399,19 +398,18 @@ TEST_F(NvrtcStandInTest, KcacheEnvAppendsItToLdPreloadWithTheToolkitsNvrtc) {
 
   // A real NVRTC the environment names is kept; one that is the stand-in is not.
   std::string copy = tmp_.Write("real/libnvrtc.so.13", "");
-  RunResult kept = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda KCACHE_REAL_NVRTC=", copy));
+  RunResult kept = Env(absl::StrCat("KCACHE_REAL_NVRTC=", copy));
   EXPECT_TRUE(HasLine(kept.output, absl::StrCat("KCACHE_REAL_NVRTC=", copy))) << kept.output;
-  RunResult refused = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda KCACHE_REAL_NVRTC=", StandIn()));
+  RunResult refused = Env(absl::StrCat("KCACHE_REAL_NVRTC=", StandIn()));
   EXPECT_TRUE(Contains(refused.output, "is not kept: it is kcache's stand-in")) << refused.output;
   EXPECT_TRUE(HasLine(refused.output, absl::StrCat("KCACHE_REAL_NVRTC=", kRealNvrtc)))
       << refused.output;
 
   // A nested run keeps LD_PRELOAD as it is; --no-nvrtc takes the stand-in out of it.
-  RunResult nested = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda LD_PRELOAD=", libm, ":", StandIn(),
-                                      " KCACHE_REAL_NVRTC=", kRealNvrtc));
+  RunResult nested =
+      Env(absl::StrCat("LD_PRELOAD=", libm, ":", StandIn(), " KCACHE_REAL_NVRTC=", kRealNvrtc));
   EXPECT_FALSE(Contains(absl::StrCat("\n", nested.output), "\nLD_PRELOAD=")) << nested.output;
-  RunResult off = Env(absl::StrCat("CUDA_HOME=/usr/local/cuda LD_PRELOAD=", libm, ":", StandIn()),
-                      "--no-nvrtc");
+  RunResult off = Env(absl::StrCat("LD_PRELOAD=", libm, ":", StandIn()), "--no-nvrtc");
   EXPECT_TRUE(HasLine(off.output, absl::StrCat("LD_PRELOAD=", libm))) << off.output;
   EXPECT_FALSE(Contains(off.output, "KCACHE_REAL_NVRTC=")) << off.output;
 
@@ -435,7 +433,7 @@ TEST_F(NvrtcStandInTest, KcacheEnvRoutesNvrtc12FromPathsPythonEnvironment) {
   }
   std::string stand_in = fs::weakly_canonical(StandIn()).string();
   std::string stand_in12 = fs::weakly_canonical(StandIn(12)).string();
-  RunResult none = Env("CUDA_HOME=/usr/local/cuda");
+  RunResult none = Env("");
   ASSERT_EQ(none.exit_code, 0) << none.output;
   EXPECT_TRUE(HasLine(none.output, absl::StrCat("LD_PRELOAD=", stand_in))) << none.output;
   EXPECT_FALSE(Contains(none.output, "KCACHE_REAL_NVRTC_12=")) << none.output;
@@ -446,23 +444,20 @@ TEST_F(NvrtcStandInTest, KcacheEnvRoutesNvrtc12FromPathsPythonEnvironment) {
   fs::path wheel = venv / "lib/python3.11/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12";
   fs::create_directories(wheel.parent_path());
   fs::create_symlink(testing::WheelNvrtc12(), wheel);
-  RunResult found =
-      Env(absl::StrCat("CUDA_HOME=/usr/local/cuda PATH=", (venv / "bin").string(), ":/usr/bin"));
+  RunResult found = Env(absl::StrCat("PATH=", (venv / "bin").string(), ":/usr/bin"));
   ASSERT_EQ(found.exit_code, 0) << found.output;
   EXPECT_TRUE(HasLine(found.output, absl::StrCat("LD_PRELOAD=", stand_in, ":", stand_in12)))
       << found.output;
   EXPECT_TRUE(HasLine(found.output, absl::StrCat("KCACHE_REAL_NVRTC_12=", wheel.string())))
       << found.output;
 
-  RunResult named =
-      Env(absl::StrCat("CUDA_HOME=/usr/local/cuda KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12()));
+  RunResult named = Env(absl::StrCat("KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12()));
   EXPECT_TRUE(HasLine(named.output, absl::StrCat("KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12())))
       << named.output;
 
   std::string libm = "/lib/x86_64-linux-gnu/libm.so.6";
-  RunResult off = Env(
-      absl::StrCat("CUDA_HOME=/usr/local/cuda LD_PRELOAD=", libm, ":", StandIn(), ":", StandIn(12)),
-      "--no-nvrtc");
+  RunResult off =
+      Env(absl::StrCat("LD_PRELOAD=", libm, ":", StandIn(), ":", StandIn(12)), "--no-nvrtc");
   EXPECT_TRUE(HasLine(off.output, absl::StrCat("LD_PRELOAD=", libm))) << off.output;
   EXPECT_FALSE(Contains(off.output, "KCACHE_REAL_NVRTC")) << off.output;
 }
