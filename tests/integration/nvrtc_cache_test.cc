@@ -63,6 +63,23 @@ class NvrtcCacheTest : public ::testing::Test {
         tmp_ / "shims", " -- ", command));
   }
 
+  // `command` without kcache (none of the variables `kcache run` sets), loading NVRTC `major`:
+  // for 12, the 12.9 wheel's, its directory on LD_LIBRARY_PATH.
+  static RunResult WithoutKcache(const std::string& command, int major = 13) {
+    return testing::Run(absl::StrCat(
+        "env ", testing::UnsetRoutedVariables(),
+        major == 13 ? ""
+                    : absl::StrCat("LD_LIBRARY_PATH=",
+                                   fs::path(testing::WheelNvrtc12()).parent_path().string(), " "),
+        command));
+  }
+
+  // What routes NVRTC `major` under kcache: for 12, KCACHE_REAL_NVRTC_12 naming the 12.9 wheel's
+  // (kcache run finds the toolkit's 13 itself).
+  static std::string RoutedNvrtc(int major) {
+    return major == 13 ? "" : absl::StrCat("KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12());
+  }
+
   fs::path Dir(const std::string& name) {
     fs::create_directories(tmp_ / name);
     return tmp_ / name;
@@ -92,18 +109,17 @@ class NvrtcCacheTest : public ::testing::Test {
 // its outputs the real NVRTC's byte for byte (and a run without kcache's): NVRTC 13 linked and
 // dlopened, NVRTC 12 (the 12.9 wheel's) dlopened through its own stand-in.
 TEST_F(NvrtcCacheTest, SecondProcessIsServedEveryCompileByteForByte) {
-  std::string wheel = testing::WheelNvrtc12();
-  ASSERT_TRUE(fs::exists(wheel)) << "no NVRTC 12.9 wheel: run scripts/install-deps.sh";
+  ASSERT_TRUE(fs::exists(testing::WheelNvrtc12()))
+      << "no NVRTC 12.9 wheel: run scripts/install-deps.sh";
   for (const char* program :
        {"nvrtc_linked_program", "nvrtc_dlopen_program", "nvrtc12_dlopen_program"}) {
     SCOPED_TRACE(program);
     std::string tag = program;
-    bool twelve = tag == "nvrtc12_dlopen_program";
-    std::string routed = twelve ? absl::StrCat("KCACHE_REAL_NVRTC_12=", wheel) : "";
-    RunResult direct = testing::Run(absl::StrCat(
-        "env ", testing::UnsetRoutedVariables(),
-        twelve ? absl::StrCat("LD_LIBRARY_PATH=", fs::path(wheel).parent_path().string(), " ") : "",
-        testing::NvrtcProgram(program), " compile ", Dir(tag + "/direct").string()));
+    int major = tag == "nvrtc12_dlopen_program" ? 12 : 13;
+    std::string routed = RoutedNvrtc(major);
+    RunResult direct = WithoutKcache(
+        absl::StrCat(testing::NvrtcProgram(program), " compile ", Dir(tag + "/direct").string()),
+        major);
     ASSERT_EQ(direct.exit_code, 0) << direct.output;
     RunResult first = UnderKcache(
         absl::StrCat(testing::NvrtcProgram(program), " compile ", Dir(tag + "/first").string()),
@@ -141,19 +157,11 @@ TEST_F(NvrtcCacheTest, ProgramNamedInANewDirectoryIsServedWhenTheDirectoryIsNotI
   // NVRTC 13 (the toolkit's), or 12 (the 12.9 wheel's, through its stand-in).
   auto named = [&](const std::string& dir, const std::string& kind, bool under_kcache,
                    int major = 13) {
-    std::string wheel = testing::WheelNvrtc12();
     std::string command = absl::StrCat(
         testing::NvrtcProgram(major == 13 ? "nvrtc_linked_program" : "nvrtc12_dlopen_program"),
         " named ", Dir(dir).string(), " ", kind);
     RunResult run =
-        under_kcache
-            ? UnderKcache(command, major == 13 ? "" : absl::StrCat("KCACHE_REAL_NVRTC_12=", wheel))
-            : testing::Run(absl::StrCat(
-                  "env ", testing::UnsetRoutedVariables(),
-                  major == 13 ? ""
-                              : absl::StrCat("LD_LIBRARY_PATH=",
-                                             fs::path(wheel).parent_path().string(), " "),
-                  command));
+        under_kcache ? UnderKcache(command, RoutedNvrtc(major)) : WithoutKcache(command, major);
     EXPECT_EQ(run.exit_code, 0) << run.output;
     return run;
   };
@@ -250,7 +258,7 @@ TEST_F(NvrtcCacheTest, MissesWhenWhatTheCompileReadOrWasGivenChanges) {
   }
   // Another NVRTC version: the NVRTC 12.9 wheel beside the toolkit's 13.0, the same program
   // through the libnvrtc.so.12 stand-in.
-  std::string nvrtc12 = absl::StrCat("KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12());
+  std::string nvrtc12 = RoutedNvrtc(12);
   EXPECT_EQ(CompiledIncludes(inc, "", nvrtc12, "nvrtc12_dlopen_program"), 1) << "NVRTC 12.9";
   EXPECT_TRUE(Contains(ReadFile(inc / "ptx"), "release 12.9")) << ReadFile(inc / "ptx");
   EXPECT_EQ(CompiledIncludes(inc, "", nvrtc12, "nvrtc12_dlopen_program"), 0);
