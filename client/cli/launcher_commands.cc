@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "client/cli/compile_turn_remote.h"
 #include "client/cli/nvrtc_any_directory.h"
+#include "client/cli/nvrtc_clock_probe.h"
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
 #include "client/cli/run_check.h"
@@ -28,6 +29,8 @@
 #include "client/launch/handed_miss.h"
 #include "client/launch/launch_command.h"
 #include "core/file_io.h"
+#include "engine/objects/file_digests.h"
+#include "engine/objects/header_manifest.h"
 #include "engine/objects/launcher.h"
 #include "engine/objects/nvrtc_compile.h"
 #include "engine/objects/object_bundle.h"
@@ -149,9 +152,10 @@ std::string ShellQuoted(const std::string& value) {
 
 // `kcache nvrtc-put`: stores the NVRTC compile kcache's stand-in handed over on standard input
 // (client/nvrtc/nvrtc_cache.cc HandToKcache: the compile framed, objects::DecodeHandedEntry),
-// where this process's launchers put their objects: under the key for any directory when its
-// program is named in one that does not reach the output (nvrtc_any_directory.h), else as
-// handed. kExitBadInput for input that is not one.
+// where this process's launchers put their objects, once compiled again here it is shown not to
+// depend on the clock (nvrtc_clock_probe.h; else it is not stored): under the key for any
+// directory when its program is named in one that does not reach the output
+// (nvrtc_any_directory.h), else as handed. kExitBadInput for input that is not one.
 int PutHandedNvrtcCompile() {
   absl::StatusOr<std::string> input =
       ReadToEnd(STDIN_FILENO, objects::kDefaultMaxObjectBytes + (uint64_t{16} << 20));
@@ -171,15 +175,43 @@ int PutHandedNvrtcCompile() {
     return Fail(absl::StrCat("kcache nvrtc-put: ", handed.status().message()), kExitBadInput);
   }
   auto& [entry, bundle] = *handed;
-  std::string how;  // said with KCACHE_LOG=1
-  if (!compile.empty()) {
-    absl::StatusOr<std::pair<objects::NvrtcProgram, objects::NvrtcContext>> decoded =
-        objects::DecodeNvrtcCompile(compile);
-    if (!decoded.ok()) {
-      return Fail(absl::StrCat("kcache nvrtc-put: ", decoded.status().message()), kExitBadInput);
+  absl::StatusOr<std::pair<objects::NvrtcProgram, objects::NvrtcContext>> decoded =
+      objects::DecodeNvrtcCompile(compile);
+  if (!decoded.ok()) {
+    return Fail(absl::StrCat("kcache nvrtc-put: ", decoded.status().message()), kExitBadInput);
+  }
+  const auto& [program, context] = *decoded;
+  absl::StatusOr<objects::ObjectBundleView> view = objects::DecodeBundleView(bundle);
+  absl::StatusOr<objects::NvrtcOutcome> outcome =
+      view.ok() ? objects::DecodeNvrtcOutcome(view->object, program.name_expressions.size())
+                : absl::StatusOr<objects::NvrtcOutcome>(view.status());
+  if (!outcome.ok()) {
+    return Fail(absl::StrCat("kcache nvrtc-put: ", outcome.status().message()), kExitBadInput);
+  }
+  const bool log = Env("KCACHE_LOG") == "1";
+  auto unchanged = [&] {
+    objects::FileDigests digests("");
+    std::string difference;
+    if (objects::ManifestMatches(entry.manifest, objects::BaseDirs{context.cwd, {}},
+                                 objects::CurrentEnvironment(), digests, &difference)) {
+      return true;
     }
-    absl::StatusOr<ObjectEntry> moved =
-        AnyDirectoryEntry(entry, bundle, decoded->first, decoded->second);
+    if (log) {
+      std::fprintf(stderr,
+                   "kcache: nvrtc: not stored: what the compile read changed before kcache "
+                   "could compile it again (%s)\n",
+                   difference.c_str());
+    }
+    return false;
+  };
+  if (!unchanged()) return kExitOk;
+  if (absl::Status clock = CheckNvrtcClockFree(program, context, *outcome); !clock.ok()) {
+    if (log) std::fprintf(stderr, "kcache: nvrtc: not stored: %s\n", clock.message().data());
+    return kExitOk;
+  }
+  std::string how;  // said with KCACHE_LOG=1
+  if (objects::NvrtcNameDirectoryOf(program.name, context.cwd)) {
+    absl::StatusOr<ObjectEntry> moved = AnyDirectoryEntry(entry, *outcome, program, context);
     if (moved.ok()) {
       entry = *std::move(moved);
       how = ", for its program's name in any directory";
@@ -187,12 +219,13 @@ int PutHandedNvrtcCompile() {
       how = absl::StrCat(", for its program's name only: ", moved.status().message());
     }
   }
+  if (!unchanged()) return kExitOk;  // compiled again from other inputs than the caller's
   objects::LauncherOptions options = LauncherOptionsFromEnv(BudgetFromEnv());
   absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = options.open_cache();
   if (!cache.ok()) return Fail(cache.status().message(), kExitFailed);
   absl::Status put = (*cache)->Put(entry, bundle);
   if (!put.ok()) return Fail(absl::StrCat("kcache nvrtc-put: ", put.message()), kExitFailed);
-  if (Env("KCACHE_LOG") == "1") {
+  if (log) {
     std::fprintf(stderr, "kcache: nvrtc: stored %s (%zu bytes%s)\n", entry.key.ToString().c_str(),
                  bundle.size(), how.c_str());
   }

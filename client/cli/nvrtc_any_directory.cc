@@ -1,17 +1,22 @@
 #include "client/cli/nvrtc_any_directory.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
+#include <optional>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "engine/compile/nvrtc_api.h"
+#include "absl/strings/strip.h"
+#include "client/cli/nvrtc_recompile.h"
+#include "core/file_io.h"
+#include "engine/objects/file_digests.h"
+#include "engine/objects/macro_reach.h"
 #include "engine/objects/object_bundle.h"
 
 namespace kcache::cli {
@@ -22,73 +27,12 @@ namespace fs = std::filesystem;
 using objects::NvrtcOutcome;
 using objects::NvrtcOutput;
 
-constexpr int kInternalError = NVRTC_ERROR_INTERNAL_ERROR;
-
-using SizeGetter = nvrtcResult (*)(nvrtcProgram, size_t*);
-using ContentGetter = nvrtcResult (*)(nvrtcProgram, char*);
-
-// One output as the stand-in keeps it (objects::KeptNvrtcOutput): a getter the library lacks
-// answers NVRTC_ERROR_INTERNAL_ERROR.
-NvrtcOutput Output(nvrtcProgram program, SizeGetter size_getter, ContentGetter content_getter) {
-  size_t size = 0;
-  int size_result = size_getter != nullptr ? size_getter(program, &size) : kInternalError;
-  if (size_result != NVRTC_SUCCESS) size = 0;
-  std::vector<char> bytes(size > 0 ? size : 1);
-  int result = content_getter != nullptr ? content_getter(program, bytes.data()) : kInternalError;
-  return objects::KeptNvrtcOutput(size_result, size, result, bytes.data());
-}
-
-// The getter `name` of the library at `handle`, or null.
-template <typename Fn>
-Fn Getter(void* handle, const char* name) {
-  return reinterpret_cast<Fn>(dlsym(handle, name));
-}
-
-// What `program` gives compiled by the library at `handle` (its API: `api`).
-absl::StatusOr<NvrtcOutcome> Compile(void* handle, const NvrtcApi& api,
-                                     const objects::NvrtcProgram& program) {
-  std::vector<const char*> headers, include_names, options;
-  for (const auto& [name, content] : program.headers) {
-    include_names.push_back(name.c_str());
-    headers.push_back(content.c_str());
-  }
-  for (const std::string& option : program.options) options.push_back(option.c_str());
-  nvrtcProgram made = nullptr;
-  nvrtcResult created = api.create_program(
-      &made, program.source.c_str(), program.name.empty() ? nullptr : program.name.c_str(),
-      static_cast<int>(headers.size()), headers.data(), include_names.data());
-  if (created != NVRTC_SUCCESS) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("nvrtcCreateProgram: ", api.ErrorString(created)));
-  }
-  absl::Cleanup destroy = [&] { api.destroy_program(&made); };
-  for (const std::string& expression : program.name_expressions) {
-    nvrtcResult added = api.add_name_expression(made, expression.c_str());
-    if (added != NVRTC_SUCCESS) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("nvrtcAddNameExpression: ", api.ErrorString(added)));
-    }
-  }
-  NvrtcOutcome outcome;
-  outcome.result = api.compile_program(made, static_cast<int>(options.size()), options.data());
-  // In the stand-in's order (client/nvrtc/nvrtc_cache_abi.h KCACHE_NVRTC_*).
-  outcome.outputs = {
-      Output(made, api.get_ptx_size, api.get_ptx),
-      Output(made, api.get_cubin_size, api.get_cubin),
-      Output(made, api.get_ltoir_size, api.get_ltoir),
-      Output(made, Getter<SizeGetter>(handle, "nvrtcGetOptiXIRSize"),
-             Getter<ContentGetter>(handle, "nvrtcGetOptiXIR")),
-      Output(made, Getter<SizeGetter>(handle, "nvrtcGetTileIRSize"),
-             Getter<ContentGetter>(handle, "nvrtcGetTileIR")),
-      Output(made, api.get_program_log_size, api.get_program_log),
-  };
-  for (const std::string& expression : program.name_expressions) {
-    const char* lowered = nullptr;
-    int result = api.get_lowered_name(made, expression.c_str(), &lowered);
-    outcome.lowered.emplace_back(result,
-                                 result == NVRTC_SUCCESS && lowered != nullptr ? lowered : "");
-  }
-  return outcome;
+// Whether a manifest's fact is a file's content digest (a text the compile read): hex digits,
+// after the mark that it resolves to itself.
+bool IsContentDigest(absl::string_view fact) {
+  absl::ConsumePrefix(&fact, objects::kResolvesToItselfMark);
+  return fact.size() == objects::kDigestHexDigits &&
+         fact.find_first_not_of("0123456789abcdef") == absl::string_view::npos;
 }
 
 // Whether any output or lowered name of `outcome` holds `text`.
@@ -102,11 +46,12 @@ bool Holds(const NvrtcOutcome& outcome, const std::string& text) {
   return false;
 }
 
-}  // namespace
-
+// NVRTC's outcome for `program` compiled by the NVRTC at `context.library` in context.cwd, its
+// name moved to `directory` in `state` (made, and removed after).
 absl::StatusOr<objects::NvrtcOutcome> CompileInAnotherDirectory(
     const objects::NvrtcProgram& program, const objects::NvrtcContext& context,
-    const objects::NvrtcNameDirectory& name, objects::NvrtcDirectoryState state) {
+    const objects::NvrtcNameDirectory& name, objects::NvrtcDirectoryState state,
+    const std::string& directory) {
   if (state.name_exists && !state.directory_exists) {
     return absl::FailedPreconditionError("the name existed in a directory that did not");
   }
@@ -114,19 +59,15 @@ absl::StatusOr<objects::NvrtcOutcome> CompileInAnotherDirectory(
     return absl::FailedPreconditionError(
         absl::StrCat("cannot enter the compile's directory ", context.cwd));
   }
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string top =
-      absl::StrCat(tmpdir != nullptr && *tmpdir ? tmpdir : "/tmp", "/kcache-nvrtc-XXXXXX");
-  if (mkdtemp(top.data()) == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot make a directory like ", top));
-  }
-  absl::Cleanup remove = [&] {
-    std::error_code ec;
-    fs::remove_all(top, ec);
-  };
-  std::string directory = absl::StrCat(top, "/d");
   objects::NvrtcProgram moved = program;
   moved.name = absl::StrCat(directory, "/", name.base);
+  absl::Cleanup remove = [&] {
+    std::error_code ec;
+    fs::remove_all(directory, ec);
+  };
+  std::error_code made;
+  fs::create_directories(fs::path(directory).parent_path(), made);
+  if (made) return absl::FailedPreconditionError(absl::StrCat("cannot make ", directory));
   if (state.directory_exists && mkdir(directory.c_str(), 0700) != 0) {
     return absl::FailedPreconditionError(absl::StrCat("cannot make ", directory));
   }
@@ -135,19 +76,56 @@ absl::StatusOr<objects::NvrtcOutcome> CompileInAnotherDirectory(
     if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("cannot make ", moved.name));
     close(fd);
   }
-  void* handle = dlopen(context.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* error = dlerror();
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot load ", context.library, ": ", error != nullptr ? error : ""));
-  }
-  NvrtcApi api;
-  absl::Status resolved = ResolveNvrtcApi(handle, context.library, &api);
-  if (!resolved.ok()) return resolved;
-  return Compile(handle, api, moved);
+  return RecompileNvrtc(moved, context.library);
 }
 
-absl::StatusOr<ObjectEntry> AnyDirectoryEntry(const ObjectEntry& entry, absl::string_view bundle,
+// The directories a program's name is moved to, under `top`, for a directory of `original`
+// characters.
+std::vector<std::string> ProbeDirectories(const std::string& top, size_t original) {
+  // "/tmp/kcache-nvrtc-XXXXXX/" and one character: shorter than any directory but "/" and a
+  // few under it; and one as long again as the original and 40 more, of other characters, in
+  // components a file system takes.
+  std::string shorter = absl::StrCat(top, "/p");
+  if (shorter.size() == original) shorter += "q";
+  std::string longer = top;
+  for (size_t length = top.size(); length < 2 * original + 40;) {
+    size_t component = std::min<size_t>(100, 2 * original + 40 - length);
+    absl::StrAppend(&longer, "/", std::string(component, 'Q'));
+    length += component + 1;
+  }
+  return {shorter, longer};
+}
+
+// Why `program` (its texts, and the files its manifest says it read) could expand a macro that
+// holds its name (objects::kNvrtcPathMacros), or nullopt when it cannot.
+std::optional<std::string> PathMacroReached(const objects::NvrtcProgram& program,
+                                            const HeaderManifest& manifest,
+                                            const std::string& cwd) {
+  objects::MacroReach reach(std::vector<std::string>(std::begin(objects::kNvrtcPathMacros),
+                                                     std::end(objects::kNvrtcPathMacros)),
+                            objects::TrigraphsOn(program.options));
+  reach.Add(program.source);
+  for (const auto& [include_name, content] : program.headers) reach.Add(content);
+  for (const std::string& option : program.options) reach.Add(option);
+  for (const std::string& expression : program.name_expressions) reach.Add(expression);
+  const objects::BaseDirs dirs{cwd, {}};
+  for (const auto& [path, fact] : manifest) {
+    if (!IsContentDigest(fact)) continue;
+    std::string resolved = dirs.Resolve(path);
+    absl::StatusOr<std::string> text = ReadWholeFile(resolved);
+    if (!text.ok()) return absl::StrCat(resolved, " cannot be read again");
+    reach.Add(*text);
+    if (std::optional<std::string> why = reach.Reached()) {
+      return absl::StrCat(*why, " (", resolved, ")");
+    }
+  }
+  return reach.Reached();
+}
+
+}  // namespace
+
+absl::StatusOr<ObjectEntry> AnyDirectoryEntry(const ObjectEntry& entry,
+                                              const objects::NvrtcOutcome& outcome,
                                               const objects::NvrtcProgram& program,
                                               const objects::NvrtcContext& context) {
   std::optional<objects::NvrtcNameDirectory> name =
@@ -156,21 +134,34 @@ absl::StatusOr<ObjectEntry> AnyDirectoryEntry(const ObjectEntry& entry, absl::st
   absl::StatusOr<std::pair<HeaderManifest, objects::NvrtcDirectoryState>> manifest =
       objects::NvrtcAnyDirectoryManifest(entry.manifest, context.cwd, *name);
   if (!manifest.ok()) return manifest.status();
-  absl::StatusOr<objects::ObjectBundleView> view = objects::DecodeBundleView(bundle);
-  if (!view.ok()) return view.status();
-  absl::StatusOr<NvrtcOutcome> outcome =
-      objects::DecodeNvrtcOutcome(view->object, program.name_expressions.size());
-  if (!outcome.ok()) return outcome.status();
   std::string as_given = program.name.substr(0, program.name.size() - name->base.size());
-  if (Holds(*outcome, name->directory) || Holds(*outcome, as_given)) {
+  if (Holds(outcome, name->directory) || Holds(outcome, as_given)) {
     return absl::FailedPreconditionError("NVRTC's output names the program's directory");
   }
-  absl::StatusOr<NvrtcOutcome> elsewhere =
-      CompileInAnotherDirectory(program, context, *name, manifest->second);
-  if (!elsewhere.ok()) return elsewhere.status();
-  if (*elsewhere != *outcome) {
+  if (std::optional<std::string> reached = PathMacroReached(program, entry.manifest, context.cwd)) {
     return absl::FailedPreconditionError(
-        "compiled in another directory, NVRTC gave another output: the directory reaches it");
+        absl::StrCat("the program could see its name: it ", *reached));
+  }
+  // Compiled in directories of kcache's choosing, of other lengths and characters than the
+  // original's (never under the caller's $TMPDIR), NVRTC must give the same outcome: what it
+  // writes of the name itself (LTO-IR, line info) then does not reach the output.
+  std::string top = "/tmp/kcache-nvrtc-XXXXXX";
+  if (mkdtemp(top.data()) == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot make a directory like ", top));
+  }
+  absl::Cleanup remove_top = [&] {
+    std::error_code ec;
+    fs::remove_all(top, ec);
+  };
+  for (const std::string& directory : ProbeDirectories(top, name->directory.size())) {
+    absl::StatusOr<NvrtcOutcome> elsewhere =
+        CompileInAnotherDirectory(program, context, *name, manifest->second, directory);
+    if (!elsewhere.ok()) return elsewhere.status();
+    if (*elsewhere != outcome) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("compiled in another directory (", directory.size(),
+                       " characters), NVRTC gave another output: the directory reaches it"));
+    }
   }
   objects::ObjectKey key = objects::NvrtcAnyDirectoryKey(
       objects::ObjectKey{entry.key.command, entry.fields, entry.source}, *name);

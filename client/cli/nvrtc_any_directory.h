@@ -1,7 +1,9 @@
 // For `kcache nvrtc-put` (docs/nvrtc-standin.md, "Programs named in a directory"): whether an
 // NVRTC compile whose program is named in a directory (CuPy names each in a new temporary one)
-// gives the same output in any directory, found by compiling it again in a new one with the
-// same NVRTC; if it does, its entry moves to the key for any directory
+// gives the same output in any directory: nothing it read can expand a macro holding its name
+// (objects::kNvrtcPathMacros, engine/objects/macro_reach.h), and compiled again in directories
+// of kcache's choosing by the same NVRTC it gives the same outcome; if so, its entry moves to
+// the key for any directory
 // (engine/objects/nvrtc_compile.h NvrtcAnyDirectoryKey), which the next process's stand-in
 // looks under first.
 #ifndef KCACHE_CLIENT_CLI_NVRTC_ANY_DIRECTORY_H_
@@ -10,27 +12,21 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "core/object_entry.h"
 #include "engine/objects/nvrtc_compile.h"
 
 namespace kcache::cli {
 
-// NVRTC's outcome for `program` compiled by the NVRTC at `context.library` (dlopen'd into this
-// process) in context.cwd, its name moved to a new directory under $TMPDIR (or /tmp) in
-// `state` (made, and removed after). FailedPrecondition when the library or the directory
-// cannot be had.
-absl::StatusOr<objects::NvrtcOutcome> CompileInAnotherDirectory(
-    const objects::NvrtcProgram& program, const objects::NvrtcContext& context,
-    const objects::NvrtcNameDirectory& name, objects::NvrtcDirectoryState state);
-
-// `entry` (its bundle: `bundle`), the compile of `program` in `context`, moved to the key for
+// `entry` (its outcome: `outcome`), the compile of `program` in `context`, moved to the key for
 // any directory: its manifest made relative to the program's directory
 // (objects::NvrtcAnyDirectoryManifest). FailedPrecondition saying why it stays under its name:
 // the name has no directory; the compile looked at other files there; an output or a lowered
-// name holds the directory; compiled in another directory, NVRTC gave another outcome (what the
-// output holds of the directory is then not plain text: a PTX string's bytes, LTO-IR).
-absl::StatusOr<ObjectEntry> AnyDirectoryEntry(const ObjectEntry& entry, absl::string_view bundle,
+// name holds the directory; a text it read spells __FILE__, __BASE_FILE__ or assert, or holds
+// the pieces to paste one; compiled in a directory shorter and in one longer than its own, under
+// /tmp (not the caller's $TMPDIR), NVRTC gave another outcome (what the output holds of the
+// directory is then not plain text: LTO-IR).
+absl::StatusOr<ObjectEntry> AnyDirectoryEntry(const ObjectEntry& entry,
+                                              const objects::NvrtcOutcome& outcome,
                                               const objects::NvrtcProgram& program,
                                               const objects::NvrtcContext& context);
 

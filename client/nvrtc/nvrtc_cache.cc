@@ -229,16 +229,14 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
 }
 
 // Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd), not
-// waiting for it: the compile (objects::EncodeNvrtcCompile) framed when its program is named in
-// a directory, for nvrtc-put to find whether that directory reaches the output (else an empty
-// frame), then objects::EncodeHandedEntry.
+// waiting for it: the compile (objects::EncodeNvrtcCompile) framed, for nvrtc-put to compile it
+// again under another date (whether the clock reaches the output) and, when its program is named
+// in a directory, in others (whether that directory does), then objects::EncodeHandedEntry.
 void HandToKcache(Process& process, const KcacheNvrtcLookup& lookup, const ObjectEntry& entry,
                   const std::string& bundle) {
   if (process.stores->kcache().empty()) return;
   std::string handed;
-  objects::PutFramed(handed, lookup.any_directory_key
-                                 ? objects::EncodeNvrtcCompile(lookup.program, lookup.context)
-                                 : std::string());
+  objects::PutFramed(handed, objects::EncodeNvrtcCompile(lookup.program, lookup.context));
   handed += objects::EncodeHandedEntry(entry, bundle);
   absl::Status started = process.stores->Start({"nvrtc-put"}, handed, kSlotWait);
   if (absl::IsResourceExhausted(started)) {

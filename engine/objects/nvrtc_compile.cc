@@ -149,16 +149,6 @@ absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const Nvr
     return Uncached(reason, UncachedReason::kNativeTarget,
                     "-arch=native: the GPU here decides the code, and no key says which");
   }
-  if (NamesTimeMacro(program.source)) {
-    return Uncached(reason, UncachedReason::kTimeMacros,
-                    "the source names __DATE__, __TIME__ or __TIMESTAMP__");
-  }
-  for (const auto& [name, content] : program.headers) {
-    if (NamesTimeMacro(content)) {
-      return Uncached(reason, UncachedReason::kTimeMacros,
-                      absl::StrCat("header ", name, " names __DATE__, __TIME__ or __TIMESTAMP__"));
-    }
-  }
   ObjectKey key;
   key.source = program.name;
   absl::StatusOr<std::string> library = LibraryBuild(context.library);

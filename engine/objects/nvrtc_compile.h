@@ -61,9 +61,10 @@ inline constexpr const char* kNvrtcDriverLibrary = kCudaDriverLibrary;
 // header's digest and name, the program's name, each option and each name expression, in the
 // order given (options are not reordered: options given in another order make another key,
 // never a wrong hit). FailedPrecondition, with *reason: kNativeTarget for an -arch=native
-// (which GPU is here decides the code, and no key field says so); kTimeMacros when the source or
-// a header passed in memory names __DATE__, __TIME__ or __TIMESTAMP__; kUnreadableInput when the
-// library or the driver cannot be read.
+// (which GPU is here decides the code, and no key field says so); kUnreadableInput when the
+// library or the driver cannot be read. Whether the clock reaches the output is not told from
+// the text (a program can paste __TIME__ from pieces): `kcache nvrtc-put` compiles it again
+// under another date before it stores it (client/cli/nvrtc_clock_probe.h).
 absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const NvrtcContext& context,
                                           UncachedReason* reason);
 

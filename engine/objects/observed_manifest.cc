@@ -275,7 +275,6 @@ absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& re
                                    ", and where the loader looked is not recorded"));
     }
   }
-  bool clock_read = compile.in_process && !reads.clock_readers.empty();
   for (pid_t pid : compile.in_process ? std::vector<pid_t>{} : reads.clock_readers) {
     auto it = reads.processes.find(pid);
     std::string exe = it == reads.processes.end() ? "a process" : it->second;
@@ -421,7 +420,9 @@ absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& re
   for (const std::string& path : missing) facts[path].insert(std::string(kAbsentFact));
   // Files read: directories by their type; a linker's inputs as it reads them; the rest by
   // content. No file is searched for time macros: a preprocessor expanding one reads the clock
-  // (above), and a precompiled header names them all in its bytes.
+  // (above), and a precompiled header names them all in its bytes. NVRTC reads it at every
+  // compile; whether that reaches the output is shown by compiling again under another date
+  // (client/cli/nvrtc_clock_probe.h).
   for (const std::string& path : read_paths) {
     struct stat st {};
     if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -432,16 +433,6 @@ absl::StatusOr<HeaderManifest> ObservedManifest(const observe::ObservedReads& re
     if (!link_inputs.contains(path)) text.insert(path);
   }
   for (const std::string& path : link_inputs) text.erase(path);
-  if (clock_read) {
-    for (const std::string& path : text) {
-      absl::StatusOr<FileDigest> digest = digests.Digest(path, DigestKind::kContent);
-      if (digest.ok() && digest->has_time_macro) {
-        return Uncached(reason, UncachedReason::kTimeMacros,
-                        absl::StrCat(path, " names __DATE__, __TIME__ or __TIMESTAMP__"));
-      }
-    }
-  }
-
   auto add = [&](const std::set<std::string>& paths, DigestKind kind,
                  absl::string_view prefix) -> absl::Status {
     std::vector<std::string> list(paths.begin(), paths.end());

@@ -95,8 +95,8 @@ struct ObservedCompile {
   bool host_native_keyed = false;
   // The reads are one process's own calls, recorded inside it (kcache's NVRTC stand-in,
   // client/nvrtc/nvrtc_reads.h), not processes observed from their start: none records a
-  // start, and the clock, which NVRTC reads at every compile, makes it uncached only when a
-  // file it read names a time macro (what it was given in memory is the caller's to check).
+  // start, and the clock, which NVRTC reads at every compile, is left out (whether it reaches
+  // the output is found by compiling again under another date: client/cli/nvrtc_clock_probe.h).
   bool in_process = false;
   // Libraries a compile loads by name that its key1 holds instead of its manifest (NVRTC's
   // libcuda.so.1): their loads, and failures to load them, are left out. Any other library that

@@ -3,8 +3,9 @@
 // stores each compile, and the next process is served every one of them, its PTX, CUBIN, log and
 // lowered names byte for byte what the real NVRTC gave; what must miss misses (a header read
 // changed, a header appearing in a directory searched first, an option, NVRTC_APPEND_FLAGS,
-// another NVRTC); with kcached stopped or hung the compile still succeeds; a damaged entry is a
-// miss.
+// another NVRTC), and so does a program whose output could depend on the clock or, named in a
+// directory, on its name, however it spells the macro; with kcached stopped or hung the compile
+// still succeeds; a damaged entry is a miss.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,8 +13,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "client/cli/object_remote.h"
 #include "engine/objects/object_bundle.h"
 #include "tests/testutil/daemon_process.h"
@@ -86,6 +89,24 @@ class NvrtcCacheTest : public ::testing::Test {
   }
 
   fs::path IncludeDirs() { return testing::MakeIncludeDirs(Dir("inc")); }
+
+  // `source` compiled under kcache by nvrtc_linked_program's `source` mode as a program named
+  // `name`, each of `args` an option, --header= or --expr= (nvrtc_program.c); its PTX and log in
+  // tmp_/tag.
+  RunResult CompiledSource(const std::string& tag, const std::string& name,
+                           const std::string& source, const std::vector<std::string>& args = {},
+                           const std::string& assignments = "") {
+    std::string command =
+        absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " source ", Dir(tag).string(),
+                     " ", Quoted(name), " ", tmp_.Write(tag + "/k.src", source));
+    for (const std::string& arg : args) absl::StrAppend(&command, " ", Quoted(arg));
+    return UnderKcache(command, assignments);
+  }
+
+  // `text` as one word for the shell.
+  static std::string Quoted(const std::string& text) {
+    return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "'\\''"}}), "'");
+  }
 
   // Whether `includes` compiled (1) or was served (0) under kcache, with `assignments`, by
   // `program`. Fails the test when it neither did one compile nor succeeded.
@@ -264,6 +285,141 @@ TEST_F(NvrtcCacheTest, MissesWhenWhatTheCompileReadOrWasGivenChanges) {
   EXPECT_EQ(CompiledIncludes(inc, "", nvrtc12, "nvrtc12_dlopen_program"), 0);
   EXPECT_EQ(CompiledIncludes(inc), 0) << "the first variant is still served";
   EXPECT_TRUE(Contains(ReadFile(inc / "ptx"), "release 13.0")) << ReadFile(inc / "ptx");
+}
+
+// Sources for the tests of what a program can reach however it spells it: a kernel storing one
+// int (`kKernel` and the expression, then "; }"), and MK(a, b), which pastes its arguments once
+// expanded.
+const std::string kPaste = "#define CAT(a, b) a##b\n#define MK(a, b) CAT(a, b)\n";
+const std::string kKernel = "extern \"C\" __global__ void k(int* o) { o[0] = ";
+// One way to write it: `source` compiled with `args`.
+struct Form {
+  const char* what;
+  std::string source;
+  std::vector<std::string> args;
+};
+
+// Pasting the macro from pieces, splicing its name across lines (with a trigraph too), an option,
+// a header in memory, a header on disk, a stringizing macro, a name expression: however a program
+// reaches __DATE__ or __TIME__, its outcome is not stored (kcache nvrtc-put compiled it again
+// under another date, and NVRTC could not lex what the macro gave), so the next process compiles
+// its own. A program that pastes other names, and names __TIME__ only in a comment, is stored and
+// served: nothing is decided by spelling.
+TEST_F(NvrtcCacheTest, ClockReachingTheOutputIsNeverStored) {
+  constexpr const char* kClock = "not stored: the output depends on the clock";
+  fs::path disk = Dir("disk");
+  std::ofstream(disk / "when.h") << kPaste << "#define WHEN MK(__TI, ME__)\n";
+  std::string memory = tmp_.Write("when_in_memory.h", kPaste + "#define WHEN MK(__DA, TE__)\n");
+  const std::vector<Form> forms = {
+      {"spelled", kKernel + "__TIME__[7]; }\n", {}},
+      {"pasted", kPaste + kKernel + "MK(__TI, ME__)[7]; }\n", {}},
+      {"__DATE__ pasted", kPaste + kKernel + "MK(MK(__D, A), TE__)[5]; }\n", {}},
+      {"spliced", kKernel + "__TI\\\nME__[7]; }\n", {}},
+      {"spliced by a trigraph",
+       kKernel + "__TI?"
+                 "?/\nME__[7]; }\n",
+       {"-std=c++11"}},
+      {"a piece in an option", kPaste + kKernel + "MK(PIECE, ME__)[7]; }\n", {"-DPIECE=__TI"}},
+      {"the whole macro in an option", kKernel + "WHEN[7]; }\n", {"-DWHEN=__TIME__"}},
+      {"a header in memory",
+       "#include \"when.h\"\n" + kKernel + "WHEN[5]; }\n",
+       {absl::StrCat("--header=when.h=", memory)}},
+      {"a header on disk",
+       "#include \"when.h\"\n" + kKernel + "WHEN[7]; }\n",
+       {absl::StrCat("-I", disk.string())}},
+      {"stringized",
+       kPaste + "#define S(x) #x\n#define S2(x) S(x)\n" + kKernel + "S2(MK(__TI, ME__))[2]; }\n",
+       {}},
+      {"a name expression",
+       kPaste + "template <int N> __global__ void t(int* o) { o[0] = N; }\n",
+       {"--expr=t<MK(__TI, ME__)[7]>"}},
+  };
+  int n = 0;
+  for (const Form& form : forms) {
+    SCOPED_TRACE(form.what);
+    std::vector<std::string> args = form.args;
+    args.push_back("-arch=compute_89");
+    std::string tag = absl::StrCat("clock", n++);
+    RunResult first = CompiledSource(tag + "a", "k.cu", form.source, args);
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_EQ(Occurrences(first.output, kClock), 1) << first.output;
+    EXPECT_EQ(Occurrences(first.output, kStored), 0) << first.output;
+    RunResult second = CompiledSource(tag + "b", "k.cu", form.source, args);
+    ASSERT_EQ(second.exit_code, 0) << second.output;
+    EXPECT_EQ(Occurrences(second.output, kServed), 0) << second.output;
+    EXPECT_EQ(Occurrences(second.output, kForwarded), 1) << second.output;
+  }
+
+  const std::string timeless = kPaste + "// __TIME__, __DATE__: named here only\n" + kKernel +
+                               "MK(4, 2) + sizeof(\"__TIME__\"); }\n";
+  RunResult first = CompiledSource("timeless_a", "k.cu", timeless, {"-arch=compute_89"});
+  EXPECT_EQ(Occurrences(first.output, kStored), 1) << first.output;
+  RunResult second = CompiledSource("timeless_b", "k.cu", timeless, {"-arch=compute_89"});
+  EXPECT_EQ(Occurrences(second.output, kServed), 1) << second.output;
+  EXPECT_EQ(ReadFile(tmp_ / "timeless_b/ptx"), ReadFile(tmp_ / "timeless_a/ptx"));
+}
+
+// A program named in a directory that could see its name (__FILE__ or __BASE_FILE__, spelled,
+// pasted from pieces, spliced, in a header, an option, assert stringized) is stored for its name
+// only, so the same source named in another directory is compiled, not served the first one's:
+// sizeof(__FILE__) > 16, stored from a long directory, is 222 named v/k.cu. A program that cannot
+// see its name is stored for any directory, its probes made under /tmp whatever $TMPDIR says.
+TEST_F(NvrtcCacheTest, ProgramThatCouldSeeItsNameIsNotStoredForAnyDirectory) {
+  constexpr const char* kCouldSee = "for its program's name only: the program could see its name";
+  constexpr const char* kAnyDirectory = "for its program's name in any directory";
+  fs::path disk = Dir("disk");
+  std::ofstream(disk / "name.h") << "#define NAME_LENGTH sizeof(__BASE_FILE__)\n";
+  std::string memory = tmp_.Write("name_in_memory.h", kPaste + "#define NAME MK(__FI, LE__)\n");
+  const std::vector<Form> forms = {
+      {"the length of __FILE__", kKernel + "sizeof(__FILE__) > 16 ? 111 : 222; }\n", {}},
+      {"pasted", kPaste + kKernel + "sizeof(MK(__FI, LE__)) > 16 ? 111 : 222; }\n", {}},
+      {"pasted from letters",
+       kPaste + kKernel +
+           "sizeof(MK(MK(MK(_, _), MK(F, I)), MK(MK(L, E), MK(_, _)))) > "
+           "16 ? 111 : 222; }\n",
+       {}},
+      {"__BASE_FILE__", kKernel + "sizeof(__BASE_FILE__) > 16 ? 111 : 222; }\n", {}},
+      {"spliced", kKernel + "sizeof(__FI\\\nLE__) > 16 ? 111 : 222; }\n", {}},
+      {"assert stringized",
+       "#define S(x) #x\n#define S2(x) S(x)\n" + kKernel +
+           "sizeof(S2(assert(1))) > 90 ? 1 : 2; }\n",
+       {}},
+      {"a header on disk",
+       "#include <name.h>\n" + kKernel + "NAME_LENGTH > 16 ? 111 : 222; }\n",
+       {absl::StrCat("-I", disk.string())}},
+      {"a header in memory",
+       "#include <name.h>\n" + kKernel + "sizeof(NAME) > 16 ? 111 : 222; }\n",
+       {absl::StrCat("--header=name.h=", memory)}},
+      {"a piece in an option",
+       kPaste + kKernel + "sizeof(MK(PIECE, LE__)) > 16 ? 111 : 222; }\n",
+       {"-DPIECE=__FI"}},
+  };
+  const std::string long_directory = tmp_ / "a-directory-long-enough-for-sixteen";
+  int n = 0;
+  for (const Form& form : forms) {
+    SCOPED_TRACE(form.what);
+    std::vector<std::string> args = form.args;
+    args.push_back("-arch=compute_89");
+    std::string tag = absl::StrCat("name", n++);
+    RunResult first = CompiledSource(tag + "a", long_directory + "/k.cu", form.source, args);
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_EQ(Occurrences(first.output, kCouldSee), 1) << first.output;
+    EXPECT_EQ(Occurrences(first.output, kAnyDirectory), 0) << first.output;
+    RunResult second = CompiledSource(tag + "b", "v/k.cu", form.source, args);
+    ASSERT_EQ(second.exit_code, 0) << second.output;
+    EXPECT_EQ(Occurrences(second.output, kServed), 0) << second.output;
+    if (n == 1) {
+      EXPECT_TRUE(Contains(ReadFile(tmp_ / (tag + "a/ptx")), "111"));
+      EXPECT_TRUE(Contains(ReadFile(tmp_ / (tag + "b/ptx")), "222"));
+    }
+  }
+
+  const std::string blind = kKernel + "42; }\n";
+  RunResult first = CompiledSource("blind_a", long_directory + "/k.cu", blind, {"-arch=compute_89"},
+                                   "TMPDIR=/nonexistent");
+  EXPECT_EQ(Occurrences(first.output, kAnyDirectory), 1) << first.output;
+  RunResult second = CompiledSource("blind_b", "v/k.cu", blind, {"-arch=compute_89"});
+  EXPECT_EQ(Occurrences(second.output, kServed), 1) << second.output;
 }
 
 // An entry whose outcome does not decode (damaged, or put by a hostile client under the key) is

@@ -28,6 +28,11 @@
  *                             file     the same, the kernel holding its __FILE__
  *                             sibling=VALUE  a kernel that includes "hdr.h", which the
  *                                      directory holds (kValue = VALUE); writes DIR/ptx
+ *   PROGRAM source OUT NAME FILE [ARG...]
+ *                           compiles FILE's text as a program named NAME ("" for NULL), each
+ *                           ARG an NVRTC option, or --header=INCLUDE=PATH (a header in memory:
+ *                           PATH's text under INCLUDE) or --expr=EXPRESSION (a name
+ *                           expression); writes OUT/ptx and OUT/log
  * Each mode prints "nvrtc: PATH", the file nvrtcCompileProgram is found in, first. Exit 0 when
  * all went as the mode expects, 1 otherwise. */
 #define _GNU_SOURCE
@@ -362,10 +367,68 @@ static int CompileNamed(const char* dir, const char* kind) {
   ok = ptx != NULL && WriteFile(dir, "ptx", ptx, size);
   free(ptx);
   if (ok) NVRTC(nvrtcDestroyProgram)(&prog);
-  char path[4300];
-  snprintf(path, sizeof path, "%s/hdr.h", directory);
-  unlink(path);
-  rmdir(directory);
+  /* The directory stays (under DIR): kcache compiles the program again after this returns. */
+  return ok;
+}
+
+/* FILE's whole text, or NULL. */
+static char* ReadText(const char* path) {
+  FILE* file = fopen(path, "rb");
+  if (file == NULL) return NULL;
+  size_t size = 0, capacity = 4096;
+  char* text = malloc(capacity);
+  size_t got;
+  while (text != NULL && (got = fread(text + size, 1, capacity - size - 1, file)) > 0) {
+    size += got;
+    if (capacity - size - 1 == 0) text = realloc(text, capacity *= 2);
+  }
+  fclose(file);
+  if (text != NULL) text[size] = 0;
+  return text;
+}
+
+static int CompileSource(const char* out, const char* name, const char* path, int argc,
+                         char** argv) {
+  const char *headers[16], *includes[16], *expressions[16], *options[64];
+  int num_headers = 0, num_expressions = 0, num_options = 0;
+  for (int i = 0; i < argc; ++i) {
+    if (strncmp(argv[i], "--header=", 9) == 0 && num_headers < 16) {
+      char* include = strdup(argv[i] + 9);
+      char* file = strchr(include, '=');
+      if (file == NULL) return 0;
+      *file++ = 0;
+      includes[num_headers] = include;
+      if ((headers[num_headers++] = ReadText(file)) == NULL) return 0;
+    } else if (strncmp(argv[i], "--expr=", 7) == 0 && num_expressions < 16) {
+      expressions[num_expressions++] = argv[i] + 7;
+    } else if (num_options < 64) {
+      options[num_options++] = argv[i];
+    }
+  }
+  char* source = ReadText(path);
+  nvrtcProgram prog;
+  if (source == NULL || !Check(NVRTC(nvrtcCreateProgram)(&prog, source, *name ? name : NULL,
+                                                         num_headers, headers, includes),
+                               "create")) {
+    return 0;
+  }
+  for (int i = 0; i < num_expressions; ++i) {
+    if (!Check(NVRTC(nvrtcAddNameExpression)(prog, expressions[i]), "add name")) return 0;
+  }
+  int ok = Check(NVRTC(nvrtcCompileProgram)(prog, num_options, options), "compile");
+  size_t size = 0;
+  if (NVRTC(nvrtcGetProgramLogSize)(prog, &size) == NVRTC_SUCCESS) {
+    char* log = malloc(size);
+    if (log != NULL && NVRTC(nvrtcGetProgramLog)(prog, log) == NVRTC_SUCCESS) {
+      WriteFile(out, "log", log, size > 0 ? size - 1 : 0);
+      if (!ok) fprintf(stderr, "%s\n", log);
+    }
+    free(log);
+  }
+  char* ptx = ok ? Ptx(prog, &size) : NULL;
+  ok = ptx != NULL && WriteFile(out, "ptx", ptx, size);
+  free(ptx);
+  NVRTC(nvrtcDestroyProgram)(&prog);
   return ok;
 }
 
@@ -396,7 +459,7 @@ int main(int argc, char** argv) {
     fprintf(stderr,
             "usage: %s compile DIR | threads N DIR | churn DIR | missing | internals | "
             "includes DIR [OPTION] | named DIR plain|file|sibling=VALUE | "
-            "bench N\n",
+            "source OUT NAME FILE [ARG...] | bench N\n",
             argv[0]);
     return 2;
   }
@@ -419,6 +482,8 @@ int main(int argc, char** argv) {
     ok = CompileIncludes(argv[2], argc == 4 ? argv[3] : NULL);
   } else if (strcmp(argv[1], "named") == 0 && argc == 4) {
     ok = CompileNamed(argv[2], argv[3]);
+  } else if (strcmp(argv[1], "source") == 0 && argc >= 5) {
+    ok = CompileSource(argv[2], argv[3], argv[4], argc - 5, argv + 5);
   } else if (strcmp(argv[1], "bench") == 0 && argc == 3) {
     ok = Bench(atol(argv[2]));
   }
