@@ -143,7 +143,9 @@ absl::string_view LibraryFormatName(LibraryFormat f) {
 absl::string_view Library::bytes() const { return bytes_; }
 
 absl::StatusOr<Library> Library::Read(const std::string& path, const FatbinLimits& limits) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO's open does not wait for a writer, and is refused below like any file
+  // that is not regular (it has no effect on a regular file's reads).
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     std::string what = absl::StrCat("cannot open library ", path, ": ", std::strerror(err));

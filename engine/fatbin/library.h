@@ -35,7 +35,9 @@ class Library {
 
   // Opens and reads `path`. Errors name the path:
   //   NotFound / PermissionDenied / FailedPrecondition  the file cannot be opened or mapped
-  //   InvalidArgument  neither a fatbin nor an ELF file; an ELF that is not 64-bit
+  //   InvalidArgument  not a regular file (a FIFO, a device, a directory: refused once opened
+  //                    without waiting, before anything is read); neither a fatbin nor an ELF
+  //                    file; an ELF that is not 64-bit
   //                    little-endian; a damaged fatbin (ParseFatbins)
   //   DataLoss         ELF section headers or sections outside the file; a damaged fatbin
   // A host ELF without CUDA code is not an error: no entries.

@@ -20,6 +20,12 @@ absl::StatusOr<LibraryWarmResult> WarmLibrary(const Library& library,
     const FatbinEntry& entry = library.entries()[*plan.ptx_entry];
     absl::StatusOr<std::string> ptx = EntryPayload(entry, library.path());
     if (!ptx.ok()) return ptx.status();
+    // An empty (or not PTX) entry is said so, before a compile job, which tells a PTX job by
+    // its PTX, would take it for a source and refuse its options.
+    if (absl::StatusOr<Target> text = PtxTextTarget(*ptx); !text.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(library.path(), ": ", entry.Describe(),
+                                                     " is not PTX: ", text.status().message()));
+    }
     CompileJob job;
     job.id = PtxModuleId(*ptx, entry.jit_options, PtxSassCompileOptions());
     job.target = plan.build;

@@ -3,6 +3,7 @@
 // fatbins refused with nothing stored, --dry-run, `kcache ls` listing what was built, and an
 // installed Python package's libraries found by its name (--package).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "engine/fatbin/ptx_sass.h"
 #include "engine/store/store.h"
 #include "tests/testutil/daemon_process.h"
+#include "tests/testutil/fatbin_bytes.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -346,6 +348,34 @@ TEST_F(WarmLibraryTest, APackagesLibrariesAreFoundByItsName) {
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_TRUE(Contains(missing.output, "package 'no-such-package' is not installed for python3"))
       << missing.output;
+}
+
+// A PTX entry with nothing in it is said to be no PTX, not taken for a source whose options are
+// refused ("-O3 is not allowed").
+TEST_F(WarmLibraryTest, AnEmptyPtxEntryIsSaidToBeNoPtx) {
+  std::string path =
+      work_.Write("empty-ptx.fatbin", fatbin::testing::FatbinBytes({fatbin::testing::HandEntry{}}));
+  RunResult r = Kcache("warm --library " + path + " --arch 8.6 --store " + store_);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "is not PTX")) << r.output;
+  EXPECT_FALSE(Contains(r.output, "is not allowed")) << r.output;
+  EXPECT_TRUE(StoredSass().empty());
+}
+
+// A FIFO, a character device and a directory are refused before they are opened for reading (a
+// FIFO with no writer would hold the open forever), with --dry-run and --store alike.
+TEST_F(WarmLibraryTest, WhatIsNotARegularFileIsRefusedBeforeItIsRead) {
+  std::string fifo = work_ / "library.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero"), std::string(work_.path())}) {
+    for (const std::string& where : {std::string("--dry-run"), "--store " + store_}) {
+      RunResult r = ::kcache::testing::Run("timeout 30 " + KcacheCli() + " warm --library " + path +
+                                           " --arch 8.6 " + where);
+      EXPECT_EQ(r.exit_code, 2) << path << " " << where << "\n" << r.output;
+      EXPECT_TRUE(Contains(r.output, path + " is not a regular file")) << r.output;
+    }
+  }
+  EXPECT_TRUE(StoredSass().empty());
 }
 
 TEST_F(WarmLibraryTest, FlagsThatDoNotFitAreBadInput) {
