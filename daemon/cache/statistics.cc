@@ -270,6 +270,9 @@ constexpr StatisticInfo kRows[] = {
     {S::kPtxBuildsRefused, "ptx_builds.refused",
      "BuildFromPtx requests refused: not PTX, over the size bound, not for the GPU named, or no "
      "toolkit that may build"},
+    {S::kProtobufLogLinesDropped, "log.protobuf_lines_dropped",
+     "libprotobuf's log lines (one per client message with a string that is not UTF-8) not "
+     "written: past 5 a minute"},
 };
 constexpr std::array<StatisticInfo, kStatisticCount> kTable = WithUncachedRows(kRows, Uncached);
 

@@ -160,9 +160,10 @@ enum class Statistic : int {
   kPtxBuildsBuilt = 135,
   kPtxBuildsFailed = 136,
   kPtxBuildsRefused = 137,
+  kProtobufLogLinesDropped = 138,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 137;
+inline constexpr int kStatisticCount = 138;
 
 struct StatisticInfo {
   Statistic id;

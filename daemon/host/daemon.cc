@@ -28,6 +28,7 @@
 #include "daemon/host/metrics.h"
 #include "daemon/host/object_turns.h"
 #include "daemon/host/probe_listener.h"
+#include "daemon/host/protobuf_log.h"
 #include "daemon/host/store_event_log.h"
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/fast_path_server.h"
@@ -147,6 +148,7 @@ class DaemonImpl final : public Daemon {
   ~DaemonImpl() override { Shutdown(); }
 
   absl::Status Init() {
+    RouteProtobufLog(statistics_);
     // The socket first: a live daemon there is the likeliest reason the store is locked too.
     if (absl::Status s = PrepareListenAddress(); !s.ok()) return s;
     // The toolkits load and the first compile worker starts while the stores open: together
@@ -581,6 +583,7 @@ class DaemonImpl final : public Daemon {
   }
 
   bool CloseCache() {
+    StopRoutingProtobufLog(statistics_.get());
     StopWarm();
     StopFastPath();
     StopRedisDoor();

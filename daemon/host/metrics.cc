@@ -243,6 +243,8 @@ constexpr MetricMapping kRows[] = {
     {S::kPtxBuildsBuilt, kPtxBuilds, kPtxBuildsHelp, "outcome", "built"},
     {S::kPtxBuildsFailed, kPtxBuilds, kPtxBuildsHelp, "outcome", "failed"},
     {S::kPtxBuildsRefused, kPtxBuilds, kPtxBuildsHelp, "outcome", "refused"},
+    {S::kProtobufLogLinesDropped, "kcache_log_lines_dropped_total",
+     "Log lines not written, past their bound, by source.", "source", "protobuf"},
 };
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = WithUncachedRows(kRows, Uncached);
 

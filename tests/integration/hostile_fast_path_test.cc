@@ -261,6 +261,41 @@ TEST(HostileFastPathTest, hostile_GarbageGetsAnErrorAndOthersAreServed) {
   EXPECT_GE(Counter(*admin, "fast.bad_messages"), 4u);
 }
 
+// A client sending message after message whose string is not UTF-8 is refused each time, and
+// libprotobuf's line about it reaches kcached's log at most 5 times a minute: the rest counted.
+TEST(HostileFastPathTest, hostile_InvalidUtf8DoesNotFloodTheLog) {
+  DaemonProcess daemon;
+  StartWithPayloads(daemon, 1);
+  FastSocket raw;
+  ASSERT_TRUE(raw.Connect(daemon.socket_path() + ".fast"));
+  v1::FastRequest bad;
+  bad.set_tag(7);
+  bad.set_note_uncached_option("ok");
+  std::string packet = bad.SerializeAsString();
+  size_t at = packet.find("ok");
+  ASSERT_NE(at, std::string::npos);
+  packet.replace(at, 2, "\xff\xfe");
+  constexpr int kSent = 60;
+  for (int i = 0; i < kSent; ++i) {
+    ASSERT_TRUE(raw.Send(packet));
+    std::optional<v1::FastResponse> answer = raw.ReceiveResponse();
+    ASSERT_TRUE(answer.has_value()) << i;
+    EXPECT_EQ(answer->code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  }
+  std::unique_ptr<Client> admin = Connect(daemon.address(), /*fast=*/false);
+  uint64_t dropped = Counter(*admin, "log.protobuf_lines_dropped");
+  EXPECT_GE(dropped, kSent - 5u);
+  std::string log = daemon.Log();
+  size_t lines = 0;
+  for (size_t i = log.find("libprotobuf"); i != std::string::npos;
+       i = log.find("libprotobuf", i + 1)) {
+    ++lines;
+  }
+  EXPECT_LE(lines, 5u) << log;
+  EXPECT_GE(lines, 1u) << log;
+  EXPECT_EQ(log.find("libprotobuf ERROR"), std::string::npos) << "not libprotobuf's own line";
+}
+
 // The launchers' object lookups on the fast path get the gRPC calls' checks: a key1 that is not
 // 32 bytes, an entry_id that is not 64 hex digits and a listing of every entry are refused
 // naming what was wrong; an absent entry is not found (the launcher asks over gRPC); a key
