@@ -17,12 +17,14 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/compile_turn_remote.h"
+#include "client/cli/compiler_shims.h"
 #include "client/cli/nvrtc_any_directory.h"
 #include "client/cli/nvrtc_clock_probe.h"
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
 #include "client/cli/run_check.h"
 #include "client/cli/run_environment.h"
+#include "client/cli/server_connect.h"
 #include "client/cli/torch_compile_env.h"
 #include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
@@ -148,6 +150,17 @@ std::string ShellQuoted(const std::string& value) {
     return value;
   }
   return absl::StrCat("'", absl::StrReplaceAll(value, {{"'", "'\\''"}}), "'");
+}
+
+// Why the kcached that `env`'s KCACHE_SERVER names does not answer a Stat within 2 s; "" when it
+// does, or none is named.
+std::string ServerSilence(const objects::Environment& env) {
+  auto server = env.find("KCACHE_SERVER");
+  if (server == env.end() || server->second.empty()) return "";
+  absl::StatusOr<std::unique_ptr<client::Client>> client = ConnectForCli(server->second, 2.0);
+  if (!client.ok()) return std::string(client.status().message());
+  absl::StatusOr<client::DaemonStats> stats = (*client)->Stat();
+  return stats.ok() ? "" : std::string(stats.status().message());
 }
 
 // `kcache nvrtc-put`: stores the NVRTC compile kcache's stand-in handed over on standard input
@@ -307,7 +320,7 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
     if (run_check) {
       objects::ToolLookup routed = current;
       routed.env = Routed(current, *routing);
-      RouteReport report = CheckRoutes(routed, run_command);
+      RouteReport report = CheckRoutes(routed, run_command, ServerSilence(routed.env));
       std::printf("%s", report.text.c_str());
       *exit_code = report.all_through ? kExitOk : kExitFailed;
       return;
@@ -364,6 +377,16 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
     std::vector<std::string> args(explain_command.begin() + 1, explain_command.end());
     std::string answer =
         objects::ExplainCompile(options, objects::FamilyOfCompiler(compiler), compiler, args);
+    // A build under `kcache run` read the environment kcache run gave it (PATH's shims first):
+    // from a shell without it, the first difference is that environment, not the build's.
+    if (absl::StartsWith(answer, "miss:") && absl::StrContains(answer, "environment ") &&
+        !NamesKcache(FindProgram("c++", options.lookup), options.lookup)) {
+      absl::StrAppend(&answer,
+                      "\n  (this shell's environment is not the one `kcache run` gives its "
+                      "command, which a build under kcache run was recorded with: to compare as "
+                      "it ran, run `kcache run` with the build's flags -- kcache explain -- ",
+                      compiler, " ...)");
+    }
     std::printf("%s\n", answer.c_str());
     *exit_code = absl::StartsWith(answer, "error:") ? kExitFailed : kExitOk;
   });

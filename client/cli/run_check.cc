@@ -1,6 +1,7 @@
 #include "client/cli/run_check.h"
 
 #include <filesystem>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -23,7 +24,8 @@ std::string LauncherRuns(const std::string& compiler, const objects::ToolLookup&
 
 class Checker {
  public:
-  explicit Checker(const objects::ToolLookup& routed) : routed_(routed) {}
+  Checker(const objects::ToolLookup& routed, std::string server_silent)
+      : routed_(routed), server_silent_(std::move(server_silent)) {}
 
   // A way that runs `program` (a path or a name in PATH) as the compiler.
   void Direct(const std::string& way, const std::string& program) {
@@ -103,11 +105,30 @@ class Checker {
     absl::StrAppend(&report_.text, way, ": ", chain, "\n");
   }
 
+  // Why kcached cannot be asked: none named, or it did not answer; "" when it can.
+  std::string NoServer() const {
+    std::string server = Variable(routed_.env, "KCACHE_SERVER");
+    if (server.empty()) return "no KCACHE_SERVER to ask";
+    if (!server_silent_.empty()) {
+      return absl::StrCat("kcached at ", server, " does not answer: ", server_silent_);
+    }
+    return "";
+  }
+
+  // The line that kcached does not answer, which makes the report not all through.
+  void Server() {
+    if (Variable(routed_.env, "KCACHE_SERVER").empty() || server_silent_.empty()) return;
+    Line("kcached", absl::StrCat(NoServer(), ": nothing is cached through it"), false);
+  }
+
   // NVRTC's stand-ins, 13's and 12's: each caches with a kcached or a store.
   void Nvrtc(const std::string& way, const std::string& way12) {
-    bool keeps = !Variable(routed_.env, "KCACHE_SERVER").empty() ||
-                 !Variable(routed_.env, "KCACHE_STORE").empty();
-    std::string not_served = keeps ? "" : "neither KCACHE_SERVER nor KCACHE_STORE";
+    std::string not_served;
+    if (Variable(routed_.env, "KCACHE_STORE").empty()) {
+      not_served = Variable(routed_.env, "KCACHE_SERVER").empty()
+                       ? "neither KCACHE_SERVER nor KCACHE_STORE"
+                       : NoServer();
+    }
     StandIn(way, {"libnvrtc.so.13", "libkcache-nvrtc.so", "KCACHE_REAL_NVRTC",
                   "the first libnvrtc.so.13 of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda",
                   "the real libnvrtc.so.13 (not through kcache: no stand-in in LD_PRELOAD)",
@@ -122,13 +143,11 @@ class Checker {
 
   // The driver's stand-in: it serves module loads with a kcached to ask.
   void Cuda(const std::string& way) {
-    bool asks = !Variable(routed_.env, "KCACHE_SERVER").empty();
-    StandIn(way,
-            {"libcuda.so.1", "libkcache-cuda.so", "KCACHE_REAL_LIBCUDA",
-             "the first libcuda.so.1 of the driver directories",
-             "the driver's own (no stand-in in LD_PRELOAD: no driver on this node, or "
-             "--no-cuda)",
-             ", PTX-only images served SASS from kcache", asks ? "" : "no KCACHE_SERVER to ask"});
+    StandIn(way, {"libcuda.so.1", "libkcache-cuda.so", "KCACHE_REAL_LIBCUDA",
+                  "the first libcuda.so.1 of the driver directories",
+                  "the driver's own (no stand-in in LD_PRELOAD: no driver on this node, or "
+                  "--no-cuda)",
+                  ", PTX-only images served SASS from kcache", NoServer()});
   }
 
   RouteReport Take() { return std::move(report_); }
@@ -151,15 +170,16 @@ class Checker {
   }
 
   const objects::ToolLookup& routed_;
+  const std::string server_silent_;
   RouteReport report_;
 };
 
 }  // namespace
 
-RouteReport CheckRoutes(const objects::ToolLookup& routed,
-                        const std::vector<std::string>& command) {
+RouteReport CheckRoutes(const objects::ToolLookup& routed, const std::vector<std::string>& command,
+                        const std::string& server_silent) {
   const objects::Environment& env = routed.env;
-  Checker check(routed);
+  Checker check(routed, server_silent);
   for (const char* name : launch::kCompilerNames) {
     check.Direct(absl::StrCat(name, " via PATH"), name);
   }
@@ -202,6 +222,7 @@ RouteReport CheckRoutes(const objects::ToolLookup& routed,
   check.Nvrtc("NVRTC in the process (CuPy, cuda.core, DeepGEMM's NVRTC mode, torch)",
               "NVRTC 12 in the process (CUDA 12 builds of those)");
   check.Cuda("module loads in the process (libraries' PTX the driver would JIT)");
+  check.Server();
   return check.Take();
 }
 

@@ -20,8 +20,11 @@ struct RouteReport {
 };
 
 // The report for `routed` (the command's environment and kcache's binaries) and `command`
-// (its first word is looked up too; may be empty).
-RouteReport CheckRoutes(const objects::ToolLookup& routed, const std::vector<std::string>& command);
+// (its first word is looked up too; may be empty). `server_silent`: why the kcached that
+// KCACHE_SERVER names did not answer (the caller asked it), "" when it did or none is named;
+// the stand-ins then forward only, and the report is not all through.
+RouteReport CheckRoutes(const objects::ToolLookup& routed, const std::vector<std::string>& command,
+                        const std::string& server_silent = "");
 
 }  // namespace kcache::cli
 

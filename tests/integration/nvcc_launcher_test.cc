@@ -245,5 +245,22 @@ TEST_F(NvccLauncherTest, PodMissIsStoredInKcachedsWritableStoreAndServedBack) {
   EXPECT_TRUE(testing::Contains(explain.output, "-DUSE_X=3")) << explain.output;
 }
 
+// An nvcc compile recorded under `kcache run` (nvcc reads PATH, whose shims come first there),
+// explained from a shell that is not under it, says that this environment is not kcache run's
+// and how to compare as the build ran; explained under `kcache run`, it is a hit.
+TEST_F(NvccLauncherTest, ExplainOutsideKcacheRunSaysHowToCompareAsTheBuildRan) {
+  std::string plain = absl::StrReplaceAll(Compile(), {{"$KCACHE ", ""}});
+  std::string run =
+      absl::StrCat("$KCACHE run --store ", env_.store, " --shims ", tmp_ / "shims", " -- ");
+  ASSERT_EQ(Build("b1", run + plain), Outcome::kMiss) << last_output_;
+  testing::RunResult outside = RunIn(tmp_ / "b1", env_, "$KCACHE explain -- " + plain);
+  EXPECT_TRUE(testing::Contains(outside.output, "miss: ")) << outside.output;
+  EXPECT_TRUE(testing::Contains(outside.output, "not the one `kcache run` gives"))
+      << outside.output;
+  testing::RunResult inside = RunIn(tmp_ / "b1", env_, run + "$KCACHE explain -- " + plain);
+  EXPECT_TRUE(testing::Contains(inside.output, "hit: entry")) << inside.output;
+  EXPECT_FALSE(testing::Contains(inside.output, "kcache run` gives")) << inside.output;
+}
+
 }  // namespace
 }  // namespace kcache

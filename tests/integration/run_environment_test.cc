@@ -281,20 +281,26 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
     EXPECT_FALSE(Contains(none.output, "driver")) << none.output;
   }
 
-  // --check names the chain (a sanitizer build has no cache half: forwarded only there).
+  // --check names the chain (a sanitizer build has no cache half: forwarded only there), and,
+  // the kcached named not answering, that nothing is cached through it: exit 1.
   bool cache_half = fs::exists(fs::path(cuda_stand_in).parent_path() / "libkcache-cuda.so");
-  RunResult check = testing::Run(absl::StrCat(
-      "env ", testing::UnsetRoutedVariables(), "KCACHE_STATE_DIR=", tmp_ / "state",
-      " KCACHE_REAL_LIBCUDA=", driver, " ", testing::KcacheCli(), " run --check --server unix://",
-      tmp_ / "kcache.sock", " --shims ", tmp_ / "shims", " -- true"));
+  std::string server = absl::StrCat("unix://", tmp_ / "kcache.sock");
+  RunResult check = testing::Run(
+      absl::StrCat("env ", testing::UnsetRoutedVariables(), "KCACHE_STATE_DIR=", tmp_ / "state",
+                   " KCACHE_REAL_LIBCUDA=", driver, " ", testing::KcacheCli(),
+                   " run --check --server ", server, " --shims ", tmp_ / "shims", " -- true"));
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+  std::string silent = absl::StrCat("kcached at ", server, " does not answer: ");
   EXPECT_TRUE(
-      Contains(check.output, absl::StrCat("module loads in the process (libraries' PTX "
-                                          "the driver would JIT): ",
-                                          cuda_stand_in, " -> ", driver,
-                                          cache_half ? ", PTX-only images served SASS from kcache"
-                                                     : ", forwarded only (no libkcache-cuda.so "
-                                                       "beside the stand-in)")))
+      Contains(check.output,
+               absl::StrCat("module loads in the process (libraries' PTX the driver would JIT): ",
+                            cuda_stand_in, " -> ", driver,
+                            cache_half ? absl::StrCat(", forwarded only (", silent)
+                                       : std::string(", forwarded only (no libkcache-cuda.so "
+                                                     "beside the stand-in)"))))
       << check.output;
+  EXPECT_TRUE(Contains(check.output, absl::StrCat("kcached: ", silent))) << check.output;
+  EXPECT_FALSE(Contains(check.output, ", cached\n")) << check.output;
 }
 
 TEST_F(RunEnvironmentTest, CheckSaysWhatEachWayReachesAndRunsNothing) {
