@@ -32,6 +32,16 @@ std::string ArchRangeText(int min_arch, int max_arch) {
   return absl::StrCat(ArchText(min_arch), "-", ArchText(max_arch));
 }
 
+void PrintObjects(const std::vector<ObjectEntry>& entries) {
+  if (entries.empty()) return;
+  Table table({"compiler output of", "key", "entry", "headers", "bytes"}, {3, 4});
+  for (const ObjectEntry& entry : entries) {
+    table.AddRow({entry.source, entry.key.command.ShortHex(), entry.key.entry_id.substr(0, 12),
+                  absl::StrCat(entry.manifest.size()), HumanBytes(entry.size)});
+  }
+  std::printf("\n%s%zu compiler outputs\n", table.Render().c_str(), entries.size());
+}
+
 std::string HumanBytes(uint64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
   double value = static_cast<double>(bytes) / 1024;

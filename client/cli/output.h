@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/object_entry.h"
 
 namespace kcache::cli {
 
@@ -33,6 +34,11 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
   std::vector<size_t> right_aligned_;
 };
+
+// The compiler launchers' outputs and NVRTC outcomes (docs/torch-extensions.md,
+// docs/nvrtc-standin.md) as `kcache ls` prints them after the kernels: a row per entry and a
+// count; nothing when there are none.
+void PrintObjects(const std::vector<ObjectEntry>& entries);
 
 // A status line redrawn in place when `out` is a terminal; silent otherwise.
 class LiveLine {

@@ -19,6 +19,7 @@
 #include "client/cli/fatbin.h"
 #include "client/cli/get_progress.h"
 #include "client/cli/node_devices.h"
+#include "client/cli/object_remote.h"
 #include "client/cli/output.h"
 #include "client/cli/server_connect.h"
 #include "kcache/kcache.h"
@@ -333,6 +334,12 @@ int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {
   }
   std::printf("%s%zu kernels, %zu artifacts (kcached at %s)\n", table.Render().c_str(),
               kernels->size(), artifacts, server.c_str());
+  // Compiler outputs and NVRTC outcomes: the object service's, not kernels.
+  absl::StatusOr<std::unique_ptr<objects::ObjectCache>> objects = OpenRemoteObjectCache(server);
+  absl::StatusOr<std::vector<ObjectEntry>> entries =
+      objects.ok() ? (*objects)->ListAll() : objects.status();
+  if (!entries.ok()) return FailStatus(entries.status());
+  PrintObjects(*entries);
   return kExitOk;
 }
 

@@ -61,18 +61,6 @@ json MetaJson(const ArtifactMeta& m) {
           {"lowered_names", lowered}};
 }
 
-// The compiler launchers' outputs (docs/torch-extensions.md), one row per entry.
-void PrintObjects(const std::vector<ArtifactMeta>& artifacts) {
-  Table table({"compiler output of", "key", "entry", "headers", "bytes"}, {3, 4});
-  size_t count = 0;
-  for (const ObjectEntry& entry : objects::ObjectEntriesOf(artifacts)) {
-    ++count;
-    table.AddRow({entry.source, entry.key.command.ShortHex(), entry.key.entry_id.substr(0, 12),
-                  absl::StrCat(entry.manifest.size()), HumanBytes(entry.size)});
-  }
-  if (count > 0) std::printf("\n%s%zu compiler outputs\n", table.Render().c_str(), count);
-}
-
 // SASS built from libraries' PTX (`kcache warm --library`), by library, PTX target and PTX
 // module id (ptx_sass.h): what `ls` shows as one row, or one JSON element.
 using PtxSassGroups =
@@ -167,7 +155,7 @@ int RunLs(const StoreFlags& flags) {
   }
   std::printf("%s%zu kernels, %zu artifacts\n", table.Render().c_str(), kernels->size(),
               artifacts->size());
-  PrintObjects(*artifacts);
+  PrintObjects(objects::ObjectEntriesOf(*artifacts));
   PrintPtxSass(GroupPtxSass(*artifacts));
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/objects/object_schema.h"
 
 namespace kcache {
 
@@ -138,6 +139,7 @@ absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(HealthCheckedTiers& tier
       kernels[id].record = std::move(record);
     }
     for (ArtifactMeta& meta : *metas) {
+      if (objects::IsObjectArtifact(meta)) continue;
       if (!listed.insert(meta.key).second) continue;  // held above too: listed there
       ListedKernelInfo& kernel = kernels[meta.key.kernel_id];
       if (!with_record.contains(meta.key.kernel_id)) {

@@ -94,7 +94,9 @@ class HealthCheckedTiers : public StoreTiers {
 // Every kernel known to any tier, with its artifacts and the tier each lives in (an artifact
 // held by several tiers is listed once, in the upper one; a record in an upper tier wins).
 // Kernels without a record are listed with their id and the name their artifacts carry.
-// Sorted by name. A failing tier is skipped; Unavailable when every tier fails.
+// Compiler outputs and NVRTC outcomes (objects::IsObjectArtifact) are no kernel's and are left
+// out: the object service lists them. Sorted by name. A failing tier is skipped; Unavailable
+// when every tier fails.
 absl::StatusOr<std::vector<ListedKernelInfo>> ListTiers(HealthCheckedTiers& tiers);
 
 }  // namespace kcache

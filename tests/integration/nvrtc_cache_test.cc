@@ -451,6 +451,16 @@ TEST_F(NvrtcCacheTest, DamagedStoredEntryIsAMiss) {
   EXPECT_EQ(ReadFile(inc / "ptx"), good);
 }
 
+// `kcache ls --server` lists a stored NVRTC compile as a compiler output, not as a kernel.
+TEST_F(NvrtcCacheTest, LsListsAStoredCompileAsACompilerOutputNotAKernel) {
+  EXPECT_EQ(CompiledIncludes(IncludeDirs()), 1);
+  RunResult ls = testing::Run(absl::StrCat(KcacheCli(), " ls --server ", daemon_.address()));
+  ASSERT_EQ(ls.exit_code, 0) << ls.output;
+  EXPECT_TRUE(Contains(ls.output, "0 kernels, 0 artifacts")) << ls.output;
+  EXPECT_TRUE(Contains(ls.output, "1 compiler outputs")) << ls.output;
+  EXPECT_TRUE(Contains(ls.output, "fill.cu")) << ls.output;
+}
+
 // Sixteen threads compiling the same program at once, twice in new processes: the second is
 // served every compile, each thread the same PTX.
 TEST_F(NvrtcCacheTest, SixteenThreadsAreServedAtOnce) {
