@@ -50,6 +50,17 @@ StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stan
     return routing;
   }
 
+  if (stand_in.only_where_found && stand_in.found.empty()) {
+    if (!had.empty()) {
+      routing.notes.push_back(absl::StrCat("$", stand_in.real_variable, " (", had,
+                                           ") is not used: nothing loads here without "
+                                           "kcache, so kcache's ",
+                                           stand_in.name,
+                                           " is not preloaded (a process sees what it "
+                                           "would see without kcache)"));
+    }
+    return routing;
+  }
   std::string real;
   if (!had.empty()) {
     if (IsFile(had) && !SameFile(had, stand_in.library)) {
@@ -139,7 +150,8 @@ StandInRouting RouteCuda(const objects::Environment& env, const std::string& sta
       env,
       StandIn{"CUDA driver stand-in (cuda/libcuda.so.1 beside libkcache-observe.so)", stand_in,
               "KCACHE_REAL_LIBCUDA", driver,
-              ""},  // no driver (an image's build): nothing to say, nothing loads modules
+              "",  // no driver (an image's build): nothing to say, nothing loads modules
+              /*only_where_found=*/true},
       enabled);
 }
 

@@ -29,13 +29,17 @@ struct StandIn {
   std::string real_variable;  // "KCACHE_REAL_NVRTC": where the stand-in finds the real library
   std::string found;          // the real library as found here; "" when none
   std::string not_found;      // a note's text when there is none (why, what to set); "": no note
+  // Preloaded only where `found` is (the driver: where no driver loads without kcache, a
+  // process must see none, whatever $<real_variable> names).
+  bool only_where_found = false;
 };
 
 // The routing of `stand_in` for the environment `env`. The real library is $<real_variable>
 // when it names a file that is not the stand-in (kept, so that a nested run and a user's choice
 // hold), else `found`; without one, the stand-in is not preloaded (a note says so, when
 // `not_found` has something to say; a stand-in not installed is a note when there was a real
-// library to route). The stand-in is appended to
+// library to route; with `only_where_found` and nothing found, not preloaded either, and
+// $<real_variable> set is a note). The stand-in is appended to
 // LD_PRELOAD (after what the environment preloads, e.g. a sanitizer runtime), once. `enabled`
 // false (--no-nvrtc, --no-cuda) takes it out of an LD_PRELOAD that has it (a nested run) and
 // sets nothing else.
@@ -60,8 +64,9 @@ StandInRouting RouteNvrtc12(const objects::Environment& env, const std::string& 
 // ~/.local (pip's --user); "" when there is none.
 std::string FindNvrtc12(const objects::ToolLookup& lookup, const std::string& toolkit_root);
 
-// The CUDA driver's: the real driver is `driver` (core/library_build.h FindCudaDriver's);
-// `stand_in` is objects::FindCudaStandIn's.
+// The CUDA driver's: the real driver is `driver` (core/library_build.h FindCudaDriver's: the
+// libcuda.so.1 the loader finds here, "" when none loads, in which case nothing is preloaded,
+// whatever KCACHE_REAL_LIBCUDA names); `stand_in` is objects::FindCudaStandIn's.
 StandInRouting RouteCuda(const objects::Environment& env, const std::string& stand_in,
                          const std::string& driver, bool enabled);
 

@@ -246,11 +246,13 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
   if (!fs::exists(cuda_stand_in)) GTEST_SKIP() << "no driver stand-in at " << cuda_stand_in;
   std::string nvrtc_stand_in =
       fs::path(cuda_stand_in).parent_path().parent_path() / "nvrtc/libnvrtc.so.13";
-  // A driver, as KCACHE_REAL_LIBCUDA names it (this machine has none): the toolkit's stub.
+  // A driver the loader finds (this machine has none): the toolkit's stub as libcuda.so.1 in a
+  // directory of LD_LIBRARY_PATH.
   std::string driver = tmp_ / "driver/libcuda.so.1";
   fs::create_directories(fs::path(driver).parent_path());
   fs::copy_file("/usr/local/cuda/lib64/stubs/libcuda.so", driver);
-  RunResult with = Env(absl::StrCat("KCACHE_REAL_LIBCUDA=", driver));
+  const std::string loads = absl::StrCat("LD_LIBRARY_PATH=", tmp_ / "driver", " ");
+  RunResult with = Env(absl::StrCat(loads, "KCACHE_REAL_LIBCUDA=", driver));
   ASSERT_EQ(with.exit_code, 0) << with.output;
   std::map<std::string, std::string> vars = Variables(with.output);
   EXPECT_EQ(vars["LD_PRELOAD"], absl::StrCat(nvrtc_stand_in, ":", cuda_stand_in));
@@ -258,7 +260,7 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
   EXPECT_EQ(Occurrences(with.output, "LD_PRELOAD="), 1) << with.output;
 
   // --no-cuda: not preloaded, and taken out of an LD_PRELOAD that has it (a nested run).
-  RunResult without = Env(absl::StrCat("KCACHE_REAL_LIBCUDA=", driver,
+  RunResult without = Env(absl::StrCat(loads, "KCACHE_REAL_LIBCUDA=", driver,
                                        " LD_PRELOAD=", nvrtc_stand_in, ":", cuda_stand_in),
                           "--no-cuda");
   ASSERT_EQ(without.exit_code, 0) << without.output;
@@ -267,11 +269,13 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
   EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u) << without.output;
 
   // KCACHE_REAL_LIBCUDA naming the stand-in itself is not kept.
-  RunResult self = Env(absl::StrCat("KCACHE_REAL_LIBCUDA=", cuda_stand_in));
+  RunResult self = Env(absl::StrCat(loads, "KCACHE_REAL_LIBCUDA=", cuda_stand_in));
   EXPECT_TRUE(Contains(self.output, "$KCACHE_REAL_LIBCUDA (" + cuda_stand_in + ") is not kept"))
       << self.output;
 
-  // No driver on the node (an image's build): nothing of the driver's, and nothing said.
+  // No driver on the node (an image's build): nothing of the driver's, and nothing said; and
+  // KCACHE_REAL_LIBCUDA naming one the loader does not find (the toolkit's stub) preloads
+  // nothing either: dlopen("libcuda.so.1") fails without kcache, and so it must with it.
   if (FindCudaDriver().empty()) {
     RunResult none = Env("");
     ASSERT_EQ(none.exit_code, 0) << none.output;
@@ -279,6 +283,13 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
     EXPECT_EQ(vars["LD_PRELOAD"], nvrtc_stand_in);
     EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u);
     EXPECT_FALSE(Contains(none.output, "driver")) << none.output;
+    RunResult stub = Env("KCACHE_REAL_LIBCUDA=/usr/local/cuda/lib64/stubs/libcuda.so");
+    ASSERT_EQ(stub.exit_code, 0) << stub.output;
+    vars = Variables(stub.output);
+    EXPECT_EQ(vars["LD_PRELOAD"], nvrtc_stand_in);
+    EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u);
+    EXPECT_TRUE(Contains(stub.output, "is not used: nothing loads here without kcache"))
+        << stub.output;
   }
 
   // --check names the chain (a sanitizer build has no cache half: forwarded only there), and,
@@ -287,7 +298,7 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
   std::string server = absl::StrCat("unix://", tmp_ / "kcache.sock");
   RunResult check = testing::Run(
       absl::StrCat("env ", testing::UnsetRoutedVariables(), "KCACHE_STATE_DIR=", tmp_ / "state",
-                   " KCACHE_REAL_LIBCUDA=", driver, " ", testing::KcacheCli(),
+                   " ", loads, "KCACHE_REAL_LIBCUDA=", driver, " ", testing::KcacheCli(),
                    " run --check --server ", server, " --shims ", tmp_ / "shims", " -- true"));
   EXPECT_EQ(check.exit_code, 1) << check.output;
   std::string silent = absl::StrCat("kcached at ", server, " does not answer: ");
