@@ -202,10 +202,13 @@ int PutHandedNvrtcCompile() {
     return Fail(absl::StrCat("kcache nvrtc-put: ", outcome.status().message()), kExitBadInput);
   }
   const bool log = Env("KCACHE_LOG") == "1";
+  // Checked as handed (its paths relative to the working directory), also once `entry` has moved
+  // to the key for any directory, whose manifest names the program's directory as "@base1@".
+  const HeaderManifest handed_manifest = entry.manifest;
   auto unchanged = [&] {
     objects::FileDigests digests("");
     std::string difference;
-    if (objects::ManifestMatches(entry.manifest, objects::BaseDirs{context.cwd, {}},
+    if (objects::ManifestMatches(handed_manifest, objects::BaseDirs{context.cwd, {}},
                                  objects::CurrentEnvironment(), digests, &difference)) {
       return true;
     }
@@ -219,7 +222,9 @@ int PutHandedNvrtcCompile() {
   };
   if (!unchanged()) return kExitOk;
   if (absl::Status clock = CheckNvrtcClockFree(program, context, *outcome); !clock.ok()) {
-    if (log) std::fprintf(stderr, "kcache: nvrtc: not stored: %s\n", clock.message().data());
+    if (log) {
+      std::fprintf(stderr, "kcache: nvrtc: not stored: %s\n", std::string(clock.message()).c_str());
+    }
     return kExitOk;
   }
   std::string how;  // said with KCACHE_LOG=1
