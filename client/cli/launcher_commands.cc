@@ -382,14 +382,15 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
     std::vector<std::string> args(explain_command.begin() + 1, explain_command.end());
     std::string answer =
         objects::ExplainCompile(options, objects::FamilyOfCompiler(compiler), compiler, args);
-    // A build under `kcache run` read the environment kcache run gave it (PATH's shims first):
-    // from a shell without it, the first difference is that environment, not the build's.
-    if (absl::StartsWith(answer, "miss:") && absl::StrContains(answer, "environment ") &&
+    // A build under `kcache run` read the environment kcache run gave it (PATH's shims first,
+    // its variables): from a shell without it, the first difference found may be that
+    // environment (a variable, the compiler PATH finds), not the build's.
+    if (absl::StartsWith(answer, "miss:") &&
         !NamesKcache(FindProgram("c++", options.lookup), options.lookup)) {
       absl::StrAppend(&answer,
                       "\n  (this shell's environment is not the one `kcache run` gives its "
-                      "command, which a build under kcache run was recorded with: to compare as "
-                      "it ran, run `kcache run` with the build's flags -- kcache explain -- ",
+                      "command: if the build ran under kcache run, compare as it ran with "
+                      "`kcache run` and the build's flags -- kcache explain -- ",
                       compiler, " ...)");
     }
     std::printf("%s\n", answer.c_str());

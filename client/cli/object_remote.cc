@@ -48,9 +48,21 @@ class RemoteObjectCache final : public objects::ObjectCache {
   }
 
   absl::StatusOr<std::vector<ObjectEntry>> ListAll() override {
-    v1::ListObjectsRequest request;
-    request.set_all(true);
-    return Call(request);
+    std::vector<ObjectEntry> all;
+    std::string after;
+    do {
+      v1::ListObjectsRequest request;
+      request.set_all(true);
+      request.set_page_after(after);
+      std::string asked = after;
+      absl::StatusOr<std::vector<ObjectEntry>> entries = Call(request, &after);
+      if (!entries.ok()) return entries.status();
+      for (ObjectEntry& entry : *entries) all.push_back(std::move(entry));
+      if (!after.empty() && after <= asked) {
+        return absl::DataLossError("kcached's object listing does not advance: it pages back");
+      }
+    } while (!after.empty());
+    return all;
   }
 
   absl::StatusOr<objects::ObjectPage> ListClientMade(const std::string& after) override {

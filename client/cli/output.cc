@@ -42,6 +42,15 @@ void PrintObjects(const std::vector<ObjectEntry>& entries) {
   std::printf("\n%s%zu compiler outputs\n", table.Render().c_str(), entries.size());
 }
 
+nlohmann::json ObjectJson(const ObjectEntry& entry) {
+  return {{"name", entry.source},
+          {"compiler_output",
+           {{"key", entry.key.command.Hex()},
+            {"entry", entry.key.entry_id},
+            {"headers", entry.manifest.size()},
+            {"size", entry.size}}}};
+}
+
 std::string HumanBytes(uint64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
   double value = static_cast<double>(bytes) / 1024;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ class Table {
 // docs/nvrtc-standin.md) as `kcache ls` prints them after the kernels: a row per entry and a
 // count; nothing when there are none.
 void PrintObjects(const std::vector<ObjectEntry>& entries);
+// The element `kcache ls --json` prints for each of them, after the kernels': its source as
+// "name" and, under "compiler_output", its command key, entry id, header count and bytes.
+nlohmann::json ObjectJson(const ObjectEntry& entry);
 
 // A status line redrawn in place when `out` is a terminal; silent otherwise.
 class LiveLine {

@@ -287,6 +287,11 @@ int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {
   if (!c.ok()) return FailStatus(c.status());
   absl::StatusOr<std::vector<client::ListedKernel>> kernels = (*c)->List();
   if (!kernels.ok()) return FailStatus(kernels.status());
+  // Compiler outputs and NVRTC outcomes: the object service's, not kernels.
+  absl::StatusOr<std::unique_ptr<objects::ObjectCache>> objects = OpenRemoteObjectCache(server);
+  absl::StatusOr<std::vector<ObjectEntry>> entries =
+      objects.ok() ? (*objects)->ListAll() : objects.status();
+  if (!entries.ok()) return FailStatus(entries.status());
   if (json_out) {
     json out = json::array();
     for (const client::ListedKernel& k : *kernels) {
@@ -304,7 +309,8 @@ int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {
                      {"max_arch", ArchText(k.max_arch)},
                      {"artifacts", arts}});
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    for (const ObjectEntry& entry : *entries) out.push_back(ObjectJson(entry));
+    std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
     return kExitOk;
   }
   Table table({"kernel", "id", "arch", "cubin", "ptx", "ltoir", "toolkits", "tiers", "bytes"}, {8});
@@ -334,11 +340,6 @@ int RunLsOnServer(const std::string& server, bool json_out, double timeout_s) {
   }
   std::printf("%s%zu kernels, %zu artifacts (kcached at %s)\n", table.Render().c_str(),
               kernels->size(), artifacts, server.c_str());
-  // Compiler outputs and NVRTC outcomes: the object service's, not kernels.
-  absl::StatusOr<std::unique_ptr<objects::ObjectCache>> objects = OpenRemoteObjectCache(server);
-  absl::StatusOr<std::vector<ObjectEntry>> entries =
-      objects.ok() ? (*objects)->ListAll() : objects.status();
-  if (!entries.ok()) return FailStatus(entries.status());
   PrintObjects(*entries);
   return kExitOk;
 }

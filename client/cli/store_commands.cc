@@ -132,7 +132,10 @@ int RunLs(const StoreFlags& flags) {
                      {"from_ptx", ptx},
                      {"artifacts", arts}});
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    for (const ObjectEntry& entry : objects::ObjectEntriesOf(*artifacts)) {
+      out.push_back(ObjectJson(entry));
+    }
+    std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
     return kExitOk;
   }
   Table table({"kernel", "id", "arch", "cubin", "ptx", "ltoir", "toolkits", "bytes"}, {7});

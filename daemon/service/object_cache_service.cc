@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/service/grpc_status.h"
+#include "engine/objects/object_page.h"
 #include "engine/objects/object_wire.h"
 
 namespace kcache {
@@ -125,7 +126,12 @@ grpc::Status ObjectCacheService::ListObjects(grpc::ServerContext*,
     response->set_next_page_after(page->next_after);
     entries = std::move(page->entries);
   } else if (request->all()) {
-    entries = cache_->ListAll();
+    absl::StatusOr<std::vector<ObjectEntry>> all = cache_->ListAll();
+    if (!all.ok()) return ToGrpcStatus(all.status());
+    objects::ObjectPage page =
+        objects::PageOfEntries(*std::move(all), request->page_after(), objects::kObjectPageBytes);
+    response->set_next_page_after(page.next_after);
+    entries = std::move(page.entries);
   } else {
     counts_->Add(Statistic::kObjectLookups);
     return ToGrpcStatus(ListObjectsByKey(*cache_, *request, response));
