@@ -59,7 +59,7 @@ TEST(DaemonFlagsTest, TheEarlierNamesSetTheSameOptionsInTheirOwnUnits) {
   absl::StatusOr<DaemonOptions> o =
       Parse({"--memory-cache-mb=100", "--object-memory-mb=3", "--write-back-queue-mb=5",
              "--warm-start-mb=7", "--compile-memory-mb=2048", "--max-queued-mb=9",
-             "--max-object-bytes=11MiB", "--max-object-upload-bytes=13MiB",
+             "--max-object-bytes=11MiB", "--max-object-upload-bytes=23MiB",
              "--max-object-entry-bytes=128KiB", "--fast-max-leased-bytes=17MiB",
              "--redis-max-value-bytes=19MiB", "--redis-max-key-bytes=4096",
              "--redis-max-buffer-bytes=23MiB", "--redis-max-total-bytes=29MiB"});
