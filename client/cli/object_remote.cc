@@ -109,7 +109,7 @@ class RemoteObjectCache final : public objects::ObjectCache {
     return bytes;
   }
 
-  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
+  absl::Status Put(const ObjectEntry& entry, std::string bundle) override {
     std::optional<Timed> timed = Start(launch::TransferTime(bundle.size()), kTransferDeadline);
     if (!timed.has_value()) return Refused();
     grpc::ClientContext context;

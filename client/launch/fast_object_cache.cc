@@ -57,7 +57,7 @@ class FastObjectCache final : public objects::ObjectCache {
     return Ask(std::move(request), listed_.TransferTimeOf(key));
   }
 
-  absl::Status Put(const ObjectEntry&, const std::string&) override {
+  absl::Status Put(const ObjectEntry&, std::string) override {
     return absl::UnimplementedError("kcache-launch stores nothing: the full kcache does");
   }
   absl::StatusOr<std::vector<ObjectEntry>> ListAll() override {

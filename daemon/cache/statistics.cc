@@ -230,7 +230,8 @@ constexpr StatisticInfo kRows[] = {
     {S::kObjectPutsRefusedUploads, "objects.puts_refused_uploads",
      "launchers' puts refused: the uploads in flight together held --object-upload-max-bytes"},
     {S::kObjectUploadBytes, "objects.upload_bytes",
-     "bytes of launchers' uploads (PutObject) kcached holds now (a gauge)"},
+     "bytes kcached holds for launchers' uploads (PutObject) now, twice each one's size (a "
+     "gauge)"},
     {S::kObjectPutsRefusedEntryTooBig, "objects.puts_refused_entry_too_big",
      "launchers' puts refused: the entry (source, manifest, key fields) over "
      "--object-entry-max-bytes"},

@@ -37,8 +37,9 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
               "may store through this kcached (e.g. 256MiB); larger ones are refused");
   AddSizeFlag(app, "--object-upload-max-bytes,--max-object-upload-bytes",
               o.objects.max_upload_bytes,
-              "Bytes of launchers' uploads kcached holds at once, all together (e.g. 512MiB; "
-              "at least --object-max-bytes); an upload past it is refused, retry later");
+              "Bytes kcached holds for launchers' uploads in flight, all together (e.g. 512MiB); "
+              "each holds twice its size (its bytes, then the store's copy while written), so "
+              "at least twice --object-max-bytes; an upload past it is refused, retry later");
   AddSizeFlag(app, "--object-entry-max-bytes,--max-object-entry-bytes", o.objects.max_entry_bytes,
               "Largest metadata (source path, header manifest, key fields) one launcher "
               "entry may carry (e.g. 1MiB); larger ones are refused");
@@ -238,11 +239,12 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc, char** argv) {
         "--shared needs --shared-key-file: entries are signed with a key only daemons hold "
         "(make one with: head -c 32 /dev/urandom | base64 > shared.key)");
   }
-  if (o.objects.max_upload_bytes < o.objects.max_object_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--object-upload-max-bytes ", o.objects.max_upload_bytes,
-                     " must be at least --object-max-bytes ", o.objects.max_object_bytes,
-                     ": an upload of the largest object must fit"));
+  if (o.objects.max_upload_bytes < UploadHolds(o.objects.max_object_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--object-upload-max-bytes ", o.objects.max_upload_bytes, " must be at least ",
+        kUploadCopies, " times --object-max-bytes ", o.objects.max_object_bytes,
+        ": an upload holds its bytes, then their copy in the store's write, and one of the "
+        "largest object must fit"));
   }
   if (o.objects.max_entry_bytes < (64 << 10) || o.objects.max_entry_bytes > (2 << 20)) {
     return absl::InvalidArgumentError(

@@ -221,7 +221,9 @@ constexpr MetricMapping kRows[] = {
     {S::kObjectPutsRefusedUploads, kObjectPutsRefused, kObjectPutsRefusedHelp, "reason",
      "uploads_bound"},
     {S::kObjectUploadBytes, "kcache_object_upload_bytes",
-     "Bytes of launchers' uploads held now (bound: --object-upload-max-bytes).", "", ""},
+     "Bytes held for launchers' uploads now, twice each one's size (bound: "
+     "--object-upload-max-bytes).",
+     "", ""},
     {S::kObjectPutsRefusedEntryTooBig, kObjectPutsRefused, kObjectPutsRefusedHelp, "reason",
      "entry_too_big"},
     {S::kObjectListingSkipped, "kcache_object_listing_skipped_total",

@@ -115,6 +115,10 @@ uint64_t Connection::unsent_bytes() const {
   return framing_ == Framing::kStream ? stream_.size() - stream_sent_ : packet_bytes_;
 }
 
+uint64_t Connection::output_bytes() const {
+  return framing_ == Framing::kStream ? stream_.size() : packet_bytes_;
+}
+
 absl::Status Connection::SendNow(absl::string_view bytes, int fd_to_pass) {
   iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
   msghdr msg{};

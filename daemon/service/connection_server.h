@@ -111,6 +111,9 @@ class Connection {
   std::string* stream_output() { return &stream_; }
   // Bytes queued and not yet sent.
   uint64_t unsent_bytes() const;
+  // Bytes held for replies: those not yet sent and, kStream, those sent from a buffer that
+  // still holds replies not sent (it is emptied once all of it is sent).
+  uint64_t output_bytes() const;
 
   // Sends `bytes` now, before anything queued (one packet for kPackets), with the descriptor
   // `fd_to_pass` (SCM_RIGHTS) when it is >= 0. For ConnectionProtocol::Open's greeting: the

@@ -213,25 +213,38 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
   }
   absl::StatusOr<ObjectEntry> entry = CheckedEntry(message);
   if (!entry.ok()) return ToGrpcStatus(entry.status());
-  // The announced size is taken before a byte of the bundle is read, and held to the end.
-  if (!uploads_.TryTake(entry->size)) {
+  // What the upload may hold (kUploadCopies times its announced size) is taken before a byte
+  // of the bundle is read, and held to the end.
+  const uint64_t holds = UploadHolds(entry->size);
+  if (!uploads_.TryTake(holds)) {
     counts_->Add(Statistic::kObjectPutsRefused);
     counts_->Add(Statistic::kObjectPutsRefusedUploads);
     return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
-        "PutObject: kcached holds ", uploads_.held(), " bytes of uploads in flight; ", entry->size,
-        " more would pass its --object-upload-max-bytes ", uploads_.limit(), ": retry later")));
+        "PutObject: kcached holds ", uploads_.held(), " bytes for uploads in flight; this one's ",
+        entry->size, " bytes need ", holds,
+        " more (received, then written to the store), over "
+        "its --object-upload-max-bytes ",
+        uploads_.limit(), ": retry later")));
   }
-  BudgetShare share(&uploads_, entry->size);
+  BudgetShare share(&uploads_, holds);
   std::string bundle;
-  bundle.reserve(entry->size);  // grown once: what it holds is what it took
-  bundle = message.data();
-  while (bundle.size() <= entry->size && reader->Read(&message)) bundle += message.data();
-  if (bundle.size() != entry->size) {
+  bundle.reserve(entry->size);  // allocated once: never grown past the announced size
+  bool more = false;
+  do {
+    if (message.data().size() > entry->size - bundle.size()) {
+      more = true;
+      break;
+    }
+    bundle.append(message.data());
+  } while (reader->Read(&message));
+  message.Clear();
+  if (more || bundle.size() != entry->size) {
     counts_->Add(Statistic::kObjectPutsRefused);
     return Invalid(absl::StrCat("PutObject: the entry announced ", entry->size, " bytes, ",
-                                bundle.size() > entry->size ? "more" : "fewer", " came"));
+                                more ? "more" : "fewer", " came"));
   }
-  absl::Status put = cache_->Put(*entry, bundle);
+  // Moved down to the store, which frees it once encoded (ObjectCache::Put).
+  absl::Status put = cache_->Put(*entry, std::move(bundle));
   if (!put.ok()) {
     counts_->Add(Statistic::kObjectPutsRefused);
     return ToGrpcStatus(put);

@@ -31,14 +31,23 @@ absl::StatusOr<std::string> GetObjectBytes(objects::ObjectCache& cache,
 // path's arena): ObjectCache::RecordUse. Nothing for a malformed request.
 void RecordObjectUse(objects::ObjectCache& cache, const v1::GetObjectRequest& request);
 
+// The most one PutObject holds at once, in multiples of its size: its bundle as received, then,
+// while the store writes it, the encoded value in RocksDB's write batch beside the memtable's
+// copy of it (the bundle is moved down and freed once encoded: Store::PutOwned). gRPC's buffers
+// for a call (a message or two, about 1 MiB each) come beside it.
+inline constexpr uint64_t kUploadCopies = 2;
+// What an upload announcing `size` bytes takes from --object-upload-max-bytes.
+inline constexpr uint64_t UploadHolds(uint64_t size) { return kUploadCopies * size; }
+
 // The object service's bounds (docs/kcached.md; each refusal counted in objects.*).
 struct ObjectServiceLimits {
   // --object-max-bytes: a PutObject stream announcing or sending more is refused
   // (RESOURCE_EXHAUSTED) before it is buffered.
   uint64_t max_object_bytes = objects::kDefaultMaxObjectBytes;
-  // --object-upload-max-bytes: the bytes every PutObject in flight together may announce; an
+  // --object-upload-max-bytes: the bytes every PutObject in flight together may hold; an
   // upload that would pass it is refused (RESOURCE_EXHAUSTED, retry later) before its bytes are
-  // read. Each upload takes its announced size when it starts and gives it back when it ends.
+  // read. Each upload takes UploadHolds(its announced size) when it starts and gives it back
+  // when it ends. At least UploadHolds(max_object_bytes) (the flags check it).
   uint64_t max_upload_bytes = uint64_t{512} << 20;
   // --object-entry-max-bytes: an entry's metadata (key1, entry id, source path, manifest, key
   // fields) as sent; a larger one is refused (RESOURCE_EXHAUSTED). Listings page by it: an
@@ -51,7 +60,8 @@ struct ObjectServiceLimits {
 class ObjectCacheService final : public v1::ObjectCache::Service {
  public:
   // Lookups, objects served and stored and puts refused are counted in `counts` (objects.*
-  // statistics; borrowed), and the bytes of uploads held now in objects.upload_bytes.
+  // statistics; borrowed), and what uploads in flight hold now (UploadHolds of each) in
+  // objects.upload_bytes.
   // `turns` (borrowed) serves AwaitCompile; it must outlive the service too.
   ObjectCacheService(objects::ObjectCache* cache, objects::CompileTurns* turns,
                      ObjectServiceLimits limits, Statistics* counts)
@@ -80,7 +90,7 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
   objects::CompileTurns* turns_;
   const ObjectServiceLimits limits_;
   Statistics* counts_;
-  ByteBudget uploads_;  // the bytes PutObject calls in flight announced
+  ByteBudget uploads_;  // UploadHolds of each PutObject call in flight
 };
 
 }  // namespace kcache

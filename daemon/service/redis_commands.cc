@@ -19,8 +19,11 @@ struct RedisCommands::Call {
   const std::vector<std::string>& args;
   RedisSession& session;
   std::string& out;
-  const uint64_t room;
+  const absl::FunctionRef<bool(uint64_t)> room;
   RedisExecuted result;
+
+  // Whether this reply may grow to `bytes` (small ones always may).
+  bool Fits(uint64_t bytes) const { return bytes <= kSmallReplyBytes || room(bytes); }
 
   void Error(absl::string_view text) const { resp::AppendError(out, text); }
   void Ok() const { resp::AppendSimple(out, "OK"); }
@@ -31,6 +34,8 @@ namespace {
 
 // The bytes of a bulk reply of `size` bytes: $<size>CRLF<bytes>CRLF.
 uint64_t BulkBytes(size_t size) { return absl::StrCat(size).size() + size + 5; }
+// The bytes of a null reply, RESP2's $-1CRLF (RESP3's _CRLF is shorter).
+constexpr uint64_t kNullBytes = 5;
 
 std::string Upper(absl::string_view text) { return absl::AsciiStrToUpper(text); }
 
@@ -49,10 +54,16 @@ RedisCommands::RedisCommands(objects::ObjectCache* cache, RedisCommandOptions op
     : cache_(cache), options_(std::move(options)), count_(std::move(count)) {}
 
 RedisExecuted RedisCommands::Execute(const resp::Command& command, RedisSession& session,
-                                     std::string* reply, uint64_t room) const {
-  Call call{command.args, session, *reply, std::max(room, kSmallReplyBytes), {}};
+                                     std::string* reply,
+                                     absl::FunctionRef<bool(uint64_t bytes)> room) const {
+  Call call{command.args, session, *reply, room, {}};
   Dispatch(command, call);
   return call.result;
+}
+
+RedisExecuted RedisCommands::Execute(const resp::Command& command, RedisSession& session,
+                                     std::string* reply, uint64_t room) const {
+  return Execute(command, session, reply, [room](uint64_t bytes) { return bytes <= room; });
 }
 
 void RedisCommands::Dispatch(const resp::Command& command, Call& call) const {
@@ -137,7 +148,7 @@ std::string RedisCommands::CheckKey(const std::string& key) const {
 
 void RedisCommands::Bulk(Call& call, absl::string_view value) const {
   uint64_t needed = BulkBytes(value.size());
-  if (needed > call.room) {
+  if (!call.Fits(needed)) {
     call.result = RedisExecuted{false, needed};
     return;
   }
@@ -173,7 +184,16 @@ void RedisCommands::MultiGet(Call& call) const {
     absl::StatusOr<std::string> value = objects::GetNamedObject(*cache_, call.args[i]);
     absl::Status loads =
         value.ok() ? CheckCubinForDriver(*value, call.session.driver) : absl::OkStatus();
-    if (!value.ok() || !loads.ok()) {
+    const bool hit = value.ok() && loads.ok();
+    // Asked before it is built: the reply never grows past the room it was given.
+    uint64_t grown = call.out.size() - start + (hit ? BulkBytes(value->size()) : kNullBytes);
+    if (!call.Fits(grown)) {
+      // At least this much: the caller waits for room or refuses, then asks again.
+      call.result = RedisExecuted{false, grown};
+      call.out.resize(start);
+      return;
+    }
+    if (!hit) {
       ++misses;
       if (!loads.ok()) not_loaded.push_back(std::move(loads));
       call.Null();
@@ -181,12 +201,6 @@ void RedisCommands::MultiGet(Call& call) const {
       ++hits;
       bytes += static_cast<int64_t>(value->size());
       resp::AppendBulk(call.out, *value);
-    }
-    if (call.out.size() - start > call.room) {  // checked as it is built, never past the room
-      // At least this much: the caller waits for room or refuses, then asks again.
-      call.result = RedisExecuted{false, call.out.size() - start};
-      call.out.resize(start);
-      return;
     }
   }
   for (const absl::Status& refused : not_loaded) CountNotLoaded(refused);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "engine/objects/object_cache.h"
 #include "engine/resp/resp.h"
 
@@ -80,9 +81,15 @@ class RedisCommands {
   RedisCommands(objects::ObjectCache* cache, RedisCommandOptions options,
                 std::function<void(RedisDoorCount, int64_t)> count);
 
-  // Appends the reply to `command` to *reply when it fits in `room` bytes (replies of up to
-  // kSmallReplyBytes always do: the caller's bounds leave room for them). Never throws; every
-  // refusal is a -ERR reply naming what was wrong, counted.
+  // Appends the reply to `command` to *reply when there is room for it. A reply of up to
+  // kSmallReplyBytes is appended without asking (the caller has made room for one); before a
+  // larger one grows to `bytes`, room(bytes) is asked: true, the caller has made room for that
+  // much of this reply (within one Execute, `bytes` only grows); false, nothing is appended,
+  // counted or changed, and the result is answered = false with needed >= bytes. Never throws;
+  // every refusal is a -ERR reply naming what was wrong, counted.
+  RedisExecuted Execute(const resp::Command& command, RedisSession& session, std::string* reply,
+                        absl::FunctionRef<bool(uint64_t bytes)> room) const;
+  // The same with room for `room` bytes (at least kSmallReplyBytes, whatever `room` says).
   RedisExecuted Execute(const resp::Command& command, RedisSession& session, std::string* reply,
                         uint64_t room) const;
   static constexpr uint64_t kSmallReplyBytes = 64 << 10;

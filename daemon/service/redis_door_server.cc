@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/service/byte_budget.h"
@@ -50,13 +51,16 @@ void Count(Statistics& stats, RedisDoorCount count, int64_t n) {
   stats.Move(kStatistics[static_cast<size_t>(count)].second, n);
 }
 
-// Bytes read at once: what a connection may add to the door's total before it is checked.
+// Bytes read at once.
 constexpr size_t kReadBytes = 64 << 10;
 // Bytes read from one connection per turn before the thread serves another.
 constexpr size_t kTurnBytes = 4 << 20;
-// What a connection may hold whatever the others hold (--redis-total-max-bytes aside): a
-// small command and its reply always go through, so a client is answered under any load.
+// A reply this small is built without asking for room (RedisCommands::Execute).
 constexpr uint64_t kSmallBytes = RedisCommands::kSmallReplyBytes;
+// What a connection may hold whatever the others hold (--redis-total-max-bytes aside): a read
+// and a small reply, so a connection holding under kSmallBytes is always answered, and the
+// door holds at most --redis-total-max-bytes plus this per connection.
+constexpr uint64_t kAllowanceBytes = kSmallBytes + kReadBytes;
 
 uint64_t ArgumentBytes(const resp::Command& command) {
   uint64_t bytes = 0;
@@ -78,16 +82,21 @@ struct RedisDoorShared {
   Statistics* const stats;
   const RedisDoorOptions options;
   const RedisCommands commands;
-  ByteBudget budget;  // what every connection holds (--redis-total-max-bytes)
+  // Every byte the connections hold, counted before it is held; what passes a connection's
+  // kAllowanceBytes is taken only where it fits --redis-total-max-bytes.
+  ByteBudget budget;
   resp::ParserLimits limits;
 };
 
 // One connection: RESP framed, each command answered in order within the door's bounds.
-// Its replies are checked against the bounds as they are built: one that does not fit waits,
-// unanswered (`waiting`), until the client has read the replies before it.
+// What it holds (input, the command being answered, replies) is counted in the door's budget
+// before it is held (charged_ >= held() between calls). A reply that does not fit this
+// connection's bound waits, unanswered (`waiting_`), until the client has read the replies
+// before it; one that does not fit the door's total is refused at once.
 class RedisConnection final : public ConnectionHandler {
  public:
-  RedisConnection(RedisDoorShared* door, uint64_t id) : door_(*door), parser_(door->limits) {
+  RedisConnection(RedisDoorShared* door, uint64_t id)
+      : door_(*door), parser_(std::in_place, door->limits) {
     session_.id = static_cast<int64_t>(id);
     Count(*door_.stats, RedisDoorCount::kConnections, 1);
   }
@@ -96,15 +105,15 @@ class RedisConnection final : public ConnectionHandler {
     Count(*door_.stats, RedisDoorCount::kConnections, -1);
   }
 
-  // Every reply before it is sent: the command waiting is answered now, or refused; else the
-  // door's total decides whether this connection may read more.
+  // Every reply before it is sent: the command waiting is answered now, or refused; else a
+  // read's bytes are counted before it is made.
   Next BeforeRead(Connection& c) override {
-    door_.budget.Recharge(&charged_, held(c));
+    Settle(c);
     if (waiting_) {
       Answer(c);
       return Next::kAgain;
     }
-    if (held(c) >= kSmallBytes && door_.budget.room() < kReadBytes) {
+    if (!Reserve(kReadBytes)) {
       RefuseOverTotal(c);
       return Next::kEndTurn;
     }
@@ -112,55 +121,111 @@ class RedisConnection final : public ConnectionHandler {
   }
 
   void OnInput(Connection& c, absl::string_view input) override {
-    parser_.Feed(input);
-    door_.budget.Recharge(&charged_, held(c));
+    parser_->Feed(input);  // within the read's bytes, counted in BeforeRead
+    Settle(c);
     Answer(c);
   }
 
-  void EndTurn(Connection& c) override { door_.budget.Recharge(&charged_, held(c)); }
+  void EndTurn(Connection& c) override { Settle(c); }
   bool Waiting() const override { return waiting_.has_value(); }
   void OnIdle(Connection& c) override { Count(*door_.stats, RedisDoorCount::kIdleClosed, 1); }
 
  private:
-  // What it holds: input not yet answered, the command waiting, replies not yet sent.
+  // What it holds: input not yet answered, the command being answered, the key of the last
+  // GET refused over the total, replies not yet sent (and those sent from their buffer).
   uint64_t held(const Connection& c) const {
-    return parser_.buffered() + waiting_bytes_ + c.unsent_bytes();
+    return parser_->buffered() + waiting_bytes_ + refused_key_.size() + c.output_bytes();
   }
 
-  // More input would pass --redis-total-max-bytes, and this connection holds an unfinished
-  // command of its own: refused (it cannot be framed past the bytes dropped), then closed.
+  // Counts `bytes` more for this connection before it holds them: always within its
+  // allowance, past it only where they fit the door's total. False: nothing counted.
+  bool Reserve(uint64_t bytes) {
+    if (charged_ + bytes <= kAllowanceBytes) {
+      door_.budget.Take(bytes);
+    } else if (!door_.budget.TryTake(bytes)) {
+      return false;
+    }
+    charged_ += bytes;
+    return true;
+  }
+  // Gives back what was counted and is not held (a read that took less, replies sent).
+  void Settle(const Connection& c) {
+    uint64_t now = held(c);
+    if (now < charged_) door_.budget.Recharge(&charged_, now);
+  }
+
+  // This connection's bound less what it holds beside the command being answered.
+  uint64_t OwnRoom(const Connection& c) const {
+    uint64_t held = parser_->buffered() + c.output_bytes();
+    uint64_t bound = door_.options.max_buffer_bytes;
+    return held >= bound ? 0 : bound - held;
+  }
+
+  // More input would pass --redis-total-max-bytes, and this connection holds more than its
+  // allowance (an unfinished command of its own, or commands read and not answered): refused
+  // (the stream cannot be framed past the bytes dropped), then closed. What it read is let go
+  // before the refusal is written.
   void RefuseOverTotal(Connection& c) {
     Count(*door_.stats, RedisDoorCount::kRefusedTotal, 1);
-    resp::AppendError(
-        *c.stream_output(),
-        absl::StrCat("ERR kcached's Redis door holds ", door_.budget.held(),
-                     " bytes for all its connections, at --redis-total-max-bytes ",
-                     door_.budget.limit(), ": this connection's unfinished command of ",
-                     parser_.buffered(), " bytes is dropped; retry later"));
+    const uint64_t dropped = DropInput();
     c.CloseAfterSending();
+    Refuse(c, absl::StrCat("ERR kcached's Redis door holds ", door_.budget.held(),
+                           " bytes for all its connections, at --redis-total-max-bytes ",
+                           door_.budget.limit(), ": this connection's ", dropped,
+                           " bytes of commands not answered are dropped; retry later"));
   }
 
-  // The room a reply has now: this connection's bound less what it holds, and the door's
-  // total less what every connection holds (small replies always fit: kSmallBytes).
-  uint64_t ReplyRoom(const Connection& c) const {
-    uint64_t held = parser_.buffered() + c.unsent_bytes();
-    uint64_t bound = door_.options.max_buffer_bytes;
-    uint64_t own = held >= bound ? 0 : bound - held;
-    return std::min(own, std::max(door_.budget.room(), kSmallBytes));
+  // Appends a refusal line. Its bytes are counted first: what is counted and not held covers
+  // them (the room made for the reply it replaces, the input a closing refusal dropped), else
+  // the connection's allowance or the total; where none has room (a closing connection that
+  // dropped less than the line) they are counted as they are held.
+  void Refuse(Connection& c, absl::string_view line) {
+    const uint64_t bytes = held(c) + line.size() + 3;  // '-', CRLF
+    if (bytes > charged_ && !Reserve(bytes - charged_)) door_.budget.Recharge(&charged_, bytes);
+    resp::AppendError(*c.stream_output(), line);
   }
 
-  // Answers the commands read, in order, while their replies fit (the command waiting
-  // first); stops at one that does not fit while replies wait to be sent (asked again once
-  // they are), and refuses one that does not fit with nothing to wait for.
+  // Drops the input read and not answered, for a refusal that closes the connection.
+  uint64_t DropInput() {
+    const uint64_t dropped = parser_->buffered() + waiting_bytes_;
+    parser_.emplace(door_.limits);
+    waiting_.reset();
+    waiting_bytes_ = 0;
+    return dropped;
+  }
+
+  // The room a reply may have (RedisCommands::Execute asks before it grows past
+  // kSmallBytes): within this connection's bound, and counted in the door's total.
+  bool MakeRoom(uint64_t bytes) {
+    if (bytes <= reply_room_) return true;
+    if (bytes > own_room_ || !Reserve(bytes - reply_room_)) return false;
+    reply_room_ = bytes;
+    return true;
+  }
+
+  // A GET of the key last refused over the total, while the room it needed is not there:
+  // refused without reading its value again.
+  bool RefusedAgain() const {
+    if (refused_key_.empty() || waiting_->args.size() != 2 || waiting_->args[1] != refused_key_ ||
+        !absl::EqualsIgnoreCase(waiting_->args[0], "GET")) {
+      return false;
+    }
+    return refused_bytes_ <= own_room_ && refused_bytes_ > door_.budget.room() &&
+           charged_ + refused_bytes_ > kAllowanceBytes;
+  }
+
+  // Answers the commands read, in order (the command waiting first), each once room for its
+  // reply is counted; stops at one that does not fit this connection's bound while replies
+  // wait to be sent (asked again once they are), and refuses one that does not fit the
+  // door's total, or this connection's bound with nothing to wait for.
   void Answer(Connection& c) {
-    std::string* out = c.stream_output();
     while (!c.closing()) {
       if (!waiting_) {
-        absl::StatusOr<std::optional<resp::Command>> command = parser_.Next();
+        absl::StatusOr<std::optional<resp::Command>> command = parser_->Next();
         if (!command.ok()) {
           Count(*door_.stats, RedisDoorCount::kRefusedProtocol, 1);
-          resp::AppendError(
-              *out, absl::StrCat("ERR ", command.status().message(), "; closing the connection"));
+          DropInput();
+          Refuse(c, absl::StrCat("ERR ", command.status().message(), "; closing the connection"));
           c.CloseAfterSending();
           return;
         }
@@ -168,53 +233,87 @@ class RedisConnection final : public ConnectionHandler {
         waiting_ = std::move(*command);
         waiting_bytes_ = ArgumentBytes(*waiting_);
       }
-      RedisExecuted done = door_.commands.Execute(*waiting_, session_, out, ReplyRoom(c));
-      if (!done.answered) {
-        if (c.unsent_bytes() > 0) break;  // the client reads what waits first
-        RefuseReply(c, done.needed);
-      }
+      if (!AnswerWaiting(c)) break;  // the client reads what waits first
       waiting_.reset();
       waiting_bytes_ = 0;
+      reply_room_ = 0;
+      Settle(c);
       if (session_.quit) c.CloseAfterSending();
     }
-    if (parser_.buffered() + c.unsent_bytes() > door_.options.max_buffer_bytes) {
+    if (parser_->buffered() + c.output_bytes() > door_.options.max_buffer_bytes) {
       Count(*door_.stats, RedisDoorCount::kRefusedBuffer, 1);
-      resp::AppendError(*out, absl::StrCat("ERR over kcached's --redis-buffer-max-bytes ",
-                                           door_.options.max_buffer_bytes,
-                                           " of unanswered input; closing the connection"));
+      DropInput();
+      Refuse(c, absl::StrCat("ERR over kcached's --redis-buffer-max-bytes ",
+                             door_.options.max_buffer_bytes,
+                             " of unanswered input; closing the connection"));
       c.CloseAfterSending();
     }
   }
 
-  // A reply of `needed` bytes that does not fit with no other reply of this connection's
-  // waiting: over the connection's bound, or over the door's total now.
-  void RefuseReply(Connection& c, uint64_t needed) {
-    uint64_t input = parser_.buffered();
-    if (needed + input > door_.options.max_buffer_bytes) {
-      Count(*door_.stats, RedisDoorCount::kRefusedBuffer, 1);
-      resp::AppendError(
-          *c.stream_output(),
-          absl::StrCat("ERR a reply of ", needed, " bytes (beside ", input,
-                       " bytes of input read) is over kcached's "
-                       "--redis-buffer-max-bytes ",
-                       door_.options.max_buffer_bytes, ": not sent; ask for less at once"));
-      return;
+  // Answers or refuses the command waiting; false when it waits for the client to read the
+  // replies before it.
+  bool AnswerWaiting(Connection& c) {
+    if (!Reserve(kSmallBytes)) {
+      // Over its allowance, with the total full: its replies are read first, else it is
+      // closed (it holds commands it cannot answer).
+      if (c.unsent_bytes() > 0) return false;
+      RefuseOverTotal(c);
+      return true;
     }
+    reply_room_ = kSmallBytes;
+    own_room_ = OwnRoom(c);
+    if (RefusedAgain()) {
+      RefuseTotal(c, refused_bytes_);
+      return true;
+    }
+    RedisExecuted done = door_.commands.Execute(*waiting_, session_, c.stream_output(),
+                                                [this](uint64_t bytes) { return MakeRoom(bytes); });
+    if (done.answered) {
+      std::string().swap(refused_key_);
+      return true;
+    }
+    if (done.needed <= own_room_) {
+      RefuseTotal(c, done.needed);
+      return true;
+    }
+    if (c.unsent_bytes() > 0) {
+      reply_room_ = 0;
+      Settle(c);
+      return false;
+    }
+    Count(*door_.stats, RedisDoorCount::kRefusedBuffer, 1);
+    Refuse(c, absl::StrCat("ERR a reply of ", done.needed, " bytes (beside ", parser_->buffered(),
+                           " bytes of input read) is over kcached's --redis-buffer-max-bytes ",
+                           door_.options.max_buffer_bytes, ": not sent; ask for less at once"));
+    return true;
+  }
+
+  // A reply of `needed` bytes that fits this connection's bound but not the door's total
+  // now: refused at once. A GET's key is kept, so that the same GET is refused again without
+  // reading its value while the room is not there.
+  void RefuseTotal(Connection& c, uint64_t needed) {
     Count(*door_.stats, RedisDoorCount::kRefusedTotal, 1);
-    resp::AppendError(*c.stream_output(),
-                      absl::StrCat("ERR kcached's Redis door holds ", door_.budget.held(),
-                                   " bytes for all its connections: a reply of ", needed,
-                                   " bytes would pass --redis-total-max-bytes ",
-                                   door_.budget.limit(), "; retry later"));
+    Refuse(c, absl::StrCat("ERR kcached's Redis door holds ", door_.budget.held(),
+                           " bytes for all its connections: a reply of ", needed,
+                           " bytes would pass --redis-total-max-bytes ", door_.budget.limit(),
+                           "; retry later"));
+    if (waiting_->args.size() == 2 && absl::EqualsIgnoreCase(waiting_->args[0], "GET")) {
+      if (waiting_->args[1] != refused_key_) refused_key_ = std::move(waiting_->args[1]);
+      refused_bytes_ = needed;
+    }
   }
 
   RedisDoorShared& door_;
-  resp::Parser parser_;
+  std::optional<resp::Parser> parser_;  // always set; emplaced anew to drop its input
   RedisSession session_;
   // A command parsed but not answered: its reply waits for the client to read what is sent.
   std::optional<resp::Command> waiting_;
   uint64_t waiting_bytes_ = 0;  // its arguments'
-  uint64_t charged_ = 0;        // what this connection holds in the door's ByteBudget
+  uint64_t reply_room_ = 0;     // bytes counted for its reply, while it is answered
+  uint64_t own_room_ = 0;       // this connection's bound left for that reply
+  std::string refused_key_;     // the last GET refused over the total, while nothing is answered
+  uint64_t refused_bytes_ = 0;  // the room its reply needed
+  uint64_t charged_ = 0;        // what this connection has counted in the door's budget
 };
 
 class RedisDoorServerImpl final : public RedisDoorServer, private ConnectionProtocol {

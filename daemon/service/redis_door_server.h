@@ -12,10 +12,13 @@
 //   fit waits, unanswered, until the client has read the replies before it, and the
 //   connection is not read from meanwhile; a reply that cannot fit even then is answered
 //   -ERR. A command whose input does not fit is answered -ERR and the connection closed;
-// - across connections at most max_total_bytes held (input, commands waiting, replies; the
-//   gauge redis.held_bytes). Past it a reply is answered -ERR (retry later) and a connection
-//   that needs to read more of an unfinished command is answered -ERR and closed; a
-//   connection holding less than 64 KiB is always served, so the door holds at most
+// - across connections at most max_total_bytes held (input, commands waiting, replies and
+//   the buffer they are sent from; the gauge redis.held_bytes), each byte counted before it is
+//   held. Past it a reply is answered -ERR (retry later) at once, the connection served on (a
+//   GET of the key just refused is refused again without reading its value while there is no
+//   room), and a connection that needs to read more of an unfinished command is answered -ERR
+//   and closed. Each connection may hold 128 KiB (a read and a small reply) whatever the
+//   others hold, so one holding less than 64 KiB is always served and the door holds at most
 //   max_total_bytes plus 128 KiB per connection;
 // - a connection silent for idle_timeout is closed.
 // A stream that cannot be framed is answered -ERR naming what was wrong, then closed.

@@ -98,10 +98,11 @@ class FleetObjectCache final : public ObjectCache, public FleetCompileLeases {
     return GetEntry(key).bundle;
   }
 
-  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
-    absl::Status put = pod_->Put(entry, bundle);
+  absl::Status Put(const ObjectEntry& entry, std::string bundle) override {
+    uint64_t size = bundle.size();
+    absl::Status put = pod_->Put(entry, bundle);  // a copy: `bundle` is queued for the fleet
     if (!put.ok()) return put;
-    if (!writes_.Add(Write{entry, bundle, ""}, bundle.size())) {
+    if (!writes_.Add(Write{entry, std::move(bundle), ""}, size)) {
       Count(FleetObjectCount::kWriteDropped);
     }
     return absl::OkStatus();

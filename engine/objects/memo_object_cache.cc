@@ -71,8 +71,8 @@ absl::StatusOr<std::string> MemoObjectCache::Get(const ObjectEntryKey& key) {
   return bytes;
 }
 
-absl::Status MemoObjectCache::Put(const ObjectEntry& entry, const std::string& bundle) {
-  absl::Status put = inner_->Put(entry, bundle);
+absl::Status MemoObjectCache::Put(const ObjectEntry& entry, std::string bundle) {
+  absl::Status put = inner_->Put(entry, std::move(bundle));
   held_.Invalidate({ListingName(entry.key.command), BundleName(entry.key)});
   return put;
 }

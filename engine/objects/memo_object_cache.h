@@ -37,7 +37,7 @@ class MemoObjectCache final : public ObjectCache {
 
   absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override;
   absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override;
-  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override;
+  absl::Status Put(const ObjectEntry& entry, std::string bundle) override;
   absl::StatusOr<std::vector<ObjectEntry>> ListAll() override { return inner_->ListAll(); }
   absl::Status Delete(const ObjectEntryKey& key) override;
   void RecordUse(const ObjectEntryKey& key) override { inner_->RecordUse(key); }

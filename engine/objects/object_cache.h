@@ -51,7 +51,10 @@ class ObjectCache {
   // The same bytes, held where they are when the cache can (kcache-launch: in kcached's
   // fast-path arena, leased until the owner goes) rather than copied; Get's, owned, otherwise.
   virtual absl::StatusOr<HeldBytes> GetHeld(const ObjectEntryKey& key);
-  virtual absl::Status Put(const ObjectEntry& entry, const std::string& bundle) = 0;
+  // Stores `bundle` under `entry`. Taken by value: a caller that has no more use for the bytes
+  // moves them in, and kcached's caches hand them on down to the store, which frees them once
+  // encoded (Store::PutOwned), so an upload is not copied on its way.
+  virtual absl::Status Put(const ObjectEntry& entry, std::string bundle) = 0;
   // Every entry (metadata only): `kcache explain` looks for the same source among them.
   virtual absl::StatusOr<std::vector<ObjectEntry>> ListAll() = 0;
   // Notes that the entry under `key` was just served from a tier above this cache (kcached's

@@ -27,8 +27,9 @@ class StoreObjectCache final : public ObjectCache {
     return std::move(artifact->bytes);
   }
 
-  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
-    return store_->Put(ArtifactFromObjectEntry(entry, bundle));
+  absl::Status Put(const ObjectEntry& entry, std::string bundle) override {
+    // Handed over, so that the store frees the bytes once it has encoded them.
+    return store_->PutOwned(ArtifactFromObjectEntry(entry, std::move(bundle)));
   }
 
   absl::Status Delete(const ObjectEntryKey& key) override {

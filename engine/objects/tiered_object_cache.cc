@@ -1,6 +1,7 @@
 #include "engine/objects/tiered_object_cache.h"
 
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/objects/store_object_cache.h"
@@ -32,7 +33,7 @@ class TieredObjectCache final : public ObjectCache {
     return absl::NotFoundError(absl::StrCat("no object ", key.ToString()));
   }
 
-  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
+  absl::Status Put(const ObjectEntry& entry, std::string bundle) override {
     if (absl::Status sized = CheckObjectBytes(bundle.size(), max_object_bytes_); !sized.ok()) {
       return sized;
     }
@@ -42,7 +43,7 @@ class TieredObjectCache final : public ObjectCache {
             absl::StrCat("object ", entry.key.ToString(), " is in a baked store"));
       }
     }
-    return caches_.back()->Put(entry, bundle);
+    return caches_.back()->Put(entry, std::move(bundle));
   }
 
   // The writable store's entry only: a baked store's stays (it is read-only).

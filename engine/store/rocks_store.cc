@@ -84,21 +84,33 @@ absl::StatusOr<std::vector<ArtifactMeta>> RocksStore::ListAllArtifacts() {
   return ScanArtifacts("");
 }
 
-absl::Status RocksStore::PutSynced(const Artifact& artifact, bool sync) {
+absl::Status RocksStore::PutSynced(const ArtifactMeta& artifact_meta, absl::string_view bytes,
+                                   std::string* owned, bool sync) {
   if (absl::Status s = CheckWritable(); !s.ok()) return s;
-  const ArtifactKey& key = artifact.meta.key;
+  const ArtifactKey& key = artifact_meta.key;
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
-  ArtifactMeta meta = artifact.meta;
-  meta.size = artifact.bytes.size();
-  meta.checksum = PayloadChecksum(artifact.bytes);
+  ArtifactMeta meta = artifact_meta;
+  meta.size = bytes.size();
+  meta.checksum = PayloadChecksum(bytes);
   if (meta.created_unix_ms == 0) meta.created_unix_ms = NowUnixMillis();
   if (meta.last_used_unix_ms == 0) meta.last_used_unix_ms = meta.created_unix_ms;
   std::string raw_key = key.Encode();
-  std::string value = EncodeArtifactValue(meta, artifact.bytes, options_.zstd_level);
+  ValueParts value = EncodeArtifactValueParts(meta, bytes, options_.zstd_level);
+  auto release = [owned] {
+    if (owned != nullptr) std::string().swap(*owned);
+  };
+  if (value.compressed != nullptr) release();  // the payload is the compressed copy
   absl::MutexLock lock(&write_mu_);
   rocksdb::WriteBatch batch;
-  batch.Put(artifacts_, raw_key, value);
+  // The small listing value first: appended after the large one, it would grow the batch's
+  // buffer (to twice its size) and copy it.
   batch.Put(listing(), raw_key, EncodeArtifactMetaValue(meta));
+  rocksdb::Slice key_slice(raw_key);
+  rocksdb::Slice value_slices[2] = {rocksdb::Slice(value.head),
+                                    rocksdb::Slice(value.payload.data(), value.payload.size())};
+  batch.Put(artifacts_, rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_slices, 2));
+  release();  // the batch holds its copy; RocksDB's memtable makes one more while it writes
+  value.compressed.reset();
   absl::Status s =
       Write(batch, batch.GetDataSize(), sync, absl::StrCat("writing ", key.ToString()));
   if (s.ok()) Added(meta.size);

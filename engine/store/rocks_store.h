@@ -36,8 +36,15 @@ class RocksStore : public Store {
   void RecordUse(const ArtifactKey& key) override;
   absl::StatusOr<std::vector<ArtifactMeta>> ListArtifacts(const KernelId& id) override;
   absl::StatusOr<std::vector<ArtifactMeta>> ListAllArtifacts() override;
-  absl::Status Put(const Artifact& artifact) override { return PutSynced(artifact, true); }
-  absl::Status PutCopy(const Artifact& artifact) override { return PutSynced(artifact, false); }
+  absl::Status Put(const Artifact& artifact) override {
+    return PutSynced(artifact.meta, artifact.bytes, nullptr, true);
+  }
+  absl::Status PutOwned(Artifact artifact) override {
+    return PutSynced(artifact.meta, artifact.bytes, &artifact.bytes, true);
+  }
+  absl::Status PutCopy(const Artifact& artifact) override {
+    return PutSynced(artifact.meta, artifact.bytes, nullptr, false);
+  }
   absl::Status Delete(const ArtifactKey& key) override;
   absl::Status PutKernel(const KernelRecord& record) override;
   absl::StatusOr<KernelRecord> GetKernel(const KernelId& id) override;
@@ -65,7 +72,11 @@ class RocksStore : public Store {
   // Readers may use it without a lock; writers load it under write_mu_.
   rocksdb::ColumnFamilyHandle* listing() const { return listing_.load(std::memory_order_acquire); }
   rocksdb::ColumnFamilyHandle* Handle(Family family) const;
-  absl::Status PutSynced(const Artifact& artifact, bool sync);
+  // Writes an artifact of `bytes`. `owned`, when set, is the string `bytes` views, freed as soon
+  // as the write batch holds the value (or its compressed form is made), so that the bytes, the
+  // value and RocksDB's copy of it are never all held at once.
+  absl::Status PutSynced(const ArtifactMeta& artifact_meta, absl::string_view bytes,
+                         std::string* owned, bool sync);
   static rocksdb::ReadOptions Reading();
   // For the small values (listing entries, kernel records): RocksDB's block checksums on, so
   // a damaged block is an error, never a silently shorter list.

@@ -141,6 +141,12 @@ class Store {
   // (nothing written; reads go on). May evict least recently used entries (max_bytes).
   virtual absl::Status Put(const Artifact& artifact) = 0;
 
+  // As Put, for an artifact the caller hands over: the store may free its bytes once it has
+  // encoded them, before the write, so that a large artifact is held at most twice while it is
+  // written (its bytes or their compressed form, and the store's own copy; kcached's uploads,
+  // docs/kcached.md) rather than three or four times.
+  virtual absl::Status PutOwned(Artifact artifact) { return Put(artifact); }
+
   // As Put, for a copy of an artifact that another store keeps holding (kcached's write-back
   // of a baked-store hit): the write is not synced, so a request waits for no disk flush. A
   // crash may lose it; the next hit writes it again.

@@ -152,22 +152,25 @@ ZstdContexts& ThreadZstd() {
   return contexts;
 }
 
-std::string Frame(ValueType type, absl::string_view meta, absl::string_view raw, int zstd_level) {
-  Codec codec = Codec::kRaw;
-  std::string compressed;
-  if (zstd_level > 0 && raw.size() >= 64) {
-    compressed.resize(ZSTD_compressBound(raw.size()));
-    size_t n = ZSTD_compressCCtx(ThreadZstd().cctx.get(), compressed.data(), compressed.size(),
-                                 raw.data(), raw.size(), zstd_level);
-    if (!ZSTD_isError(n) && n <= raw.size() - raw.size() / 8) {
-      compressed.resize(n);
-      codec = Codec::kZstd;
-    }
-  }
-  absl::string_view payload = codec == Codec::kZstd ? absl::string_view(compressed) : raw;
+// The zstd form of `raw` when zstd_level > 0 and it saves at least 1/8 of it; null otherwise.
+// The buffer is allocated uninitialized, so its pages past what zstd writes are never touched
+// (a std::string would zero all ZSTD_compressBound bytes first).
+std::unique_ptr<char[]> Compressed(absl::string_view raw, int zstd_level, size_t* size) {
+  if (zstd_level <= 0 || raw.size() < 64) return nullptr;
+  size_t bound = ZSTD_compressBound(raw.size());
+  std::unique_ptr<char[]> out(new char[bound]);
+  size_t n = ZSTD_compressCCtx(ThreadZstd().cctx.get(), out.get(), bound, raw.data(), raw.size(),
+                               zstd_level);
+  if (ZSTD_isError(n) || n > raw.size() - raw.size() / 8) return nullptr;
+  *size = n;
+  return out;
+}
 
+// The fixed header and the metadata block of a value whose stored payload is `payload`.
+std::string FrameHead(ValueType type, absl::string_view meta, uint64_t raw_size, Codec codec,
+                      absl::string_view payload) {
   std::string out(kMagic, sizeof(kMagic));
-  out.reserve(kValueHeaderSize + meta.size() + payload.size());
+  out.reserve(kValueHeaderSize + meta.size());
   PutU64(out, 0);  // metadata checksum, filled in below
   PutU64(out, XXH3_64bits(payload.data(), payload.size()));
   out.push_back(static_cast<char>(kValueFormatVersion));
@@ -176,11 +179,30 @@ std::string Frame(ValueType type, absl::string_view meta, absl::string_view raw,
   out.push_back(0);  // flags
   PutU32(out, static_cast<uint32_t>(meta.size()));
   PutU64(out, payload.size());
-  PutU64(out, raw.size());
+  PutU64(out, raw_size);
   absl::StrAppend(&out, meta);
   StoreU64(out, kMetaSumOffset,
            XXH3_64bits(out.data() + kCoveredOffset, out.size() - kCoveredOffset));
-  absl::StrAppend(&out, payload);
+  return out;
+}
+
+ValueParts FrameParts(ValueType type, absl::string_view meta, absl::string_view raw,
+                      int zstd_level) {
+  ValueParts parts;
+  size_t compressed_size = 0;
+  parts.compressed = Compressed(raw, zstd_level, &compressed_size);
+  Codec codec = parts.compressed != nullptr ? Codec::kZstd : Codec::kRaw;
+  parts.payload =
+      codec == Codec::kZstd ? absl::string_view(parts.compressed.get(), compressed_size) : raw;
+  parts.head = FrameHead(type, meta, raw.size(), codec, parts.payload);
+  return parts;
+}
+
+std::string Frame(ValueType type, absl::string_view meta, absl::string_view raw, int zstd_level) {
+  ValueParts parts = FrameParts(type, meta, raw, zstd_level);
+  std::string out;
+  out.reserve(parts.head.size() + parts.payload.size());
+  absl::StrAppend(&out, parts.head, parts.payload);
   return out;
 }
 
@@ -331,6 +353,11 @@ absl::StatusOr<ArtifactMeta> ParseArtifactMetaBlock(absl::string_view block) {
 
 std::string EncodeArtifactValue(const ArtifactMeta& meta, absl::string_view bytes, int zstd_level) {
   return Frame(ValueType::kArtifact, ArtifactMetaBlock(meta), bytes, zstd_level);
+}
+
+ValueParts EncodeArtifactValueParts(const ArtifactMeta& meta, absl::string_view bytes,
+                                    int zstd_level) {
+  return FrameParts(ValueType::kArtifact, ArtifactMetaBlock(meta), bytes, zstd_level);
 }
 
 absl::StatusOr<Artifact> DecodeArtifactValue(absl::string_view value) {

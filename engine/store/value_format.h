@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -48,6 +49,17 @@ enum class ValueType : uint8_t {
 // zstd-compressed at `zstd_level` when that saves at least 1/8 of it; zstd_level <= 0 stores
 // it raw (fastest to read).
 std::string EncodeArtifactValue(const ArtifactMeta& meta, absl::string_view bytes, int zstd_level);
+// The same value in two parts, for a writer that hands them on without joining them
+// (rocksdb::SliceParts): `head` (the fixed header and the metadata) then `payload`, which views
+// `compressed` when zstd saved enough and the caller's `bytes` otherwise. Once it is encoded,
+// a caller may free `bytes` when compressed is set; otherwise payload still points into them.
+struct ValueParts {
+  std::string head;
+  std::unique_ptr<char[]> compressed;  // null: the payload is stored raw
+  absl::string_view payload;
+};
+ValueParts EncodeArtifactValueParts(const ArtifactMeta& meta, absl::string_view bytes,
+                                    int zstd_level);
 // Decodes and verifies an artifact value: both checksums, framing, meta.size, and (for a
 // compressed payload) PayloadChecksum of the decompressed bytes against meta.checksum.
 absl::StatusOr<Artifact> DecodeArtifactValue(absl::string_view value);

@@ -2,19 +2,24 @@
 // exercise them): pipelined GETs of a large value whose replies are never read, and
 // unfinished SETs on many connections. kcached's resident memory (VmRSS) stays within the
 // documented bound (--redis-total-max-bytes plus 128 KiB a connection, plus the values its two
-// door threads are reading) while another client keeps getting answers throughout.
+// door threads are reading) while another client keeps getting answers throughout; past the
+// total, replies are refused at once and kcached sleeps while the stuck connections wait.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tests/testutil/daemon_counters.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/http.h"
 #include "tests/testutil/kcache_rpc.h"
@@ -72,6 +77,19 @@ std::string ReadAvailable(int fd, int ms) {
     got.append(buffer, static_cast<size_t>(n));
   }
   return got;
+}
+
+// CPU seconds `pid` has used (utime + stime of /proc/PID/stat).
+double CpuSeconds(pid_t pid) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  uint64_t ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stoull(field);  // utime, stime
+  }
+  return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 class HostileRedisDoorTest : public ::testing::Test {
@@ -191,8 +209,9 @@ TEST_F(HostileRedisDoorTest, PipelinedGetsWhoseRepliesAreNeverReadStayWithinTheB
   // few replies went into the kernel's socket buffers; all 960 would be ~2 GB).
   uint64_t attacker_hits = Counter("redis.hits") - static_cast<uint64_t>(steady_answered) - 1;
   EXPECT_LT(attacker_hits, static_cast<uint64_t>(kAttackers * kGets / 2));
-  // One that starts reading gets its replies, each of the value.
-  std::string first = ReadAvailable(attackers.back(), 200);
+  // One that starts reading gets its replies, each of the value (the first: the later ones
+  // may have found the total full, and been refused).
+  std::string first = ReadAvailable(attackers.front(), 200);
   EXPECT_EQ(first.substr(0, 10), "$2097152\r\n") << first.substr(0, 200);
   for (int fd : attackers) close(fd);
   EXPECT_TRUE(SteadyGet());
@@ -251,6 +270,81 @@ TEST_F(HostileRedisDoorTest, UnfinishedSetsOnManyConnectionsStayWithinTheTotal) 
   int fd = ::kcache::testing::ConnectLoopback(port_);
   EXPECT_EQ(Ask(fd, Resp({"SET", "pt2:whole", std::string(kValueBytes, 'w')}), 5), "+OK\r\n");
   close(fd);
+}
+
+// Many connections pipeline GETs of a value and never read (30, then 80): past the total,
+// each GET whose reply cannot be held is refused at once, naming the flag; what the door
+// holds stays within its documented bound; a new connection's PING and a small GET and SET are
+// answered at once; and kcached sleeps while the stuck connections wait.
+TEST_F(HostileRedisDoorTest, StuckConnectionsPastTheTotalAreRefusedAndTheDoorSleeps) {
+  const uint64_t value_bytes = kValueBytes;
+  int setter = ::kcache::testing::ConnectLoopback(port_);
+  ASSERT_EQ(Ask(setter, Resp({"SET", "pt2:big", std::string(value_bytes, 'v')}), 5), "+OK\r\n");
+  close(setter);
+  std::string gets;
+  for (int i = 0; i < 20000; ++i) gets += Resp({"GET", "pt2:big"});
+  std::vector<int> stuck;
+  for (int connections : {30, 80}) {
+    while (static_cast<int>(stuck.size()) < connections) {
+      int fd = ::kcache::testing::ConnectLoopback(port_);
+      ASSERT_GE(fd, 0);
+      int small = 4096;  // the replies pile up in kcached, not here
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+      SendSome(fd, gets);
+      stuck.push_back(fd);
+    }
+    WaitUntilSettled();
+    const int64_t held = ::kcache::testing::DaemonCounter(daemon_, "redis.held_bytes");
+    // The stuck ones, the steady client's and the counter's own (`kcache stat` is gRPC).
+    const uint64_t bound = Bound(connections + 2);
+    std::printf("%d stuck: held %lld bytes (bound %llu), %lld refused over the total\n",
+                connections, static_cast<long long>(held), static_cast<unsigned long long>(bound),
+                static_cast<long long>(
+                    ::kcache::testing::DaemonCounter(daemon_, "redis.refused_total_bytes")));
+    EXPECT_GT(held, 0);
+    EXPECT_LE(static_cast<uint64_t>(held), bound);
+
+    // kcached sleeps: the stuck connections cannot make progress, and nothing else is asked.
+    const double cpu_before = CpuSeconds(daemon_.pid());
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const double cpu = CpuSeconds(daemon_.pid()) - cpu_before;
+    std::printf("%d stuck: kcached used %.2f s of CPU in 2 s\n", connections, cpu);
+    EXPECT_LT(cpu, 0.2) << "kcached spins while connections are stuck";
+
+    // Others are answered at once: a new connection's PING, a small SET and GET, the steady one.
+    int other = ::kcache::testing::ConnectLoopback(port_);
+    ASSERT_GE(other, 0);
+    timeval timeout{2, 0};
+    setsockopt(other, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    setsockopt(steady_fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(Ask(other, Resp({"PING"}), 7), "+PONG\r\n");
+    const double ping_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%d stuck: PING answered in %.2f ms\n", connections, ping_ms);
+    EXPECT_LT(ping_ms, 1000.0);
+    EXPECT_EQ(Ask(other, Resp({"SET", "pt2:other", "small"}), 5), "+OK\r\n");
+    EXPECT_EQ(Ask(other, Resp({"GET", "pt2:other"}), 11), "$5\r\nsmall\r\n");
+    EXPECT_TRUE(SteadyGet());
+    close(other);
+  }
+  // Those that found the total full had their GETs refused at once, naming the flag: their
+  // first reply is the refusal.
+  int refused = 0;
+  for (int fd : stuck) {
+    std::string first(4096, '\0');
+    pollfd p{fd, POLLIN, 0};
+    ssize_t n = poll(&p, 1, 100) > 0 ? recv(fd, first.data(), first.size(), MSG_DONTWAIT) : 0;
+    first.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    if (first.substr(0, 4) != "-ERR") continue;
+    EXPECT_TRUE(Contains(first, "--redis-total-max-bytes")) << first.substr(0, 200);
+    EXPECT_TRUE(Contains(first, "retry later")) << first.substr(0, 200);
+    ++refused;
+  }
+  EXPECT_GE(refused, 1);
+  for (int fd : stuck) close(fd);
+  ::kcache::testing::WaitFor([&] { return Counter("redis.held_bytes") == 0; });
+  EXPECT_EQ(Counter("redis.held_bytes"), 0u);
 }
 
 }  // namespace

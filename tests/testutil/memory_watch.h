@@ -36,14 +36,31 @@ inline void SmallAsanQuarantine() {
 #endif
 }
 
-// The resident set of `pid` in bytes (VmRSS), 0 when it cannot be read (the process is gone).
-inline uint64_t ResidentBytes(pid_t pid) {
+// One "Name:  N kB" line of /proc/PID/status in bytes, 0 when it cannot be read (the process is
+// gone).
+inline uint64_t StatusBytes(pid_t pid, const std::string& name) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // in kB
+    if (line.rfind(name, 0) == 0) return std::stoull(line.substr(name.size())) * 1024;  // in kB
   }
   return 0;
+}
+
+// The resident set of `pid` in bytes (VmRSS), 0 when it cannot be read (the process is gone).
+inline uint64_t ResidentBytes(pid_t pid) { return StatusBytes(pid, "VmRSS:"); }
+
+// The largest resident set `pid` had (VmHWM), since it started or since ResetPeakResident: the
+// kernel's own record, which no sampling misses.
+inline uint64_t PeakResidentBytes(pid_t pid) { return StatusBytes(pid, "VmHWM:"); }
+
+// Sets `pid`'s VmHWM to its resident set now (writes 5 to /proc/PID/clear_refs; Linux 4.0 on);
+// false when that cannot be written.
+inline bool ResetPeakResident(pid_t pid) {
+  std::ofstream clear("/proc/" + std::to_string(pid) + "/clear_refs");
+  clear << "5";
+  clear.flush();
+  return clear.good();
 }
 
 // Samples ResidentBytes(pid) every 2 ms until destroyed or Stop; peak() is the largest seen.

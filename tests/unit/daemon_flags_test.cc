@@ -29,7 +29,7 @@ void ExpectTheSizesBothSpellingsGive(const DaemonOptions& o) {
   EXPECT_EQ(o.compile.memory_bytes_per_worker, 2048 * kMiB);
   EXPECT_EQ(o.max_queued_bytes, 9 * kMiB);
   EXPECT_EQ(o.objects.max_object_bytes, 11 * kMiB);
-  EXPECT_EQ(o.objects.max_upload_bytes, 13 * kMiB);
+  EXPECT_EQ(o.objects.max_upload_bytes, 23 * kMiB);
   EXPECT_EQ(o.objects.max_entry_bytes, 128 * 1024u);
   EXPECT_EQ(o.fast_max_leased_bytes, 17 * kMiB);
   EXPECT_EQ(o.redis.commands.max_value_bytes, 19 * kMiB);
@@ -43,7 +43,7 @@ TEST(DaemonFlagsTest, EverySizeFlagTakesBytesWithAUnit) {
       Parse({"--memory-cache-max-bytes=100MiB", "--object-memory-max-bytes=3MiB",
              "--write-back-queue-max-bytes=5MiB", "--warm-start-max-bytes=7MiB",
              "--compile-memory-max-bytes=2GiB", "--queued-max-bytes=9MiB",
-             "--object-max-bytes=11MiB", "--object-upload-max-bytes=13MiB",
+             "--object-max-bytes=11MiB", "--object-upload-max-bytes=23MiB",
              "--object-entry-max-bytes=128KiB", "--fast-leased-max-bytes=17MiB",
              "--redis-value-max-bytes=19MiB", "--redis-key-max-bytes=4KiB",
              "--redis-buffer-max-bytes=23MiB", "--redis-total-max-bytes=29MiB",
@@ -59,7 +59,7 @@ TEST(DaemonFlagsTest, TheEarlierNamesSetTheSameOptionsInTheirOwnUnits) {
   absl::StatusOr<DaemonOptions> o =
       Parse({"--memory-cache-mb=100", "--object-memory-mb=3", "--write-back-queue-mb=5",
              "--warm-start-mb=7", "--compile-memory-mb=2048", "--max-queued-mb=9",
-             "--max-object-bytes=11MiB", "--max-object-upload-bytes=13MiB",
+             "--max-object-bytes=11MiB", "--max-object-upload-bytes=23MiB",
              "--max-object-entry-bytes=128KiB", "--fast-max-leased-bytes=17MiB",
              "--redis-max-value-bytes=19MiB", "--redis-max-key-bytes=4096",
              "--redis-max-buffer-bytes=23MiB", "--redis-max-total-bytes=29MiB"});
@@ -93,7 +93,7 @@ TEST(DaemonFlagsTest, BoundsNameTheFlagByItsNewName) {
   EXPECT_NE(small_queue.status().message().find("--queued-max-bytes"), absl::string_view::npos)
       << small_queue.status();
   absl::StatusOr<DaemonOptions> upload =
-      Parse({"--object-max-bytes=64MiB", "--object-upload-max-bytes=32MiB"});
+      Parse({"--object-max-bytes=64MiB", "--object-upload-max-bytes=127MiB"});
   ASSERT_FALSE(upload.ok());
   EXPECT_NE(upload.status().message().find("--object-upload-max-bytes"), absl::string_view::npos)
       << upload.status();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -145,9 +146,9 @@ class OneCallAtATime final : public ObjectCache {
     absl::MutexLock lock(&mu_);
     return inner_->Get(key);
   }
-  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
+  absl::Status Put(const ObjectEntry& entry, std::string bundle) override {
     absl::MutexLock lock(&mu_);
-    return inner_->Put(entry, bundle);
+    return inner_->Put(entry, std::move(bundle));
   }
   absl::StatusOr<std::vector<ObjectEntry>> ListAll() override {
     absl::MutexLock lock(&mu_);

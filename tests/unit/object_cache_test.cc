@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kcache::objects {
@@ -22,8 +23,8 @@ class MapCache final : public ObjectCache {
     if (found == bundles_.end()) return absl::NotFoundError("no such entry");
     return found->second;
   }
-  absl::Status Put(const ObjectEntry& entry, const std::string& bundle) override {
-    bundles_[entry.key.entry_id] = bundle;
+  absl::Status Put(const ObjectEntry& entry, std::string bundle) override {
+    bundles_[entry.key.entry_id] = std::move(bundle);
     return absl::OkStatus();
   }
   absl::StatusOr<std::vector<ObjectEntry>> ListAll() override { return std::vector<ObjectEntry>{}; }
