@@ -9,15 +9,23 @@
 namespace kcache::cli {
 namespace {
 
-// Prints the distribution's files (RECORD, as importlib.metadata resolves them), one per line;
-// exits 3 when it is not installed.
-constexpr char kListFiles[] = R"(import importlib.metadata as m, sys
+// Prints the distribution's files (RECORD, as importlib.metadata resolves them), one per line:
+// "in\tPATH" for a file in the directory the distribution is installed in (links resolved),
+// "out\tENTRY" for an entry that is absolute or leads out of it; exits 3 when it is not
+// installed.
+constexpr char kListFiles[] = R"(import importlib.metadata as m, os, sys
 try:
     d = m.distribution(sys.argv[1])
 except m.PackageNotFoundError:
     sys.exit(3)
+root = os.path.realpath(d.locate_file(""))
 for f in d.files or []:
-    print(d.locate_file(f).resolve())
+    entry = str(f).replace("\n", " ").replace("\t", " ")
+    if os.path.isabs(str(f)):
+        print("out\t" + entry)
+        continue
+    p = os.path.realpath(d.locate_file(f))
+    print(("in\t" + p) if os.path.commonpath([p, root]) == root else ("out\t" + entry))
 )";
 
 constexpr int kNotInstalled = 3;
@@ -40,8 +48,8 @@ bool MayCarryCudaCode(absl::string_view path) {
   return true;
 }
 
-absl::StatusOr<std::vector<std::string>> PackageFiles(const std::string& python,
-                                                      const std::string& package) {
+absl::StatusOr<PackageFileList> PackageFiles(const std::string& python,
+                                             const std::string& package) {
   absl::StatusOr<objects::ProcessResult> ran =
       objects::RunCaptured({"/usr/bin/env", python, "-c", kListFiles, package});
   if (!ran.ok()) {
@@ -59,11 +67,15 @@ absl::StatusOr<std::vector<std::string>> PackageFiles(const std::string& python,
         absl::StrCat(python, " failed (exit code ", ran->exit_code, ") listing package '", package,
                      "': ", absl::StripAsciiWhitespace(ran->stderr_text)));
   }
-  std::vector<std::string> files;
+  PackageFileList list;
   for (absl::string_view line : absl::StrSplit(ran->stdout_text, '\n', absl::SkipEmpty())) {
-    if (MayCarryCudaCode(line)) files.emplace_back(line);
+    if (absl::ConsumePrefix(&line, "in\t")) {
+      if (MayCarryCudaCode(line)) list.files.emplace_back(line);
+    } else if (absl::ConsumePrefix(&line, "out\t")) {
+      list.outside.emplace_back(line);
+    }
   }
-  return files;
+  return list;
 }
 
 }  // namespace kcache::cli

@@ -15,13 +15,20 @@ namespace kcache::cli {
 // `.so.12.8.93`), a cubin or a fatbin.
 bool MayCarryCudaCode(absl::string_view path);
 
+struct PackageFileList {
+  // Those that MayCarryCudaCode, as absolute paths (links resolved), in RECORD's order.
+  std::vector<std::string> files;
+  // RECORD's entries that are absolute or lead (by `..` or a link) out of the directory the
+  // distribution is installed in (site-packages): not read, as a package installs nothing
+  // there that carries CUDA code, and RECORD is the package's own text.
+  std::vector<std::string> outside;
+};
+
 // The files of distribution `package` installed for the Python interpreter `python` (a path, or
-// a name found on PATH) that MayCarryCudaCode, as absolute paths, in the order its RECORD lists
-// them. Asks the interpreter itself (importlib.metadata), so the environment it runs in (a venv,
-// PYTHONPATH) decides. NotFound when the package is not installed there; FailedPrecondition when
-// the interpreter cannot be run or fails, saying what it printed.
-absl::StatusOr<std::vector<std::string>> PackageFiles(const std::string& python,
-                                                      const std::string& package);
+// a name found on PATH). Asks the interpreter itself (importlib.metadata), so the environment
+// it runs in (a venv, PYTHONPATH) decides. NotFound when the package is not installed there;
+// FailedPrecondition when the interpreter cannot be run or fails, saying what it printed.
+absl::StatusOr<PackageFileList> PackageFiles(const std::string& python, const std::string& package);
 
 }  // namespace kcache::cli
 

@@ -110,21 +110,35 @@ int RunWarmLibraries(const LibraryWarmFlags& flags) {
   std::vector<Item> items;
   for (const std::string& path : flags.libraries) items.push_back({path, false});
   for (const std::string& package : flags.packages) {
-    absl::StatusOr<std::vector<std::string>> files = PackageFiles(flags.python, package);
+    absl::StatusOr<PackageFileList> files = PackageFiles(flags.python, package);
     if (!files.ok()) {
       std::fprintf(stderr, "error: %s\n", std::string(files.status().message()).c_str());
       exit_code = std::max(exit_code, kExitBadInput);
       continue;
     }
-    size_t with_code = 0;
-    for (const std::string& file : *files) {
+    size_t with_code = 0, unreadable = 0;
+    for (const std::string& file : files->files) {
       absl::StatusOr<Library> read = Library::Read(file);
-      if (read.ok() && read->entries().empty()) continue;  // no CUDA code: nothing to do
+      if (!read.ok()) {  // said once, here; not counted as carrying CUDA code
+        std::fflush(stdout);
+        std::fprintf(stderr, "error: package %s: %s\n", package.c_str(),
+                     std::string(read.status().message()).c_str());
+        exit_code = std::max(exit_code, kExitBadInput);
+        ++unreadable;
+        continue;
+      }
+      if (read->entries().empty()) continue;  // no CUDA code: nothing to do
       ++with_code;
       items.push_back({file, true});
     }
-    std::printf("package %s: %zu of its %zu shared objects, cubins and fatbins carry CUDA code\n",
-                package.c_str(), with_code, files->size());
+    std::printf("package %s: %zu of its %zu shared objects, cubins and fatbins carry CUDA code%s\n",
+                package.c_str(), with_code, files->files.size(),
+                unreadable == 0 ? "" : absl::StrCat(" (", unreadable, " unreadable)").c_str());
+    if (!files->outside.empty()) {
+      std::printf("package %s: %zu RECORD entries outside its install not read (%s%s)\n",
+                  package.c_str(), files->outside.size(), files->outside[0].c_str(),
+                  files->outside.size() > 1 ? ", ..." : "");
+    }
   }
   int built = 0, cached = 0;
   LinePrinter printer;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "core/cubin.h"
 #include "core/file_io.h"
 #include "engine/fatbin/ptx_sass.h"
@@ -82,6 +83,24 @@ class WarmLibraryTest : public ::testing::Test {
 
   RunResult Kcache(const std::string& args) {
     return ::kcache::testing::Run(KcacheCli() + " " + args);
+  }
+  // Package mylib as pip lays one out in work_/site (returned): mylib/lib/libptx75.so.12 (PTX
+  // only) and a dist-info whose RECORD holds `record`'s lines.
+  fs::path MyLib(const std::string& record) {
+    fs::path site = work_ / "site";
+    fs::create_directories(site / "mylib" / "lib");
+    fs::create_directories(site / "mylib-1.0.dist-info");
+    fs::copy_file(*dir_ / "libptx75.so", site / "mylib/lib/libptx75.so.12");
+    work_.Write("site/mylib-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: mylib\nVersion: 1.0\n");
+    work_.Write("site/mylib-1.0.dist-info/RECORD", record);
+    return site;
+  }
+  // `kcache warm --package PACKAGE` with work_/site on PYTHONPATH, into store_ (or --dry-run).
+  RunResult WarmMyLib(const std::string& package = "mylib", bool dry_run = false) {
+    return ::kcache::testing::Run("env PYTHONPATH=" + (work_ / "site") + " " + KcacheCli() +
+                                  " warm --package " + package + " --arch 8.6 " +
+                                  (dry_run ? "--dry-run" : "--store " + store_));
   }
   // The SASS built from PTX in the store: target -> cubin bytes (checked to verify), one pair per
   // stored cubin.
@@ -315,21 +334,13 @@ TEST_F(WarmLibraryTest, LsListsTheSassPerLibrary) {
 // PTX-only shared object is built from, its files without CUDA code are skipped and counted.
 TEST_F(WarmLibraryTest, APackagesLibrariesAreFoundByItsName) {
   if (::kcache::testing::Run("command -v python3").exit_code != 0) GTEST_SKIP() << "no python3";
-  fs::path site = work_ / "site";
-  fs::create_directories(site / "mylib" / "lib");
-  fs::create_directories(site / "mylib-1.0.dist-info");
-  fs::copy_file(*dir_ / "libptx75.so", site / "mylib/lib/libptx75.so.12");
+  fs::path site = MyLib(
+      "mylib/__init__.py,,\nmylib/lib/libptx75.so.12,,\n"
+      "mylib/_plain.cpython-311-x86_64-linux-gnu.so,,\nmylib-1.0.dist-info/METADATA,,\n"
+      "mylib-1.0.dist-info/RECORD,,\n");
   fs::copy_file("/bin/true", site / "mylib/_plain.cpython-311-x86_64-linux-gnu.so");
   work_.Write("site/mylib/__init__.py", "");
-  work_.Write("site/mylib-1.0.dist-info/METADATA",
-              "Metadata-Version: 2.1\nName: mylib\nVersion: 1.0\n");
-  work_.Write("site/mylib-1.0.dist-info/RECORD",
-              "mylib/__init__.py,,\nmylib/lib/libptx75.so.12,,\n"
-              "mylib/_plain.cpython-311-x86_64-linux-gnu.so,,\nmylib-1.0.dist-info/METADATA,,\n"
-              "mylib-1.0.dist-info/RECORD,,\n");
-  std::string env = "env PYTHONPATH=" + (work_ / "site") + " ";
-  RunResult r = ::kcache::testing::Run(env + KcacheCli() +
-                                       " warm --package mylib --arch 8.6 --store " + store_);
+  RunResult r = WarmMyLib();
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(Contains(r.output,
                        "package mylib: 1 of its 2 shared objects, cubins and fatbins "
@@ -343,11 +354,38 @@ TEST_F(WarmLibraryTest, APackagesLibrariesAreFoundByItsName) {
   EXPECT_EQ(sass.begin()->first, "sm_86");
   EXPECT_EQ(library, fs::canonical(site / "mylib/lib/libptx75.so.12").string());
 
-  RunResult missing = ::kcache::testing::Run(
-      env + KcacheCli() + " warm --package no-such-package --arch 8.6 --dry-run");
+  RunResult missing = WarmMyLib("no-such-package", /*dry_run=*/true);
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_TRUE(Contains(missing.output, "package 'no-such-package' is not installed for python3"))
       << missing.output;
+}
+
+// RECORD is the package's own text: entries that are absolute or lead out of site-packages (by
+// `..` or a link) are not read, only counted, though they name a library with PTX; a file in
+// the package that cannot be read is an error of its own, not counted as carrying CUDA code.
+TEST_F(WarmLibraryTest, APackagesRecordIsReadOnlyWithinItsInstall) {
+  if (::kcache::testing::Run("command -v python3").exit_code != 0) GTEST_SKIP() << "no python3";
+  fs::path site = MyLib(absl::StrCat("mylib/lib/libptx75.so.12,,\nmylib/lib/libbroken.so,,\n",
+                                     "mylib/lib/liblink.so,,\n../outside/libout.so,,\n",
+                                     work_ / "outside", "/libout.so,,\n"));
+  fs::create_directories(work_ / "outside");
+  fs::copy_file(*dir_ / "libptx75.so", work_ / "outside/libout.so");
+  fs::create_symlink(work_ / "outside/libout.so", site / "mylib/lib/liblink.so");
+  work_.Write("site/mylib/lib/libbroken.so", std::string("\x7f") + "ELF but nothing more");
+  RunResult r = WarmMyLib();
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output,
+                       "package mylib: 1 of its 2 shared objects, cubins and fatbins carry CUDA "
+                       "code (1 unreadable)"))
+      << r.output;
+  EXPECT_TRUE(Contains(r.output, "package mylib: 3 RECORD entries outside its install not read"))
+      << r.output;
+  EXPECT_TRUE(Contains(r.output, "libbroken.so")) << r.output;
+  EXPECT_FALSE(Contains(r.output, "libout.so:")) << r.output;
+  std::string library;
+  std::multimap<std::string, std::string> sass = StoredSass(&library);
+  ASSERT_EQ(sass.size(), 1u) << r.output;
+  EXPECT_EQ(library, fs::canonical(site / "mylib/lib/libptx75.so.12").string());
 }
 
 // A PTX entry with nothing in it is said to be no PTX, not taken for a source whose options are
