@@ -208,7 +208,7 @@ int PutHandedNvrtcCompile() {
   auto unchanged = [&] {
     objects::FileDigests digests("");
     std::string difference;
-    if (objects::ManifestMatches(handed_manifest, objects::BaseDirs{context.cwd, {}},
+    if (objects::ManifestMatches(handed_manifest, objects::NvrtcDirs(context),
                                  objects::CurrentEnvironment(), digests, &difference)) {
       return true;
     }

@@ -100,7 +100,7 @@ std::vector<std::string> ProbeDirectories(const std::string& top, size_t origina
 // holds its name (objects::kNvrtcPathMacros), or nullopt when it cannot.
 std::optional<std::string> PathMacroReached(const objects::NvrtcProgram& program,
                                             const HeaderManifest& manifest,
-                                            const std::string& cwd) {
+                                            const objects::NvrtcContext& context) {
   objects::MacroReach reach(std::vector<std::string>(std::begin(objects::kNvrtcPathMacros),
                                                      std::end(objects::kNvrtcPathMacros)),
                             objects::TrigraphsOn(program.options));
@@ -108,7 +108,7 @@ std::optional<std::string> PathMacroReached(const objects::NvrtcProgram& program
   for (const auto& [include_name, content] : program.headers) reach.Add(content);
   for (const std::string& option : program.options) reach.Add(option);
   for (const std::string& expression : program.name_expressions) reach.Add(expression);
-  const objects::BaseDirs dirs{cwd, {}};
+  const objects::BaseDirs dirs = objects::NvrtcDirs(context);
   for (const auto& [path, fact] : manifest) {
     if (!IsContentDigest(fact)) continue;
     std::string resolved = dirs.Resolve(path);
@@ -132,13 +132,13 @@ absl::StatusOr<ObjectEntry> AnyDirectoryEntry(const ObjectEntry& entry,
       objects::NvrtcNameDirectoryOf(program.name, context.cwd);
   if (!name) return absl::FailedPreconditionError("the program's name has no directory");
   absl::StatusOr<std::pair<HeaderManifest, objects::NvrtcDirectoryState>> manifest =
-      objects::NvrtcAnyDirectoryManifest(entry.manifest, context.cwd, *name);
+      objects::NvrtcAnyDirectoryManifest(entry.manifest, context, *name);
   if (!manifest.ok()) return manifest.status();
   std::string as_given = program.name.substr(0, program.name.size() - name->base.size());
   if (Holds(outcome, name->directory) || Holds(outcome, as_given)) {
     return absl::FailedPreconditionError("NVRTC's output names the program's directory");
   }
-  if (std::optional<std::string> reached = PathMacroReached(program, entry.manifest, context.cwd)) {
+  if (std::optional<std::string> reached = PathMacroReached(program, entry.manifest, context)) {
     return absl::FailedPreconditionError(
         absl::StrCat("the program could see its name: it ", *reached));
   }

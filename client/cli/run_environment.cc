@@ -14,6 +14,7 @@
 #include "client/cli/torch_compile_env.h"
 #include "client/launch/launch_command.h"
 #include "core/library_build.h"
+#include "engine/objects/base_dirs.h"
 #include "engine/objects/observed_manifest.h"
 
 namespace kcache::cli {
@@ -319,6 +320,7 @@ absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
   } else {
     router.Set("KCACHE_SERVER", flags.server);
   }
+  router.Set(objects::kShimsDirVariable, *shims);
   RouteCompilerVariables(router, current, *shims, real_nvcc);
   // torch puts ccache or sccache in front of $CXX when one is on PATH: kcache is the cache.
   router.Set("TORCH_NO_COMPILER_WRAPPER", "1");

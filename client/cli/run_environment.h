@@ -4,6 +4,8 @@
 // kcache.
 //
 //   KCACHE_STORE | KCACHE_SERVER   where the compiles' outputs go and come from
+//   KCACHE_SHIMS_DIR      the shims directory, which keys write as "@shims@"
+//                         (engine/objects/base_dirs.h): entries serve any user's
 //   PATH                  the shims directory first: links nvcc, c++, g++, cc, gcc (nvcc only
 //                         when PATH's nvcc is the toolkit's; else <shims>/without-nvcc)
 //   CUDA_HOME, CUDA_PATH  a shim toolkit root mirroring the real one, bin/nvcc a link

@@ -26,6 +26,7 @@
 #include "client/launch/unresponsive_mark.h"
 #include "client/nvrtc/nvrtc_cache_abi.h"
 #include "core/library_build.h"
+#include "engine/objects/base_dirs.h"
 #include "engine/objects/header_manifest.h"
 #include "engine/objects/nvrtc_compile.h"
 #include "engine/objects/object_bundle.h"
@@ -73,6 +74,7 @@ struct Process {
   absl::Duration budget = kDefaultBudget;
   std::shared_ptr<client::FastPath> fast;  // null without a kcached fast path to ask
   std::string driver;                      // the driver NVRTC loads here; "" for none
+  std::string shims;                       // $KCACHE_SHIMS_DIR (objects/base_dirs.h)
   std::mutex mutex;                        // guards digests
   std::unique_ptr<objects::FileDigests> digests;
   // The `kcache nvrtc-put` processes that store (none without a kcache beside this library).
@@ -99,6 +101,7 @@ Process& TheProcess() {
     }
     made->fast = launch::FastPathTo(made->server);
     made->driver = FindCudaDriver();  // NVRTC loads it at its first compile all the same
+    made->shims = objects::NormalBaseDir(Env(objects::kShimsDirVariable));
     made->stores = std::make_unique<launch::HelperProcesses>(
         launch::FindKcacheBeside(reinterpret_cast<void*>(&TheProcess)), max_stores);
     std::string state = launch::StateDir();
@@ -221,11 +224,10 @@ bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
   std::unique_ptr<objects::ObjectCache> cache = launch::NewFastObjectCache(process.fast, budget);
   if (lookup.any_directory_key &&
       ServeFrom(process, *cache, lookup.any_directory_key->key1,
-                objects::NvrtcAnyDirectoryDirs(lookup.context.cwd, *lookup.directory), lookup)) {
+                objects::NvrtcAnyDirectoryDirs(lookup.context, *lookup.directory), lookup)) {
     return true;
   }
-  return ServeFrom(process, *cache, lookup.key.key1, objects::BaseDirs{lookup.context.cwd, {}},
-                   lookup);
+  return ServeFrom(process, *cache, lookup.key.key1, objects::NvrtcDirs(lookup.context), lookup);
 }
 
 // Hands `entry` and `bundle` to `kcache nvrtc-put` on its standard input (a memfd), not
@@ -267,6 +269,7 @@ __attribute__((visibility("default"))) KcacheNvrtcLookup* kcache_nvrtc_lookup(
   context.minor = call->minor;
   context.cwd = kcache::nvrtc::Cwd();
   context.driver = process.driver;
+  context.shims = process.shims;
   kcache::objects::NvrtcProgram program = kcache::nvrtc::ProgramOf(*call);
   kcache::UncachedReason reason = kcache::UncachedReason::kNone;
   absl::StatusOr<kcache::objects::ObjectKey> key =
@@ -306,7 +309,7 @@ __attribute__((visibility("default"))) void kcache_nvrtc_store(KcacheNvrtcLookup
                                 "the record of what the compile read is damaged");
     return;
   }
-  kcache::objects::BaseDirs dirs{lookup->context.cwd, {}};
+  kcache::objects::BaseDirs dirs = kcache::objects::NvrtcDirs(lookup->context);
   kcache::objects::Environment env = kcache::objects::CurrentEnvironment();
   kcache::UncachedReason reason = kcache::UncachedReason::kNone;
   absl::StatusOr<kcache::HeaderManifest> manifest;

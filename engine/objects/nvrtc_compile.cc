@@ -175,7 +175,10 @@ absl::StatusOr<ObjectKey> NvrtcCommandKey(const NvrtcProgram& program, const Nvr
     key.fields.emplace_back("header name", name);
     key.fields.emplace_back("header", Xxh128Hex(content));
   }
-  for (const std::string& option : program.options) key.fields.emplace_back("arg", option);
+  const BaseDirs shims{"", {}, context.shims};  // the options' paths under it, as "@shims@"
+  for (const std::string& option : program.options) {
+    key.fields.emplace_back("arg", shims.Normalize(option));
+  }
   for (const std::string& expression : program.name_expressions) {
     key.fields.emplace_back("name expression", expression);
   }
@@ -204,14 +207,16 @@ ObjectKey NvrtcAnyDirectoryKey(const ObjectKey& key, const NvrtcNameDirectory& n
   return any;
 }
 
-BaseDirs NvrtcAnyDirectoryDirs(const std::string& cwd, const NvrtcNameDirectory& name) {
-  return BaseDirs{cwd, {name.directory}};
+BaseDirs NvrtcDirs(const NvrtcContext& context) { return BaseDirs{context.cwd, {}, context.shims}; }
+
+BaseDirs NvrtcAnyDirectoryDirs(const NvrtcContext& context, const NvrtcNameDirectory& name) {
+  return BaseDirs{context.cwd, {name.directory}, context.shims};
 }
 
 absl::StatusOr<std::pair<HeaderManifest, NvrtcDirectoryState>> NvrtcAnyDirectoryManifest(
-    const HeaderManifest& manifest, const std::string& cwd, const NvrtcNameDirectory& name) {
-  const BaseDirs before{cwd, {}};
-  const BaseDirs after = NvrtcAnyDirectoryDirs(cwd, name);
+    const HeaderManifest& manifest, const NvrtcContext& context, const NvrtcNameDirectory& name) {
+  const BaseDirs before = NvrtcDirs(context);
+  const BaseDirs after = NvrtcAnyDirectoryDirs(context, name);
   const std::string directory = after.Normalize(name.directory);  // "@base1@"
   const std::string program = absl::StrCat(directory, "/", name.base);
   std::pair<HeaderManifest, NvrtcDirectoryState> made;
@@ -236,8 +241,8 @@ absl::StatusOr<std::pair<HeaderManifest, NvrtcDirectoryState>> NvrtcAnyDirectory
 
 std::string EncodeNvrtcCompile(const NvrtcProgram& program, const NvrtcContext& context) {
   std::string out;
-  for (const std::string* field :
-       {&program.source, &program.name, &context.library, &context.cwd, &context.driver}) {
+  for (const std::string* field : {&program.source, &program.name, &context.library, &context.cwd,
+                                   &context.driver, &context.shims}) {
     PutFramed(out, *field);
   }
   PutFramed(out, absl::StrCat(context.major, ".", context.minor));
@@ -270,7 +275,7 @@ absl::StatusOr<std::pair<NvrtcProgram, NvrtcContext>> DecodeNvrtcCompile(absl::s
   };
   std::string version;
   for (std::string* field : {&program.source, &program.name, &context.library, &context.cwd,
-                             &context.driver, &version}) {
+                             &context.driver, &context.shims, &version}) {
     if (!take(field)) return refused();
   }
   std::pair<std::string, std::string> numbers = absl::StrSplit(version, '.');

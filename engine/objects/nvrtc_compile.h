@@ -48,7 +48,15 @@ struct NvrtcContext {
   // (FindCudaDriver, core/library_build.h: the real one behind kcache's stand-in): its path; ""
   // when none loads.
   std::string driver;
+  // kcache's shims directory ($KCACHE_SHIMS_DIR, base_dirs.h; "" when unset): options and read
+  // paths under it (-I$CUDA_HOME/include under `kcache run`) are keyed as "@shims@", so that
+  // one user's entries serve another's.
+  std::string shims;
 };
+
+// The base directories a compile's manifest is made and checked with: the working directory
+// and the shims directory.
+BaseDirs NvrtcDirs(const NvrtcContext& context);
 
 // The library NVRTC loads at every compile (it asks the driver for its export table). It is
 // keyed in key1 (NvrtcContext::driver), not in the manifest: whether and which driver loads is
@@ -101,7 +109,7 @@ ObjectKey NvrtcAnyDirectoryKey(const ObjectKey& key, const NvrtcNameDirectory& n
 // The base directories an any-directory entry's manifest is made and checked with: the working
 // directory, and the program's directory as the first root ("@base1@"), so that what the
 // compile found there is checked in the directory of the program being served.
-BaseDirs NvrtcAnyDirectoryDirs(const std::string& cwd, const NvrtcNameDirectory& name);
+BaseDirs NvrtcAnyDirectoryDirs(const NvrtcContext& context, const NvrtcNameDirectory& name);
 
 // Whether the program's directory and the name as a path existed when it compiled, as its
 // manifest says (neither looked at: neither).
@@ -109,13 +117,13 @@ struct NvrtcDirectoryState {
   bool directory_exists = false;
   bool name_exists = false;
 };
-// `manifest` (made with BaseDirs{cwd}) made again with NvrtcAnyDirectoryDirs, and the state it
+// `manifest` (made with NvrtcDirs) made again with NvrtcAnyDirectoryDirs, and the state it
 // records. FailedPrecondition when NVRTC read or looked for anything in the directory other
 // than the directory itself and the program's name as a path, stat'ed only: a compile in
 // another directory could then read other files, which `kcache nvrtc-put`'s compile in a new
 // directory could not show the same.
 absl::StatusOr<std::pair<HeaderManifest, NvrtcDirectoryState>> NvrtcAnyDirectoryManifest(
-    const HeaderManifest& manifest, const std::string& cwd, const NvrtcNameDirectory& name);
+    const HeaderManifest& manifest, const NvrtcContext& context, const NvrtcNameDirectory& name);
 
 // A compile as the stand-in hands it to `kcache nvrtc-put` (client/nvrtc/nvrtc_cache.cc), for
 // it to compile again elsewhere: the program and its context, each field framed.

@@ -12,11 +12,11 @@ BaseDirs MakeBaseDirs(const LauncherOptions& options) {
   std::error_code ec;
   dirs.cwd = fs::current_path(ec).lexically_normal().string();
   for (const std::string& root : options.base_dirs) {
-    if (root.empty() || root[0] != '/') continue;
-    std::string normal = fs::path(root).lexically_normal().string();
-    while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
-    dirs.roots.push_back(normal);
+    std::string normal = NormalBaseDir(root);
+    if (!normal.empty()) dirs.roots.push_back(normal);
   }
+  auto shims = options.lookup.env.find(kShimsDirVariable);
+  if (shims != options.lookup.env.end()) dirs.shims = NormalBaseDir(shims->second);
   return dirs;
 }
 

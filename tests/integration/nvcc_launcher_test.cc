@@ -262,5 +262,34 @@ TEST_F(NvccLauncherTest, ExplainOutsideKcacheRunSaysHowToCompareAsTheBuildRan) {
   EXPECT_FALSE(testing::Contains(inside.output, "kcache run` gives")) << inside.output;
 }
 
+// Under `kcache run` with its default shims directory (in the state directory), the paths of
+// the shim toolkit are in the command (torch's -I$CUDA_HOME/include), in PATH and in what nvcc
+// read: a build by one user serves another user's state directory and HOME, its dependency
+// file naming that user's own shim toolkit; a build without KCACHE_SHIMS_DIR does not.
+TEST_F(NvccLauncherTest, AnotherUsersStateDirectoryIsServedUnderKcacheRun) {
+  std::string compile = absl::StrReplaceAll(
+      Compile("-gencode=arch=compute_89,code=sm_89", "-include cuda_fp16.h -I\\$CUDA_HOME/include"),
+      {{"$KCACHE ", ""}});
+  std::string run = absl::StrCat("$KCACHE run --store ", env_.store, " -- sh -c \"", compile, "\"");
+  testing::LauncherEnv image = env_, pod = env_, bare = env_;
+  image.state_dir = tmp_ / "image-state";
+  image.extra = absl::StrCat("HOME=", tmp_ / "root-home");
+  pod.state_dir = tmp_ / "pod-state";
+  pod.extra = absl::StrCat("HOME=", tmp_ / "user-home");
+  ASSERT_EQ(Build("image", run, &image), Outcome::kMiss) << last_output_;
+  ASSERT_TRUE(testing::Contains(ReadAll(tmp_ / "image/scale.o.d"), "image-state/shims/cuda-"))
+      << ReadAll(tmp_ / "image/scale.o.d");
+  ASSERT_EQ(Build("pod", run, &pod), Outcome::kHit) << last_output_;
+  EXPECT_TRUE(testing::SameFile(tmp_ / "image/scale.o", tmp_ / "pod/scale.o"));
+  std::string deps = ReadAll(tmp_ / "pod/scale.o.d");
+  EXPECT_TRUE(testing::Contains(deps, "pod-state/shims/cuda-")) << deps;
+  EXPECT_FALSE(testing::Contains(deps, "image-state")) << deps;
+  // The same, with kcache run's variable taken away: the shims paths are then keyed as written.
+  bare.state_dir = tmp_ / "bare-state";
+  std::string unnamed = absl::StrCat("$KCACHE run --store ", env_.store,
+                                     " -- env -u KCACHE_SHIMS_DIR sh -c \"", compile, "\"");
+  EXPECT_EQ(Build("bare", unnamed, &bare), Outcome::kMiss) << last_output_;
+}
+
 }  // namespace
 }  // namespace kcache

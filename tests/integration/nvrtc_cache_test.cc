@@ -461,6 +461,33 @@ TEST_F(NvrtcCacheTest, LsListsAStoredCompileAsACompilerOutputNotAKernel) {
   EXPECT_TRUE(Contains(ls.output, "fill.cu")) << ls.output;
 }
 
+// A program that includes the toolkit's headers by $CUDA_HOME (CCCL's, as a CUB program does),
+// under `kcache run` with its default shims directory: compiled under one user's state
+// directory and HOME, it is served to another user's, byte for byte (KCACHE_SHIMS_DIR keys the
+// shim toolkit's paths as "@shims@").
+TEST_F(NvrtcCacheTest, AnotherUsersStateDirectoryIsServedItsToolkitIncludes) {
+  const std::string source =
+      "#include <cuda/std/cstdint>\n"
+      "extern \"C\" __global__ void count(cuda::std::uint32_t* x) { x[threadIdx.x] += 1u; }\n";
+  auto compiled = [&](const std::string& user) {
+    return testing::Run(absl::StrCat(
+        "env ", testing::UnsetRoutedVariables(), "KCACHE_LOG=1 KCACHE_STATE_DIR=",
+        tmp_ / (user + "-state"), " HOME=", tmp_ / (user + "-home"), " ", KcacheCli(),
+        " run --server ", daemon_.address(), " -- sh -c \"",
+        testing::NvrtcProgram("nvrtc_linked_program"), " source ", Dir(user).string(), " count.cu ",
+        tmp_.Write(user + "/k.src", source), " -I\\$CUDA_HOME/include/cccl -arch=compute_89\""));
+  };
+  RunResult image = compiled("image");
+  ASSERT_EQ(image.exit_code, 0) << image.output;
+  ASSERT_EQ(Occurrences(image.output, kStored), 1) << image.output;
+  RunResult pod = compiled("pod");
+  ASSERT_EQ(pod.exit_code, 0) << pod.output;
+  EXPECT_EQ(Occurrences(pod.output, kServed), 1) << pod.output;
+  EXPECT_EQ(Occurrences(pod.output, kForwarded), 0) << pod.output;
+  EXPECT_EQ(ReadFile(tmp_ / "pod/ptx"), ReadFile(tmp_ / "image/ptx"));
+  EXPECT_TRUE(Contains(ReadFile(tmp_ / "pod/ptx"), "count")) << ReadFile(tmp_ / "pod/ptx");
+}
+
 // Sixteen threads compiling the same program at once, twice in new processes: the second is
 // served every compile, each thread the same PTX.
 TEST_F(NvrtcCacheTest, SixteenThreadsAreServedAtOnce) {

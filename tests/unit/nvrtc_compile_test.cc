@@ -193,7 +193,7 @@ TEST(NvrtcAnyDirectoryManifestTest, MakesTheDirectorysPathsRelativeToIt) {
                              {"/usr/local/cuda/include/cuda_fp16.h", "0123"},
                              {"@cwd@/__nv_name_map", "absent"},
                              {"$NVRTC_APPEND_FLAGS", "=-I/tmp/tmpaaaa/../inc"}};
-  auto made = NvrtcAnyDirectoryManifest(manifest, "/work", name);
+  auto made = NvrtcAnyDirectoryManifest(manifest, NvrtcContext{.cwd = "/work"}, name);
   ASSERT_TRUE(made.ok()) << made.status();
   EXPECT_EQ(made->first, (HeaderManifest{{"@base1@/k.cu", "absent"},
                                          {"@base1@", "absent"},
@@ -203,12 +203,12 @@ TEST(NvrtcAnyDirectoryManifestTest, MakesTheDirectorysPathsRelativeToIt) {
   EXPECT_FALSE(made->second.directory_exists);
   EXPECT_FALSE(made->second.name_exists);
   // Checked where the program being served is named.
-  BaseDirs dirs = NvrtcAnyDirectoryDirs("/work", {"/tmp/tmpbbbb", "k.cu"});
+  BaseDirs dirs = NvrtcAnyDirectoryDirs(NvrtcContext{.cwd = "/work"}, {"/tmp/tmpbbbb", "k.cu"});
   EXPECT_EQ(dirs.Resolve(made->first[0].first), "/tmp/tmpbbbb/k.cu");
 
   manifest[0].second = "exists:file";
   manifest[1].second = "exists:dir";
-  made = NvrtcAnyDirectoryManifest(manifest, "/work", name);
+  made = NvrtcAnyDirectoryManifest(manifest, NvrtcContext{.cwd = "/work"}, name);
   ASSERT_TRUE(made.ok()) << made.status();
   EXPECT_TRUE(made->second.directory_exists);
   EXPECT_TRUE(made->second.name_exists);
@@ -222,7 +222,7 @@ TEST(NvrtcAnyDirectoryManifestTest, RefusedWhenNvrtcLookedAtMoreThanTheNameThere
            {{"/tmp/tmpaaaa/k.cu", "0123"}},           // the program's file read
            {{"/tmp/tmpaaaa", "listing:0123"}},        // the directory listed
            {{"/tmp/tmpaaaa/k.cu", "exists:dir"}}}) {  // not a file
-    auto made = NvrtcAnyDirectoryManifest(manifest, "/work", name);
+    auto made = NvrtcAnyDirectoryManifest(manifest, NvrtcContext{.cwd = "/work"}, name);
     EXPECT_FALSE(made.ok()) << manifest[0].first << " " << manifest[0].second;
   }
 }
