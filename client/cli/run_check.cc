@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/compiler_shims.h"
+#include "client/cli/stand_in_env.h"
 #include "client/launch/launch_command.h"
 
 namespace kcache::cli {
@@ -78,11 +79,24 @@ class Checker {
     const char* library;        // its file name, "libnvrtc.so.13"
     const char* cache;          // its cache half beside it, "libkcache-nvrtc.so"
     const char* real_variable;  // the variable naming the real library
-    const char* found_without;  // which real library it takes without that variable
+    std::string found_without;  // which real library it takes without that variable
     const char* absent;         // the line when LD_PRELOAD has no stand-in
     const char* served;         // the end of the line when it serves
     std::string not_served;     // why it forwards only, its cache half there; "": it serves
   };
+
+  // What a process of the routed environment loads as libnvrtc.so.`major` without kcache: for
+  // PATH's python3 and for others, when those differ (stand_in_env.h FindNvrtc).
+  std::string NvrtcFor(int major) const {
+    std::string root = Variable(routed_.env, "KCACHE_REAL_CUDA_HOME");
+    std::string python = FindNvrtc(major, routed_, root);
+    objects::ToolLookup no_python = routed_;
+    no_python.env["PATH"] = "";
+    std::string other = FindNvrtc(major, no_python, root);
+    if (python == other) return python.empty() ? "none here" : absl::StrCat("here: ", python);
+    return absl::StrCat("python3 on PATH: ", python.empty() ? "none" : python,
+                        "; other programs: ", other.empty() ? "none" : other);
+  }
 
   // The stand-in in LD_PRELOAD, the real library it forwards to, and whether it serves. Said,
   // not counted in all_through: a command may not use the library, and --no-nvrtc / --no-cuda
@@ -130,11 +144,13 @@ class Checker {
                        : NoServer();
     }
     StandIn(way, {"libnvrtc.so.13", "libkcache-nvrtc.so", "KCACHE_REAL_NVRTC",
-                  "the first libnvrtc.so.13 of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda",
+                  absl::StrCat("the libnvrtc.so.13 each process would load without kcache (",
+                               NvrtcFor(13), ")"),
                   "the real libnvrtc.so.13 (not through kcache: no stand-in in LD_PRELOAD)",
                   ", cached", not_served});
     StandIn(way12, {"libnvrtc.so.12", "libkcache-nvrtc.so", "KCACHE_REAL_NVRTC_12",
-                    "the first libnvrtc.so.12 of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda",
+                    absl::StrCat("the libnvrtc.so.12 each process would load without kcache (",
+                                 NvrtcFor(12), ")"),
                     "no stand-in (no NVRTC 12 here: a CUDA 12 toolkit's, or the "
                     "nvidia-cuda-nvrtc-cu12 wheel of PATH's python3; KCACHE_REAL_NVRTC_12 "
                     "names one)",

@@ -347,9 +347,10 @@ absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
     }
     for (std::string& note : stand_in.notes) router.Note(std::move(note));
   };
-  route(RouteNvrtc(env, objects::FindNvrtcStandIn(observer, 13), nvrtc_root, !flags.no_nvrtc));
-  route(RouteNvrtc12(env, objects::FindNvrtcStandIn(observer, 12), FindNvrtc12(current, nvrtc_root),
-                     !flags.no_nvrtc));
+  route(RouteNvrtc(env, objects::FindNvrtcStandIn(observer, 13), FindNvrtc(13, current, nvrtc_root),
+                   !flags.no_nvrtc));
+  route(RouteNvrtc12(env, objects::FindNvrtcStandIn(observer, 12),
+                     FindNvrtc(12, current, nvrtc_root), !flags.no_nvrtc));
   route(RouteCuda(env, objects::FindCudaStandIn(observer), flags.no_cuda ? "" : FindCudaDriver(),
                   !flags.no_cuda));
   return router.Take();

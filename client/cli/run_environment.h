@@ -18,10 +18,10 @@
 //                         PATH, not the toolkit)
 //   TORCH_NO_COMPILER_WRAPPER=1, TORCH_CUDA_ARCH_LIST and FLASHINFER_CUDA_ARCH_LIST (--arch),
 //   KCACHE_BASEDIR (--base-dir), and with --redis torch.compile's (torch_compile_env.h).
-//   LD_PRELOAD, KCACHE_REAL_NVRTC  kcache's NVRTC stand-in and the real NVRTC it forwards to,
-//                         unless --no-nvrtc (stand_in_env.h); KCACHE_REAL_NVRTC_12 and the
-//                         NVRTC 12 stand-in, where there is an NVRTC 12
-//                         (stand_in_env.h FindNvrtc12)
+//   LD_PRELOAD            kcache's NVRTC stand-in, unless --no-nvrtc (stand_in_env.h), each
+//                         process's forwarding to the NVRTC it would load without it
+//                         (KCACHE_REAL_NVRTC kept where set); the NVRTC 12 stand-in, where
+//                         there is an NVRTC 12 (stand_in_env.h FindNvrtc)
 //   LD_PRELOAD, KCACHE_REAL_LIBCUDA  on a node with a CUDA driver, kcache's driver stand-in and
 //                         the real driver, unless --no-cuda (stand_in_env.h)
 //

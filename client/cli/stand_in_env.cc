@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/compiler_shims.h"
+#include "client/stand_in/loader_search.h"
 
 namespace kcache::cli {
 namespace {
@@ -87,59 +89,41 @@ StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stan
                                                ? stand_in.library
                                                : absl::StrCat(preload, ":", stand_in.library));
   }
-  routing.env.emplace_back(stand_in.real_variable, real);
+  if (!stand_in.per_process || real != stand_in.found || real == had) {
+    routing.env.emplace_back(stand_in.real_variable, real);
+  }
   return routing;
 }
 
 StandInRouting RouteNvrtc(const objects::Environment& env, const std::string& stand_in,
-                          const std::string& toolkit_root, bool enabled) {
-  return RouteStandIn(
-      env,
-      StandIn{"NVRTC stand-in (nvrtc/libnvrtc.so.13 beside libkcache-observe.so)", stand_in,
-              "KCACHE_REAL_NVRTC",
-              toolkit_root.empty() ? "" : absl::StrCat(toolkit_root, "/lib64/libnvrtc.so.13"),
-              absl::StrCat("no real NVRTC (",
-                           toolkit_root.empty() ? "no CUDA toolkit" : toolkit_root + "/lib64",
-                           " has no libnvrtc.so.13; set KCACHE_REAL_NVRTC to one)")},
-      enabled);
+                          const std::string& found, bool enabled) {
+  StandIn nvrtc{"NVRTC stand-in (nvrtc/libnvrtc.so.13 beside libkcache-observe.so)", stand_in,
+                "KCACHE_REAL_NVRTC", found,
+                "no real NVRTC (no libnvrtc.so.13 where this environment's processes would "
+                "load one, nor in a CUDA toolkit; set KCACHE_REAL_NVRTC to one)"};
+  nvrtc.per_process = true;
+  return RouteStandIn(env, nvrtc, enabled);
 }
 
 StandInRouting RouteNvrtc12(const objects::Environment& env, const std::string& stand_in,
                             const std::string& found, bool enabled) {
-  return RouteStandIn(
-      env,
-      StandIn{"NVRTC 12 stand-in (nvrtc/libnvrtc.so.12 beside libkcache-observe.so)", stand_in,
-              "KCACHE_REAL_NVRTC_12", found, ""},
-      enabled);
+  StandIn nvrtc{"NVRTC 12 stand-in (nvrtc/libnvrtc.so.12 beside libkcache-observe.so)", stand_in,
+                "KCACHE_REAL_NVRTC_12", found, ""};
+  nvrtc.per_process = true;
+  return RouteStandIn(env, nvrtc, enabled);
 }
 
-std::string FindNvrtc12(const objects::ToolLookup& lookup, const std::string& toolkit_root) {
-  constexpr const char* kWheel = "nvidia/cuda_nvrtc/lib/libnvrtc.so.12";
-  if (!toolkit_root.empty() && IsFile(absl::StrCat(toolkit_root, "/lib64/libnvrtc.so.12"))) {
-    return absl::StrCat(toolkit_root, "/lib64/libnvrtc.so.12");
-  }
-  std::vector<fs::path> prefixes;
-  for (const char* python : {"python3", "python"}) {
-    std::string found = FindProgram(python, lookup);
-    if (!found.empty()) prefixes.push_back(fs::path(found).parent_path().parent_path());
-  }
-  std::string home = Variable(lookup.env, "HOME");
-  if (!home.empty()) prefixes.push_back(fs::path(home) / ".local");
-  for (const fs::path& prefix : prefixes) {
-    std::error_code ec;
-    std::vector<fs::path> versions;  // lib/python3.*, in name order: the same answer each time
-    for (const fs::directory_entry& entry : fs::directory_iterator(prefix / "lib", ec)) {
-      if (absl::StartsWith(entry.path().filename().string(), "python3")) {
-        versions.push_back(entry.path());
-      }
-    }
-    std::sort(versions.begin(), versions.end());
-    for (const fs::path& version : versions) {
-      for (const char* packages : {"site-packages", "dist-packages"}) {
-        fs::path candidate = version / packages / kWheel;
-        if (IsFile(candidate.string())) return candidate.string();
-      }
-    }
+std::string FindNvrtc(int major, const objects::ToolLookup& lookup,
+                      const std::string& toolkit_root) {
+  std::string python = FindProgram("python3", lookup);
+  if (python.empty()) python = FindProgram("python", lookup);
+  auto search = std::make_unique<KcacheSearch>();  // ~200 KiB
+  search->count = 0;
+  const char* roots[] = {toolkit_root.empty() ? nullptr : toolkit_root.c_str()};
+  KcacheSearchNvrtc(search.get(), major, nullptr, python.empty() ? nullptr : python.c_str(), roots,
+                    1);
+  for (size_t i = 0; i < search->count; ++i) {
+    if (IsFile(search->paths[i])) return search->paths[i];
   }
   return "";
 }

@@ -32,6 +32,10 @@ struct StandIn {
   // Preloaded only where `found` is (the driver: where no driver loads without kcache, a
   // process must see none, whatever $<real_variable> names).
   bool only_where_found = false;
+  // The stand-in finds the real library each process would load without it
+  // (client/stand_in/loader_search.h), `found` being this environment's: $<real_variable> is
+  // set only where the environment had it (kept), so that each process gets its own.
+  bool per_process = false;
 };
 
 // The routing of `stand_in` for the environment `env`. The real library is $<real_variable>
@@ -45,24 +49,25 @@ struct StandIn {
 // sets nothing else.
 StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stand_in, bool enabled);
 
-// NVRTC 13's: the real NVRTC is <toolkit_root>/lib64/libnvrtc.so.13 ("" toolkit_root: none);
+// NVRTC 13's: preloaded where there is an NVRTC 13 (FindNvrtc(13, ...)); each process's stand-in
+// forwards to the one that process would load without it (StandIn::per_process);
 // `stand_in` is objects::FindNvrtcStandIn's.
 StandInRouting RouteNvrtc(const objects::Environment& env, const std::string& stand_in,
-                          const std::string& toolkit_root, bool enabled);
+                          const std::string& found, bool enabled);
 
-// NVRTC 12's (libnvrtc.so.12, KCACHE_REAL_NVRTC_12): the real NVRTC is `found` (FindNvrtc12's;
-// without one, no note: most environments have no NVRTC 12); `stand_in` is
-// objects::FindNvrtcStandIn's for 12.
+// NVRTC 12's (libnvrtc.so.12, KCACHE_REAL_NVRTC_12): preloaded where there is an NVRTC 12
+// (FindNvrtc(12, ...); without one, no note: most environments have no NVRTC 12), per process
+// as 13's; `stand_in` is objects::FindNvrtcStandIn's for 12.
 StandInRouting RouteNvrtc12(const objects::Environment& env, const std::string& stand_in,
                             const std::string& found, bool enabled);
 
-// The real NVRTC 12 of this environment: <toolkit_root>/lib64/libnvrtc.so.12 (a CUDA 12
-// toolkit), else the nvidia-cuda-nvrtc-cu12 wheel's of the Python environment that PATH's
-// python3 (or python) belongs to, where cuda-python, CuPy and torch load it from:
-// nvidia/cuda_nvrtc/lib/libnvrtc.so.12 in lib/python3.*/site-packages (or dist-packages) of the
-// directory above its bin/ (a virtual environment's, or the system's), then of
-// ~/.local (pip's --user); "" when there is none.
-std::string FindNvrtc12(const objects::ToolLookup& lookup, const std::string& toolkit_root);
+// The NVRTC `major` (13 or 12) a process of this environment loads without kcache, as the
+// stand-in finds it (loader_search.h KcacheSearchNvrtc): for PATH's python3 (or python) the
+// nvidia wheel of its environment (cuda-python, CuPy and torch load it from there), else where
+// the loader finds it (LD_LIBRARY_PATH, its cache, the default directories), else
+// <toolkit_root>/lib64's; "" when there is none.
+std::string FindNvrtc(int major, const objects::ToolLookup& lookup,
+                      const std::string& toolkit_root);
 
 // The CUDA driver's: the real driver is `driver` (core/library_build.h FindCudaDriver's: the
 // libcuda.so.1 the loader finds here, "" when none loads, in which case nothing is preloaded,

@@ -5,11 +5,11 @@
  * with -lnvrtc, a dlopen("libnvrtc.so.13") and cuda-python's loader all reach it instead of the
  * real NVRTC (docs/nvrtc-standin.md). Each call is forwarded to the real NVRTC, opened by its
  * full path with dlopen (RTLD_LOCAL) at the first call, once, whichever thread makes it:
- *   $KCACHE_REAL_NVRTC ($KCACHE_REAL_NVRTC_12 for 12) when set (the only candidate then:
- *   `kcache run` sets it), else the first of $CUDA_HOME/lib64, $CUDA_PATH/lib64 and
- *   /usr/local/cuda/lib64 holding a libnvrtc.so.13; never this library itself (a candidate
- *   that is the same file, by device and inode, is refused), and only an NVRTC whose
- *   nvrtcVersion says 13.
+ *   $KCACHE_REAL_NVRTC ($KCACHE_REAL_NVRTC_12 for 12) when set (the only candidate then: a
+ *   user's choice, which `kcache run` keeps), else the libnvrtc.so.13 this process would have
+ *   loaded without the stand-in (Load below); never this library itself (a candidate that is
+ *   the same file, by device and inode, is refused), and only an NVRTC whose nvrtcVersion
+ *   says 13.
  * Without one, every entry point answers NVRTC_ERROR_INTERNAL_ERROR (nvrtcGetErrorString says
  * why) and one line on stderr names what to set: the host process goes on. With KCACHE_LOG=1
  * it writes a line when it loads the real NVRTC and one per nvrtcCompileProgram it forwards.
@@ -34,6 +34,7 @@
 #include "client/nvrtc/nvrtc_entries.h"
 #include "client/nvrtc/nvrtc_programs.h"
 #include "client/nvrtc/nvrtc_reads.h"
+#include "client/stand_in/loader_search.h"
 #include "client/stand_in/stand_in.h"
 
 #define KCACHE_STRING(x) #x
@@ -99,24 +100,26 @@ static int IsNvrtcOfMajor(void* handle, const char* path, char* why, size_t room
   return 0;
 }
 
-/* The real NVRTC, found and loaded (pthread_once): $KCACHE_REAL_NVRTC, else the first of
- * $CUDA_HOME, $CUDA_PATH and /usr/local/cuda's lib64/libnvrtc.so.13. */
+/* The real NVRTC, found and loaded (pthread_once): $KCACHE_REAL_NVRTC, else the library this
+ * process would have loaded without the stand-in (loader_search.h): where the loader finds it
+ * for an object that links it, the Python environment's nvidia wheel (cuda-pathfinder's and
+ * torch's), where dlopen(SONAME) finds it, then $KCACHE_REAL_CUDA_HOME's (the toolkit behind a
+ * kcache run shim root), $CUDA_HOME's, $CUDA_PATH's and /usr/local/cuda's lib64. */
 static void Load(void) {
   g_log = Env("KCACHE_LOG") != NULL && strcmp(getenv("KCACHE_LOG"), "1") == 0;
-  const char* roots[] = {Env("CUDA_HOME"), Env("CUDA_PATH"), "/usr/local/cuda"};
-  char paths[3][4096];
-  const char* candidates[3];
-  for (size_t i = 0; i < 3; ++i) {
-    candidates[i] = NULL;
-    if (roots[i] == NULL) continue;
-    snprintf(paths[i], sizeof paths[i], "%s/lib64/" SONAME, roots[i]);
-    candidates[i] = paths[i];
-  }
+  static KcacheSearch search; /* large: not on the calling thread's stack */
+  search.count = 0;
+  const char* roots[] = {Env("KCACHE_REAL_CUDA_HOME"), Env("CUDA_HOME"), Env("CUDA_PATH"),
+                         "/usr/local/cuda"};
+  KcacheSearchNvrtc(&search, KCACHE_NVRTC_MAJOR, (const void*)&Load, NULL, roots,
+                    sizeof roots / sizeof roots[0]);
+  static const char* candidates[KCACHE_SEARCH_MAX];
+  for (size_t i = 0; i < search.count; ++i) candidates[i] = search.paths[i];
   KcacheRealLibrary how = {
       .what = "NVRTC",
       .variable = REAL_VARIABLE,
       .candidates = candidates,
-      .num_candidates = 3,
+      .num_candidates = search.count,
       .dlopen_flags = RTLD_NOW,
       .accept = IsNvrtcOfMajor,
       .self = (const void*)&Load,

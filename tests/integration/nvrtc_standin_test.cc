@@ -119,11 +119,14 @@ class NvrtcStandInTest : public ::testing::Test {
 
   // Compiles with `program` without and with the stand-in for NVRTC `major` (by `kcache run`,
   // and by the variables `kcache env --export` prints), and expects the same PTX, CUBIN, log and
-  // names. NVRTC 12 is the wheel's (KCACHE_REAL_NVRTC_12).
+  // names. NVRTC 13 is the one LD_LIBRARY_PATH leads to, in both (the stand-in forwards to what
+  // the process would load); NVRTC 12 is the wheel's (KCACHE_REAL_NVRTC_12).
   void ExpectTheSameOutputs(const std::string& program, int major = 13) {
     std::string real = major == 13 ? kRealNvrtc : testing::WheelNvrtc12();
     if (!fs::exists(real)) GTEST_SKIP() << "no " << real << ": run scripts/install-deps.sh";
-    std::string routed = major == 13 ? "" : absl::StrCat("KCACHE_REAL_NVRTC_12=", real);
+    std::string routed =
+        major == 13 ? absl::StrCat("LD_LIBRARY_PATH=", fs::path(real).parent_path().string())
+                    : absl::StrCat("KCACHE_REAL_NVRTC_12=", real);
     RunResult direct =
         Plain(absl::StrCat("LD_LIBRARY_PATH=", fs::path(real).parent_path().string()),
               absl::StrCat(program, " compile ", Dir("direct")));
@@ -365,36 +368,61 @@ TEST_F(NvrtcStandInTest, UndocumentedEntriesJumpToTheRealOnes) {
   EXPECT_EQ(Occurrences(forwarded.output, "has no __nvrtcNvvmHandle"), 1) << forwarded.output;
 }
 
-TEST_F(NvrtcStandInTest, WithoutKcacheRealNvrtcItTakesTheToolkitOfCudaHome) {
+// Without KCACHE_REAL_NVRTC the stand-in forwards to the NVRTC the process would have loaded
+// without it, as the loader finds one: a program linked with RUNPATH /usr/local/cuda/lib64
+// takes LD_LIBRARY_PATH's first, as without the stand-in (the program says which file its
+// nvrtcCompileProgram is in); a candidate that is the stand-in is passed over for the next;
+// a program that dlopens "libnvrtc.so.13" with nothing else gets the loader cache's.
+TEST_F(NvrtcStandInTest, WithoutKcacheRealNvrtcItTakesWhatTheProcessWouldLoad) {
   fs::create_directories(tmp_ / "cuda");
   fs::create_symlink("/usr/local/cuda/lib64", tmp_ / "cuda/lib64");
-  RunResult found =
-      Plain(absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " CUDA_HOME=", tmp_ / "cuda"),
-            absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " compile ", Dir("out")));
+  std::string program = testing::NvrtcProgram("nvrtc_linked_program");
+  std::string library_path = absl::StrCat("LD_LIBRARY_PATH=", tmp_ / "cuda/lib64");
+  RunResult without = Plain(library_path, absl::StrCat(program, " compile ", Dir("without")));
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  EXPECT_TRUE(Contains(without.output, absl::StrCat("nvrtc: ", tmp_ / "cuda/lib64")))
+      << without.output;
+  RunResult found = Plain(absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " ", library_path),
+                          absl::StrCat(program, " compile ", Dir("out")));
   ASSERT_EQ(found.exit_code, 0) << found.output;
   EXPECT_TRUE(Contains(found.output, absl::StrCat("kcache: nvrtc: forwarding to ", tmp_ / "cuda",
                                                   "/lib64/libnvrtc.so.13 (NVRTC 13.")))
       << found.output;
 
-  // A toolkit whose libnvrtc.so.13 is the stand-in is passed over for the next candidate.
+  // A directory whose libnvrtc.so.13 is the stand-in is passed over for the next candidate
+  // (the program's RUNPATH).
   fs::create_directories(tmp_ / "loop/lib64");
   fs::create_symlink(StandIn(), tmp_ / "loop/lib64/libnvrtc.so.13");
   RunResult looped = Plain(
-      absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " CUDA_HOME=", tmp_ / "loop",
-                   " CUDA_PATH=", tmp_ / "cuda"),
-      absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " compile ", Dir("looped")));
+      absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn(), " LD_LIBRARY_PATH=", tmp_ / "loop/lib64"),
+      absl::StrCat(program, " compile ", Dir("looped")));
   ASSERT_EQ(looped.exit_code, 0) << looped.output;
-  EXPECT_TRUE(Contains(looped.output, absl::StrCat("forwarding to ", tmp_ / "cuda")))
+  EXPECT_TRUE(Contains(looped.output, "forwarding to /usr/local/cuda/lib64/libnvrtc.so.13"))
       << looped.output;
+
+  // dlopen("libnvrtc.so.13") from a program with no RUNPATH: the loader's cache, as ldconfig -p
+  // lists it.
+  RunResult cache = testing::Run("/sbin/ldconfig -p | grep -m1 'libnvrtc.so.13 (libc6,x86-64)'");
+  if (cache.exit_code == 0) {
+    std::string cached = cache.output.substr(cache.output.find("=> ") + 3);
+    cached = cached.substr(0, cached.find('\n'));
+    RunResult dlopened = Plain(
+        absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn()),
+        absl::StrCat(testing::NvrtcProgram("nvrtc_dlopen_program"), " compile ", Dir("dlopened")));
+    ASSERT_EQ(dlopened.exit_code, 0) << dlopened.output;
+    EXPECT_TRUE(Contains(dlopened.output, absl::StrCat("forwarding to ", cached, " (NVRTC 13.")))
+        << dlopened.output << "\nldconfig: " << cached;
+  }
 }
 
-TEST_F(NvrtcStandInTest, KcacheEnvAppendsItToLdPreloadWithTheToolkitsNvrtc) {
+TEST_F(NvrtcStandInTest, KcacheEnvAppendsItToLdPreloadNamingNoRealNvrtc) {
   std::string libm = "/lib/x86_64-linux-gnu/libm.so.6";
   RunResult env = Env(absl::StrCat("LD_PRELOAD=", libm));
   ASSERT_EQ(env.exit_code, 0) << env.output;
   std::string stand_in = fs::weakly_canonical(StandIn()).string();
   EXPECT_TRUE(HasLine(env.output, absl::StrCat("LD_PRELOAD=", libm, ":", stand_in))) << env.output;
-  EXPECT_TRUE(HasLine(env.output, absl::StrCat("KCACHE_REAL_NVRTC=", kRealNvrtc))) << env.output;
+  // Each process's stand-in finds its own real NVRTC: kcache env names none.
+  EXPECT_FALSE(Contains(env.output, "KCACHE_REAL_NVRTC=")) << env.output;
 
   // A real NVRTC the environment names is kept; one that is the stand-in is not.
   std::string copy = tmp_.Write("real/libnvrtc.so.13", "");
@@ -402,8 +430,7 @@ TEST_F(NvrtcStandInTest, KcacheEnvAppendsItToLdPreloadWithTheToolkitsNvrtc) {
   EXPECT_TRUE(HasLine(kept.output, absl::StrCat("KCACHE_REAL_NVRTC=", copy))) << kept.output;
   RunResult refused = Env(absl::StrCat("KCACHE_REAL_NVRTC=", StandIn()));
   EXPECT_TRUE(Contains(refused.output, "is not kept: it is kcache's stand-in")) << refused.output;
-  EXPECT_TRUE(HasLine(refused.output, absl::StrCat("KCACHE_REAL_NVRTC=", kRealNvrtc)))
-      << refused.output;
+  EXPECT_FALSE(Contains(refused.output, "KCACHE_REAL_NVRTC=")) << refused.output;
 
   // A nested run keeps LD_PRELOAD as it is; --no-nvrtc takes the stand-in out of it.
   RunResult nested =
@@ -448,8 +475,7 @@ TEST_F(NvrtcStandInTest, KcacheEnvRoutesNvrtc12FromPathsPythonEnvironment) {
   ASSERT_EQ(found.exit_code, 0) << found.output;
   EXPECT_TRUE(HasLine(found.output, absl::StrCat("LD_PRELOAD=", stand_in, ":", stand_in12)))
       << found.output;
-  EXPECT_TRUE(HasLine(found.output, absl::StrCat("KCACHE_REAL_NVRTC_12=", wheel.string())))
-      << found.output;
+  EXPECT_FALSE(Contains(found.output, "KCACHE_REAL_NVRTC_12=")) << found.output;
 
   RunResult named = Env(absl::StrCat("KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12()));
   EXPECT_TRUE(HasLine(named.output, absl::StrCat("KCACHE_REAL_NVRTC_12=", testing::WheelNvrtc12())))

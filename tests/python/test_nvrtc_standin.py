@@ -1,8 +1,9 @@
 """kcache's libnvrtc.so.13 stand-in (docs/nvrtc-standin.md) in Python processes under
 `kcache run`: cuda-python's bindings and cuda.core compile through it (cuda.pathfinder finds a
-loaded libnvrtc.so.13 before it looks in the wheel), byte for byte as they compile without it
-with the same real NVRTC; `kcache run` forwards to the toolkit's NVRTC unless
-KCACHE_REAL_NVRTC names another (the nvidia-cuda-nvrtc wheel's, say); under `kcache run
+loaded libnvrtc.so.13 before it looks in the wheel), byte for byte as they compile without it:
+the stand-in forwards to the NVRTC the process would load without kcache (this environment's
+nvidia-cuda-nvrtc wheel, 13.2 beside the toolkit's 13.0) unless KCACHE_REAL_NVRTC names
+another (the toolkit's, say); under `kcache run
 --server` a second process is served both callers' compiles, byte for byte, and CuPy's, whose
 programs are named in a new temporary directory each time; torch, whose
 libtorch_cuda.so links NVRTC's versioned symbols, imports under it. The C programs' side is
@@ -139,34 +140,34 @@ def test_stand_in_exports_what_the_wheels_nvrtc_exports(stand_in: Path) -> None:
     assert not missing, f"add to client/nvrtc/nvrtc_entries.h: {sorted(missing)}"
 
 
-def test_cuda_python_compiles_through_it_with_the_toolkits_nvrtc(
+def test_cuda_python_gets_the_nvrtc_it_loads_without_kcache(
         stand_in: Path, kcache_cli: str, tmp_path: Path) -> None:
     run = under_kcache(kcache_cli, tmp_path)
     through = result(run)
-    assert through["version"] == [13, 0], through
+    direct = result(run_caller([], clean_env()))
     assert str(stand_in.resolve()) in [str(Path(m).resolve()) for m in through["maps"]], through
-    assert all(not m.endswith("cu13/lib/libnvrtc.so.13") for m in through["maps"]), through
-    assert run.stderr.count(FORWARDED + TOOLKIT_NVRTC + ": NVRTC_SUCCESS") == 2, run.stderr
-    # The same real NVRTC without the stand-in (preloaded, so cuda.pathfinder takes it).
-    direct = result(run_caller([], clean_env(LD_PRELOAD=TOOLKIT_NVRTC)))
-    assert direct["version"] == [13, 0]
+    # What cuda.pathfinder loads without kcache: the wheel's NVRTC where this environment has
+    # one (13.2 beside the toolkit's 13.0), which the stand-in forwards to.
+    wheel = wheel_nvrtc()
+    real = wheel if wheel is not None else direct["maps"][0]
+    assert any(m == real for m in direct["maps"]), direct
+    assert run.stderr.count(FORWARDED + real + ": NVRTC_SUCCESS") == 2, run.stderr
+    assert through["version"] == direct["version"], (through, direct)
     for key in ("ptx", "lowered", "cubin", "core_lowered"):
         assert through[key] == direct[key], key
     assert through["lowered"].startswith("_Z5scaleIf"), through
 
 
-def test_kcache_real_nvrtc_names_the_wheels_nvrtc(stand_in: Path, kcache_cli: str,
-                                                  tmp_path: Path) -> None:
-    wheel = wheel_nvrtc()
-    if wheel is None:
-        pytest.skip("no nvidia-cuda-nvrtc 13 wheel in this environment")
-    run = under_kcache(kcache_cli, tmp_path, KCACHE_REAL_NVRTC=wheel)
+def test_kcache_real_nvrtc_names_another_nvrtc(stand_in: Path, kcache_cli: str,
+                                               tmp_path: Path) -> None:
+    run = under_kcache(kcache_cli, tmp_path, KCACHE_REAL_NVRTC=TOOLKIT_NVRTC)
     through = result(run)
-    assert run.stderr.count(FORWARDED + wheel + ": NVRTC_SUCCESS") == 2, run.stderr
-    # What cuda-python compiles without kcache: the wheel's NVRTC, loaded by cuda.pathfinder.
-    direct = result(run_caller([], clean_env()))
-    assert any(m.endswith("cu13/lib/libnvrtc.so.13") for m in direct["maps"]), direct
-    assert through["version"] == direct["version"]
+    assert through["version"] == [13, 0], through
+    assert all(not m.endswith("cu13/lib/libnvrtc.so.13") for m in through["maps"]), through
+    assert run.stderr.count(FORWARDED + TOOLKIT_NVRTC + ": NVRTC_SUCCESS") == 2, run.stderr
+    # The same real NVRTC without the stand-in (preloaded, so cuda.pathfinder takes it).
+    direct = result(run_caller([], clean_env(LD_PRELOAD=TOOLKIT_NVRTC)))
+    assert direct["version"] == [13, 0]
     for key in ("ptx", "lowered", "cubin", "core_lowered"):
         assert through[key] == direct[key], key
 
@@ -184,7 +185,7 @@ def test_second_process_is_served_both_callers_compiles(stand_in: Path, kcache_c
     assert runs[0].stderr.count(FORWARDED) == 2, runs[0].stderr
     assert runs[1].stderr.count(SERVED + "NVRTC_SUCCESS") == 2, runs[1].stderr
     assert runs[1].stderr.count(FORWARDED) == 0, runs[1].stderr
-    direct = result(run_caller([], clean_env(LD_PRELOAD=TOOLKIT_NVRTC)))
+    direct = result(run_caller([], clean_env()))
     for key in ("ptx", "lowered", "cubin", "core_lowered"):
         assert first[key] == direct[key], key
         assert second[key] == direct[key], key
@@ -224,8 +225,6 @@ def test_cupys_compile_is_served_in_a_new_process(stand_in: Path, kcache_cli: st
     def pod(name: str, kcache: bool) -> subprocess.CompletedProcess:
         env = clean_env(KCACHE_LOG="1", KCACHE_STATE_DIR=str(tmp_path / "state"),
                         CUPY_CACHE_DIR=str(tmp_path / name))  # CuPy's cache empty: a new pod
-        if not kcache:  # the NVRTC `kcache run` forwards to, not the wheel's CuPy would load
-            env["LD_PRELOAD"] = TOOLKIT_NVRTC
         args = [kcache_cli, "run", "--server", own_daemon.address, "--shims",
                 str(tmp_path / "shims"), "--"] if kcache else []
         return subprocess.run(args + [sys.executable, "-c", CUPY_CALLER], env=env,
