@@ -461,6 +461,24 @@ TEST_F(NvrtcCacheTest, LsListsAStoredCompileAsACompilerOutputNotAKernel) {
   EXPECT_TRUE(Contains(ls.output, "fill.cu")) << ls.output;
 }
 
+// A program named in a directory that still exists when it is stored (not removed first, as
+// CuPy's is): NVRTC looked at nothing there, so it is stored for its name in any directory and
+// served to a program of that name in another existing directory, byte for byte.
+TEST_F(NvrtcCacheTest, ProgramNamedInADirectoryThatStillExistsIsStoredForAnyDirectory) {
+  const std::string source =
+      "extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n";
+  RunResult first =
+      CompiledSource("first", (Dir("first") / "twice.cu").string(), source, {"-arch=compute_89"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(Occurrences(first.output, "for its program's name in any directory"), 1)
+      << first.output;
+  RunResult second =
+      CompiledSource("second", (Dir("second") / "twice.cu").string(), source, {"-arch=compute_89"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Occurrences(second.output, kServed), 1) << second.output;
+  EXPECT_EQ(ReadFile(tmp_ / "second/ptx"), ReadFile(tmp_ / "first/ptx"));
+}
+
 // A program that includes the toolkit's headers by $CUDA_HOME (CCCL's, as a CUB program does),
 // under `kcache run` with its default shims directory: compiled under one user's state
 // directory and HOME, it is served to another user's, byte for byte (KCACHE_SHIMS_DIR keys the
