@@ -168,17 +168,16 @@ void AddRoutingFlags(CLI::App* sub, RoutingFlags& flags) {
   sub->add_flag("--no-nvrtc", flags.no_nvrtc,
                 "leave NVRTC alone; else LD_PRELOAD gets kcache's libnvrtc.so.13 stand-in, "
                 "which forwards every NVRTC call of the command's processes (torch, CuPy, "
-                "cuda-python, DeepGEMM, a program linked with -lnvrtc) to the real NVRTC, "
-                "KCACHE_REAL_NVRTC: the environment's, else the toolkit's lib64/libnvrtc.so.13, "
-                "and serves their compiles from kcache (docs/nvrtc-standin.md); and, where there "
-                "is an NVRTC 12 (KCACHE_REAL_NVRTC_12: the environment's, a CUDA 12 toolkit's, "
-                "else the nvidia-cuda-nvrtc-cu12 wheel of PATH's python3), its libnvrtc.so.12 "
-                "stand-in");
+                "cuda-python, DeepGEMM, a program linked with -lnvrtc) to the NVRTC that "
+                "process would load without kcache (KCACHE_REAL_NVRTC when the environment "
+                "names one), and serves their compiles from kcache (docs/nvrtc-standin.md); and, "
+                "where there is an NVRTC 12, its libnvrtc.so.12 stand-in");
   sub->add_flag("--no-cuda", flags.no_cuda,
                 "leave the CUDA driver alone; else, on a node with a driver, LD_PRELOAD gets "
                 "kcache's libcuda.so.1 stand-in, which forwards every driver call to the real "
                 "driver, KCACHE_REAL_LIBCUDA, and gives a module load whose image has PTX but no "
-                "SASS for the GPU the SASS kcache holds for it (docs/ptx-libraries.md)");
+                "SASS for the GPU the SASS kcache holds for it (docs/ptx-libraries.md); "
+                "KCACHE_CUDA_STANDIN=0 in the environment does the same");
   sub->add_option("--arch", flags.arch,
                   "TORCH_CUDA_ARCH_LIST and FLASHINFER_CUDA_ARCH_LIST for the command, "
                   "comma-separated, e.g. 7.5,8.6,8.9,9.0");
@@ -351,8 +350,13 @@ absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
                    !flags.no_nvrtc));
   route(RouteNvrtc12(env, objects::FindNvrtcStandIn(observer, 12),
                      FindNvrtc(12, current, nvrtc_root), !flags.no_nvrtc));
-  route(RouteCuda(env, objects::FindCudaStandIn(observer), flags.no_cuda ? "" : FindCudaDriver(),
-                  !flags.no_cuda));
+  // The operator's off switch, for a pod whose command line is not theirs to change.
+  const bool no_cuda = flags.no_cuda || Variable(current.env, "KCACHE_CUDA_STANDIN") == "0";
+  if (no_cuda && !flags.no_cuda) {
+    router.Note("KCACHE_CUDA_STANDIN=0: kcache's CUDA driver stand-in is not preloaded");
+  }
+  route(RouteCuda(env, objects::FindCudaStandIn(observer), no_cuda ? "" : FindCudaDriver(),
+                  !no_cuda));
   return router.Take();
 }
 

@@ -23,7 +23,8 @@
 //                         (KCACHE_REAL_NVRTC kept where set); the NVRTC 12 stand-in, where
 //                         there is an NVRTC 12 (stand_in_env.h FindNvrtc)
 //   LD_PRELOAD, KCACHE_REAL_LIBCUDA  on a node with a CUDA driver, kcache's driver stand-in and
-//                         the real driver, unless --no-cuda (stand_in_env.h)
+//                         the real driver, unless --no-cuda or KCACHE_CUDA_STANDIN=0
+//                         (stand_in_env.h)
 //
 // A variable the environment already sets to a compiler other than the one kcache's link
 // would run (CC=/opt/gcc-13/bin/gcc) is kept, and so is a launcher variable naming another

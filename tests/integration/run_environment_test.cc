@@ -267,6 +267,16 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
   vars = Variables(without.output);
   EXPECT_EQ(vars["LD_PRELOAD"], nvrtc_stand_in);
   EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u) << without.output;
+  // KCACHE_CUDA_STANDIN=0 in the environment: the same, with a note.
+  RunResult switched =
+      Env(absl::StrCat(loads, "KCACHE_REAL_LIBCUDA=", driver,
+                       " KCACHE_CUDA_STANDIN=0 LD_PRELOAD=", nvrtc_stand_in, ":", cuda_stand_in));
+  ASSERT_EQ(switched.exit_code, 0) << switched.output;
+  vars = Variables(switched.output);
+  EXPECT_EQ(vars["LD_PRELOAD"], nvrtc_stand_in);
+  EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u) << switched.output;
+  EXPECT_TRUE(Contains(switched.output, "KCACHE_CUDA_STANDIN=0: kcache's CUDA driver stand-in"))
+      << switched.output;
 
   // KCACHE_REAL_LIBCUDA naming the stand-in itself is not kept.
   RunResult self = Env(absl::StrCat(loads, "KCACHE_REAL_LIBCUDA=", cuda_stand_in));
