@@ -6,7 +6,9 @@ zero-argument modules to build, ~8 s on 2 cores), built by deploy/tools/flashinf
   2. at image build, recorded with `kcache run --store --arch 9.0` (nvcc through
      FLASHINFER_NVCC_LAUNCHER, the link through CXX);
   3. in a pod: a fresh FLASHINFER_WORKSPACE_BASE at another path, a new kcached over that
-     store baked, an empty state directory, `kcache run --server`.
+     store baked, an empty state directory of another HOME (so kcache run's default shims
+     directory, and CUDA_HOME's shim toolkit, are at other paths: another user's), `kcache
+     run --server`.
 The pod must hit every command the image recorded and miss none, kcached must count no compile
 run uncached (FlashInfer's `nvcc --version`, asked for the CUDA version, is no compile), and
 the pod's .so must be the image's bytes and equal the reference once nvcc's temporary-file
@@ -45,8 +47,10 @@ def main() -> int:
         build([GENERATOR], tmp / "reference", {"FLASHINFER_CUDA_ARCH_LIST": "9.0"})
         reference = module_so(tmp / "reference", MODULE).read_bytes()
 
-        shims = ["--shims", str(tmp / "shims"), "--arch", "9.0", "--"]
-        _, image = build([GENERATOR], tmp / "image", {"KCACHE_STATE_DIR": str(tmp / "state")},
+        # Each side's shims in its own state directory, as two users' would be.
+        shims = ["--arch", "9.0", "--"]
+        _, image = build([GENERATOR], tmp / "image",
+                         {"KCACHE_STATE_DIR": str(tmp / "state"), "HOME": str(tmp / "root")},
                          [kcache, "run", "--store", str(tmp / "baked"), *shims])
         recorded = len(kcache_lines(image, "miss"))
         if recorded != 2 or kcache_lines(image, "hit"):  # the .cu and the link
@@ -55,7 +59,8 @@ def main() -> int:
         daemon, socket = start_baked_kcached(kcached, tmp / "baked", tmp / "pod-kcached")
         try:
             seconds, pod = build([GENERATOR], tmp / "pod" / "home" / "other",
-                                 {"KCACHE_STATE_DIR": str(tmp / "pod-state")},
+                                 {"KCACHE_STATE_DIR": str(tmp / "pod-state"),
+                                  "HOME": str(tmp / "pod" / "home")},
                                  [kcache, "run", "--server", f"unix://{socket}", *shims])
             counters = object_counters(kcache, socket)
         finally:
