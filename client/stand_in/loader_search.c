@@ -220,6 +220,12 @@ HIDDEN void KcacheSearchPythonWheels(KcacheSearch* search, const char* soname,
   *(slash == program ? slash + 1 : slash) = '\0'; /* the prefix */
   AddWheelsUnder(search, program, "site-packages", soname, wheel_dirs, num_wheel_dirs);
   AddWheelsUnder(search, program, "dist-packages", soname, wheel_dirs, num_wheel_dirs);
+  if (strcmp(program, "/usr") == 0) { /* Debian's python3: pip installs under /usr/local */
+    AddWheelsUnder(search, "/usr/local", "dist-packages", soname, wheel_dirs, num_wheel_dirs);
+  }
+  if (strcmp(program, "/usr") == 0) { /* Debian's python3: pip installs under /usr/local */
+    AddWheelsUnder(search, "/usr/local", "dist-packages", soname, wheel_dirs, num_wheel_dirs);
+  }
   const char* home = getenv("HOME");
   if (home != NULL && home[0] == '/') {
     char local[KCACHE_SEARCH_PATH_ROOM];

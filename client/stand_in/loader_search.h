@@ -30,8 +30,9 @@ void KcacheSearchNeeded(KcacheSearch* search, const char* soname, const void* se
 /* Appends where a Python process finds `soname` in the nvidia wheels of its environment, as
  * cuda-pathfinder does before the system's loader (and torch through its RPATH): for `program`
  * (NULL: this process's, as it was run) named python or python3[.N], each of `wheel_dirs`
- * ("nvidia/cu13/lib") under lib/python3.* /site-packages of the directory above the program's bin/
- * (a venv's, as run: links not resolved; found on PATH when run by name). */
+ * ("nvidia/cu13/lib") under lib/python3.* /site-packages (or dist-packages) of the directory
+ * above the program's bin/ (a venv's, as run: links not resolved; found on PATH when run by
+ * name), of /usr/local for /usr's python (Debian's pip), then of ~/.local. */
 void KcacheSearchPythonWheels(KcacheSearch* search, const char* soname,
                               const char* const* wheel_dirs, size_t num_wheel_dirs,
                               const char* program);
