@@ -29,6 +29,36 @@ HIDDEN void KcacheSearchAdd(KcacheSearch* search, const char* dir, const char* s
   if (written > 0 && written < KCACHE_SEARCH_PATH_ROOM) ++search->count;
 }
 
+/* LD_LIBRARY_PATH as the loader read it, at the process's start (/proc/self/environ): a
+ * process that sets it later changes what getenv says, not where dlopen looks. getenv's when
+ * that cannot be read. */
+static const char* LoaderLibraryPath(void) {
+  static char value[KCACHE_SEARCH_PATH_ROOM * 4];
+  static int read_once;
+  static const char* answer;
+  if (__atomic_load_n(&read_once, __ATOMIC_ACQUIRE)) return answer;
+  answer = getenv("LD_LIBRARY_PATH");
+  int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    static char environ_text[1 << 16];
+    ssize_t n = read(fd, environ_text, sizeof environ_text - 1);
+    close(fd);
+    if (n > 0 && (size_t)n < sizeof environ_text - 1) { /* whole: else getenv's */
+      environ_text[n] = '\0';
+      answer = NULL;
+      for (const char* entry = environ_text; entry < environ_text + n; entry += strlen(entry) + 1) {
+        if (strncmp(entry, "LD_LIBRARY_PATH=", 16) == 0) {
+          snprintf(value, sizeof value, "%s", entry + 16);
+          answer = value;
+          break;
+        }
+      }
+    }
+  }
+  __atomic_store_n(&read_once, 1, __ATOMIC_RELEASE);
+  return answer;
+}
+
 /* Appends each directory of the colon-separated `list` ($ORIGIN and ${ORIGIN} as `origin`). */
 static void AddList(KcacheSearch* search, const char* list, const char* origin,
                     const char* soname) {
@@ -126,7 +156,7 @@ static int VisitObject(struct dl_phdr_info* info, size_t size, void* data) {
       AddList(walk->search, walk->program.rpath, walk->program.origin, walk->soname);
     }
   }
-  AddList(walk->search, getenv("LD_LIBRARY_PATH"), NULL, walk->soname);
+  AddList(walk->search, LoaderLibraryPath(), NULL, walk->soname);
   AddList(walk->search, object.runpath, object.origin, walk->soname);
   return 0;
 }
@@ -277,7 +307,7 @@ static void AddFromCache(KcacheSearch* search, const char* soname) {
 }
 
 HIDDEN void KcacheSearchSystem(KcacheSearch* search, const char* soname) {
-  AddList(search, getenv("LD_LIBRARY_PATH"), NULL, soname);
+  AddList(search, LoaderLibraryPath(), NULL, soname);
   AddFromCache(search, soname);
   static const char* const kDefaults[] = {"/lib/x86_64-linux-gnu",
                                           "/usr/lib/x86_64-linux-gnu",

@@ -412,6 +412,17 @@ TEST_F(NvrtcStandInTest, WithoutKcacheRealNvrtcItTakesWhatTheProcessWouldLoad) {
     ASSERT_EQ(dlopened.exit_code, 0) << dlopened.output;
     EXPECT_TRUE(Contains(dlopened.output, absl::StrCat("forwarding to ", cached, " (NVRTC 13.")))
         << dlopened.output << "\nldconfig: " << cached;
+    // LD_LIBRARY_PATH set by the process after it started: the loader never reads it, so
+    // neither does the stand-in.
+    RunResult late = Plain(
+        absl::StrCat("KCACHE_LOG=1 LD_PRELOAD=", StandIn()),
+        absl::StrCat("/usr/bin/python3 -c \"import ctypes, os; os.environ['LD_LIBRARY_PATH'] = '",
+                     tmp_ / "cuda/lib64", "'; l = ctypes.CDLL('libnvrtc.so.13'); ",
+                     "a, b = ctypes.c_int(), ctypes.c_int(); ",
+                     "l.nvrtcVersion(ctypes.byref(a), ctypes.byref(b))\""));
+    ASSERT_EQ(late.exit_code, 0) << late.output;
+    EXPECT_TRUE(Contains(late.output, absl::StrCat("forwarding to ", cached, " (NVRTC 13.")))
+        << late.output;
   }
 }
 
