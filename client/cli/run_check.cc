@@ -161,8 +161,9 @@ class Checker {
   void Cuda(const std::string& way) {
     StandIn(way, {"libcuda.so.1", "libkcache-cuda.so", "KCACHE_REAL_LIBCUDA",
                   "the first libcuda.so.1 of the driver directories",
-                  "the driver's own (no stand-in in LD_PRELOAD: no driver on this node, or "
-                  "--no-cuda)",
+                  "the driver's own (no stand-in in LD_PRELOAD: no driver on this node, "
+                  "--no-cuda or KCACHE_CUDA_STANDIN=0, or a driver it cannot stand in for, "
+                  "which a note names)",
                   ", PTX-only images served SASS from kcache", NoServer()});
   }
 

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/compiler_shims.h"
+#include "client/cli/elf_functions.h"
 #include "client/stand_in/loader_search.h"
 
 namespace kcache::cli {
@@ -77,6 +80,13 @@ StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stan
   if (real.empty() && IsFile(stand_in.found) && !SameFile(stand_in.found, stand_in.library)) {
     real = stand_in.found;
   }
+  if (!real.empty() && stand_in.refuse) {
+    if (std::string why = stand_in.refuse(real); !why.empty()) {
+      if (preloaded) routing.env.emplace_back("LD_PRELOAD", absl::StrJoin(others, ":"));
+      routing.notes.push_back(std::move(why));
+      return routing;
+    }
+  }
   if (real.empty()) {
     if (!stand_in.not_found.empty()) {
       routing.notes.push_back(
@@ -128,15 +138,56 @@ std::string FindNvrtc(int major, const objects::ToolLookup& lookup,
   return "";
 }
 
+namespace {
+
+// The driver API functions (cu[A-Z]...) `driver` exports that `stand_in` does not.
+absl::StatusOr<std::vector<std::string>> FunctionsNotStoodIn(const std::string& driver,
+                                                             const std::string& stand_in) {
+  absl::StatusOr<std::set<std::string>> real = DynamicFunctions(driver);
+  if (!real.ok()) return real.status();
+  absl::StatusOr<std::set<std::string>> ours = DynamicFunctions(stand_in);
+  if (!ours.ok()) return ours.status();
+  std::vector<std::string> missing;
+  for (const std::string& name : *real) {
+    bool api = name.size() > 2 && name.compare(0, 2, "cu") == 0 &&
+               absl::ascii_isupper(static_cast<unsigned char>(name[2]));
+    if (api && !ours->contains(name)) missing.push_back(name);
+  }
+  return missing;
+}
+
+}  // namespace
+
 StandInRouting RouteCuda(const objects::Environment& env, const std::string& stand_in,
                          const std::string& driver, bool enabled) {
-  return RouteStandIn(
-      env,
-      StandIn{"CUDA driver stand-in (cuda/libcuda.so.1 beside libkcache-observe.so)", stand_in,
-              "KCACHE_REAL_LIBCUDA", driver,
-              "",  // no driver (an image's build): nothing to say, nothing loads modules
-              /*only_where_found=*/true},
-      enabled);
+  StandIn cuda{"CUDA driver stand-in (cuda/libcuda.so.1 beside libkcache-observe.so)",
+               stand_in,
+               "KCACHE_REAL_LIBCUDA",
+               driver,
+               "",  // no driver (an image's build): nothing to say, nothing loads modules
+               /*only_where_found=*/true};
+  cuda.refuse = [stand_in](const std::string& real) -> std::string {
+    absl::StatusOr<std::vector<std::string>> not_stood_in = FunctionsNotStoodIn(real, stand_in);
+    if (!not_stood_in.ok()) {
+      return absl::StrCat(
+          "the CUDA driver's functions cannot be compared with kcache's driver "
+          "stand-in's (",
+          not_stood_in.status().message(),
+          "): the stand-in is not preloaded, and module loads go to the driver "
+          "as without kcache");
+    }
+    const std::vector<std::string>& missing = *not_stood_in;
+    if (missing.empty()) return "";
+    size_t shown = std::min<size_t>(missing.size(), 5);
+    return absl::StrCat(
+        "the CUDA driver ", real, " exports ", missing.size(),
+        " functions kcache's driver stand-in does not (",
+        absl::StrJoin(missing.begin(), missing.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+        missing.size() > shown ? ", ..." : "",
+        "): the stand-in is not preloaded, and module loads go to the driver as without kcache "
+        "(a kcache built with a toolkit as new as the driver stands in for them)");
+  };
+  return RouteStandIn(env, cuda, enabled);
 }
 
 }  // namespace kcache::cli

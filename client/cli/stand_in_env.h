@@ -6,6 +6,7 @@
 #ifndef KCACHE_CLIENT_CLI_STAND_IN_ENV_H_
 #define KCACHE_CLIENT_CLI_STAND_IN_ENV_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ struct StandIn {
   // (client/stand_in/loader_search.h), `found` being this environment's: $<real_variable> is
   // set only where the environment had it (kept), so that each process gets its own.
   bool per_process = false;
+  // Asked of the real library chosen: a note's text when the stand-in must not stand in front
+  // of it (it is then not preloaded, and taken out of an LD_PRELOAD that has it); "" to go on.
+  std::function<std::string(const std::string& real)> refuse;
 };
 
 // The routing of `stand_in` for the environment `env`. The real library is $<real_variable>
@@ -71,7 +75,10 @@ std::string FindNvrtc(int major, const objects::ToolLookup& lookup,
 
 // The CUDA driver's: the real driver is `driver` (core/library_build.h FindCudaDriver's: the
 // libcuda.so.1 the loader finds here, "" when none loads, in which case nothing is preloaded,
-// whatever KCACHE_REAL_LIBCUDA names); `stand_in` is objects::FindCudaStandIn's.
+// whatever KCACHE_REAL_LIBCUDA names); `stand_in` is objects::FindCudaStandIn's. Preloaded
+// only in front of a driver every one of whose API functions (cu[A-Z]..., elf_functions.h) the
+// stand-in exports: a driver newer than the toolkit kcache was built with may export functions
+// the stand-in lacks, which a process would then not find by name; a note names them.
 StandInRouting RouteCuda(const objects::Environment& env, const std::string& stand_in,
                          const std::string& driver, bool enabled);
 

@@ -267,6 +267,26 @@ TEST_F(RunEnvironmentTest, DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver) {
   vars = Variables(without.output);
   EXPECT_EQ(vars["LD_PRELOAD"], nvrtc_stand_in);
   EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u) << without.output;
+  // A driver that exports an API function no toolkit's stub has (one newer than the toolkit
+  // kcache was built with): the stand-in would lose it, so it is not preloaded, and a note
+  // names the function.
+  std::string newer = tmp_ / "newer/libcuda.so.1";
+  fs::create_directories(fs::path(newer).parent_path());
+  std::string source = tmp_.Write("newer/fake.c",
+                                  "int cuInit(unsigned f) { return 0; }\n"
+                                  "int cuKcacheNoToolkitHasThis(void) { return 0; }\n");
+  ASSERT_EQ(testing::Run(absl::StrCat("cc -shared -fPIC -o ", newer, " ", source)).exit_code, 0);
+  RunResult refused = Env(absl::StrCat("LD_LIBRARY_PATH=", tmp_ / "newer"));
+  ASSERT_EQ(refused.exit_code, 0) << refused.output;
+  vars = Variables(refused.output);
+  EXPECT_EQ(vars["LD_PRELOAD"], nvrtc_stand_in) << refused.output;
+  EXPECT_EQ(vars.count("KCACHE_REAL_LIBCUDA"), 0u) << refused.output;
+  EXPECT_TRUE(Contains(refused.output,
+                       absl::StrCat("the CUDA driver ", newer,
+                                    " exports 1 functions kcache's driver stand-in does not "
+                                    "(cuKcacheNoToolkitHasThis)")))
+      << refused.output;
+
   // KCACHE_CUDA_STANDIN=0 in the environment: the same, with a note.
   RunResult switched =
       Env(absl::StrCat(loads, "KCACHE_REAL_LIBCUDA=", driver,
