@@ -73,6 +73,14 @@ class NvccLauncherTest : public testing::LauncherTest {
     return daemon;
   }
 
+  // `env` with the toolkit's bin/ first in PATH, so that a plain `nvcc` under `kcache run` is
+  // the toolkit's, which kcache routes (PATH's nvcc being another program, a wrapper script as
+  // some machines have in /usr/local/bin, is left as it is: docs/jit-libraries.md).
+  static testing::LauncherEnv WithToolkitNvcc(testing::LauncherEnv env) {
+    absl::StrAppend(&env.extra, " PATH=/usr/local/cuda/bin:$PATH");
+    return env;
+  }
+
   std::string src_;
 };
 
@@ -252,12 +260,13 @@ TEST_F(NvccLauncherTest, ExplainOutsideKcacheRunSaysHowToCompareAsTheBuildRan) {
   std::string plain = absl::StrReplaceAll(Compile(), {{"$KCACHE ", ""}});
   std::string run =
       absl::StrCat("$KCACHE run --store ", env_.store, " --shims ", tmp_ / "shims", " -- ");
-  ASSERT_EQ(Build("b1", run + plain), Outcome::kMiss) << last_output_;
-  testing::RunResult outside = RunIn(tmp_ / "b1", env_, "$KCACHE explain -- " + plain);
+  testing::LauncherEnv env = WithToolkitNvcc(env_);
+  ASSERT_EQ(Build("b1", run + plain, &env), Outcome::kMiss) << last_output_;
+  testing::RunResult outside = RunIn(tmp_ / "b1", env, "$KCACHE explain -- " + plain);
   EXPECT_TRUE(testing::Contains(outside.output, "miss: ")) << outside.output;
   EXPECT_TRUE(testing::Contains(outside.output, "not the one `kcache run` gives"))
       << outside.output;
-  testing::RunResult inside = RunIn(tmp_ / "b1", env_, run + "$KCACHE explain -- " + plain);
+  testing::RunResult inside = RunIn(tmp_ / "b1", env, run + "$KCACHE explain -- " + plain);
   EXPECT_TRUE(testing::Contains(inside.output, "hit: entry")) << inside.output;
   EXPECT_FALSE(testing::Contains(inside.output, "kcache run` gives")) << inside.output;
 }
@@ -271,11 +280,11 @@ TEST_F(NvccLauncherTest, AnotherUsersStateDirectoryIsServedUnderKcacheRun) {
       Compile("-gencode=arch=compute_89,code=sm_89", "-include cuda_fp16.h -I\\$CUDA_HOME/include"),
       {{"$KCACHE ", ""}});
   std::string run = absl::StrCat("$KCACHE run --store ", env_.store, " -- sh -c \"", compile, "\"");
-  testing::LauncherEnv image = env_, pod = env_, bare = env_;
+  testing::LauncherEnv image = WithToolkitNvcc(env_), pod = image, bare = image;
   image.state_dir = tmp_ / "image-state";
-  image.extra = absl::StrCat("HOME=", tmp_ / "root-home");
+  absl::StrAppend(&image.extra, " HOME=", tmp_ / "root-home");
   pod.state_dir = tmp_ / "pod-state";
-  pod.extra = absl::StrCat("HOME=", tmp_ / "user-home");
+  absl::StrAppend(&pod.extra, " HOME=", tmp_ / "user-home");
   ASSERT_EQ(Build("image", run, &image), Outcome::kMiss) << last_output_;
   ASSERT_TRUE(testing::Contains(ReadAll(tmp_ / "image/scale.o.d"), "image-state/shims/cuda-"))
       << ReadAll(tmp_ / "image/scale.o.d");
