@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/file_io.h"
 
 namespace kcache::cli {
 namespace {
@@ -29,17 +30,8 @@ class File {
   // `length` bytes at `offset`, all inside the file; false otherwise.
   bool Read(uint64_t offset, uint64_t length, void* out) const {
     if (fd_ < 0 || offset > size_ || length > size_ - offset) return false;
-    auto* bytes = static_cast<char*>(out);
-    while (length > 0) {
-      ssize_t n = pread(fd_, bytes, length, static_cast<off_t>(offset));
-      if (n <= 0) return false;
-      bytes += n;
-      offset += static_cast<uint64_t>(n);
-      length -= static_cast<uint64_t>(n);
-    }
-    return true;
+    return PreadFull(fd_, offset, static_cast<char*>(out), length) == length;
   }
-  uint64_t size() const { return size_; }
 
  private:
   int fd_;

@@ -99,7 +99,7 @@ StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stan
                                                ? stand_in.library
                                                : absl::StrCat(preload, ":", stand_in.library));
   }
-  if (!stand_in.per_process || real != stand_in.found || real == had) {
+  if (!stand_in.per_process || real == had) {  // per process: only the environment's, kept
     routing.env.emplace_back(stand_in.real_variable, real);
   }
   return routing;
@@ -107,18 +107,25 @@ StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stan
 
 StandInRouting RouteNvrtc(const objects::Environment& env, const std::string& stand_in,
                           const std::string& found, bool enabled) {
-  StandIn nvrtc{"NVRTC stand-in (nvrtc/libnvrtc.so.13 beside libkcache-observe.so)", stand_in,
-                "KCACHE_REAL_NVRTC", found,
-                "no real NVRTC (no libnvrtc.so.13 where this environment's processes would "
-                "load one, nor in a CUDA toolkit; set KCACHE_REAL_NVRTC to one)"};
+  StandIn nvrtc;
+  nvrtc.name = "NVRTC stand-in (nvrtc/libnvrtc.so.13 beside libkcache-observe.so)";
+  nvrtc.library = stand_in;
+  nvrtc.real_variable = "KCACHE_REAL_NVRTC";
+  nvrtc.found = found;
+  nvrtc.not_found =
+      "no real NVRTC (no libnvrtc.so.13 where this environment's processes would load one, nor "
+      "in a CUDA toolkit; set KCACHE_REAL_NVRTC to one)";
   nvrtc.per_process = true;
   return RouteStandIn(env, nvrtc, enabled);
 }
 
 StandInRouting RouteNvrtc12(const objects::Environment& env, const std::string& stand_in,
                             const std::string& found, bool enabled) {
-  StandIn nvrtc{"NVRTC 12 stand-in (nvrtc/libnvrtc.so.12 beside libkcache-observe.so)", stand_in,
-                "KCACHE_REAL_NVRTC_12", found, ""};
+  StandIn nvrtc;
+  nvrtc.name = "NVRTC 12 stand-in (nvrtc/libnvrtc.so.12 beside libkcache-observe.so)";
+  nvrtc.library = stand_in;
+  nvrtc.real_variable = "KCACHE_REAL_NVRTC_12";
+  nvrtc.found = found;
   nvrtc.per_process = true;
   return RouteStandIn(env, nvrtc, enabled);
 }
@@ -160,12 +167,12 @@ absl::StatusOr<std::vector<std::string>> FunctionsNotStoodIn(const std::string& 
 
 StandInRouting RouteCuda(const objects::Environment& env, const std::string& stand_in,
                          const std::string& driver, bool enabled) {
-  StandIn cuda{"CUDA driver stand-in (cuda/libcuda.so.1 beside libkcache-observe.so)",
-               stand_in,
-               "KCACHE_REAL_LIBCUDA",
-               driver,
-               "",  // no driver (an image's build): nothing to say, nothing loads modules
-               /*only_where_found=*/true};
+  StandIn cuda;
+  cuda.name = "CUDA driver stand-in (cuda/libcuda.so.1 beside libkcache-observe.so)";
+  cuda.library = stand_in;
+  cuda.real_variable = "KCACHE_REAL_LIBCUDA";
+  cuda.found = driver;  // none (an image's build): nothing to say, nothing loads modules
+  cuda.only_where_found = true;
   cuda.refuse = [stand_in](const std::string& real) -> std::string {
     absl::StatusOr<std::vector<std::string>> not_stood_in = FunctionsNotStoodIn(real, stand_in);
     if (!not_stood_in.ok()) {

@@ -327,7 +327,7 @@ HIDDEN void KcacheSearchNvrtc(KcacheSearch* search, int major, const void* self,
   static const char* const kWheels12[] = {"nvidia/cuda_nvrtc/lib"};
   char soname[32];
   snprintf(soname, sizeof soname, "libnvrtc.so.%d", major);
-  KcacheSearchNeeded(search, soname, self);
+  if (self != NULL) KcacheSearchNeeded(search, soname, self);
   if (major == 13) {
     KcacheSearchPythonWheels(search, soname, kWheels13, 2, python_program);
   } else {

@@ -43,9 +43,11 @@ void KcacheSearchPythonWheels(KcacheSearch* search, const char* soname,
 void KcacheSearchSystem(KcacheSearch* search, const char* soname);
 
 /* Where a process finds libnvrtc.so.`major` (13 or 12) without kcache's stand-in, in this order:
- * KcacheSearchNeeded, KcacheSearchPythonWheels (the wheels' nvidia/cu13/lib, then
- * nvidia/cuda_nvrtc/lib; 12: nvidia/cuda_nvrtc/lib), KcacheSearchSystem, then each of `roots`'
- * lib64 (NULL entries skipped): the toolkit roots the stand-in falls back to. */
+ * KcacheSearchNeeded (this process's objects, when `self`, the stand-in's address, is given;
+ * NULL: asked for another process, which cannot be seen from here), KcacheSearchPythonWheels (the
+ * wheels' nvidia/cu13/lib, then nvidia/cuda_nvrtc/lib; 12: nvidia/cuda_nvrtc/lib),
+ * KcacheSearchSystem, then each of `roots`' lib64 (NULL entries skipped): the toolkit roots the
+ * stand-in falls back to. */
 void KcacheSearchNvrtc(KcacheSearch* search, int major, const void* self,
                        const char* python_program, const char* const* roots, size_t num_roots);
 
