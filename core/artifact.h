@@ -54,6 +54,9 @@ struct ArtifactMeta {
   int64_t created_unix_ms = 0;
   int64_t last_used_unix_ms = 0;
   uint32_t min_driver = 0;  // oldest driver (CUDA version number, e.g. 13000) that loads it
+  // Who stored it, in words, as the kcached that took it saw them ("uid 1000 pid 42 via kcached
+  // on node-a"); "" when not recorded (kernels kcached compiled itself, older stores).
+  std::string put_by;
 };
 
 struct Artifact {

@@ -83,6 +83,10 @@ struct ObjectEntry {
   HeaderManifest manifest;
   std::vector<KeyField> fields;  // key1's fields
   uint64_t size = 0;             // the bundle's bytes
+  // Who put it, in words: what the kcached that took it saw of the peer (a client's own word
+  // for it is replaced), or the user and process of a kcache that wrote its own store. Not part
+  // of the key; "" when not recorded.
+  std::string put_by;
 };
 
 // A named value's key: key1 = SHA-256 over "kcache.named-object\0" and the name (a domain of

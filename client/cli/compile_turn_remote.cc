@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/lib/call_watchdog.h"
+#include "core/process_identity.h"
 #include "kcache/v1/objects.grpc.pb.h"
 
 namespace kcache::cli {
@@ -31,11 +32,7 @@ client::CallWatchdog& Watchdog() {
 }
 
 // "pid 123 on host-a": who this launcher is, for the others' messages.
-std::string ThisLauncher() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return absl::StrCat("kcache pid ", getpid(), " on ", host);
-}
+std::string ThisLauncher() { return absl::StrCat("kcache pid ", getpid(), " on ", HostName()); }
 
 std::string Took(absl::Duration duration) {
   int64_t tenths = absl::ToInt64Milliseconds(duration) / 100;

@@ -34,10 +34,11 @@ std::string ArchRangeText(int min_arch, int max_arch) {
 
 void PrintObjects(const std::vector<ObjectEntry>& entries) {
   if (entries.empty()) return;
-  Table table({"compiler output of", "key", "entry", "headers", "bytes"}, {3, 4});
+  Table table({"compiler output of", "key", "entry", "headers", "bytes", "put by"}, {3, 4});
   for (const ObjectEntry& entry : entries) {
     table.AddRow({entry.source, entry.key.command.ShortHex(), entry.key.entry_id.substr(0, 12),
-                  absl::StrCat(entry.manifest.size()), HumanBytes(entry.size)});
+                  absl::StrCat(entry.manifest.size()), HumanBytes(entry.size),
+                  entry.put_by.empty() ? "-" : entry.put_by});
   }
   std::printf("\n%s%zu compiler outputs\n", table.Render().c_str(), entries.size());
 }
@@ -48,7 +49,8 @@ nlohmann::json ObjectJson(const ObjectEntry& entry) {
            {{"key", entry.key.command.Hex()},
             {"entry", entry.key.entry_id},
             {"headers", entry.manifest.size()},
-            {"size", entry.size}}}};
+            {"size", entry.size},
+            {"put_by", entry.put_by}}}};
 }
 
 std::string HumanBytes(uint64_t bytes) {

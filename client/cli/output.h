@@ -38,10 +38,11 @@ class Table {
 
 // The compiler launchers' outputs and NVRTC outcomes (docs/torch-extensions.md,
 // docs/nvrtc-standin.md) as `kcache ls` prints them after the kernels: a row per entry and a
-// count; nothing when there are none.
+// count; nothing when there are none. "put by" is ObjectEntry::put_by ("-" when not recorded).
 void PrintObjects(const std::vector<ObjectEntry>& entries);
 // The element `kcache ls --json` prints for each of them, after the kernels': its source as
-// "name" and, under "compiler_output", its command key, entry id, header count and bytes.
+// "name" and, under "compiler_output", its command key, entry id, header count, bytes and who
+// put it ("put_by", "" when not recorded).
 nlohmann::json ObjectJson(const ObjectEntry& entry);
 
 // A status line redrawn in place when `out` is a terminal; silent otherwise.

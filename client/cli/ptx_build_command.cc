@@ -104,7 +104,9 @@ void RegisterPtxBuildCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--server", flags->server, "kcached address (default $KCACHE_SERVER)");
   cmd->add_option("--device", flags->device, "the GPU's compute capability, e.g. 8.6")->required();
   cmd->add_option("--driver", flags->driver, "the CUDA driver's version, e.g. 13000 (0: unknown)");
-  cmd->add_option("--client", flags->client, "who asks, for kcached's logs and queue shares");
+  cmd->add_option(
+      "--client", flags->client,
+      "who asks, in words, for kcached's logs (its queue share is this process's user)");
   cmd->add_flag("--quiet", flags->quiet,
                 "print nothing (errors included) unless KCACHE_LOG=1; the exit code still tells");
   cmd->callback([flags, exit_code] { *exit_code = BuildFromPtx(*flags); });

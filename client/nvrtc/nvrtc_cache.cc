@@ -26,6 +26,7 @@
 #include "client/launch/unresponsive_mark.h"
 #include "client/nvrtc/nvrtc_cache_abi.h"
 #include "core/library_build.h"
+#include "core/process_identity.h"
 #include "engine/objects/base_dirs.h"
 #include "engine/objects/header_manifest.h"
 #include "engine/objects/nvrtc_compile.h"
@@ -345,6 +346,7 @@ __attribute__((visibility("default"))) void kcache_nvrtc_store(KcacheNvrtcLookup
   entry.manifest = *std::move(manifest);
   entry.fields = lookup->key.fields;
   entry.size = bytes.size();
+  entry.put_by = absl::StrCat(kcache::ThisProcessInWords(), " (NVRTC stand-in)");
   kcache::nvrtc::HandToKcache(process, *lookup, entry, bytes);
 }
 

@@ -586,9 +586,11 @@ absl::StatusOr<PtxBuildQueued> ArtifactCacheImpl::QueuePtxBuild(const PtxBuildRe
   job.ptx = std::string(ptx);
   job.id = queued.module;
   job.target = *target;
-  job.spec.name = absl::StrCat("loaded by ", request.client.empty() ? "a client" : request.client);
+  const std::string& account = request.peer.empty() ? request.client : request.peer;
+  job.spec.name = absl::StrCat("loaded by ", request.client.empty() ? "a client" : request.client,
+                               request.peer.empty() ? "" : absl::StrCat(" (", request.peer, ")"));
   job.spec.options = fatbin::PtxSassCompileOptions();
-  job.demand.client = request.client;
+  job.demand.client = account;
   switch (ptx_builds_->Add(std::move(job), *toolkit)) {
     case BackgroundCompiles::Added::kQueued:
       return queued;
@@ -601,7 +603,7 @@ absl::StatusOr<PtxBuildQueued> ArtifactCacheImpl::QueuePtxBuild(const PtxBuildRe
           "is not built; a later load asks again");
     case BackgroundCompiles::Added::kClientBound:
       return absl::ResourceExhaustedError(absl::StrCat(
-          "client '", request.client,
+          "client '", account,
           "' has its share of the queue of SASS builds from PTX waiting already (kcached "
           "--ptx-build-queue-per-client): this module is not built; a later load asks again"));
   }

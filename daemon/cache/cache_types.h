@@ -141,7 +141,10 @@ struct SeenKernel {
 struct PtxBuildRequest {
   std::string ptx;     // the module's text; read up to its first NUL, as the driver reads it
   Device device;       // the GPU it was loaded on (a valid SM): the sm_ target built
-  std::string client;  // on whose behalf: the queue's per-client bound, and logs
+  std::string client;  // the name the client gave itself ("" for none): logs only
+  // Who asked, as the kernel vouches for it (daemon/service/peer_identity.h Peer::account:
+  // "uid 1000"): the queue's per-client bound is keyed on it, never on the name. "": the name.
+  std::string peer;
 };
 
 // What became of it.

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "core/process_identity.h"
 #include "core/version.h"
 #include "daemon/cache/artifact_cache.h"
 #include "daemon/cache/statistics.h"
@@ -30,6 +31,7 @@
 #include "daemon/host/probe_listener.h"
 #include "daemon/host/protobuf_log.h"
 #include "daemon/host/store_event_log.h"
+#include "daemon/host/unix_grpc_listener.h"
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/fast_path_server.h"
 #include "daemon/service/kernel_cache_service.h"
@@ -196,7 +198,8 @@ class DaemonImpl final : public Daemon {
     if (!cache.ok()) return cache.status();
     cache_ = *std::move(cache);
     object_service_ = std::make_unique<ObjectCacheService>(object_cache_.get(), object_turns_.get(),
-                                                           options_.objects, statistics_.get());
+                                                           options_.objects, statistics_.get(),
+                                                           &peers_, HostName());
     pool_ = std::make_unique<BlockingPool>(options_.max_request_threads);
 
     grpc::EnableDefaultHealthCheckService(true);
@@ -213,7 +216,7 @@ class DaemonImpl final : public Daemon {
     if (absl::Status s = StartRedisDoor(); !s.ok()) return s;
     // After the door: Stat tells clients where it listens.
     service_ = std::make_unique<KernelCacheService>(
-        ServiceParts{cache_.get(), statistics_.get(), pool_.get(), &tracker_}, &ticker_,
+        ServiceParts{cache_.get(), statistics_.get(), pool_.get(), &tracker_, &peers_}, &ticker_,
         service_options_);
     // The probe port before the main socket, answering NOT_SERVING until that listens: a
     // client that finds the main socket finds the probe port open, and a readiness check is
@@ -261,6 +264,7 @@ class DaemonImpl final : public Daemon {
     // Everything answered: close every connection now (a graceful GOAWAY would wait for idle
     // clients to notice it) and cancel what is left.
     if (probe_listener_) probe_listener_->Stop();
+    if (listener_) listener_->Stop();
     server_->Shutdown(absl::ToChronoTime(absl::Now()));
     if (probe_server_) probe_server_->Shutdown(absl::ToChronoTime(absl::Now()));
     server_->Wait();
@@ -368,27 +372,31 @@ class DaemonImpl final : public Daemon {
     return absl::OkStatus();
   }
 
+  // gRPC binds a TCP --listen itself; a unix socket is bound and accepted by a
+  // UnixGrpcListener, which records who each connection comes from (the services' PeerDirectory).
   absl::Status StartMainServer() {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials());
+    if (socket_path_.empty()) {
+      builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials());
+    }
     builder.RegisterService(service_.get());
     builder.RegisterService(object_service_.get());
-    // Bind with owner-only permissions, then widen to --socket-mode: never more open than
-    // asked, not even for an instant.
-    mode_t old_umask = umask(0177);
     server_ = builder.BuildAndStart();
-    umask(old_umask);
     if (server_ == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot listen on ", options_.listen,
-                       ": gRPC could not bind it (check the folder's "
-                       "permissions, or that the address is valid and free)"));
+                       ": gRPC could not bind it (check that the address is valid and free)"));
     }
     server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
-    if (!socket_path_.empty()) {
-      if (absl::Status s = SetSocketMode(socket_path_, options_.socket_mode); !s.ok()) return s;
-      socket_inode_ = InodeOf(socket_path_);
-    }
+    if (socket_path_.empty()) return absl::OkStatus();
+    // Bound owner-only, then widened to --socket-mode: never more open than asked, not even
+    // for an instant.
+    absl::StatusOr<std::unique_ptr<UnixGrpcListener>> listener =
+        UnixGrpcListener::Start(socket_path_, server_.get(), &peers_);
+    if (!listener.ok()) return listener.status();
+    listener_ = *std::move(listener);
+    if (absl::Status s = SetSocketMode(socket_path_, options_.socket_mode); !s.ok()) return s;
+    socket_inode_ = InodeOf(socket_path_);
     return absl::OkStatus();
   }
 
@@ -565,6 +573,7 @@ class DaemonImpl final : public Daemon {
     metrics.object_memory_bytes = object_memo_ != nullptr ? object_memo_->bytes() : 0;
     metrics.uncached_options = statistics_->uncached_options().Snapshot();
     metrics.serving = serving_.load();
+    metrics.main_socket_accept_failures = listener_ != nullptr ? listener_->failed() : 0;
     return metrics;
   }
 
@@ -624,6 +633,8 @@ class DaemonImpl final : public Daemon {
   std::unique_ptr<grpc::Server> probe_server_;
   std::unique_ptr<ProbeListener> probe_listener_;  // stopped before probe_server_ shuts down
   std::unique_ptr<grpc::Server> server_;
+  PeerDirectory peers_;                         // who each unix socket connection is
+  std::unique_ptr<UnixGrpcListener> listener_;  // a unix --listen; stopped before server_
   ServiceOptions service_options_;    // as the service got them (toolkit, start time) for metrics
   std::atomic<bool> serving_{false};  // from the main socket's start to shutdown's
   std::vector<std::pair<std::string, Store*>> described_;  // the cache's stores, to describe

@@ -413,6 +413,10 @@ std::string RenderMetrics(const CacheSnapshot& snapshot, const DaemonMetrics& da
   out.Sample("kcache_queued_bytes_limit", "gauge",
              "Payload bytes queued for clients before Resolves are refused (--queued-max-bytes).",
              "", static_cast<double>(daemon.queued_bytes_limit));
+  out.Sample("kcache_main_socket_accept_failures_total", "counter",
+             "Connections to the unix --listen socket that could not be accepted for want of "
+             "descriptors or memory (each waits in the backlog; raise the descriptor limit).",
+             "", static_cast<double>(daemon.main_socket_accept_failures));
   Counters(snapshot, out);
   out.Sample("kcache_memory_cache_bytes", "gauge", "Payload bytes in the memory cache.", "",
              static_cast<double>(snapshot.memory_bytes));

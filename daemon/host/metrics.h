@@ -44,6 +44,8 @@ struct DaemonMetrics {
   // Launcher commands run uncached by reason and option (daemon/cache/uncached_options.h).
   std::vector<UncachedOptionCount> uncached_options;
   bool serving = true;  // false while shutting down
+  // Accepts on the unix --listen socket that failed for want of descriptors or memory.
+  uint64_t main_socket_accept_failures = 0;
 };
 
 // The whole exposition: counters, gauges (memory, stores, tiers up), histograms.

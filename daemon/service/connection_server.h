@@ -103,6 +103,9 @@ class Connection {
 
   // Unique in the server, never reused; 2 or more.
   uint64_t id() const { return id_; }
+  // The socket (-1 once closed): for what the kernel says of its peer (peer_identity.h), not
+  // to read or write around the server.
+  int descriptor() const { return fd_; }
 
   // Queues a reply, sent in order after what was queued before it. kPackets: one packet.
   // kStream: appended to the bytes not yet sent.

@@ -206,8 +206,10 @@ grpc::ServerUnaryReactor* KernelCacheService::BuildFromPtx(grpc::CallbackServerC
     reactor->Finish(ToGrpcStatus(valid));
     return reactor;
   }
-  parts_.pool->Submit([this, reactor, request, response] {
-    PtxBuildRequest build{request->ptx(), DeviceFromProto(request->device()), request->client()};
+  Peer who = parts_.peers->Who(context->peer());
+  parts_.pool->Submit([this, reactor, request, response, account = std::move(who.account)] {
+    PtxBuildRequest build{request->ptx(), DeviceFromProto(request->device()), request->client(),
+                          account};
     absl::StatusOr<PtxBuildQueued> queued = parts_.cache->BuildFromPtx(build);
     if (queued.ok()) {
       response->set_module_id(std::string(queued->module.Bytes()));

@@ -16,6 +16,7 @@
 #include "daemon/cache/statistics.h"
 #include "daemon/service/blocking_pool.h"
 #include "daemon/service/call_tracker.h"
+#include "daemon/service/peer_identity.h"
 #include "daemon/service/progress_ticker.h"
 #include "kcache/v1/kcache.grpc.pb.h"
 
@@ -53,6 +54,8 @@ struct ServiceParts {
   Statistics* stats = nullptr;
   BlockingPool* pool = nullptr;
   CallTracker* tracker = nullptr;
+  // Who each connection is (the per-client share of the PTX build queue is theirs).
+  const PeerDirectory* peers = nullptr;
 };
 
 class KernelCacheService final : public KernelCacheServiceBase {

@@ -203,7 +203,7 @@ absl::StatusOr<ObjectEntry> ObjectCacheService::CheckedEntry(const v1::PutObject
   return entry;
 }
 
-grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
+grpc::Status ObjectCacheService::PutObject(grpc::ServerContext* context,
                                            grpc::ServerReader<v1::PutObjectRequest>* reader,
                                            v1::PutObjectResponse*) {
   v1::PutObjectRequest message;
@@ -213,6 +213,7 @@ grpc::Status ObjectCacheService::PutObject(grpc::ServerContext*,
   }
   absl::StatusOr<ObjectEntry> entry = CheckedEntry(message);
   if (!entry.ok()) return ToGrpcStatus(entry.status());
+  entry->put_by = absl::StrCat(peers_->Who(context->peer()).words, " via kcached on ", node_);
   // What the upload may hold (kUploadCopies times its announced size) is taken before a byte
   // of the bundle is read, and held to the end.
   const uint64_t holds = UploadHolds(entry->size);

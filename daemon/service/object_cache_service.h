@@ -9,9 +9,12 @@
 #define KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_
 
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "daemon/cache/statistics.h"
 #include "daemon/service/byte_budget.h"
+#include "daemon/service/peer_identity.h"
 #include "engine/objects/compile_turns.h"
 #include "engine/objects/object_cache.h"
 #include "kcache/v1/objects.grpc.pb.h"
@@ -62,13 +65,18 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
   // Lookups, objects served and stored and puts refused are counted in `counts` (objects.*
   // statistics; borrowed), and what uploads in flight hold now (UploadHolds of each) in
   // objects.upload_bytes.
-  // `turns` (borrowed) serves AwaitCompile; it must outlive the service too.
+  // `turns` (borrowed) serves AwaitCompile; it must outlive the service too. An entry put is
+  // recorded as put by the peer `peers` (borrowed, outlives the service) says the call came
+  // from, "via kcached on `node`" (this host's name).
   ObjectCacheService(objects::ObjectCache* cache, objects::CompileTurns* turns,
-                     ObjectServiceLimits limits, Statistics* counts)
+                     ObjectServiceLimits limits, Statistics* counts, const PeerDirectory* peers,
+                     std::string node)
       : cache_(cache),
         turns_(turns),
         limits_(limits),
         counts_(counts),
+        peers_(peers),
+        node_(std::move(node)),
         uploads_(limits.max_upload_bytes, counts, Statistic::kObjectUploadBytes) {}
 
   grpc::Status ListObjects(grpc::ServerContext* context, const v1::ListObjectsRequest* request,
@@ -90,6 +98,8 @@ class ObjectCacheService final : public v1::ObjectCache::Service {
   objects::CompileTurns* turns_;
   const ObjectServiceLimits limits_;
   Statistics* counts_;
+  const PeerDirectory* peers_;
+  const std::string node_;
   ByteBudget uploads_;  // UploadHolds of each PutObject call in flight
 };
 

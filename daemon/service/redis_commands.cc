@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/load_check.h"
+#include "core/process_identity.h"
 #include "engine/objects/named_object.h"
 
 namespace kcache {
@@ -51,7 +52,7 @@ std::string Printable(absl::string_view text) {
 
 RedisCommands::RedisCommands(objects::ObjectCache* cache, RedisCommandOptions options,
                              std::function<void(RedisDoorCount, int64_t)> count)
-    : cache_(cache), options_(std::move(options)), count_(std::move(count)) {}
+    : cache_(cache), options_(std::move(options)), count_(std::move(count)), node_(HostName()) {}
 
 RedisExecuted RedisCommands::Execute(const resp::Command& command, RedisSession& session,
                                      std::string* reply,
@@ -239,7 +240,9 @@ void RedisCommands::Set(Call& call) const {
   if ((only_new || only_existing) && objects::HoldsNamedObject(*cache_, args[1]) == only_new) {
     return call.Null();  // not set
   }
-  absl::Status put = objects::PutNamedObject(*cache_, args[1], args[2]);
+  absl::Status put = objects::PutNamedObject(
+      *cache_, args[1], args[2],
+      absl::StrCat(call.session.peer, " via kcached's Redis door on ", node_));
   if (!put.ok()) {
     count_(absl::IsResourceExhausted(put) ? Count::kRefusedValueTooBig : Count::kStoreError, 1);
     return call.Error(absl::StrCat("ERR kcache did not store the value: ", put.message()));

@@ -40,6 +40,8 @@ struct RedisSession {
   // answer a cubin it cannot load, or whose toolkit cannot be read, as a miss. 0 = not told:
   // values are served unchecked.
   uint32_t driver = 0;
+  // Who is connected (peer_identity.h Peer::words): the values SET stores say they put them.
+  std::string peer;
 };
 
 // What the Redis door counts (redis.* statistics, daemon/cache/statistics.h); kConnections is
@@ -120,6 +122,7 @@ class RedisCommands {
   objects::ObjectCache* const cache_;
   const RedisCommandOptions options_;
   const std::function<void(RedisDoorCount, int64_t)> count_;
+  const std::string node_;  // this host's name, for who put a value
 };
 
 }  // namespace kcache

@@ -12,6 +12,7 @@
 #include "daemon/cache/statistics.h"
 #include "daemon/service/byte_budget.h"
 #include "daemon/service/connection_server.h"
+#include "daemon/service/peer_identity.h"
 
 namespace kcache {
 namespace {
@@ -95,9 +96,10 @@ struct RedisDoorShared {
 // before it; one that does not fit the door's total is refused at once.
 class RedisConnection final : public ConnectionHandler {
  public:
-  RedisConnection(RedisDoorShared* door, uint64_t id)
+  RedisConnection(RedisDoorShared* door, uint64_t id, std::string peer)
       : door_(*door), parser_(std::in_place, door->limits) {
     session_.id = static_cast<int64_t>(id);
+    session_.peer = std::move(peer);
     Count(*door_.stats, RedisDoorCount::kConnections, 1);
   }
   ~RedisConnection() override {
@@ -346,7 +348,7 @@ class RedisDoorServerImpl final : public RedisDoorServer, private ConnectionProt
   }
 
   std::unique_ptr<ConnectionHandler> Open(Connection& c) override {
-    return std::make_unique<RedisConnection>(&door_, c.id());
+    return std::make_unique<RedisConnection>(&door_, c.id(), PeerOfSocket(c.descriptor()).words);
   }
 
   std::string Refusal() override {

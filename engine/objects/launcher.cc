@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "core/file_io.h"
+#include "core/process_identity.h"
 #include "engine/objects/file_digests.h"
 #include "engine/objects/object_bundle.h"
 #include "engine/objects/observed_manifest.h"
@@ -216,6 +217,7 @@ absl::Status Store(const LauncherOptions& options, const Prepared& prepared,
   entry.source = prepared.key.source;
   entry.manifest = std::move(*manifest);
   entry.fields = prepared.key.fields;
+  entry.put_by = absl::StrCat(ThisProcessInWords(), " (kcache)");  // kcached puts its own words
   absl::StatusOr<std::unique_ptr<ObjectCache>> cache = options.open_cache();
   absl::Status put = cache.ok() ? (*cache)->Put(entry, bytes) : cache.status();
   if (!put.ok()) {

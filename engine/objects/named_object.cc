@@ -10,7 +10,8 @@
 
 namespace kcache::objects {
 
-absl::Status PutNamedObject(ObjectCache& cache, absl::string_view name, std::string value) {
+absl::Status PutNamedObject(ObjectCache& cache, absl::string_view name, std::string value,
+                            std::string put_by) {
   ObjectBundle bundle;
   bundle.object = std::move(value);
   bundle.deps.targets.emplace_back(name);
@@ -20,6 +21,7 @@ absl::Status PutNamedObject(ObjectCache& cache, absl::string_view name, std::str
   entry.source = absl::CHexEscape(name);
   entry.fields.emplace_back("name", entry.source);
   entry.size = bytes.size();
+  entry.put_by = std::move(put_by);
   return cache.Put(entry, bytes);
 }
 

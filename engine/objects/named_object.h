@@ -20,8 +20,9 @@ namespace kcache::objects {
 
 // Stores `value` under `name`, replacing what was there. The cache's errors pass through
 // (ResourceExhausted over its byte bound or on a full disk; AlreadyExists when a baked store
-// holds the name).
-absl::Status PutNamedObject(ObjectCache& cache, absl::string_view name, std::string value);
+// holds the name). `put_by` says who put it (ObjectEntry::put_by).
+absl::Status PutNamedObject(ObjectCache& cache, absl::string_view name, std::string value,
+                            std::string put_by = "");
 
 // The value under `name`. NotFound when absent, corrupt, or not this name's.
 absl::StatusOr<std::string> GetNamedObject(ObjectCache& cache, absl::string_view name);

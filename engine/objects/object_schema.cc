@@ -32,6 +32,7 @@ ObjectEntry ObjectEntryFromArtifact(const ArtifactMeta& meta) {
   entry.source = meta.kernel_name;
   entry.manifest = meta.lowered_names;
   entry.size = meta.size;
+  entry.put_by = meta.put_by;
   for (absl::string_view line : absl::StrSplit(meta.compile_log, '\n', absl::SkipEmpty())) {
     std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits('\t', 1));
     std::string name, value;
@@ -61,6 +62,7 @@ Artifact ArtifactFromObjectEntry(const ObjectEntry& entry, std::string bundle_by
     absl::StrAppend(&artifact.meta.compile_log, absl::CEscape(field.first), "\t",
                     absl::CEscape(field.second), "\n");
   }
+  artifact.meta.put_by = entry.put_by;
   artifact.meta.created_unix_ms = NowUnixMillis();
   artifact.bytes = std::move(bundle_bytes);
   return artifact;

@@ -7,6 +7,7 @@
 //   meta   kernel_name   = the entry's source
 //          lowered_names = its header manifest, line for line
 //          compile_log   = its key fields, one "name\tvalue\n" line each, both C-escaped
+//          put_by        = who put it
 //          size, checksum, created/last-used times as every artifact's
 //   bytes  the bundle (object_bundle.h)
 // Existing stores, baked stores and the fleet tier's frames hold exactly these bytes: a change

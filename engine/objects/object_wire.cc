@@ -20,6 +20,7 @@ void ToWire(const ObjectEntry& entry, v1::ObjectEntry* wire) {
     field->set_value(value);
   }
   wire->set_size(entry.size);
+  wire->set_put_by(entry.put_by);
 }
 
 absl::StatusOr<ObjectEntry> FromWire(v1::ObjectEntry wire) {
@@ -45,6 +46,7 @@ absl::StatusOr<ObjectEntry> FromWire(v1::ObjectEntry wire) {
     entry.fields.emplace_back(std::move(*field.mutable_name()), std::move(*field.mutable_value()));
   }
   entry.size = wire.size();
+  entry.put_by = std::move(*wire.mutable_put_by());
   return entry;
 }
 

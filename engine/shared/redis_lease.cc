@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/process_identity.h"
 
 namespace kcache {
 namespace {
@@ -22,9 +23,7 @@ constexpr char kRenewScript[] =
     "end return 0";
 
 std::string NewToken() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return absl::StrCat(host, "/", getpid(), "/", std::random_device{}());
+  return absl::StrCat(HostName(), "/", getpid(), "/", std::random_device{}());
 }
 
 std::string Millis(absl::Duration duration) {

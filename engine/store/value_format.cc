@@ -47,6 +47,7 @@ enum ArtifactTag : uint8_t {
   kTagCreated = 8,
   kTagLastUsed = 9,
   kTagMinDriver = 10,
+  kTagPutBy = 11,
 };
 enum KernelTag : uint8_t {
   kTagKernelId = 1,
@@ -289,6 +290,7 @@ std::string ArtifactMetaBlock(const ArtifactMeta& meta) {
   w.U64(kTagCreated, static_cast<uint64_t>(meta.created_unix_ms));
   w.U64(kTagLastUsed, static_cast<uint64_t>(meta.last_used_unix_ms));
   w.U64(kTagMinDriver, meta.min_driver);
+  if (!meta.put_by.empty()) w.Bytes(kTagPutBy, meta.put_by);
   return std::move(w.out());
 }
 
@@ -339,6 +341,9 @@ absl::StatusOr<ArtifactMeta> ParseArtifactMetaBlock(absl::string_view block) {
       case kTagMinDriver:
         ok = ReadU64(field, &n) && n <= UINT32_MAX;
         meta.min_driver = static_cast<uint32_t>(n);
+        break;
+      case kTagPutBy:
+        meta.put_by = std::string(field);
         break;
       default:
         break;  // a field added later: skipped

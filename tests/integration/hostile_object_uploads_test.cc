@@ -6,6 +6,7 @@
 // client's lookups are answered throughout.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/object_entry.h"
+#include "core/process_identity.h"
 #include "kcache/v1/objects.grpc.pb.h"
 #include "tests/testutil/daemon_process.h"
 #include "tests/testutil/kcache_rpc.h"
@@ -283,6 +286,35 @@ TEST_F(HostileObjectUploadsWrittenTest, WrittenUploadsHoldWithinTheUploadBound) 
   GTEST_SKIP() << "under AddressSanitizer resident memory is its shadow and quarantine too";
 #endif
   EXPECT_LE(grew, kBoundBytes + kept + kSlackBytes);
+}
+
+TEST_F(HostileObjectUploadsTest, WhoPutAnEntryIsWhatKcachedSawNotWhatTheClientSays) {
+  grpc::ClientContext context;
+  v1::PutObjectResponse response;
+  auto writer = objects_->PutObject(&context, &response);
+  v1::PutObjectRequest first;
+  *first.mutable_entry() = Entry('w', 10);
+  first.mutable_entry()->set_put_by("uid 4242 pid 1 via kcached on elsewhere");  // forged
+  first.set_data(std::string(10, 'd'));
+  ASSERT_TRUE(writer->Write(first));
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  grpc::ClientContext list_context;
+  v1::ListObjectsRequest request;
+  request.set_key1(std::string(32, 'w'));
+  v1::ListObjectsResponse listed;
+  ASSERT_TRUE(objects_->ListObjects(&list_context, request, &listed).ok());
+  ASSERT_EQ(listed.entries_size(), 1);
+  EXPECT_EQ(listed.entries(0).put_by(),
+            absl::StrCat("uid ", getuid(), " pid ", getpid(), " via kcached on ", HostName()));
+  // `kcache ls --server` shows it.
+  ::kcache::testing::RunResult ls = ::kcache::testing::Run(
+      absl::StrCat(::kcache::testing::KcacheCli(), " ls --server ", daemon_.address()));
+  EXPECT_TRUE(
+      Contains(ls.output, absl::StrCat("uid ", getuid(), " pid ", getpid(), " via kcached")))
+      << ls.output;
+  EXPECT_FALSE(Contains(ls.output, "4242")) << ls.output;
 }
 
 TEST_F(HostileObjectUploadsTest, AnEntryWithHugeMetadataIsRefusedBeforeItsBytes) {

@@ -5,6 +5,8 @@
 // that compiles nothing) is refused with a reason and counted; PTX nvJitLink refuses is counted
 // failed and leaves kcached serving. The queue's bounds: artifact_cache_test.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -101,6 +103,58 @@ TEST_F(PtxBuildTest, SassBuiltForTheNextLoadIsServedByTheModuleId) {
   arch = CubinSmArch(Served(ptx, "8.9", &output));
   ASSERT_TRUE(arch.ok()) << output;
   EXPECT_EQ(*arch, 89);
+}
+
+// "/path" of "unix:///path".
+std::string UnixSocketPathOf(const std::string& address) { return address.substr(7); }
+
+// A module nvJitLink takes seconds over (a hundred thousand fused multiply-adds): the one
+// compile worker is busy with it while the next requests arrive, so that they wait in the queue.
+std::string SlowPtx() {
+  std::string body = "  .reg .f32 %f<32>;\n";
+  for (int i = 0; i < 32; ++i) absl::StrAppend(&body, "  mov.f32 %f", i, ", 0f3F800000;\n");
+  for (int i = 0; i < 60000; ++i) {
+    absl::StrAppend(&body, "  fma.rn.f32 %f", i % 32, ", %f", (i * 7 + 3) % 32, ", %f",
+                    (i * 13 + 5) % 32, ", %f", i % 32, ";\n");
+  }
+  for (int i = 0; i < 32; ++i)
+    absl::StrAppend(&body, "  st.global.f32 [%rd1+", 4 * i, "], %f", i, ";\n");
+  return Ptx(75, absl::StrCat("  .reg .u64 %rd<2>;\n  ld.param.u64 %rd1, [p];\n", body, "  ret;\n"),
+             "slow");
+}
+
+TEST_F(PtxBuildTest, AClientsShareOfTheQueueIsItsUsersWhateverNamesItGivesItself) {
+  StartDaemon(
+      {"--compile-workers", "1", "--ptx-build-queue-per-client", "2", "--socket-mode", "0666"});
+  ASSERT_EQ(Ask(SlowPtx(), "--device 8.6 --client slow").exit_code, 0);
+  // Five more modules, each asked under a name of its own, while the slow one builds: one user's
+  // share (2) waits, the rest are refused, naming the user.
+  int queued = 0;
+  std::string refusals;
+  for (int i = 0; i < 5; ++i) {
+    RunResult asked = Ask(Ptx(75, "  ret;\n", absl::StrCat("k", i)),
+                          absl::StrCat("--device 8.6 --client name", i));
+    if (asked.exit_code == 0) {
+      ++queued;
+    } else {
+      refusals += asked.output;
+    }
+  }
+  EXPECT_LE(queued, 2) << refusals;
+  EXPECT_TRUE(Contains(refusals, absl::StrCat("client 'uid ", getuid(), "' has its share")))
+      << refusals;
+  // Another user is another client: its module waits beside this user's full share.
+  if (getuid() == 0) {
+    // The daemon's folder (made owner-only) opened for the other user to reach the socket.
+    std::string socket = UnixSocketPathOf(daemon_->address());
+    ASSERT_EQ(chmod(socket.substr(0, socket.rfind('/')).c_str(), 0711), 0);
+    std::string file = tmp_.Write("other-user.ptx", Ptx(75, "  ret;\n", "other"));
+    RunResult other = testing::Run(absl::StrCat(
+        "setpriv --reuid 65534 --regid 65534 --clear-groups ", testing::KcacheCli(),
+        " cuda-build-ptx --server ", daemon_->address(), " --device 8.6 --client name0 < ", file));
+    EXPECT_EQ(other.exit_code, 0) << other.output;
+    EXPECT_TRUE(Contains(other.output, "queued to build")) << other.output;
+  }
 }
 
 TEST_F(PtxBuildTest, WhatCannotBeBuiltIsRefusedWithTheReasonAndCounted) {

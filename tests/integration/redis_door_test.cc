@@ -328,6 +328,30 @@ TEST(RedisDoorRestartTest, ValuesOutliveARestartOnAUnixSocket) {
   EXPECT_EQ(Shell("redis-cli -s " + socket + " GET pt2:kept").output, "value1\n");
 }
 
+TEST(RedisDoorPutByTest, AValueSaysWhoSetItAsTheKernelSawThem) {
+  if (Shell("redis-cli --version").exit_code != 0) GTEST_SKIP() << "redis-cli is not installed";
+  DaemonProcess daemon;
+  std::string socket = daemon.dir() + "/redis.sock";
+  int port = FreePort();
+  daemon.options().extra_flags = {"--no-toolkit", "--redis-listen", "unix:" + socket};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  EXPECT_EQ(Shell("redis-cli -s " + socket + " SET pt2:from-unix value1").output, "OK\n");
+  std::string ls =
+      Shell(absl::StrCat(::kcache::testing::KcacheCli(), " ls --server ", daemon.address())).output;
+  EXPECT_TRUE(Contains(ls, absl::StrCat("uid ", getuid(), " pid "))) << ls;
+  EXPECT_TRUE(Contains(ls, "via kcached's Redis door on")) << ls;
+  // Over TCP: the client's address and port.
+  EXPECT_EQ(daemon.Stop(), 0);
+  daemon.options().extra_flags = {"--no-toolkit", "--redis-listen",
+                                  absl::StrCat("127.0.0.1:", port)};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  EXPECT_EQ(Shell(absl::StrCat("redis-cli -p ", port, " SET pt2:from-tcp value2")).output, "OK\n");
+  ls = Shell(absl::StrCat(::kcache::testing::KcacheCli(), " ls --server ", daemon.address(),
+                          " --json"))
+           .output;
+  EXPECT_TRUE(Contains(ls, "\"put_by\": \"ipv4:127.0.0.1:")) << ls;
+}
+
 // The door on a unix socket is its owner's alone by default (--redis-socket-mode 0600): another
 // local user cannot connect, where on loopback TCP any could. `kcache env --server ADDR --redis`
 // asks kcached for the door, so the worker is given no second address.

@@ -150,6 +150,7 @@ ArtifactMeta SampleMeta(absl::string_view bytes) {
   meta.created_unix_ms = 1700000000123;
   meta.last_used_unix_ms = -5;
   meta.min_driver = 13000;
+  meta.put_by = "uid 1000 pid 42 via kcached on node-a";
   return meta;
 }
 
@@ -164,6 +165,7 @@ void ExpectSameMeta(const ArtifactMeta& a, const ArtifactMeta& b) {
   EXPECT_EQ(a.created_unix_ms, b.created_unix_ms);
   EXPECT_EQ(a.last_used_unix_ms, b.last_used_unix_ms);
   EXPECT_EQ(a.min_driver, b.min_driver);
+  EXPECT_EQ(a.put_by, b.put_by);
 }
 
 KernelRecord SampleKernel() {
@@ -202,6 +204,21 @@ TEST(ValueFormatTest, ArtifactRoundTripsRawAndCompressed) {
   absl::StatusOr<ArtifactMeta> listed = DecodeArtifactMetaValue(EncodeArtifactMetaValue(meta));
   ASSERT_TRUE(listed.ok()) << listed.status();
   ExpectSameMeta(*listed, meta);
+}
+
+TEST(ValueFormatTest, MetadataWithoutWhoPutItReadsAsNotRecordedAndIsWrittenAsBefore) {
+  std::string bytes = "payload";
+  ArtifactMeta meta = SampleMeta(bytes);
+  std::string with = EncodeArtifactMetaValue(meta);
+  meta.put_by.clear();
+  std::string without = EncodeArtifactMetaValue(meta);
+  // No field at all when not recorded: values written before put_by are these bytes.
+  EXPECT_EQ(with.size(),
+            without.size() + 1 + 4 + std::string("uid 1000 pid 42 via kcached on node-a").size())
+      << "put_by is one field of tag, length and bytes";
+  absl::StatusOr<ArtifactMeta> listed = DecodeArtifactMetaValue(without);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->put_by, "");
 }
 
 TEST(ValueFormatTest, IncompressiblePayloadIsStoredRaw) {
