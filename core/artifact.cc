@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/coding.h"
 
 namespace kcache {
 namespace {
@@ -45,7 +46,7 @@ absl::StatusOr<ArtifactKey> DecodeKeyTail(absl::string_view encoded, ArtifactKey
   if (encoded.size() != 4) {
     return BadKey(absl::StrCat("expected 4 driver bytes at the end, found ", encoded.size()));
   }
-  for (char c : encoded) key.driver = (key.driver << 8) | static_cast<uint8_t>(c);
+  key.driver = DecodeBigEndian32(encoded.data());
   return key;
 }
 
@@ -82,9 +83,7 @@ std::string ArtifactKey::Encode() const {
   out.push_back(static_cast<char>(kind));
   AppendShortString(out, target_text);
   AppendShortString(out, toolkit);
-  for (int shift = 24; shift >= 0; shift -= 8) {  // big-endian: keys sort by driver
-    out.push_back(static_cast<char>((driver >> shift) & 0xff));
-  }
+  PutBigEndian32(out, driver);  // keys sort by driver
   return out;
 }
 

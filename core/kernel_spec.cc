@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/coding.h"
 #include "core/sha256.h"
 #include "core/xxh128.h"
 
@@ -19,18 +20,23 @@ constexpr char kFramingMagic[] = "kcache.kernel";  // written with its terminati
 // pieces without copying the source into one buffer first.
 template <typename Put>
 void FrameKernel(const KernelSpec& spec, Put&& put) {
-  auto little_endian = [&](uint64_t v, int bytes) {
+  auto fixed32 = [&](uint32_t v) {
+    char out[4];
+    EncodeFixed32(out, v);
+    put(absl::string_view(out, sizeof(out)));
+  };
+  auto fixed64 = [&](uint64_t v) {
     char out[8];
-    for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-    put(absl::string_view(out, bytes));
+    EncodeFixed64(out, v);
+    put(absl::string_view(out, sizeof(out)));
   };
   auto tag = [&](char t) { put(absl::string_view(&t, 1)); };
   auto field = [&](absl::string_view bytes) {
-    little_endian(bytes.size(), 8);
+    fixed64(bytes.size());
     put(bytes);
   };
   put(absl::string_view(kFramingMagic, sizeof(kFramingMagic)));  // with its NUL
-  little_endian(kKernelIdSchemaVersion, 4);
+  fixed32(kKernelIdSchemaVersion);
   tag('S');
   field(spec.source);
   for (const auto& [name, content] : spec.headers) {  // std::map: sorted by name

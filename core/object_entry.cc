@@ -4,6 +4,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/coding.h"
 #include "core/sha256.h"
 
 namespace kcache {
@@ -14,8 +15,7 @@ constexpr char kNamedValueDomain[] = "kcache.named-object";
 }  // namespace
 
 void AppendKeyFrame(std::string& out, absl::string_view part) {
-  uint32_t size = static_cast<uint32_t>(part.size());
-  for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<char>(size >> shift));
+  PutFixed32(out, static_cast<uint32_t>(part.size()));
   absl::StrAppend(&out, part);
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/launch/cache_budget.h"
 #include "client/launch/launch_command.h"
+#include "core/coding.h"
 
 namespace kcache::launch {
 namespace {
@@ -31,12 +32,8 @@ bool Unbound(absl::string_view entry) {
 class Writer {
  public:
   void U8(uint8_t v) { bytes_.push_back(static_cast<char>(v)); }
-  void U32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<char>(v >> (8 * i)));
-  }
-  void U64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<char>(v >> (8 * i)));
-  }
+  void U32(uint32_t v) { PutFixed32(bytes_, v); }
+  void U64(uint64_t v) { PutFixed64(bytes_, v); }
   void Raw(absl::string_view v) { bytes_.append(v.data(), v.size()); }
   void Str(absl::string_view v) {
     if (v.size() > kMaxHandedMissString) too_large_ = true;
@@ -63,11 +60,11 @@ class Reader {
   bool ok() const { return ok_; }
   bool done() const { return left_.empty(); }
 
+  // A little-endian integer of 1, 4 or 8 bytes.
   uint64_t Int(size_t size) {
     if (!Take(size)) return 0;
-    uint64_t v = 0;
-    for (size_t i = 0; i < size; ++i) v |= uint64_t{static_cast<uint8_t>(taken_[i])} << (8 * i);
-    return v;
+    if (size == 1) return static_cast<uint8_t>(taken_[0]);
+    return size == 4 ? DecodeFixed32(taken_.data()) : DecodeFixed64(taken_.data());
   }
   absl::string_view Raw(size_t size) { return Take(size) ? taken_ : absl::string_view(); }
   std::string Str() {

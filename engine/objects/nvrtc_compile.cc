@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/coding.h"
 #include "core/library_build.h"
 #include "core/xxh128.h"
 #include "engine/objects/object_bundle.h"
@@ -30,37 +31,18 @@ absl::Status Uncached(UncachedReason* reason, UncachedReason why, std::string me
 
 constexpr absl::string_view kOutcomeMagic = "kcache.nvrtc-outcome.v1\n";
 
-void AppendU32(std::string& out, uint32_t value) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-}
-void AppendU64(std::string& out, uint64_t value) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-}
-
 // Reads the outcome's fields in order, each bounds-checked.
 class Reader {
  public:
   explicit Reader(absl::string_view bytes) : rest_(bytes) {}
-  bool U32(uint32_t* value) {
-    if (rest_.size() < 4) return false;
-    *value = 0;
-    for (int i = 0; i < 4; ++i) *value |= uint32_t{static_cast<uint8_t>(rest_[i])} << (8 * i);
-    rest_.remove_prefix(4);
-    return true;
-  }
+  bool U32(uint32_t* value) { return GetFixed32(rest_, value); }
   bool I32(int* value) {
     uint32_t raw = 0;
     if (!U32(&raw)) return false;
     *value = static_cast<int>(raw);
     return true;
   }
-  bool U64(uint64_t* value) {
-    if (rest_.size() < 8) return false;
-    *value = 0;
-    for (int i = 0; i < 8; ++i) *value |= uint64_t{static_cast<uint8_t>(rest_[i])} << (8 * i);
-    rest_.remove_prefix(8);
-    return true;
-  }
+  bool U64(uint64_t* value) { return GetFixed64(rest_, value); }
   bool Bytes(std::string* out) {
     absl::string_view bytes;
     if (!TakeFramed(rest_, &bytes)) return false;
@@ -86,16 +68,16 @@ NvrtcOutput KeptNvrtcOutput(int size_result, uint64_t size, int result, const ch
 
 std::string EncodeNvrtcOutcome(const NvrtcOutcome& outcome) {
   std::string out(kOutcomeMagic);
-  AppendU32(out, static_cast<uint32_t>(outcome.result));
+  PutFixed32(out, static_cast<uint32_t>(outcome.result));
   for (const NvrtcOutput& output : outcome.outputs) {
-    AppendU32(out, static_cast<uint32_t>(output.size_result));
-    AppendU64(out, output.size);
-    AppendU32(out, static_cast<uint32_t>(output.result));
+    PutFixed32(out, static_cast<uint32_t>(output.size_result));
+    PutFixed64(out, output.size);
+    PutFixed32(out, static_cast<uint32_t>(output.result));
     PutFramed(out, output.bytes);
   }
-  AppendU32(out, static_cast<uint32_t>(outcome.lowered.size()));
+  PutFixed32(out, static_cast<uint32_t>(outcome.lowered.size()));
   for (const auto& [result, name] : outcome.lowered) {
-    AppendU32(out, static_cast<uint32_t>(result));
+    PutFixed32(out, static_cast<uint32_t>(result));
     PutFramed(out, name);
   }
   return out;

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/coding.h"
 
 namespace kcache::objects {
 namespace {
@@ -44,17 +45,13 @@ void PutList(std::string& out, const std::vector<std::string>& list) {
 }  // namespace
 
 void PutFramed(std::string& out, absl::string_view bytes) {
-  uint64_t size = bytes.size();
-  for (int shift = 0; shift < 64; shift += 8) out.push_back(static_cast<char>(size >> shift));
+  PutFixed64(out, bytes.size());
   absl::StrAppend(&out, bytes);
 }
 
 bool TakeFramed(absl::string_view& in, absl::string_view* bytes) {
-  if (in.size() < 8) return false;
   uint64_t size = 0;
-  for (int i = 7; i >= 0; --i) size = (size << 8) | static_cast<uint8_t>(in[i]);
-  in.remove_prefix(8);
-  if (size > in.size()) return false;
+  if (!GetFixed64(in, &size) || size > in.size()) return false;
   *bytes = in.substr(0, size);
   in.remove_prefix(size);
   return true;

@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/coding.h"
 #include "core/sha256.h"
 #include "engine/store/value_format.h"
 
@@ -23,21 +24,11 @@ constexpr char kMagic[] = "KCSE";
 constexpr size_t kHeaderSize = 4 + 1 + 8 + 4;
 constexpr size_t kMacSize = 32;
 
-void AppendU32(std::string* out, uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(value >> shift));
-}
-
-uint32_t ReadU32(absl::string_view in) {
-  uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) value = (value << 8) | static_cast<unsigned char>(in[i]);
-  return value;
-}
-
 // HMAC-SHA-256 over u32be(len(redis_key)) | redis_key | signed_part.
 std::string Mac(absl::string_view key, absl::string_view redis_key, absl::string_view signed_part) {
   std::string message;
   message.reserve(4 + redis_key.size() + signed_part.size());
-  AppendU32(&message, static_cast<uint32_t>(redis_key.size()));
+  PutBigEndian32(message, static_cast<uint32_t>(redis_key.size()));
   message.append(redis_key.data(), redis_key.size());
   message.append(signed_part.data(), signed_part.size());
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -151,7 +142,7 @@ std::string SealSharedEntryAt(const SharedKeys& keys, const Artifact& artifact,
   frame.append(kMagic, 4);
   frame.push_back(static_cast<char>(kSharedEntryVersion));
   frame.append(SharedKeyId(keys.primary()));
-  AppendU32(&frame, static_cast<uint32_t>(body.size()));
+  PutBigEndian32(frame, static_cast<uint32_t>(body.size()));
   frame.append(body);
   frame.append(Mac(keys.primary(), redis_key, frame));
   return frame;
@@ -169,7 +160,7 @@ absl::StatusOr<Artifact> OpenSharedEntryAt(const SharedKeys& keys, const Artifac
     return absl::DataLossError(
         absl::StrCat("shared entry: unknown version ", static_cast<int>(frame[4])));
   }
-  if (ReadU32(frame.substr(13, 4)) != frame.size() - kSharedEntryOverhead) {
+  if (DecodeBigEndian32(frame.data() + 13) != frame.size() - kSharedEntryOverhead) {
     return absl::DataLossError("shared entry: length does not match (truncated or padded)");
   }
   absl::string_view key_id = frame.substr(5, 8);

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/coding.h"
 
 namespace kcache {
 namespace {
@@ -61,21 +62,6 @@ enum KernelTag : uint8_t {
 };
 enum KernelPayloadTag : uint8_t { kTagSource = 1, kTagHeader = 2 };
 
-void PutU32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutU64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint64_t LoadLE(const char* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-void StoreU64(std::string& out, size_t offset, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[offset + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
 absl::Status Corrupt(absl::string_view why) {
   return absl::DataLossError(absl::StrCat("store value is corrupt: ", why));
 }
@@ -85,18 +71,18 @@ class FieldWriter {
  public:
   void Bytes(uint8_t tag, absl::string_view value) {
     out_.push_back(static_cast<char>(tag));
-    PutU32(out_, static_cast<uint32_t>(value.size()));
+    PutFixed32(out_, static_cast<uint32_t>(value.size()));
     absl::StrAppend(&out_, value);
   }
   void U64(uint8_t tag, uint64_t value) {
     std::string bytes;
-    PutU64(bytes, value);
+    PutFixed64(bytes, value);
     Bytes(tag, bytes);
   }
   // A pair: u32le length of `first`, `first`, then `second` to the end of the field.
   void Pair(uint8_t tag, absl::string_view first, absl::string_view second) {
     std::string bytes;
-    PutU32(bytes, static_cast<uint32_t>(first.size()));
+    PutFixed32(bytes, static_cast<uint32_t>(first.size()));
     absl::StrAppend(&bytes, first);
     absl::StrAppend(&bytes, second);
     Bytes(tag, bytes);
@@ -113,12 +99,12 @@ class FieldReader {
   // Next field; false at the end or on truncation (then ok() is false).
   bool Next(uint8_t* tag, absl::string_view* value) {
     if (in_.empty()) return false;
-    if (in_.size() < 5 || in_.size() - 5 < LoadLE(in_.data() + 1, 4)) {
+    if (in_.size() < 5 || in_.size() - 5 < DecodeFixed32(in_.data() + 1)) {
       ok_ = false;
       return false;
     }
     *tag = static_cast<uint8_t>(in_[0]);
-    size_t size = LoadLE(in_.data() + 1, 4);
+    size_t size = DecodeFixed32(in_.data() + 1);
     *value = in_.substr(5, size);
     in_.remove_prefix(5 + size);
     return true;
@@ -132,13 +118,13 @@ class FieldReader {
 
 bool ReadU64(absl::string_view field, uint64_t* out) {
   if (field.size() != 8) return false;
-  *out = LoadLE(field.data(), 8);
+  *out = DecodeFixed64(field.data());
   return true;
 }
 
 bool ReadPair(absl::string_view field, std::string* first, std::string* second) {
-  if (field.size() < 4 || field.size() - 4 < LoadLE(field.data(), 4)) return false;
-  size_t size = LoadLE(field.data(), 4);
+  if (field.size() < 4 || field.size() - 4 < DecodeFixed32(field.data())) return false;
+  size_t size = DecodeFixed32(field.data());
   *first = std::string(field.substr(4, size));
   *second = std::string(field.substr(4 + size));
   return true;
@@ -172,18 +158,18 @@ std::string FrameHead(ValueType type, absl::string_view meta, uint64_t raw_size,
                       absl::string_view payload) {
   std::string out(kMagic, sizeof(kMagic));
   out.reserve(kValueHeaderSize + meta.size());
-  PutU64(out, 0);  // metadata checksum, filled in below
-  PutU64(out, XXH3_64bits(payload.data(), payload.size()));
+  PutFixed64(out, 0);  // metadata checksum, filled in below
+  PutFixed64(out, XXH3_64bits(payload.data(), payload.size()));
   out.push_back(static_cast<char>(kValueFormatVersion));
   out.push_back(static_cast<char>(type));
   out.push_back(static_cast<char>(codec));
   out.push_back(0);  // flags
-  PutU32(out, static_cast<uint32_t>(meta.size()));
-  PutU64(out, payload.size());
-  PutU64(out, raw_size);
+  PutFixed32(out, static_cast<uint32_t>(meta.size()));
+  PutFixed64(out, payload.size());
+  PutFixed64(out, raw_size);
   absl::StrAppend(&out, meta);
-  StoreU64(out, kMetaSumOffset,
-           XXH3_64bits(out.data() + kCoveredOffset, out.size() - kCoveredOffset));
+  EncodeFixed64(out.data() + kMetaSumOffset,
+                XXH3_64bits(out.data() + kCoveredOffset, out.size() - kCoveredOffset));
   return out;
 }
 
@@ -226,22 +212,22 @@ absl::StatusOr<Unframed> Unframe(absl::string_view value, ValueType expected) {
                                 " is not the one this kcache reads (",
                                 static_cast<int>(kValueFormatVersion), ")"));
   }
-  uint64_t meta_size = LoadLE(p + kMetaLenOffset, 4);
-  uint64_t payload_size = LoadLE(p + kPayloadLenOffset, 8);
+  uint64_t meta_size = DecodeFixed32(p + kMetaLenOffset);
+  uint64_t payload_size = DecodeFixed64(p + kPayloadLenOffset);
   uint64_t body = value.size() - kValueHeaderSize;
   if (meta_size > body || payload_size != body - meta_size) {
     return Corrupt(absl::StrCat("lengths (", meta_size, " + ", payload_size,
                                 ") do not match the value size ", value.size()));
   }
   uint64_t covered = kValueHeaderSize - kCoveredOffset + meta_size;
-  if (XXH3_64bits(p + kCoveredOffset, covered) != LoadLE(p + kMetaSumOffset, 8)) {
+  if (XXH3_64bits(p + kCoveredOffset, covered) != DecodeFixed64(p + kMetaSumOffset)) {
     return Corrupt("metadata checksum mismatch");
   }
   Unframed out;
   out.meta = value.substr(kValueHeaderSize, meta_size);
   out.payload = value.substr(kValueHeaderSize + meta_size);
   out.payload_sum = XXH3_64bits(out.payload.data(), out.payload.size());
-  if (out.payload_sum != LoadLE(p + kPayloadSumOffset, 8)) {
+  if (out.payload_sum != DecodeFixed64(p + kPayloadSumOffset)) {
     return Corrupt("payload checksum mismatch");
   }
   if (static_cast<uint8_t>(p[kTypeOffset]) != static_cast<uint8_t>(expected)) {
@@ -253,7 +239,7 @@ absl::StatusOr<Unframed> Unframe(absl::string_view value, ValueType expected) {
     return Corrupt("unknown codec or flags");
   }
   out.codec = static_cast<Codec>(codec);
-  out.raw_size = LoadLE(p + kRawLenOffset, 8);
+  out.raw_size = DecodeFixed64(p + kRawLenOffset);
   if (out.raw_size > kMaxRawSize ||
       (out.codec == Codec::kRaw && out.raw_size != out.payload.size())) {
     return Corrupt("bad payload size");

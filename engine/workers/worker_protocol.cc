@@ -11,6 +11,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/coding.h"
 
 namespace kcache {
 namespace {
@@ -85,7 +86,7 @@ absl::Status WriteFrame(int fd, const google::protobuf::MessageLite& message, ab
                                                      "-byte frame limit"));
   }
   std::string frame(4 + size, '\0');
-  for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  EncodeFixed32(frame.data(), static_cast<uint32_t>(size));
   if (!message.SerializeToArray(frame.data() + 4, static_cast<int>(size))) {
     return absl::InternalError("could not serialize a worker message");
   }
@@ -93,12 +94,9 @@ absl::Status WriteFrame(int fd, const google::protobuf::MessageLite& message, ab
 }
 
 absl::Status ReadFrame(int fd, google::protobuf::MessageLite* message, absl::Time deadline) {
-  unsigned char prefix[4];
-  if (absl::Status s = ReadExact(fd, reinterpret_cast<char*>(prefix), 4, deadline); !s.ok()) {
-    return s;
-  }
-  uint32_t size =
-      prefix[0] | (prefix[1] << 8) | (prefix[2] << 16) | (static_cast<uint32_t>(prefix[3]) << 24);
+  char prefix[4];
+  if (absl::Status s = ReadExact(fd, prefix, 4, deadline); !s.ok()) return s;
+  uint32_t size = DecodeFixed32(prefix);
   if (size > kMaxWorkerFrameBytes) {
     return absl::DataLossError(absl::StrCat("a worker frame claims ", size,
                                             " bytes, over the limit of ", kMaxWorkerFrameBytes));
