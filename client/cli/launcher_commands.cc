@@ -28,7 +28,7 @@
 #include "client/cli/torch_compile_env.h"
 #include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
-#include "client/launch/handed_miss.h"
+#include "client/launch/handed_miss_memfd.h"
 #include "client/launch/launch_command.h"
 #include "core/file_io.h"
 #include "engine/objects/file_digests.h"
@@ -88,7 +88,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStoreToRead(const std::string
 
 // The launchers' options from the environment, their caches taking their time for kcached
 // from `budget` (the command's: client/launch/cache_budget.h). `handed`: the record
-// kcache-launch handed this command over with (client/launch/handed_miss.h), or null.
+// kcache-launch handed this command over with (client/launch/handed_miss_memfd.h), or null.
 objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBudget> budget,
                                                 const objects::HandedMiss* handed = nullptr) {
   objects::LauncherOptions options = launch::LauncherOptionsFromEnvironment();

@@ -16,8 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/cli/fatbin.h"
 #include "client/cli/get_progress.h"
+#include "client/cli/mixed_fatbin.h"
 #include "client/cli/node_devices.h"
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"

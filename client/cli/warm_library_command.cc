@@ -12,7 +12,7 @@
 #include "engine/compile/compiler.h"
 #include "engine/fatbin/library.h"
 #include "engine/fatbin/library_plan.h"
-#include "engine/fatbin/library_warm.h"
+#include "engine/warm/library_warm.h"
 
 namespace kcache::cli {
 namespace {
@@ -21,9 +21,9 @@ using fatbin::Library;
 using fatbin::TargetPlan;
 
 // One line per entry compiled (or found stored).
-class LinePrinter : public fatbin::LibraryWarmObserver {
+class LinePrinter : public LibraryWarmObserver {
  public:
-  void OnBuilt(const fatbin::BuiltEntry& e) override {
+  void OnBuilt(const BuiltEntry& e) override {
     std::printf("  %-7s %-10s from %-12s %9s  %s\n", e.cached ? "cached" : "built",
                 e.sass.ToString().c_str(), e.ptx.ToString().c_str(),
                 e.cached ? "-" : HumanMicros(static_cast<int64_t>(e.micros)).c_str(),
@@ -155,8 +155,8 @@ int RunWarmLibraries(const LibraryWarmFlags& flags) {
     PrintEntries(*library);
     PrintPlan(*library, fatbin::PlanLibrary(*library, *targets), flags.dry_run);
     if (flags.dry_run) continue;
-    absl::StatusOr<fatbin::LibraryWarmResult> result =
-        fatbin::WarmLibrary(*library, *targets, *store, *compiler, &printer);
+    absl::StatusOr<LibraryWarmResult> result =
+        WarmLibrary(*library, *targets, *store, *compiler, &printer);
     if (!result.ok()) {
       std::fflush(stdout);
       std::fprintf(stderr, "error: %s\n", std::string(result.status().message()).c_str());
@@ -165,7 +165,7 @@ int RunWarmLibraries(const LibraryWarmFlags& flags) {
       exit_code = std::max(exit_code, bad_input ? kExitBadInput : kExitFailed);
       continue;
     }
-    for (const fatbin::BuiltEntry& e : result->built) (e.cached ? cached : built)++;
+    for (const BuiltEntry& e : result->built) (e.cached ? cached : built)++;
   }
   if (!flags.dry_run) {
     std::printf("%s: %d built, %d already stored, into %s with %s\n",

@@ -17,7 +17,7 @@
 
 #include "client/launch/cache_budget.h"
 #include "client/launch/fast_object_cache.h"
-#include "client/launch/handed_miss.h"
+#include "client/launch/handed_miss_memfd.h"
 #include "client/launch/handed_miss_record.h"
 #include "client/launch/launch_command.h"
 

@@ -10,9 +10,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/lib/api_convert.h"
 #include "client/lib/circuit_breaker.h"
 #include "client/lib/clock.h"
-#include "client/lib/convert.h"
 #include "client/lib/daemon_rpc.h"
 #include "client/lib/fast_path.h"
 #include "client/lib/known_kernel_ids.h"

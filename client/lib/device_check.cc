@@ -1,7 +1,7 @@
 // CheckRunsOn and EntryPoints (kcache/device.h): a fetched kernel against a GPU by the serving
 // rules, through core/load_check.h and core/entry_points.h.
 #include "absl/strings/str_cat.h"
-#include "client/lib/convert.h"
+#include "client/lib/api_convert.h"
 #include "core/entry_points.h"
 #include "core/load_check.h"
 #include "kcache/device.h"

@@ -7,7 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "client/lib/convert.h"
+#include "client/lib/api_convert.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
 #include "engine/compile/compiler.h"

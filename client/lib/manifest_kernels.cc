@@ -2,10 +2,11 @@
 // (docs/manifest.md, "Baked manifests"), and the baking (BakeManifest).
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/lib/convert.h"
+#include "client/lib/api_convert.h"
 #include "client/lib/known_kernel_ids.h"
 #include "client/lib/wire.h"
 #include "core/artifact.h"
+#include "core/coding.h"
 #include "core/file_io.h"
 #include "core/kernel_spec.h"
 #include "core/manifest.h"
@@ -61,16 +62,12 @@ absl::StatusOr<std::vector<KernelSource>> ParseBaked(absl::string_view bytes,
   bytes.remove_prefix(kBakedMagicV1.size());
   if (version == 2) {
     uint64_t checksum = 0;
-    for (size_t i = 0; i < 8 && i < bytes.size(); ++i) {
-      checksum |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
-    }
-    if (bytes.size() < 8 || PayloadChecksum(bytes.substr(8)) != checksum) {
+    if (!GetFixed64(bytes, &checksum) || PayloadChecksum(bytes) != checksum) {
       return absl::InvalidArgumentError(absl::StrCat(
           path,
           ": a damaged baked manifest (its XXH3-64 checksum does not match its contents); bake "
           "it again with `kcache bake-manifest`"));
     }
-    bytes.remove_prefix(8);
   }
   v1::BakedManifest baked;
   if (!baked.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -142,7 +139,7 @@ absl::Status BakeManifest(const std::string& manifest_path, const std::string& o
   std::string payload = baked.SerializeAsString();
   uint64_t checksum = PayloadChecksum(payload);
   std::string bytes(kBakedMagicV2);
-  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((checksum >> (8 * i)) & 0xff));
+  PutFixed64(bytes, checksum);
   bytes += payload;
   return WriteFileAtomically(out_path, bytes);  // PermissionDenied: bake-manifest exits 1
 }

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "client/lib/convert.h"
+#include "client/lib/api_convert.h"
 
 namespace kcache::client {
 

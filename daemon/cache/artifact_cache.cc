@@ -72,7 +72,7 @@ absl::Status UnsandboxedRefusal() {
 }
 
 // The one check the cache makes of a query: its shape. What a query holds was checked once, at
-// the edge that made it (CheckedQueryFromProto, daemon/service/convert.h).
+// the edge that made it (CheckedQueryFromProto, daemon/service/wire_convert.h).
 absl::Status CheckQuery(const ResolveQuery& query) {
   int given = int{query.record != nullptr} + int{query.id.has_value()} + int{!query.name.empty()};
   if (given != 1) {

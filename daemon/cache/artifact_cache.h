@@ -69,7 +69,7 @@ struct CacheOptions {
 // Thread-safe. Errors: NotFound with the reason (kernel unknown, below min arch, no toolkit,
 // nothing servable and no compile allowed), InvalidArgument (a query naming none or several of
 // spec/id/name, or an ambiguous id prefix; what a query holds is checked once, where it is
-// made: CheckedQueryFromProto, daemon/service/convert.h, checks sizes, options, arch range
+// made: CheckedQueryFromProto, daemon/service/wire_convert.h, checks sizes, options, arch range
 // and device SM, and the compile worker checks a job's options again), Aborted (compile
 // error; the NVRTC log is in the message and the kCompileLogPayload payload),
 // DeadlineExceeded / ResourceExhausted (compile ran past its limits), Unavailable (every

@@ -39,9 +39,10 @@ absl::string_view CacheTierName(CacheTier tier);  // "memory", "local_store", ..
 
 // What a worker asks for: exactly one of `record` (the spec it sent), `id`, `name`.
 struct ResolveQuery {
-  // The spec sent, as the daemon's edge converted it (RecordFromProto, daemon/service/convert.h):
-  // its id is this daemon's ComputeKernelId of it, computed there once per request (a sender's
-  // id is never trusted), and the cache takes it as is. Shared, never copied.
+  // The spec sent, as the daemon's edge converted it (RecordFromProto,
+  // daemon/service/wire_convert.h): its id is this daemon's ComputeKernelId of it, computed there
+  // once per request (a sender's id is never trusted), and the cache takes it as is. Shared, never
+  // copied.
   std::shared_ptr<const KernelRecord> record;
   std::optional<KernelId> id;
   std::string name;

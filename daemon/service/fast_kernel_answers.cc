@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "core/protocol.h"
-#include "daemon/service/convert.h"
+#include "daemon/service/wire_convert.h"
 
 namespace kcache {
 

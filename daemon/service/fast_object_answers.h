@@ -33,7 +33,7 @@ class FastObjectAnswers {
   // list_objects or get_object: the listing (a serialized ListObjectsResponse) or the bundle,
   // placed in the arena under a lease taken in `leases`. Counted as objects.* like the gRPC
   // calls: a listing a lookup, a get an object served. kcache-launch hands a miss's listing on
-  // to kcache, which does not list it again (client/launch/handed_miss.h): one launcher
+  // to kcache, which does not list it again (client/launch/handed_miss_memfd.h): one launcher
   // run, one lookup.
   // The refusal otherwise: FailedPrecondition (no object cache here), InvalidArgument (a
   // listing of every entry is gRPC's), a lease's or the object cache's error.

@@ -11,9 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "core/manifest.h"
 #include "core/protocol.h"
-#include "daemon/service/convert.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
+#include "daemon/service/wire_convert.h"
 
 namespace kcache {
 namespace {

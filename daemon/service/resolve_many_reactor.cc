@@ -23,12 +23,12 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "core/protocol.h"
-#include "daemon/service/convert.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/kernel_cache_service.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/stream_messages.h"
 #include "daemon/service/stream_writer.h"
+#include "daemon/service/wire_convert.h"
 
 namespace kcache {
 namespace {

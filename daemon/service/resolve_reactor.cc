@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/protocol.h"
-#include "daemon/service/convert.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/kernel_cache_service.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/stream_messages.h"
 #include "daemon/service/stream_writer.h"
+#include "daemon/service/wire_convert.h"
 
 namespace kcache {
 namespace {

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "core/manifest.h"
-#include "daemon/service/convert.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/kernel_cache_service.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/stream_writer.h"
+#include "daemon/service/wire_convert.h"
 
 namespace kcache {
 namespace {

@@ -59,7 +59,7 @@ struct LauncherOptions {
   // returns. The digest memo is saved first.
   std::function<int(const HandedMiss& made)> hand_off;
   // Set in the kcache a kcache-launch handed this command to, when its record is this
-  // command's (client/launch/handed_miss.h checks): the real compiler, the key and the lookup
+  // command's (client/launch/handed_miss_memfd.h checks): the real compiler, the key and the lookup
   // are taken from it, not made again (a miss goes straight to await_turn and the compile).
   // Not owned; outlives RunLauncher. Null: the full pass.
   const HandedMiss* handed = nullptr;

@@ -10,7 +10,7 @@
 #include "core/artifact.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
-#include "daemon/service/convert.h"
+#include "daemon/service/wire_convert.h"
 #include "engine/store/value_format.h"
 #include "kcache/v1/kcache.pb.h"
 

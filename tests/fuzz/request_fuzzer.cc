@@ -1,6 +1,6 @@
 // Fuzzes what kcached accepts from a client before anything else sees it: request validation
 // (daemon/service/request_limits.h, with core's ValidateSpecLimits and the option allowlist)
-// and the conversion to core types (daemon/service/convert.h). The first byte picks the
+// and the conversion to core types (daemon/service/wire_convert.h). The first byte picks the
 // message (even: ResolveRequest, odd: WarmRequest); the rest is its wire encoding.
 // Checked: refusals are InvalidArgument; what validation accepts is within core's limits and
 // converts, and a spec survives RecordFromProto/RecordToProto with the same kernel id; parsed
@@ -15,8 +15,8 @@
 #include "core/compile_options.h"
 #include "core/kernel_spec.h"
 #include "core/target.h"
-#include "daemon/service/convert.h"
 #include "daemon/service/request_limits.h"
+#include "daemon/service/wire_convert.h"
 #include "kcache/v1/kcache.pb.h"
 #include "tests/fuzz/fuzz_check.h"
 

@@ -1,5 +1,5 @@
 // kcache-launch hands a miss to kcache with what it made of the command (the key, the real
-// compiler, the lookup: client/launch/handed_miss.h), through a real kcached on a temp unix
+// compiler, the lookup: client/launch/handed_miss_memfd.h), through a real kcached on a temp unix
 // socket and the real c++: a miss is keyed and listed once and counted once; the compiler's
 // processes inherit neither the record's variable nor its descriptor; and a record that is not
 // this command's (another working directory or argv, damaged, forged, no descriptor) is

@@ -35,4 +35,19 @@ for c in "${cases[@]}"; do
   fi
   grep -q "^layering: $file:1:.*$want" <<<"$out" || { echo "FAIL: $file: no line naming it with '$want':"; echo "$out"; exit 1; }
 done
-echo "check_includes.sh: ${#cases[@]} broken trees refused, the good one passed"
+# Two folders that include each other, through a third.
+make_tree
+mkdir -p "$tmp/tree/engine/a" "$tmp/tree/engine/b"
+echo '#include "engine/b/y.h"' >"$tmp/tree/engine/a/x.h"
+echo '#include "engine/store/store.h"' >"$tmp/tree/engine/b/y.h"
+echo '#include "engine/a/x.h"' >"$tmp/tree/engine/store/z.cc"
+if out=$("$check" "$tmp/tree"); then echo "FAIL: a folder cycle passed the check"; exit 1; fi
+for folder in engine/a engine/b engine/store; do
+  grep -q "^layering: folder cycle: .*$folder" <<<"$out" || { echo "FAIL: the cycle's line does not name $folder:"; echo "$out"; exit 1; }
+done
+# Two headers of one name.
+make_tree
+echo '#include "core/target.h"' >"$tmp/tree/client/cli/target.h"
+if out=$("$check" "$tmp/tree"); then echo "FAIL: two headers named target.h passed the check"; exit 1; fi
+grep -q "^layering: two headers named target.h: .*core/target.h" <<<"$out" || { echo "FAIL: no line naming both target.h:"; echo "$out"; exit 1; }
+echo "check_includes.sh: $((${#cases[@]} + 2)) broken trees refused, the good one passed"

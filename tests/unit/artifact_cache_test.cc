@@ -20,7 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/cubin.h"
-#include "daemon/service/convert.h"
+#include "daemon/service/wire_convert.h"
 #include "engine/compile/compiler.h"
 #include "engine/compile/toolkit.h"
 #include "engine/store/store.h"

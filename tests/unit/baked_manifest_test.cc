@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "client/lib/convert.h"
+#include "client/lib/api_convert.h"
 #include "client/lib/known_kernel_ids.h"
 #include "core/artifact.h"
 #include "core/kernel_spec.h"

@@ -1,5 +1,5 @@
 // A miss's record across the exec from kcache-launch to kcache: a sealed memfd.
-#include "client/launch/handed_miss.h"
+#include "client/launch/handed_miss_memfd.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,7 +1,7 @@
 // Conversions between libkcache's public types and kcache_core's, and the checks both the
 // local compiler and the client apply before compiling. Internal to libkcache.
-#ifndef KCACHE_CLIENT_LIB_CONVERT_H_
-#define KCACHE_CLIENT_LIB_CONVERT_H_
+#ifndef KCACHE_CLIENT_LIB_API_CONVERT_H_
+#define KCACHE_CLIENT_LIB_API_CONVERT_H_
 
 #include "absl/status/status.h"
 #include "core/artifact.h"
@@ -23,4 +23,4 @@ absl::Status CheckArchRange(const KernelSource& source, const Device& device);
 
 }  // namespace kcache::client
 
-#endif  // KCACHE_CLIENT_LIB_CONVERT_H_
+#endif  // KCACHE_CLIENT_LIB_API_CONVERT_H_

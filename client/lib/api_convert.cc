@@ -1,4 +1,4 @@
-#include "client/lib/convert.h"
+#include "client/lib/api_convert.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "daemon/service/convert.h"
+#include "daemon/service/wire_convert.h"
 
 #include <memory>
 #include <set>

@@ -1,5 +1,5 @@
 // BuildFatbin (fatbin.h): the toolkit's fatbinary, run with posix_spawn.
-#include "client/cli/fatbin.h"
+#include "client/cli/mixed_fatbin.h"
 
 #include <fcntl.h>
 #include <spawn.h>

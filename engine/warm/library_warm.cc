@@ -1,5 +1,5 @@
 // WarmLibrary (library_warm.h): a library's PTX compiled to SASS (CompileJob::ptx) into a store.
-#include "engine/fatbin/library_warm.h"
+#include "engine/warm/library_warm.h"
 
 #include "absl/strings/str_cat.h"
 #include "engine/compile/compiler.h"
@@ -7,9 +7,17 @@
 #include "engine/fatbin/ptx_sass.h"
 #include "engine/store/store.h"
 
-namespace kcache::fatbin {
+namespace kcache {
 
-absl::StatusOr<LibraryWarmResult> WarmLibrary(const Library& library,
+using fatbin::EntryPayload;
+using fatbin::FatbinEntry;
+using fatbin::PlanLibrary;
+using fatbin::PtxModuleId;
+using fatbin::PtxSassCompileOptions;
+using fatbin::PtxTextTarget;
+using fatbin::TargetPlan;
+
+absl::StatusOr<LibraryWarmResult> WarmLibrary(const fatbin::Library& library,
                                               const std::vector<Target>& targets, Store& store,
                                               Compiler& compiler, LibraryWarmObserver* observer) {
   LibraryWarmResult result;
@@ -60,4 +68,4 @@ absl::StatusOr<LibraryWarmResult> WarmLibrary(const Library& library,
   return result;
 }
 
-}  // namespace kcache::fatbin
+}  // namespace kcache

@@ -2,8 +2,8 @@
 // sealed memfd left open across the exec, its descriptor's number in KCACHE_HANDED_MISS. kcache
 // takes the variable out of its environment and the descriptor out of the process before it
 // runs anything, so the compiler's processes inherit neither.
-#ifndef KCACHE_CLIENT_LAUNCH_HANDED_MISS_H_
-#define KCACHE_CLIENT_LAUNCH_HANDED_MISS_H_
+#ifndef KCACHE_CLIENT_LAUNCH_HANDED_MISS_MEMFD_H_
+#define KCACHE_CLIENT_LAUNCH_HANDED_MISS_MEMFD_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,4 +27,4 @@ absl::StatusOr<objects::HandedMiss> TakeHandedMiss(char** argv);
 
 }  // namespace kcache::launch
 
-#endif  // KCACHE_CLIENT_LAUNCH_HANDED_MISS_H_
+#endif  // KCACHE_CLIENT_LAUNCH_HANDED_MISS_MEMFD_H_

@@ -1,8 +1,8 @@
 // One fatbin holding each distinct SM's cubin of a kernel (`kcache get --device 7.5,8.6
 // --fatbin`): a single context-independent image that every GPU of a mixed node loads, each
 // taking the cubin of its own SM. Built with the CUDA toolkit's `fatbinary` tool.
-#ifndef KCACHE_CLIENT_CLI_FATBIN_H_
-#define KCACHE_CLIENT_CLI_FATBIN_H_
+#ifndef KCACHE_CLIENT_CLI_MIXED_FATBIN_H_
+#define KCACHE_CLIENT_CLI_MIXED_FATBIN_H_
 
 #include <string>
 #include <vector>
@@ -25,4 +25,4 @@ absl::StatusOr<std::string> BuildFatbin(const std::string& toolkit_root,
 
 }  // namespace kcache::cli
 
-#endif  // KCACHE_CLIENT_CLI_FATBIN_H_
+#endif  // KCACHE_CLIENT_CLI_MIXED_FATBIN_H_

@@ -1,7 +1,7 @@
 // Conversions between the wire types (kcache.v1, proto/kcache/v1/kcache.proto) and the core
 // types. The only place that knows both; validation of what arrives is in request_limits.h.
-#ifndef KCACHE_DAEMON_SERVICE_CONVERT_H_
-#define KCACHE_DAEMON_SERVICE_CONVERT_H_
+#ifndef KCACHE_DAEMON_SERVICE_WIRE_CONVERT_H_
+#define KCACHE_DAEMON_SERVICE_WIRE_CONVERT_H_
 
 #include <cstdint>
 #include <vector>
@@ -68,4 +68,4 @@ void ListedPageToProto(std::vector<ListedKernelInfo> kernels, const std::string&
 
 }  // namespace kcache
 
-#endif  // KCACHE_DAEMON_SERVICE_CONVERT_H_
+#endif  // KCACHE_DAEMON_SERVICE_WIRE_CONVERT_H_

@@ -1,7 +1,7 @@
 // SASS built from a library's PTX into a store, for the targets PlanLibrary says it lacks
 // (`kcache warm --library`; docs/ptx-libraries.md).
-#ifndef KCACHE_ENGINE_FATBIN_LIBRARY_WARM_H_
-#define KCACHE_ENGINE_FATBIN_LIBRARY_WARM_H_
+#ifndef KCACHE_ENGINE_WARM_LIBRARY_WARM_H_
+#define KCACHE_ENGINE_WARM_LIBRARY_WARM_H_
 
 #include <cstdint>
 #include <string>
@@ -13,11 +13,9 @@
 #include "engine/fatbin/library_plan.h"
 
 namespace kcache {
+
 class Compiler;
 class Store;
-}  // namespace kcache
-
-namespace kcache::fatbin {
 
 // One PTX -> SASS compile, as reported to a LibraryWarmObserver.
 struct BuiltEntry {
@@ -38,23 +36,23 @@ class LibraryWarmObserver {
 };
 
 struct LibraryWarmResult {
-  std::vector<TargetPlan> plan;
+  std::vector<fatbin::TargetPlan> plan;
   std::vector<BuiltEntry> built;  // in plan order; cached ones included
 };
 
 // Builds every kBuild of PlanLibrary(library, targets) with `compiler` (a PTX job each,
 // CompileJob::ptx: nvJitLink, one at a time, checked to be a cubin for the SM built) and stores
-// each cubin under PtxSassKey (ptx_sass.h) in `store`, unless the store holds that key already.
-// Stops at the first failure, its message naming the library, the entry and the target:
-// DataLoss / InvalidArgument for a PTX payload that does not decompress (fatbin.h) or has no
-// .target, Aborted with nvJitLink's log when the PTX does not compile, FailedPrecondition when
-// the toolkit has no nvJitLink, Internal for a cubin of the wrong SM, the store's errors as Put
-// gives them; what was stored before stays.
-absl::StatusOr<LibraryWarmResult> WarmLibrary(const Library& library,
+// each cubin under PtxSassKey (engine/fatbin/ptx_sass.h) in `store`, unless the store holds that
+// key already. Stops at the first failure, its message naming the library, the entry and the
+// target: DataLoss / InvalidArgument for a PTX payload that does not decompress
+// (engine/fatbin/fatbin.h) or has no .target, Aborted with nvJitLink's log when the PTX does not
+// compile, FailedPrecondition when the toolkit has no nvJitLink, Internal for a cubin of the wrong
+// SM, the store's errors as Put gives them; what was stored before stays.
+absl::StatusOr<LibraryWarmResult> WarmLibrary(const fatbin::Library& library,
                                               const std::vector<Target>& targets, Store& store,
                                               Compiler& compiler,
                                               LibraryWarmObserver* observer = nullptr);
 
-}  // namespace kcache::fatbin
+}  // namespace kcache
 
-#endif  // KCACHE_ENGINE_FATBIN_LIBRARY_WARM_H_
+#endif  // KCACHE_ENGINE_WARM_LIBRARY_WARM_H_
