@@ -78,6 +78,16 @@ absl::StatusOr<std::string> ReadToEnd(int fd, uint64_t max_bytes) {
   }
 }
 
+absl::Status WriteFull(int fd, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return absl::InternalError(absl::StrCat("write: ", strerror(errno)));
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
 size_t PreadFull(int fd, uint64_t offset, char* into, size_t length) {
   size_t done = 0;
   while (done < length) {

@@ -29,6 +29,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
 // read fails, naming the cause.
 absl::StatusOr<std::string> ReadToEnd(int fd, uint64_t max_bytes);
 
+// Writes all of `bytes` to `fd` (a pipe, standard output), again after EINTR and a short write.
+// Internal naming the cause when a write fails.
+absl::Status WriteFull(int fd, absl::string_view bytes);
+
 // Reads up to `length` bytes of `fd` at `offset` into `into` (pread, again after EINTR and a
 // short read): the count read, less than `length` only at the file's end or on an error.
 size_t PreadFull(int fd, uint64_t offset, char* into, size_t length);

@@ -169,6 +169,52 @@ std::string ServerSilence(const objects::Environment& env) {
 // depend on the clock (nvrtc_clock_probe.h; else it is not stored): under the key for any
 // directory when its program is named in one that does not reach the output
 // (nvrtc_any_directory.h), else as handed. kExitBadInput for input that is not one.
+// `kcache nvrtc-get`: the entries KCACHE_STORE holds under each command key on standard input
+// (32 bytes each, at most kMaxNvrtcGetKeys), with their bundles (objects::AppendHandedEntry), on
+// standard output: what the NVRTC stand-in of a process with a store and no kcached checks and
+// serves. At most kMaxNvrtcGetEntries a key and kMaxNvrtcGetAnswer bytes in all; a store that
+// does not open is no entries (a miss).
+int GetNvrtcEntries() {
+  absl::StatusOr<std::string> input =
+      ReadToEnd(STDIN_FILENO, objects::kMaxNvrtcGetKeys * CommandKey::kSize);
+  if (!input.ok() || input->empty() || input->size() % CommandKey::kSize != 0) {
+    return Fail(
+        absl::StrCat("kcache nvrtc-get: standard input must be 1 to ", objects::kMaxNvrtcGetKeys,
+                     " command keys of ", CommandKey::kSize, " bytes"),
+        kExitBadInput);
+  }
+  std::string store_dir = Env("KCACHE_STORE");
+  if (store_dir.empty()) return Fail("kcache nvrtc-get: KCACHE_STORE is not set", kExitBadInput);
+  const bool log = Env("KCACHE_LOG") == "1";
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenLauncherStoreToRead(store_dir);
+  if (!store.ok()) {
+    if (log) {
+      std::fprintf(stderr, "kcache: nvrtc: no lookup in %s: %s\n", store_dir.c_str(),
+                   std::string(store.status().message()).c_str());
+    }
+    return kExitOk;
+  }
+  std::unique_ptr<objects::ObjectCache> cache =
+      objects::NewOwningStoreObjectCache(*std::move(store));
+  std::string answer;
+  for (size_t at = 0; at < input->size(); at += CommandKey::kSize) {
+    CommandKey key1 =
+        *CommandKey::FromBytes(absl::string_view(*input).substr(at, CommandKey::kSize));
+    absl::StatusOr<std::vector<ObjectEntry>> entries = cache->List(key1);
+    if (!entries.ok()) continue;
+    size_t taken = 0;
+    for (const ObjectEntry& entry : *entries) {
+      if (taken == objects::kMaxNvrtcGetEntries) break;
+      absl::StatusOr<std::string> bundle = cache->Get(entry.key);
+      if (!bundle.ok() || answer.size() + bundle->size() > objects::kMaxNvrtcGetAnswer) continue;
+      objects::AppendHandedEntry(answer, entry, *bundle);
+      ++taken;
+    }
+  }
+  if (absl::Status written = WriteFull(STDOUT_FILENO, answer); !written.ok()) return kExitFailed;
+  return kExitOk;
+}
+
 int PutHandedNvrtcCompile() {
   absl::StatusOr<std::string> input =
       ReadToEnd(STDIN_FILENO, objects::kDefaultMaxObjectBytes + (uint64_t{16} << 20));
@@ -369,6 +415,14 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
       "(docs/nvrtc-standin.md); run by it, not by hand");
   nvrtc_put->group("");
   nvrtc_put->callback([exit_code] { *exit_code = PutHandedNvrtcCompile(); });
+
+  CLI::App* nvrtc_get = app.add_subcommand(
+      "nvrtc-get",
+      "answer kcache's NVRTC stand-in, in a process with KCACHE_STORE and no kcached, with the "
+      "store's entries under the command keys on standard input (docs/nvrtc-standin.md); run by "
+      "it, not by hand");
+  nvrtc_get->group("");
+  nvrtc_get->callback([exit_code] { *exit_code = GetNvrtcEntries(); });
 
   CLI::App* explain = app.add_subcommand(
       "explain",

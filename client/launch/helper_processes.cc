@@ -1,11 +1,15 @@
 #include "client/launch/helper_processes.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +37,69 @@ std::string FindKcacheBeside(const void* anchor) {
   }
   return "";
 }
+
+namespace {
+
+// Starts `kcache args...`, its standard input a memfd holding `input` and, when `stdout_fd` is
+// not -1, its standard output that descriptor.
+absl::StatusOr<pid_t> Spawn(const std::string& kcache, const std::vector<std::string>& args,
+                            absl::string_view input, int stdout_fd) {
+  int fd = memfd_create("kcache-input", MFD_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("memfd_create: ", strerror(errno)));
+  size_t written = 0;
+  while (written < input.size()) {
+    ssize_t n = write(fd, input.data() + written, input.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      return absl::InternalError(absl::StrCat("writing the input: ", strerror(errno)));
+    }
+    written += static_cast<size_t>(n);
+  }
+  lseek(fd, 0, SEEK_SET);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDIN_FILENO);
+  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
+  std::vector<std::string> owned = {kcache};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : owned) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int spawned = posix_spawn(&pid, kcache.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fd);
+  if (spawned != 0) {
+    return absl::InternalError(absl::StrCat("cannot start ", kcache, ": ", strerror(spawned)));
+  }
+  return pid;
+}
+
+// Reads `fd` to its end into `out`: DeadlineExceeded past `deadline`, ResourceExhausted past
+// `max` bytes.
+absl::Status ReadUntilEnd(int fd, absl::Time deadline, size_t max, std::string* out) {
+  char buffer[64 << 10];
+  for (;;) {
+    if (absl::Now() > deadline) return absl::DeadlineExceededError("no answer in time");
+    int wait_ms =
+        static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+    pollfd p{fd, POLLIN, 0};
+    int ready = poll(&p, 1, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) return absl::DeadlineExceededError("no answer in time");
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) return absl::InternalError(absl::StrCat("reading the answer: ", strerror(errno)));
+    if (n == 0) return absl::OkStatus();
+    if (out->size() + static_cast<size_t>(n) > max) {
+      return absl::ResourceExhaustedError(absl::StrCat("an answer over ", max, " bytes"));
+    }
+    out->append(buffer, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
 
 HelperProcesses::HelperProcesses(std::string kcache, size_t max_running)
     : kcache_(std::move(kcache)), max_running_(max_running) {}
@@ -70,37 +137,43 @@ absl::Status HelperProcesses::Start(const std::vector<std::string>& args, absl::
     }
     absl::SleepFor(absl::Milliseconds(2));
   }
-  int fd = memfd_create("kcache-input", MFD_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat("memfd_create: ", strerror(errno)));
-  size_t written = 0;
-  while (written < input.size()) {
-    ssize_t n = write(fd, input.data() + written, input.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      close(fd);
-      return absl::InternalError(absl::StrCat("writing the input: ", strerror(errno)));
-    }
-    written += static_cast<size_t>(n);
-  }
-  lseek(fd, 0, SEEK_SET);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDIN_FILENO);
-  std::vector<std::string> owned = {kcache_};
-  owned.insert(owned.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : owned) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int spawned = posix_spawn(&pid, kcache_.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fd);
-  if (spawned != 0) {
-    return absl::InternalError(absl::StrCat("cannot start ", kcache_, ": ", strerror(spawned)));
-  }
+  absl::StatusOr<pid_t> pid = Spawn(kcache_, args, input, -1);
+  if (!pid.ok()) return pid.status();
   std::lock_guard<std::mutex> lock(mutex_);
-  running_.push_back(pid);
+  running_.push_back(*pid);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> HelperProcesses::Ask(const std::vector<std::string>& args,
+                                                 absl::string_view input, absl::Duration timeout,
+                                                 size_t max_output) {
+  if (kcache_.empty()) return absl::FailedPreconditionError("no kcache beside this library");
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  absl::StatusOr<pid_t> pid = Spawn(kcache_, args, input, out[1]);
+  close(out[1]);
+  if (!pid.ok()) {
+    close(out[0]);
+    return pid.status();
+  }
+  std::string output;
+  absl::Status read = ReadUntilEnd(out[0], absl::Now() + timeout, max_output, &output);
+  close(out[0]);
+  if (!read.ok()) kill(*pid, SIGKILL);
+  int status = 0;
+  while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!read.ok()) return read;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::UnknownError(absl::StrCat(
+        "kcache ", args.empty() ? "" : args.front(), " failed (",
+        WIFEXITED(status) ? absl::StrCat("exit code ", WEXITSTATUS(status))
+                          : absl::StrCat("signal ", WIFSIGNALED(status) ? WTERMSIG(status) : 0),
+        ")"));
+  }
+  return output;
 }
 
 }  // namespace kcache::launch

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -42,6 +43,14 @@ class HelperProcesses {
   // memfd or the spawn fails (saying why).
   absl::Status Start(const std::vector<std::string>& args, absl::string_view input,
                      absl::Duration slot_wait);
+
+  // Runs `kcache args...` with `input` as its standard input and waits for it: what it wrote to
+  // standard output (its standard error is the caller's). Counts no slot: the caller waits.
+  // DeadlineExceeded when it has not ended within `timeout`, ResourceExhausted when it writes
+  // more than `max_output` bytes (either way it is killed and reaped); Unknown naming its exit
+  // status when it fails; FailedPrecondition without a kcache; Internal when the spawn fails.
+  absl::StatusOr<std::string> Ask(const std::vector<std::string>& args, absl::string_view input,
+                                  absl::Duration timeout, size_t max_output);
 
   // Reaps the helpers that have ended; with `wait`, waits for the rest (kExitWait at most).
   void Reap(bool wait);

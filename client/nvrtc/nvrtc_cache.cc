@@ -62,6 +62,10 @@ constexpr absl::Duration kDefaultBudget = absl::Milliseconds(50);
 // kSlotWait at most, and is not stored after that.
 constexpr size_t kDefaultMaxStores = 8;
 constexpr absl::Duration kSlotWait = absl::Seconds(10);
+// How long a lookup in KCACHE_STORE (no kcached: `kcache nvrtc-get` reads the store) may take
+// when KCACHE_NVRTC_STORE_TIMEOUT_MS does not say: a process start and a store opened read-only,
+// tens of milliseconds; a compile this misses pays this at most.
+constexpr absl::Duration kDefaultStoreBudget = absl::Seconds(5);
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -73,6 +77,7 @@ struct Process {
   std::string server, store;
   bool log = false;
   absl::Duration budget = kDefaultBudget;
+  absl::Duration store_budget = kDefaultStoreBudget;
   std::shared_ptr<client::FastPath> fast;  // null without a kcached fast path to ask
   std::string driver;                      // the driver NVRTC loads here; "" for none
   std::string shims;                       // $KCACHE_SHIMS_DIR (objects/base_dirs.h)
@@ -95,6 +100,9 @@ Process& TheProcess() {
     int64_t ms = 0;
     if (absl::SimpleAtoi(Env("KCACHE_NVRTC_TIMEOUT_MS"), &ms) && ms > 0) {
       made->budget = absl::Milliseconds(ms);
+    }
+    if (absl::SimpleAtoi(Env("KCACHE_NVRTC_STORE_TIMEOUT_MS"), &ms) && ms > 0) {
+      made->store_budget = absl::Milliseconds(ms);
     }
     size_t max_stores = kDefaultMaxStores;
     if (absl::SimpleAtoi(Env("KCACHE_NVRTC_MAX_STORES"), &ms) && ms > 0) {
@@ -216,13 +224,71 @@ bool ServeFrom(Process& process, objects::ObjectCache& cache, const CommandKey& 
   return false;
 }
 
+// The entries `kcache nvrtc-get` read from a store for one lookup, as an ObjectCache to serve
+// from: listed and fetched from memory, nothing put.
+class AnsweredEntries final : public objects::ObjectCache {
+ public:
+  explicit AnsweredEntries(std::vector<std::pair<ObjectEntry, std::string>> entries)
+      : entries_(std::move(entries)) {}
+  absl::StatusOr<std::vector<ObjectEntry>> List(const CommandKey& key1) override {
+    std::vector<ObjectEntry> listed;
+    for (const auto& [entry, bundle] : entries_) {
+      if (entry.key.command == key1) listed.push_back(entry);
+    }
+    return listed;
+  }
+  absl::StatusOr<std::string> Get(const ObjectEntryKey& key) override {
+    for (const auto& [entry, bundle] : entries_) {
+      if (entry.key == key) return bundle;
+    }
+    return absl::NotFoundError(key.ToString());
+  }
+  absl::Status Put(const ObjectEntry&, std::string) override {
+    return absl::UnimplementedError("answered entries are read only");
+  }
+  absl::StatusOr<std::vector<ObjectEntry>> ListAll() override {
+    return absl::UnimplementedError("answered entries are not listed whole");
+  }
+
+ private:
+  std::vector<std::pair<ObjectEntry, std::string>> entries_;
+};
+
+// The lookup's entries in KCACHE_STORE, read by `kcache nvrtc-get` (a process of its own, as
+// nvrtc-put is: no store is opened in the caller's process), within the store budget; null when
+// there is no store or kcache, or the answer did not come.
+std::unique_ptr<objects::ObjectCache> StoreEntries(Process& process,
+                                                   const KcacheNvrtcLookup& lookup) {
+  if (process.store.empty() || process.stores->kcache().empty()) return nullptr;
+  std::string keys;
+  if (lookup.any_directory_key) absl::StrAppend(&keys, lookup.any_directory_key->key1.Bytes());
+  absl::StrAppend(&keys, lookup.key.key1.Bytes());
+  absl::StatusOr<std::string> answer =
+      process.stores->Ask({"nvrtc-get"}, keys, process.store_budget, objects::kMaxNvrtcGetAnswer);
+  absl::StatusOr<std::vector<std::pair<ObjectEntry, std::string>>> entries =
+      answer.ok()
+          ? objects::DecodeHandedEntries(*answer)
+          : absl::StatusOr<std::vector<std::pair<ObjectEntry, std::string>>>(answer.status());
+  if (!entries.ok()) {
+    Say(process, absl::StrCat("no lookup in ", process.store, ": ", entries.status().message(),
+                              " (KCACHE_NVRTC_STORE_TIMEOUT_MS)"));
+    return nullptr;
+  }
+  return std::make_unique<AnsweredEntries>(*std::move(entries));
+}
+
 // Serves the compile from an entry for its program in any directory, else from one for its
-// exact name.
+// exact name: asking kcached's fast path, or, with no kcached, reading KCACHE_STORE.
 bool Serve(Process& process, KcacheNvrtcLookup& lookup) {
-  if (process.fast == nullptr) return false;
-  std::shared_ptr<launch::CacheBudget> budget = Budget(process);
-  if (budget->CompileWithoutAsking()) return false;
-  std::unique_ptr<objects::ObjectCache> cache = launch::NewFastObjectCache(process.fast, budget);
+  std::unique_ptr<objects::ObjectCache> cache;
+  if (process.fast != nullptr) {
+    std::shared_ptr<launch::CacheBudget> budget = Budget(process);
+    if (budget->CompileWithoutAsking()) return false;
+    cache = launch::NewFastObjectCache(process.fast, budget);
+  } else if (process.server.empty()) {
+    cache = StoreEntries(process, lookup);
+  }
+  if (cache == nullptr) return false;
   if (lookup.any_directory_key &&
       ServeFrom(process, *cache, lookup.any_directory_key->key1,
                 objects::NvrtcAnyDirectoryDirs(lookup.context, *lookup.directory), lookup)) {

@@ -77,4 +77,21 @@ absl::StatusOr<std::pair<ObjectEntry, std::string>> DecodeHandedEntry(absl::stri
   return std::make_pair(*std::move(entry), std::string(bytes));
 }
 
+void AppendHandedEntry(std::string& out, const ObjectEntry& entry, absl::string_view bundle) {
+  PutFramed(out, EncodeHandedEntry(entry, bundle));
+}
+
+absl::StatusOr<std::vector<std::pair<ObjectEntry, std::string>>> DecodeHandedEntries(
+    absl::string_view bytes) {
+  std::vector<std::pair<ObjectEntry, std::string>> entries;
+  absl::string_view one;
+  while (!bytes.empty()) {
+    if (!TakeFramed(bytes, &one)) return absl::InvalidArgumentError("a handed entry is cut short");
+    absl::StatusOr<std::pair<ObjectEntry, std::string>> entry = DecodeHandedEntry(one);
+    if (!entry.ok()) return entry.status();
+    entries.push_back(*std::move(entry));
+  }
+  return entries;
+}
+
 }  // namespace kcache::objects

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -31,6 +32,18 @@ std::string EncodeHandedEntry(const ObjectEntry& entry, absl::string_view bundle
 // InvalidArgument when the bytes are not one, the entry is malformed (FromWire), or its id is not
 // its manifest's. The entry's size is the bundle's.
 absl::StatusOr<std::pair<ObjectEntry, std::string>> DecodeHandedEntry(absl::string_view bytes);
+
+// Entries and their bundles handed back the other way (`kcache nvrtc-get`, a store's entries for
+// the stand-in of a process with no kcached to ask): each EncodeHandedEntry, framed. nvrtc-get
+// is asked about at most kMaxNvrtcGetKeys command keys and answers at most kMaxNvrtcGetEntries
+// entries a key, kMaxNvrtcGetAnswer bytes in all.
+inline constexpr size_t kMaxNvrtcGetKeys = 4;
+inline constexpr size_t kMaxNvrtcGetEntries = 8;
+inline constexpr size_t kMaxNvrtcGetAnswer = size_t{64} << 20;
+void AppendHandedEntry(std::string& out, const ObjectEntry& entry, absl::string_view bundle);
+// InvalidArgument, as DecodeHandedEntry, when any of them is not one.
+absl::StatusOr<std::vector<std::pair<ObjectEntry, std::string>>> DecodeHandedEntries(
+    absl::string_view bytes);
 
 }  // namespace kcache::objects
 

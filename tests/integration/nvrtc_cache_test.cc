@@ -166,6 +166,40 @@ TEST_F(NvrtcCacheTest, SecondProcessIsServedEveryCompileByteForByte) {
   }
 }
 
+// `kcache run --store DIR`, no kcached (an image build): the first process's compiles are stored
+// in the directory and the second process is served them from it (`kcache nvrtc-get`), byte for
+// byte; an unreadable store is a miss, not an error.
+TEST_F(NvrtcCacheTest, SecondProcessUnderAStoreDirectoryIsServedFromIt) {
+  auto under_store = [&](const std::string& tag, const std::string& store) {
+    return testing::Run(absl::StrCat(
+        "env ", testing::UnsetRoutedVariables(), "KCACHE_LOG=1 KCACHE_STATE_DIR=", tmp_ / "state",
+        " ", KcacheCli(), " run --store ", store, " --shims ", tmp_ / "shims", " -- ",
+        testing::NvrtcProgram("nvrtc_linked_program"), " compile ", Dir(tag).string()));
+  };
+  std::string store = tmp_ / "store";
+  fs::path runs = tmp_.path();
+  RunResult direct = WithoutKcache(absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"),
+                                                " compile ", Dir("direct").string()));
+  ASSERT_EQ(direct.exit_code, 0) << direct.output;
+  RunResult first = under_store("first", store);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(Occurrences(first.output, kForwarded), 2) << first.output;
+  EXPECT_EQ(Occurrences(first.output, kStored), 2) << first.output;
+  RunResult second = under_store("second", store);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Occurrences(second.output, kServed), 2) << second.output;
+  EXPECT_EQ(Occurrences(second.output, kForwarded), 0) << second.output;
+  for (const char* file : {"ptx", "cubin", "log", "names", "nulls"}) {
+    EXPECT_EQ(ReadFile(runs / "second" / file), ReadFile(runs / "direct" / file)) << file;
+  }
+  // A store that is not one: every compile forwarded, the program's outputs as without kcache.
+  std::string not_a_store = tmp_.Write("not-a-store", "plain file");
+  RunResult broken = under_store("broken", not_a_store);
+  ASSERT_EQ(broken.exit_code, 0) << broken.output;
+  EXPECT_EQ(Occurrences(broken.output, kForwarded), 2) << broken.output;
+  EXPECT_EQ(ReadFile(runs / "broken" / "ptx"), ReadFile(runs / "direct" / "ptx"));
+}
+
 // A program named in a new directory in each process, as CuPy names its programs: the first
 // process's compiles are stored for the name in any directory (NVRTC compiled them the same in
 // another), and the next process, in another directory, is served them byte for byte (and as a

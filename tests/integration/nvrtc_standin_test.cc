@@ -257,7 +257,10 @@ TEST_F(NvrtcStandInTest, SixteenThreadsCompileAtOnceThroughIt) {
       absl::StrCat(testing::NvrtcProgram("nvrtc_linked_program"), " threads 16 ", Dir("run")));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(ThroughStandIn(run.output)) << run.output;
-  EXPECT_EQ(Occurrences(run.output, kForwardedCompile), 16) << run.output;
+  // Each compile forwarded, or served from the store once another thread's is stored there.
+  int forwarded = Occurrences(run.output, kForwardedCompile);
+  EXPECT_GE(forwarded, 1) << run.output;
+  EXPECT_EQ(forwarded + Occurrences(run.output, testing::kNvrtcServed), 16) << run.output;
   EXPECT_EQ(Occurrences(run.output, "kcache: nvrtc: forwarding to "), 1) << run.output;
   EXPECT_EQ(ReadFile(tmp_ / "run/ptx"), ReadFile(tmp_ / "direct/ptx"));
 }
