@@ -30,6 +30,7 @@
 #include "client/launch/fast_object_cache.h"
 #include "client/launch/handed_miss_memfd.h"
 #include "client/launch/launch_command.h"
+#include "core/environment.h"
 #include "core/file_io.h"
 #include "engine/objects/file_digests.h"
 #include "engine/objects/header_manifest.h"
@@ -48,11 +49,6 @@ namespace fs = std::filesystem;
 
 // How long a launcher waits for a store directory another launcher holds.
 constexpr auto kStoreLockWait = std::chrono::seconds(120);
-
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
 
 // Opens the store directory for a launcher, waiting while another launcher holds it; a store
 // that cannot be written (a baked, read-only one) is opened read-only.
@@ -92,7 +88,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStoreToRead(const std::string
 objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBudget> budget,
                                                 const objects::HandedMiss* handed = nullptr) {
   objects::LauncherOptions options = launch::LauncherOptionsFromEnvironment();
-  std::string store_dir = Env("KCACHE_STORE"), server = Env("KCACHE_SERVER");
+  std::string store_dir = EnvValue("KCACHE_STORE"), server = EnvValue("KCACHE_SERVER");
   // Launcher commands run uncached are counted by kcached when its fast path is there (the
   // object cache itself stays gRPC's here: this binary stores).
   if (std::shared_ptr<client::FastPath> fast = launch::FastPathTo(server)) {
@@ -134,7 +130,8 @@ objects::LauncherOptions LauncherOptionsFromEnv(std::shared_ptr<launch::CacheBud
 
 // The budget of a command of this process's, for KCACHE_SERVER (a store directory spends none).
 std::shared_ptr<launch::CacheBudget> BudgetFromEnv() {
-  return launch::CacheBudget::FromEnvironment(Env("KCACHE_SERVER"), Env("KCACHE_LOG") == "1");
+  return launch::CacheBudget::FromEnvironment(EnvValue("KCACHE_SERVER"),
+                                              EnvValue("KCACHE_LOG") == "1");
 }
 
 // Prints each note of `routing` on stderr.
@@ -183,9 +180,9 @@ int GetNvrtcEntries() {
                      " command keys of ", CommandKey::kSize, " bytes"),
         kExitBadInput);
   }
-  std::string store_dir = Env("KCACHE_STORE");
+  std::string store_dir = EnvValue("KCACHE_STORE");
   if (store_dir.empty()) return Fail("kcache nvrtc-get: KCACHE_STORE is not set", kExitBadInput);
-  const bool log = Env("KCACHE_LOG") == "1";
+  const bool log = EnvValue("KCACHE_LOG") == "1";
   absl::StatusOr<std::unique_ptr<Store>> store = OpenLauncherStoreToRead(store_dir);
   if (!store.ok()) {
     if (log) {
@@ -247,7 +244,7 @@ int PutHandedNvrtcCompile() {
   if (!outcome.ok()) {
     return Fail(absl::StrCat("kcache nvrtc-put: ", outcome.status().message()), kExitBadInput);
   }
-  const bool log = Env("KCACHE_LOG") == "1";
+  const bool log = EnvValue("KCACHE_LOG") == "1";
   // Checked as handed (its paths relative to the working directory), also once `entry` has moved
   // to the key for any directory, whose manifest names the program's directory as "@base1@".
   const HeaderManifest handed_manifest = entry.manifest;
@@ -332,7 +329,7 @@ int RunLauncherCli(int argc, char** argv) {
   if (std::optional<int> passed = launch::PassThroughInsideACompile(options, *command)) {
     return *passed;
   }
-  if (!Env("KCACHE_SERVER").empty() && budget->CompileWithoutAsking()) {
+  if (!EnvValue("KCACHE_SERVER").empty() && budget->CompileWithoutAsking()) {
     return launch::ExecRealCompiler(options, *command);
   }
   return objects::RunLauncher(options, objects::FamilyOfCompiler(command->compiler),

@@ -31,6 +31,7 @@
 #include "client/launch/unresponsive_mark.h"
 #include "client/lib/fast_path.h"
 #include "core/cubin.h"
+#include "core/environment.h"
 #include "core/load_check.h"
 #include "engine/fatbin/fatbin.h"
 #include "engine/fatbin/load_plan.h"
@@ -51,11 +52,6 @@ constexpr size_t kMaxBuildRequests = 4;
 // "\x7f" "ELF", as a little-endian u32: a cubin.
 constexpr uint32_t kElfMagic = 0x464C457F;
 
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
 struct Process {
   std::string server;
   bool log = false;
@@ -73,14 +69,14 @@ struct Process {
 Process& TheProcess() {
   static Process* process = [] {
     auto* made = new Process;
-    made->server = Env("KCACHE_SERVER");
-    made->log = Env("KCACHE_LOG") == "1";
+    made->server = EnvValue("KCACHE_SERVER");
+    made->log = EnvValue("KCACHE_LOG") == "1";
     int64_t ms = 0;
-    if (absl::SimpleAtoi(Env("KCACHE_CUDA_TIMEOUT_MS"), &ms) && ms > 0) {
+    if (absl::SimpleAtoi(EnvValue("KCACHE_CUDA_TIMEOUT_MS"), &ms) && ms > 0) {
       made->budget = absl::Milliseconds(ms);
     }
     made->fast = launch::FastPathTo(made->server);
-    made->build = Env("KCACHE_CUDA_BUILD") != "0";
+    made->build = EnvValue("KCACHE_CUDA_BUILD") != "0";
     made->builds = std::make_unique<launch::HelperProcesses>(
         launch::FindKcacheBeside(reinterpret_cast<void*>(&TheProcess)), kMaxBuildRequests);
     std::atexit([] { TheProcess().builds->Reap(true); });

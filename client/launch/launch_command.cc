@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/environment.h"
 #include "engine/objects/observed_manifest.h"
 #include "engine/objects/run_process.h"
 
@@ -14,11 +15,6 @@ namespace kcache::launch {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
 
 std::string RealPath(const fs::path& path) {
   std::error_code ec;
@@ -65,9 +61,9 @@ absl::StatusOr<LaunchCommand> ParseLaunchCommand(int argc, char** argv) {
 }
 
 std::string StateDir() {
-  std::string dir = Env("KCACHE_STATE_DIR");
+  std::string dir = EnvValue("KCACHE_STATE_DIR");
   if (!dir.empty()) return dir;
-  std::string home = Env("HOME");
+  std::string home = EnvValue("HOME");
   return home.empty() ? "" : absl::StrCat(home, "/.cache/kcache");
 }
 
@@ -83,7 +79,7 @@ objects::LauncherOptions LauncherOptionsFromEnvironment() {
     std::string other = RealPath(fs::path(self).parent_path() / name);
     if (!other.empty() && other != self) options.lookup.kcache_binaries.push_back(other);
   }
-  options.base_dirs = absl::StrSplit(Env("KCACHE_BASEDIR"), ':', absl::SkipEmpty());
+  options.base_dirs = absl::StrSplit(EnvValue("KCACHE_BASEDIR"), ':', absl::SkipEmpty());
   std::string state = StateDir();
   if (!state.empty()) {
     options.digest_table = absl::StrCat(state, "/file-digests");
@@ -91,17 +87,17 @@ objects::LauncherOptions LauncherOptionsFromEnvironment() {
     options.lookup.options_memo = absl::StrCat(state, "/compiler-options");
   }
   uint64_t max_bytes = 0;
-  if (absl::SimpleAtoi(Env("KCACHE_MAX_OBJECT_BYTES"), &max_bytes)) {
+  if (absl::SimpleAtoi(EnvValue("KCACHE_MAX_OBJECT_BYTES"), &max_bytes)) {
     options.max_object_bytes = max_bytes;
   }
-  options.log = Env("KCACHE_LOG") == "1";
+  options.log = EnvValue("KCACHE_LOG") == "1";
   options.observe_library = objects::FindObserveLibrary(self);
   return options;
 }
 
 std::optional<int> PassThroughInsideACompile(const objects::LauncherOptions& options,
                                              const LaunchCommand& command) {
-  if (Env(kInsideCompileEnv).empty()) {
+  if (EnvValue(kInsideCompileEnv).empty()) {
     setenv(kInsideCompileEnv, "1", 1);
     return std::nullopt;
   }

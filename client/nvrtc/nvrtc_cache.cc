@@ -25,6 +25,7 @@
 #include "client/launch/launch_command.h"
 #include "client/launch/unresponsive_mark.h"
 #include "client/nvrtc/nvrtc_cache_abi.h"
+#include "core/environment.h"
 #include "core/library_build.h"
 #include "core/process_identity.h"
 #include "engine/objects/base_dirs.h"
@@ -67,11 +68,6 @@ constexpr absl::Duration kSlotWait = absl::Seconds(10);
 // tens of milliseconds; a compile this misses pays this at most.
 constexpr absl::Duration kDefaultStoreBudget = absl::Seconds(5);
 
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
 // What the process shares between compiles, made at the first.
 struct Process {
   std::string server, store;
@@ -94,23 +90,23 @@ void Say(const Process& process, const std::string& line) {
 Process& TheProcess() {
   static Process* process = [] {
     auto* made = new Process;
-    made->server = Env("KCACHE_SERVER");
-    made->store = Env("KCACHE_STORE");
-    made->log = Env("KCACHE_LOG") == "1";
+    made->server = EnvValue("KCACHE_SERVER");
+    made->store = EnvValue("KCACHE_STORE");
+    made->log = EnvValue("KCACHE_LOG") == "1";
     int64_t ms = 0;
-    if (absl::SimpleAtoi(Env("KCACHE_NVRTC_TIMEOUT_MS"), &ms) && ms > 0) {
+    if (absl::SimpleAtoi(EnvValue("KCACHE_NVRTC_TIMEOUT_MS"), &ms) && ms > 0) {
       made->budget = absl::Milliseconds(ms);
     }
-    if (absl::SimpleAtoi(Env("KCACHE_NVRTC_STORE_TIMEOUT_MS"), &ms) && ms > 0) {
+    if (absl::SimpleAtoi(EnvValue("KCACHE_NVRTC_STORE_TIMEOUT_MS"), &ms) && ms > 0) {
       made->store_budget = absl::Milliseconds(ms);
     }
     size_t max_stores = kDefaultMaxStores;
-    if (absl::SimpleAtoi(Env("KCACHE_NVRTC_MAX_STORES"), &ms) && ms > 0) {
+    if (absl::SimpleAtoi(EnvValue("KCACHE_NVRTC_MAX_STORES"), &ms) && ms > 0) {
       max_stores = static_cast<size_t>(ms);
     }
     made->fast = launch::FastPathTo(made->server);
     made->driver = FindCudaDriver();  // NVRTC loads it at its first compile all the same
-    made->shims = objects::NormalBaseDir(Env(objects::kShimsDirVariable));
+    made->shims = objects::NormalBaseDir(EnvValue(objects::kShimsDirVariable));
     made->stores = std::make_unique<launch::HelperProcesses>(
         launch::FindKcacheBeside(reinterpret_cast<void*>(&TheProcess)), max_stores);
     std::string state = launch::StateDir();

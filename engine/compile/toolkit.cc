@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/environment.h"
 #include "core/library_build.h"
 #include "core/sha256.h"
 #include "engine/compile/nvrtc_api.h"
@@ -227,9 +228,8 @@ std::string ToolkitIdentity::DisplayName() const {
 }
 
 std::string Toolkit::DefaultRoot() {
-  const char* env = std::getenv("CUDA_HOME");
-  if (env != nullptr && *env != '\0') return env;
-  return "/usr/local/cuda";
+  std::string env = EnvValue("CUDA_HOME");
+  return env.empty() ? "/usr/local/cuda" : env;
 }
 
 absl::StatusOr<std::shared_ptr<const Toolkit>> Toolkit::Load(const std::string& root_arg) {
