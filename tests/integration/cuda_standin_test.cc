@@ -4,9 +4,9 @@
 // kcached serving the SASS `kcache warm --library` built from a PTX-only fatbin
 // (docs/ptx-libraries.md). A PTX-only image is handed to the driver as the stored SASS, in every
 // way a module or library is loaded; everything else (SASS for the GPU in the image, a JIT option
-// that changes code, a GPU not warmed, devices that differ, no kcached or a hung one, the cache
-// switched off) reaches the driver as the caller's own image; SASS the driver refuses is followed
-// by the caller's image. A load kcached holds nothing for is built by kcached for the next.
+// that changes code, a GPU not warmed, devices that differ, no kcached or a hung one, stored SASS
+// that does not check (another SM's, no cubin), the cache switched off) reaches the driver as the
+// caller's own image; SASS the driver refuses is followed by the caller's image. A load kcached holds nothing for is built by kcached for the next.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -377,6 +377,57 @@ TEST_F(CudaStandInTest, SassTheDriverRefusesIsFollowedByTheOriginal) {
     EXPECT_EQ(l.log[1].image, l.image) << l;
     EXPECT_EQ(l.log[1].kind, "fatbin") << l;
     EXPECT_EQ(l.log[1].result, 0) << l;
+  }
+}
+
+// kcached answering SASS that does not check, stored under the right key in a store of its own:
+// the cubin for another SM (8.9's for an 8.6), or bytes that are no cubin. The driver is given
+// the caller's image, once, as without kcache.
+TEST_F(CudaStandInTest, StoredSassThatDoesNotCheckLoadsTheOriginal) {
+  REQUIRE_STAND_IN();
+  absl::StatusOr<std::string> sm89 = ReadWholeFile(File("sm_89.cubin"));
+  ASSERT_TRUE(sm89.ok()) << sm89.status();
+  const std::string not_a_cubin =
+      "\x7f"
+      "ELF" +
+      std::string(600, 'Z');
+  struct Case {
+    std::string name;
+    const std::string* bytes;  // null: the stored cubin kept (the control: it is served)
+  };
+  for (const Case& c : {Case{"the stored cubin", nullptr}, Case{"another SM's cubin", &*sm89},
+                        Case{"no cubin", &not_a_cubin}}) {
+    SCOPED_TRACE(c.name);
+    // A copy of the suite's baked store, the sm_86 SASS's bytes replaced.
+    std::string store_dir = work_ / ("store-" + std::to_string(++runs_));
+    fs::copy(*dir_ / "baked", store_dir, fs::copy_options::recursive);
+    if (c.bytes != nullptr) {
+      absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(store_dir, StoreOptions());
+      ASSERT_TRUE(store.ok()) << store.status();
+      absl::StatusOr<std::vector<ArtifactMeta>> metas = (*store)->ListAllArtifacts();
+      ASSERT_TRUE(metas.ok()) << metas.status();
+      int replaced = 0;
+      for (const ArtifactMeta& m : *metas) {
+        if (!fatbin::IsPtxSassArtifact(m) || m.key.target.ToString() != "sm_86") continue;
+        Artifact wrong{m, *c.bytes};
+        wrong.meta.size = c.bytes->size();
+        wrong.meta.checksum = PayloadChecksum(*c.bytes);
+        ASSERT_TRUE((*store)->Put(wrong).ok());
+        ++replaced;
+      }
+      ASSERT_EQ(replaced, 1);
+    }
+    testing::DaemonOptions options;
+    options.baked = {store_dir};
+    options.extra_flags = {"--no-toolkit"};
+    testing::DaemonProcess daemon(options);
+    ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+    Loaded l = Load("data", File("ptx75.fatbin"), LoadOptions().Server(daemon.address()));
+    if (c.bytes == nullptr) {
+      ExpectServed(l, "data", 86);
+    } else {
+      ExpectOriginal(l, "data", File("ptx75.fatbin"), "fatbin");
+    }
   }
 }
 
