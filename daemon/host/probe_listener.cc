@@ -29,6 +29,8 @@ namespace {
 
 constexpr absl::string_view kHttp2Preface = "PRI ";  // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 constexpr size_t kMaxRequestHead = 16 << 10;
+// How long the port is left unpolled after an accept failed for want of descriptors.
+constexpr absl::Duration kPauseAfterAcceptFailure = absl::Milliseconds(20);
 
 // Sent when max_http_connections requests are being answered already.
 constexpr absl::string_view kBusyResponse =
@@ -105,10 +107,16 @@ class ProbeListener::Impl {
   void EventLoop() {
     std::deque<Pending> pending;  // oldest first
     std::vector<pollfd> fds;
+    // After an accept that failed for want of descriptors the port is not polled for a moment:
+    // it stays readable, and polling it again at once would spin a core until descriptors free.
+    absl::Time accept_again = absl::InfinitePast();
     while (true) {
       absl::Time now = absl::Now();
       absl::Time wake = absl::InfiniteFuture();
-      fds.assign({{listen_fd_, POLLIN, 0}, {wake_read_, POLLIN, 0}});
+      const bool accepting = accept_again <= now;
+      if (!accepting) wake = accept_again;
+      fds.assign(
+          {{listen_fd_, static_cast<short>(accepting ? POLLIN : 0), 0}, {wake_read_, POLLIN, 0}});
       for (const Pending& p : pending) {
         bool armed = p.recheck <= now;
         fds.push_back({p.fd, static_cast<short>(armed ? POLLIN : 0), 0});
@@ -134,15 +142,20 @@ class ProbeListener::Impl {
         still.push_back(std::move(p));
       }
       pending.swap(still);
-      if (fds[0].revents != 0) AcceptAll(&pending, now);
+      if (fds[0].revents != 0 && !AcceptAll(&pending, now)) {
+        accept_again = now + kPauseAfterAcceptFailure;
+      }
     }
     for (Pending& p : pending) close(p.fd);
   }
 
-  void AcceptAll(std::deque<Pending>* pending, absl::Time now) {
+  // Accepts what waits; false when an accept failed for want of descriptors or memory.
+  bool AcceptAll(std::deque<Pending>* pending, absl::Time now) {
     while (true) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;  // none left (EAGAIN), the peer gave up, or out of descriptors
+      if (fd < 0) {  // none left (EAGAIN), the peer gave up, or out of descriptors
+        return !(errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM);
+      }
       if (pending->size() >= static_cast<size_t>(std::max(options_.max_pending_connections, 1))) {
         close(pending->front().fd);  // the oldest idle one makes room: probes get through
         pending->pop_front();

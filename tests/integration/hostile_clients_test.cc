@@ -9,18 +9,26 @@
 //       --gtest_filter='*Abandoned*'   (one command line)
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "engine/store/store.h"
 #include "kcache/kcache.h"
 #include "tests/testutil/daemon_process.h"
@@ -239,6 +247,64 @@ TEST(HostileClientsTest, IdleProbeConnectionsDoNotStarveHealthChecks) {
   }
   EXPECT_EQ(::kcache::testing::HttpGet(port, "/healthz").status, 200);
   for (int fd : idle) close(fd);
+}
+
+// kcached's CPU seconds so far (utime + stime of /proc/PID/stat).
+double CpuSeconds(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> fields = absl::StrSplit(stat.substr(stat.rfind(')') + 2), ' ');
+  return (std::stod(fields[11]) + std::stod(fields[12])) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// kcached out of descriptors (its limit lowered to what it holds, and connections past it held
+// open on its main socket and its probe port): they wait in the backlog, and its accept loops
+// rest instead of spinning a core; once they close, it serves again.
+TEST(HostileClientsTest, OutOfDescriptorsItsAcceptLoopsDoNotSpin) {
+  int port = ::kcache::testing::FreePort();
+  DaemonProcess daemon;
+  daemon.options().extra_flags = {"--no-toolkit", "--probe-port", std::to_string(port)};
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  size_t holds = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", daemon.pid(), "/fd"))) {
+    (void)entry;
+    ++holds;
+  }
+  rlimit was{};
+  ASSERT_EQ(prlimit(daemon.pid(), RLIMIT_NOFILE, nullptr, &was), 0) << strerror(errno);
+  rlimit low{holds + 4, was.rlim_max};  // the soft limit only: raised again without privilege
+  ASSERT_EQ(prlimit(daemon.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << strerror(errno);
+  std::vector<int> held;
+  for (int i = 0; i < 40; ++i) {
+    int tcp = ::kcache::testing::ConnectLoopback(port);
+    if (tcp >= 0) held.push_back(tcp);
+    int unix_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::string path = daemon.address().substr(strlen("unix://"));
+    std::memcpy(address.sun_path, path.c_str(), path.size());
+    if (connect(unix_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+      held.push_back(unix_fd);
+    } else {
+      close(unix_fd);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  double before = CpuSeconds(daemon.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  double spent = CpuSeconds(daemon.pid()) - before;
+  std::printf("kcached out of descriptors, %zu connections waiting: %.2f CPU s in 2 s\n",
+              held.size(), spent);
+  EXPECT_LT(spent, 0.5) << "an accept loop spins while descriptors are out";
+  for (int fd : held) close(fd);
+  ASSERT_EQ(prlimit(daemon.pid(), RLIMIT_NOFILE, &was, nullptr), 0) << strerror(errno);
+  EXPECT_TRUE(WaitFor([&] { return ::kcache::testing::HttpGet(port, "/healthz").status == 200; }));
+  absl::StatusOr<::kcache::testing::HealthStatus> health =
+      ::kcache::testing::CheckHealth(daemon.address());
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, ::kcache::testing::HealthStatus::kServing);
 }
 
 TEST(HostileClientsTest, HerdOfGetsAllSucceedWithOneCompile) {
