@@ -15,7 +15,11 @@ out=${2:-$root/.gpu}
 binaries=(daemon/kcached client/cli/kcache client/cli/kcache-launch client/cli/libkcache-observe.so
           engine/workers/kcache-compile-worker
           examples/worker/kcache-example-worker client/lib/libkcache.so tests/kernels_gpu_test
-          tests/node_gpu_test bench/kcache_bench_startup)
+          tests/node_gpu_test tests/ptx_library_gpu_test tests/cuda_load_program
+          bench/kcache_bench_startup
+          client/cli/nvrtc/libnvrtc.so.13 client/cli/nvrtc/libnvrtc.so.12
+          client/cli/nvrtc/libkcache-nvrtc.so client/cli/cuda/libcuda.so.1
+          client/cli/cuda/libkcache-cuda.so)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build" "$stage/lib"

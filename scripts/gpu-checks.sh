@@ -5,7 +5,8 @@
 #   scripts/gpu-checks.sh BUNDLE LOGS [CHECK...]
 #
 # CHECKs (default: all, in this order):
-#   gtest          tests/gpu: kernels_gpu_test, node_gpu_test
+#   gtest          tests/gpu: kernels_gpu_test, node_gpu_test, ptx_library_gpu_test (a PTX-only
+#                  library through the driver stand-in: the driver's JIT, then served SASS)
 #   python         tests/python test_gpu.py, test_gpus.py, test_triton_backend.py,
 #                  test_nvrtc_gpu.py (pytest)
 #   worker         the example worker through a kcached over a store warmed for this GPU: its
@@ -59,7 +60,7 @@ summary() {  # NAME RC: one line
 
 run_gtest() {
   local rc=0 test
-  for test in kernels_gpu_test node_gpu_test; do
+  for test in kernels_gpu_test node_gpu_test ptx_library_gpu_test; do
     "$build/tests/$test" >"$logs/$test.log" 2>&1
     local r=$?
     ((r == 0)) || rc=$r

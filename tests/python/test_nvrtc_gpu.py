@@ -1,10 +1,13 @@
-"""On a GPU: NVRTC compiles made inside a process by CuPy (a RawKernel), torch (the jiterator:
+"""On a GPU: NVRTC compiles made inside a process by CuPy (a RawKernel), cuda.core (a Program
+compiled and launched), torch (the jiterator:
 a torch.special function on CUDA and torch.cuda.jiterator) and a DeepGEMM-style caller
 (dlopen("libnvrtc.so.13") by soname, a CUBIN for the GPU's SM with a name expression, loaded and
 launched through cuda.core) are served by kcache's NVRTC stand-in (docs/nvrtc-standin.md) in a
 second pod, and compute there what they compute on the CPU. Each pod is a new process under
 `kcache run --server` with the libraries' own caches empty. Every test skips without a GPU
-(ctest: exit 125); tests/python/test_nvrtc_standin.py is the CPU half."""
+(ctest: exit 125); tests/python/test_nvrtc_standin.py is the CPU half. Triton, which compiles
+with its own ptxas, is checked to compute under `kcache run` (the driver stand-in in front of the
+real driver) what it computes alone."""
 
 from __future__ import annotations
 
@@ -83,6 +86,49 @@ __global__ void scale(T* data, int n) {
            numpy.int32(n))
     stream.sync()
     ok = bool(cupy.allclose(data, 3.0 * cupy.arange(n, dtype=cupy.float32)))
+elif what == "cuda_core":
+    import cupy, numpy
+    from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+    device = Device(0)
+    device.set_current()
+    major, minor = device.compute_capability
+    program = Program(r"""
+extern "C" __global__ void twice(float* data, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] *= 2.0f;
+}""", "c++", ProgramOptions(arch=f"sm_{major}{minor}"))
+    kernel = program.compile("cubin").get_kernel("twice")
+    n = 1000
+    data = cupy.arange(n, dtype=cupy.float32)
+    stream = device.create_stream()
+    launch(stream, LaunchConfig(grid=(n + 255) // 256, block=256), kernel, data.data.ptr,
+           numpy.int32(n))
+    stream.sync()
+    ok = bool(cupy.allclose(data, 2.0 * cupy.arange(n, dtype=cupy.float32)))
+elif what == "triton":
+    import torch, triton, triton.language as tl
+
+    @triton.jit
+    def add(x, y, out, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask),
+                 mask=mask)
+
+    @triton.jit
+    def total(x, out, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(out, tl.sum(tl.load(x + offsets, mask=offsets < n, other=0.0), axis=0))
+
+    n = 1000
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+    out = torch.empty_like(x)
+    add[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK=256)
+    summed = torch.empty(1, device="cuda")
+    total[(1,)](x, summed, n, BLOCK=1024)
+    ok = torch.allclose(out.cpu(), (x + y).cpu()) and torch.allclose(
+        summed.cpu(), x.sum().cpu().reshape(1), rtol=1e-4)
 print(json.dumps({"ok": bool(ok)}))
 '''
 
@@ -96,16 +142,17 @@ def pod(kcache_cli: str, address: str, what: str, tmp_path: Path, name: str
     home = tmp_path / name
     env = {k: v for k, v in os.environ.items() if k not in ROUTED}
     env.update(KCACHE_LOG="1", KCACHE_STATE_DIR=str(home / "state"),
-               CUPY_CACHE_DIR=str(home / "cupy"), PYTORCH_KERNEL_CACHE_PATH=str(home / "torch"))
+               CUPY_CACHE_DIR=str(home / "cupy"), PYTORCH_KERNEL_CACHE_PATH=str(home / "torch"),
+               TRITON_CACHE_DIR=str(home / "triton"))
     return subprocess.run([kcache_cli, "run", "--server", address, "--shims",
                            str(tmp_path / "shims"), "--", sys.executable, "-c", POD, what],
                           env=env, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("what", ["cupy", "jiterator", "deepgemm"])
+@pytest.mark.parametrize("what", ["cupy", "jiterator", "deepgemm", "cuda_core"])
 def test_second_pod_is_served_and_computes_the_same(what: str, kcache_cli: str, own_daemon,
                                                      tmp_path: Path) -> None:
-    if what in ("cupy", "deepgemm"):
+    if what in ("cupy", "deepgemm", "cuda_core"):
         pytest.importorskip("cupy")
         pytest.importorskip("cuda.core")
     else:
@@ -118,3 +165,21 @@ def test_second_pod_is_served_and_computes_the_same(what: str, kcache_cli: str, 
     assert first.stderr.count(FORWARDED) >= 1, first.stderr
     assert second.stderr.count(SERVED) == first.stderr.count(FORWARDED), second.stderr
     assert second.stderr.count(FORWARDED) == 0, second.stderr
+
+
+def test_triton_under_kcache_run_computes_what_it_computes_alone(kcache_cli: str, own_daemon,
+                                                                  tmp_path: Path) -> None:
+    """Triton compiles with its own ptxas and loads through the driver: under `kcache run` (the
+    driver stand-in in front of the real driver) a vector add and a reduction compute what the
+    CPU does, in a first pod and a second, and nothing fails that passes without kcache."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k not in ROUTED}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "alone-triton")
+    alone = subprocess.run([sys.executable, "-c", POD, "triton"], env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    for name in ("first", "second"):
+        run = pod(kcache_cli, own_daemon.address, "triton", tmp_path, name)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert json.loads(run.stdout.strip().splitlines()[-1])["ok"], run.stdout + run.stderr
