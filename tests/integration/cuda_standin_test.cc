@@ -6,7 +6,8 @@
 // way a module or library is loaded; everything else (SASS for the GPU in the image, a JIT option
 // that changes code, a GPU not warmed, devices that differ, no kcached or a hung one, stored SASS
 // that does not check (another SM's, no cubin), the cache switched off) reaches the driver as the
-// caller's own image; SASS the driver refuses is followed by the caller's image. A load kcached holds nothing for is built by kcached for the next.
+// caller's own image; SASS the driver refuses is followed by the caller's image. A load kcached
+// holds nothing for is built by kcached for the next.
 #include <gtest/gtest.h>
 #include <signal.h>
 
