@@ -1,6 +1,7 @@
 #include "core/file_io.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace kcache {
 
@@ -63,10 +65,20 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadToEnd(int fd, uint64_t max_bytes) {
+absl::StatusOr<std::string> ReadToEnd(int fd, uint64_t max_bytes, absl::Time deadline) {
   std::string bytes;
   char buffer[1 << 16];
   for (;;) {
+    if (deadline != absl::InfiniteFuture()) {
+      absl::Duration left = deadline - absl::Now();
+      pollfd ready{fd, POLLIN, 0};
+      int polled = left > absl::ZeroDuration() ? poll(&ready, 1,
+                                                      static_cast<int>(absl::ToInt64Milliseconds(
+                                                          absl::Ceil(left, absl::Milliseconds(1)))))
+                                               : 0;
+      if (polled < 0 && errno == EINTR) continue;
+      if (polled == 0) return absl::DeadlineExceededError("its end did not come in time");
+    }
     ssize_t n = read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return absl::InternalError(absl::StrCat("read failed: ", std::strerror(errno)));

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace kcache {
 
@@ -26,8 +27,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
 
 // Everything `fd` (a pipe, standard input) gives until its end, read in pieces (again after
 // EINTR). ResourceExhausted as soon as it passes `max_bytes`, nothing more read; Internal when a
-// read fails, naming the cause.
-absl::StatusOr<std::string> ReadToEnd(int fd, uint64_t max_bytes);
+// read fails, naming the cause; DeadlineExceeded when its end has not come by `deadline` (each
+// read waits for it with poll; the default waits as long as the writer takes).
+absl::StatusOr<std::string> ReadToEnd(int fd, uint64_t max_bytes,
+                                      absl::Time deadline = absl::InfiniteFuture());
 
 // Writes all of `bytes` to `fd` (a pipe, standard output), again after EINTR and a short write.
 // Internal naming the cause when a write fails.

@@ -160,12 +160,6 @@ std::string ServerSilence(const objects::Environment& env) {
   return stats.ok() ? "" : std::string(stats.status().message());
 }
 
-// `kcache nvrtc-put`: stores the NVRTC compile kcache's stand-in handed over on standard input
-// (client/nvrtc/nvrtc_cache.cc HandToKcache: the compile framed, objects::DecodeHandedEntry),
-// where this process's launchers put their objects, once compiled again here it is shown not to
-// depend on the clock (nvrtc_clock_probe.h; else it is not stored): under the key for any
-// directory when its program is named in one that does not reach the output
-// (nvrtc_any_directory.h), else as handed. kExitBadInput for input that is not one.
 // `kcache nvrtc-get`: the entries KCACHE_STORE holds under each command key on standard input
 // (32 bytes each, at most kMaxNvrtcGetKeys), with their bundles (objects::AppendHandedEntry), on
 // standard output: what the NVRTC stand-in of a process with a store and no kcached checks and
@@ -212,6 +206,12 @@ int GetNvrtcEntries() {
   return kExitOk;
 }
 
+// `kcache nvrtc-put`: stores the NVRTC compile kcache's stand-in handed over on standard input
+// (client/nvrtc/nvrtc_cache.cc HandToKcache: the compile framed, objects::DecodeHandedEntry),
+// where this process's launchers put their objects, once compiled again here it is shown not to
+// depend on the clock (nvrtc_clock_probe.h; else it is not stored): under the key for any
+// directory when its program is named in one that does not reach the output
+// (nvrtc_any_directory.h), else as handed. kExitBadInput for input that is not one.
 int PutHandedNvrtcCompile() {
   absl::StatusOr<std::string> input =
       ReadToEnd(STDIN_FILENO, objects::kDefaultMaxObjectBytes + (uint64_t{16} << 20));

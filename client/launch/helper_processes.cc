@@ -2,14 +2,12 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/file_io.h"
 
 extern char** environ;
 
@@ -46,15 +45,9 @@ absl::StatusOr<pid_t> Spawn(const std::string& kcache, const std::vector<std::st
                             absl::string_view input, int stdout_fd) {
   int fd = memfd_create("kcache-input", MFD_CLOEXEC);
   if (fd < 0) return absl::InternalError(absl::StrCat("memfd_create: ", strerror(errno)));
-  size_t written = 0;
-  while (written < input.size()) {
-    ssize_t n = write(fd, input.data() + written, input.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      close(fd);
-      return absl::InternalError(absl::StrCat("writing the input: ", strerror(errno)));
-    }
-    written += static_cast<size_t>(n);
+  if (absl::Status written = WriteFull(fd, input); !written.ok()) {
+    close(fd);
+    return absl::InternalError(absl::StrCat("writing the input: ", written.message()));
   }
   lseek(fd, 0, SEEK_SET);
   posix_spawn_file_actions_t actions;
@@ -74,29 +67,6 @@ absl::StatusOr<pid_t> Spawn(const std::string& kcache, const std::vector<std::st
     return absl::InternalError(absl::StrCat("cannot start ", kcache, ": ", strerror(spawned)));
   }
   return pid;
-}
-
-// Reads `fd` to its end into `out`: DeadlineExceeded past `deadline`, ResourceExhausted past
-// `max` bytes.
-absl::Status ReadUntilEnd(int fd, absl::Time deadline, size_t max, std::string* out) {
-  char buffer[64 << 10];
-  for (;;) {
-    if (absl::Now() > deadline) return absl::DeadlineExceededError("no answer in time");
-    int wait_ms =
-        static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
-    pollfd p{fd, POLLIN, 0};
-    int ready = poll(&p, 1, wait_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) return absl::DeadlineExceededError("no answer in time");
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("reading the answer: ", strerror(errno)));
-    if (n == 0) return absl::OkStatus();
-    if (out->size() + static_cast<size_t>(n) > max) {
-      return absl::ResourceExhaustedError(absl::StrCat("an answer over ", max, " bytes"));
-    }
-    out->append(buffer, static_cast<size_t>(n));
-  }
 }
 
 }  // namespace
@@ -158,14 +128,13 @@ absl::StatusOr<std::string> HelperProcesses::Ask(const std::vector<std::string>&
     close(out[0]);
     return pid.status();
   }
-  std::string output;
-  absl::Status read = ReadUntilEnd(out[0], absl::Now() + timeout, max_output, &output);
+  absl::StatusOr<std::string> output = ReadToEnd(out[0], max_output, absl::Now() + timeout);
   close(out[0]);
-  if (!read.ok()) kill(*pid, SIGKILL);
+  if (!output.ok()) kill(*pid, SIGKILL);
   int status = 0;
   while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!read.ok()) return read;
+  if (!output.ok()) return output.status();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return absl::UnknownError(absl::StrCat(
         "kcache ", args.empty() ? "" : args.front(), " failed (",

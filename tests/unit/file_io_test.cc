@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/time/clock.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace kcache {
@@ -51,6 +52,26 @@ TEST(FileIoTest, FailuresSayWhatAndLeaveNothing) {
   int entries = 0;
   for (const auto& entry : fs::directory_iterator(tmp.path())) entries += entry.exists();
   EXPECT_EQ(entries, 1);  // only target/
+}
+
+// With a deadline: a writer that keeps the pipe open and silent is given up on at the deadline;
+// one that closes in time is read whole.
+TEST(FileIoTest, ReadToEndGivesUpOnAPipeWhoseEndDoesNotComeByTheDeadline) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(write(fds[1], "part", 4), 4);
+  absl::Time start = absl::Now();
+  absl::StatusOr<std::string> silent =
+      ReadToEnd(fds[0], 1 << 20, absl::Now() + absl::Milliseconds(200));
+  absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(silent.status().code(), absl::StatusCode::kDeadlineExceeded) << silent.status();
+  EXPECT_GE(took, absl::Milliseconds(190));
+  EXPECT_LT(took, absl::Seconds(5));
+  close(fds[1]);
+  absl::StatusOr<std::string> ended = ReadToEnd(fds[0], 1 << 20, absl::Now() + absl::Seconds(5));
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(*ended, "");  // "part" went to the read that gave up
+  close(fds[0]);
 }
 
 // A pipe read to its end, in pieces larger and smaller than one read; past the bound, an error.
