@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/host/listen_socket.h"
 #include "daemon/host/metrics.h"
 
 namespace kcache {
@@ -29,8 +30,6 @@ namespace {
 
 constexpr absl::string_view kHttp2Preface = "PRI ";  // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 constexpr size_t kMaxRequestHead = 16 << 10;
-// How long the port is left unpolled after an accept failed for want of descriptors.
-constexpr absl::Duration kPauseAfterAcceptFailure = absl::Milliseconds(20);
 
 // Sent when max_http_connections requests are being answered already.
 constexpr absl::string_view kBusyResponse =
@@ -143,7 +142,7 @@ class ProbeListener::Impl {
       }
       pending.swap(still);
       if (fds[0].revents != 0 && !AcceptAll(&pending, now)) {
-        accept_again = now + kPauseAfterAcceptFailure;
+        accept_again = now + kAcceptPause;
       }
     }
     for (Pending& p : pending) close(p.fd);
@@ -154,7 +153,7 @@ class ProbeListener::Impl {
     while (true) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) {  // none left (EAGAIN), the peer gave up, or out of descriptors
-        return !(errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM);
+        return !AcceptLackedResources(errno);
       }
       if (pending->size() >= static_cast<size_t>(std::max(options_.max_pending_connections, 1))) {
         close(pending->front().fd);  // the oldest idle one makes room: probes get through

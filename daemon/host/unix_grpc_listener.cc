@@ -12,17 +12,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <chrono>
-
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/host/listen_socket.h"
 
 namespace kcache {
 namespace {
 
 // The kernel's backlog: connections a burst of starting workers leaves waiting for accept.
 constexpr int kBacklog = 1024;
-// How long the loop rests after an accept that failed for want of descriptors or memory.
-constexpr auto kPauseAfterFailure = std::chrono::milliseconds(20);
 
 absl::Status BindError(const std::string& path, absl::string_view what) {
   return absl::FailedPreconditionError(
@@ -98,7 +96,7 @@ void UnixGrpcListener::AcceptLoop() {
     while (true) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        if (AcceptLackedResources(errno)) {
           // The connection stays in the backlog; resting keeps a full descriptor table (which
           // wakes poll at once, again and again) from spinning a core.
           if (failed_.fetch_add(1) % 1000 == 0) {
@@ -107,7 +105,7 @@ void UnixGrpcListener::AcceptLoop() {
                 "descriptor limit, or fewer clients)",
                 strerror(errno));
           }
-          std::this_thread::sleep_for(kPauseAfterFailure);
+          absl::SleepFor(kAcceptPause);
         }
         break;  // EAGAIN: none left; ECONNABORTED and the like: the peer gave up
       }
