@@ -41,15 +41,8 @@ typedef struct {
 } Entry;
 
 #define ENTRY(name) {#name, (void*)&name},
-#define NO_ENTRY(name)
-static const Entry kEntries[] = {KCACHE_CUDA_FUNCTIONS(ENTRY, NO_ENTRY)
-                                     FAKE_CUDA_FUTURE_FUNCTIONS(ENTRY){"cuInit", (void*)&cuInit},
-                                 {"cuModuleLoadData", (void*)&cuModuleLoadData},
-                                 {"cuModuleLoadDataEx", (void*)&cuModuleLoadDataEx},
-                                 {"cuModuleLoadFatBinary", (void*)&cuModuleLoadFatBinary},
-                                 {"cuLibraryLoadData", (void*)&cuLibraryLoadData},
-                                 {"cuGetProcAddress", (void*)&cuGetProcAddress},
-                                 {"cuGetProcAddress_v2", (void*)&cuGetProcAddress_v2}};
+static const Entry kEntries[] = {KCACHE_CUDA_FUNCTIONS(ENTRY, ENTRY)
+                                     FAKE_CUDA_FUTURE_FUNCTIONS(ENTRY)};
 
 static void* Find(const char* name) {
   for (size_t i = 0; i < sizeof kEntries / sizeof kEntries[0]; ++i) {

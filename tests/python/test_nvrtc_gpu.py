@@ -32,6 +32,23 @@ SERVED = "kcache: nvrtc: nvrtcCompileProgram served by kcache: "
 POD = r'''
 import ctypes, json, sys
 what = sys.argv[1]
+
+
+def scales(device, kernel, factor):
+    """Launches kernel(data, n) over data = 0..999 (float32) on `device` and says whether it
+    multiplied each by `factor`."""
+    import cupy, numpy
+    from cuda.core import LaunchConfig, launch
+    n = 1000
+    data = cupy.arange(n, dtype=cupy.float32)
+    stream = device.create_stream()
+    # Arguments as cuda.core takes them (tests/python/launch_args.py): a pointer as an int.
+    launch(stream, LaunchConfig(grid=(n + 255) // 256, block=256), kernel, data.data.ptr,
+           numpy.int32(n))
+    stream.sync()
+    return bool(cupy.allclose(data, factor * cupy.arange(n, dtype=cupy.float32)))
+
+
 if what == "cupy":
     import cupy
     axpy = cupy.RawKernel(r"""
@@ -55,8 +72,7 @@ elif what == "jiterator":
     b = torch.rand(1000, device="cuda")
     ok = ok and torch.allclose(fma_plus(a, b).cpu(), (a * b + 1).cpu())
 elif what == "deepgemm":
-    import cupy, numpy
-    from cuda.core import Device, LaunchConfig, ObjectCode, launch
+    from cuda.core import Device, ObjectCode
     device = Device(0)
     device.set_current()
     major, minor = device.compute_capability
@@ -78,17 +94,9 @@ __global__ void scale(T* data, int n) {
     lowered = ctypes.c_char_p()
     assert nvrtc.nvrtcGetLoweredName(prog, b"scale<float, 3>", ctypes.byref(lowered)) == 0
     kernel = ObjectCode.from_cubin(cubin.raw).get_kernel(lowered.value.decode())
-    n = 1000
-    data = cupy.arange(n, dtype=cupy.float32)
-    stream = device.create_stream()
-    # Arguments as cuda.core takes them (tests/python/launch_args.py): a pointer as an int.
-    launch(stream, LaunchConfig(grid=(n + 255) // 256, block=256), kernel, data.data.ptr,
-           numpy.int32(n))
-    stream.sync()
-    ok = bool(cupy.allclose(data, 3.0 * cupy.arange(n, dtype=cupy.float32)))
+    ok = scales(device, kernel, 3.0)
 elif what == "cuda_core":
-    import cupy, numpy
-    from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+    from cuda.core import Device, Program, ProgramOptions
     device = Device(0)
     device.set_current()
     major, minor = device.compute_capability
@@ -98,13 +106,7 @@ extern "C" __global__ void twice(float* data, int n) {
   if (i < n) data[i] *= 2.0f;
 }""", "c++", ProgramOptions(arch=f"sm_{major}{minor}"))
     kernel = program.compile("cubin").get_kernel("twice")
-    n = 1000
-    data = cupy.arange(n, dtype=cupy.float32)
-    stream = device.create_stream()
-    launch(stream, LaunchConfig(grid=(n + 255) // 256, block=256), kernel, data.data.ptr,
-           numpy.int32(n))
-    stream.sync()
-    ok = bool(cupy.allclose(data, 2.0 * cupy.arange(n, dtype=cupy.float32)))
+    ok = scales(device, kernel, 2.0)
 elif what == "triton":
     import torch, triton, triton.language as tl
 
