@@ -501,7 +501,10 @@ class DaemonImpl final : public Daemon {
     metrics.object_memory_bytes = object_memo_ != nullptr ? object_memo_->bytes() : 0;
     metrics.uncached_options = statistics_->uncached_options().Snapshot();
     metrics.serving = serving_.load();
-    metrics.main_socket_accept_failures = listener_ != nullptr ? listener_->failed() : 0;
+    metrics.accept_failures_main = listener_ != nullptr ? listener_->failed() : 0;
+    metrics.accept_failures_probe = probe_listener_ != nullptr ? probe_listener_->failed() : 0;
+    metrics.accept_failures_fast = fast_ != nullptr ? fast_->accept_failures() : 0;
+    metrics.accept_failures_door = redis_door_ != nullptr ? redis_door_->accept_failures() : 0;
     return metrics;
   }
 

@@ -118,8 +118,4 @@ void RemoveSocketFile(const std::string& path, ino_t inode) {
   if (inode != 0 && InodeOf(path) == inode) unlink(path.c_str());
 }
 
-bool AcceptLackedResources(int error) {
-  return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
-}
-
 }  // namespace kcache

@@ -10,7 +10,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/time/time.h"
 
 namespace kcache {
 
@@ -36,12 +35,6 @@ void RemoveSocketFile(const std::string& path, ino_t inode);
 
 // The inode of `path` (0 if absent).
 ino_t InodeOf(const std::string& path);
-
-// Whether an accept failed with `error` for want of descriptors or memory (EMFILE, ENFILE,
-// ENOBUFS, ENOMEM). The connection stays in the backlog and the port stays readable: a loop that
-// polls it again at once spins a core, so it leaves the port alone for kAcceptPause first.
-bool AcceptLackedResources(int error);
-inline constexpr absl::Duration kAcceptPause = absl::Milliseconds(20);
 
 }  // namespace kcache
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "daemon/service/accept_rules.h"
 
 namespace kcache {
 namespace {
@@ -413,10 +414,17 @@ std::string RenderMetrics(const CacheSnapshot& snapshot, const DaemonMetrics& da
   out.Sample("kcache_queued_bytes_limit", "gauge",
              "Payload bytes queued for clients before Resolves are refused (--queued-max-bytes).",
              "", static_cast<double>(daemon.queued_bytes_limit));
-  out.Sample("kcache_main_socket_accept_failures_total", "counter",
-             "Connections to the unix --listen socket that could not be accepted for want of "
-             "descriptors or memory (each waits in the backlog; raise the descriptor limit).",
-             "", static_cast<double>(daemon.main_socket_accept_failures));
+  for (auto [socket, failures] : {std::pair{"main", daemon.accept_failures_main},
+                                  {"probe", daemon.accept_failures_probe},
+                                  {"fast", daemon.accept_failures_fast},
+                                  {"door", daemon.accept_failures_door}}) {
+    out.Sample("kcache_accept_failures_total", "counter",
+               absl::StrCat("Accepts put off for want of descriptors or memory: kcached keeps ",
+                            kDescriptorHeadroom,
+                            " descriptors free for itself, and the connection waits in the "
+                            "backlog (raise the descriptor limit)."),
+               Label("socket", socket), static_cast<double>(failures));
+  }
   Counters(snapshot, out);
   out.Sample("kcache_memory_cache_bytes", "gauge", "Payload bytes in the memory cache.", "",
              static_cast<double>(snapshot.memory_bytes));

@@ -44,8 +44,12 @@ struct DaemonMetrics {
   // Launcher commands run uncached by reason and option (daemon/cache/uncached_options.h).
   std::vector<UncachedOptionCount> uncached_options;
   bool serving = true;  // false while shutting down
-  // Accepts on the unix --listen socket that failed for want of descriptors or memory.
-  uint64_t main_socket_accept_failures = 0;
+  // Accepts put off for want of descriptors or memory (daemon/service/accept_rules.h), by
+  // socket: the unix --listen socket, the probe port, the fast path, the Redis door.
+  uint64_t accept_failures_main = 0;
+  uint64_t accept_failures_probe = 0;
+  uint64_t accept_failures_fast = 0;
+  uint64_t accept_failures_door = 0;
 };
 
 // The whole exposition: counters, gauges (memory, stores, tiers up), histograms.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -22,8 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/host/listen_socket.h"
 #include "daemon/host/metrics.h"
+#include "daemon/service/accept_rules.h"
 
 namespace kcache {
 namespace {
@@ -73,6 +74,8 @@ class ProbeListener::Impl {
   }
 
   ~Impl() { Stop(); }
+
+  uint64_t failed() const { return failed_.load(); }
 
   void Stop() {
     {
@@ -151,9 +154,11 @@ class ProbeListener::Impl {
   // Accepts what waits; false when an accept failed for want of descriptors or memory.
   bool AcceptAll(std::deque<Pending>* pending, absl::Time now) {
     while (true) {
-      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      int fd = AcceptKeepingHeadroom(listen_fd_);
       if (fd < 0) {  // none left (EAGAIN), the peer gave up, or out of descriptors
-        return !AcceptLackedResources(errno);
+        if (!AcceptLackedResources(errno)) return true;
+        failed_.fetch_add(1);
+        return false;
       }
       if (pending->size() >= static_cast<size_t>(std::max(options_.max_pending_connections, 1))) {
         close(pending->front().fd);  // the oldest idle one makes room: probes get through
@@ -264,6 +269,7 @@ class ProbeListener::Impl {
   const int wake_read_;
   const int wake_write_;
   std::thread loop_thread_;
+  std::atomic<uint64_t> failed_{0};  // accepts short of descriptors or memory
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int answering_ ABSL_GUARDED_BY(mu_) = 0;  // requests being answered (threads running)
@@ -275,6 +281,8 @@ ProbeListener::ProbeListener(std::unique_ptr<Impl> impl, int port)
 ProbeListener::~ProbeListener() { Stop(); }
 
 void ProbeListener::Stop() { impl_->Stop(); }
+
+uint64_t ProbeListener::failed() const { return impl_->failed(); }
 
 absl::StatusOr<std::unique_ptr<ProbeListener>> ProbeListener::Start(ProbeListenerOptions options) {
   std::string address = absl::StrCat(options.address, ":", options.port);

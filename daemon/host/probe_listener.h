@@ -7,6 +7,7 @@
 #ifndef KCACHE_DAEMON_HOST_PROBE_LISTENER_H_
 #define KCACHE_DAEMON_HOST_PROBE_LISTENER_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,6 +54,9 @@ class ProbeListener {
 
   // The port bound.
   int port() const { return port_; }
+
+  // Accepts put off for want of descriptors or memory (daemon/service/accept_rules.h).
+  uint64_t failed() const;
 
   // Stops accepting, closes the port and the connections still waiting for a request, and
   // waits for the requests being answered. gRPC connections already handed over stay with the gRPC

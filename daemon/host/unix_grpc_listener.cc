@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "daemon/host/listen_socket.h"
+#include "daemon/service/accept_rules.h"
 
 namespace kcache {
 namespace {
@@ -94,16 +94,16 @@ void UnixGrpcListener::AcceptLoop() {
     if (fds[1].revents != 0) return;  // Stop
     if (fds[0].revents == 0) continue;
     while (true) {
-      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      int fd = AcceptKeepingHeadroom(listen_fd_);
       if (fd < 0) {
         if (AcceptLackedResources(errno)) {
           // The connection stays in the backlog; resting keeps a full descriptor table (which
           // wakes poll at once, again and again) from spinning a core.
           if (failed_.fetch_add(1) % 1000 == 0) {
             spdlog::warn(
-                "cannot accept a connection on the main socket: {} (raise the "
-                "descriptor limit, or fewer clients)",
-                strerror(errno));
+                "cannot accept a connection on the main socket: {} (kcached keeps {} "
+                "descriptors free for itself; raise the descriptor limit, or fewer clients)",
+                strerror(errno), kDescriptorHeadroom);
           }
           absl::SleepFor(kAcceptPause);
         }

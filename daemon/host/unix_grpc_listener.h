@@ -39,8 +39,9 @@ class UnixGrpcListener {
   // server. Idempotent.
   void Stop();
 
-  // Connections accepted and handed over; accepts that failed for want of descriptors or
-  // memory (each followed by a pause, so that a full descriptor table is not a busy loop).
+  // Connections accepted and handed over; accepts put off for want of descriptors or memory
+  // (daemon/service/accept_rules.h: each followed by a pause, so that a full descriptor table is
+  // not a busy loop).
   uint64_t accepted() const { return accepted_.load(); }
   uint64_t failed() const { return failed_.load(); }
 

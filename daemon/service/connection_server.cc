@@ -7,6 +7,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -20,11 +21,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "daemon/service/accept_rules.h"
 
 namespace kcache {
 namespace {
 
 constexpr uint64_t kListenerId = 0;
+constexpr uint64_t kRestTimerId = 2;  // EpollThreads::kWakeId is 1
 // Packets one sendmmsg takes at most.
 constexpr size_t kPacketsPerSend = 32;
 // A stream's reply buffer left larger than this once sent is freed, not kept for the next.
@@ -159,6 +162,10 @@ absl::Status ConnectionServer::Start(const ListenAddress& address) {
   if (!Arm(listener_, kListenerId, EPOLLIN | EPOLLONESHOT, EPOLL_CTL_ADD)) {
     return Errno(absl::StrCat("epoll_ctl for the ", options_.name));
   }
+  rest_timer_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (rest_timer_ < 0 || !Arm(rest_timer_, kRestTimerId, EPOLLIN | EPOLLONESHOT, EPOLL_CTL_ADD)) {
+    return Errno(absl::StrCat("the accept pause timer of the ", options_.name));
+  }
   workers_.Start(options_.threads, [this] { Loop(); });
   return absl::OkStatus();
 }
@@ -175,6 +182,8 @@ void ConnectionServer::Stop() {
   left.clear();  // the handlers go here, before Stop returns
   if (listener_ >= 0) close(listener_);
   listener_ = -1;
+  if (rest_timer_ >= 0) close(rest_timer_);
+  rest_timer_ = -1;
 }
 
 size_t ConnectionServer::connections() const {
@@ -208,6 +217,13 @@ void ConnectionServer::Loop() {
         Accept();
         continue;
       }
+      if (id == kRestTimerId) {  // the pause is over: the listener again, and the timer
+        uint64_t expirations;
+        (void)!read(rest_timer_, &expirations, sizeof(expirations));
+        Arm(rest_timer_, kRestTimerId, EPOLLIN | EPOLLONESHOT, EPOLL_CTL_MOD);
+        Arm(listener_, kListenerId, EPOLLIN | EPOLLONESHOT, EPOLL_CTL_MOD);
+        continue;
+      }
       if (std::shared_ptr<Connection> connection = Take(id)) {
         Serve(*connection, events[i].events, buffer);
         Release(connection);
@@ -219,8 +235,22 @@ void ConnectionServer::Loop() {
 
 void ConnectionServer::Accept() {
   for (int i = 0; i < options_.accepts_per_turn; ++i) {
-    int fd = accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) break;
+    int fd = AcceptKeepingHeadroom(listener_);
+    if (fd < 0) {
+      if (!AcceptLackedResources(errno)) break;
+      // Re-armed at once, the listener (still readable) would spin a thread: the timer re-arms
+      // it after the pause instead.
+      if (accept_failures_.fetch_add(1) % 1000 == 0) {
+        spdlog::warn(
+            "{}: cannot accept a connection: {} (kcached keeps {} descriptors free for "
+            "itself; raise the descriptor limit, or fewer clients)",
+            options_.name, std::strerror(errno), kDescriptorHeadroom);
+      }
+      itimerspec pause{};
+      pause.it_value = absl::ToTimespec(kAcceptPause);
+      if (timerfd_settime(rest_timer_, 0, &pause, nullptr) == 0) return;
+      break;
+    }
     if (options_.socket_buffer_bytes > 0) {
       const int bytes = options_.socket_buffer_bytes;
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));

@@ -101,7 +101,7 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Unique in the server, never reused; 2 or more.
+  // Unique in the server, never reused; 3 or more.
   uint64_t id() const { return id_; }
   // The socket (-1 once closed): for what the kernel says of its peer (peer_identity.h), not
   // to read or write around the server.
@@ -215,6 +215,9 @@ class ConnectionServer {
   int port() const { return port_; }
   // Connections open now.
   size_t connections() const;
+  // Accepts put off for want of descriptors or memory (accept_rules.h): each leaves the
+  // listener alone for kAcceptPause, the connection waiting in the backlog.
+  uint64_t accept_failures() const { return accept_failures_.load(); }
 
  private:
   void Loop();
@@ -237,10 +240,13 @@ class ConnectionServer {
   ConnectionProtocol* const protocol_;
   EpollThreads workers_;
   int listener_ = -1;
+  int rest_timer_ = -1;  // a timerfd: re-arms the listener once an accept's pause is over
   int port_ = 0;
   std::atomic<bool> stopped_{false};
+  std::atomic<uint64_t> accept_failures_{0};
   mutable absl::Mutex mu_;
-  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 2;  // 0 and 1 name the listener and the wake-up
+  // 0, 1 and 2 name the listener, the wake-up and the rest timer.
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 3;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
   absl::Time last_sweep_ ABSL_GUARDED_BY(mu_);
 };

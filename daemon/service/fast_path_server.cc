@@ -127,6 +127,7 @@ class FastPathServerImpl final : public FastPathServer, private ConnectionProtoc
   }
 
   void Stop() override { server_.Stop(); }
+  uint64_t accept_failures() const override { return server_.accept_failures(); }
 
   void Preload(const std::shared_ptr<const Artifact>& artifact) override {
     if (shared_.arena->Preload(artifact)) shared_.gauges.Publish();

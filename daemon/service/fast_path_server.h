@@ -73,6 +73,8 @@ class FastPathServer {
   // later answer with it finds its slot written and its pages in place. For the start-up
   // warm: takes no lease and evicts nothing (an arena without free room skips it).
   virtual void Preload(const std::shared_ptr<const Artifact>& artifact) = 0;
+  // Accepts put off for want of descriptors or memory (accept_rules.h).
+  virtual uint64_t accept_failures() const = 0;
 };
 
 }  // namespace kcache

@@ -332,6 +332,7 @@ class RedisDoorServerImpl final : public RedisDoorServer, private ConnectionProt
   }
   void Stop() override { server_.Stop(); }
   int port() const override { return server_.port(); }
+  uint64_t accept_failures() const override { return server_.accept_failures(); }
 
  private:
   static ConnectionServerOptions ServerOptions(const RedisDoorOptions& door) {

@@ -67,6 +67,8 @@ class RedisDoorServer {
   virtual void Stop() = 0;
   // The TCP port bound (the one picked for port 0); 0 for a unix socket.
   virtual int port() const = 0;
+  // Accepts put off for want of descriptors or memory (accept_rules.h).
+  virtual uint64_t accept_failures() const = 0;
 };
 
 }  // namespace kcache

@@ -261,6 +261,21 @@ double CpuSeconds(pid_t pid) {
 // kcached out of descriptors (its limit lowered to what it holds, and connections past it held
 // open on its main socket and its probe port): they wait in the backlog, and its accept loops
 // rest instead of spinning a core; once they close, it serves again.
+// Dials the unix socket `path` (SOCK_STREAM or SOCK_SEQPACKET); -1 when it does not connect.
+int DialUnix(const std::string& path, int type) {
+  int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size());
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) return fd;
+  close(fd);
+  return -1;
+}
+
+// kcached short of descriptors: clients never get its last ones (gRPC met EMFILE setting up a
+// channel and freed it twice; RocksDB or a compile worker would be next), no accept loop
+// spins, each put-off accept is counted, and every connection waiting is served once
+// descriptors are back.
 TEST(HostileClientsTest, OutOfDescriptorsItsAcceptLoopsDoNotSpin) {
   int port = ::kcache::testing::FreePort();
   DaemonProcess daemon;
@@ -276,19 +291,12 @@ TEST(HostileClientsTest, OutOfDescriptorsItsAcceptLoopsDoNotSpin) {
   ASSERT_EQ(prlimit(daemon.pid(), RLIMIT_NOFILE, nullptr, &was), 0) << strerror(errno);
   rlimit low{holds + 4, was.rlim_max};  // the soft limit only: raised again without privilege
   ASSERT_EQ(prlimit(daemon.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << strerror(errno);
+  std::string main_socket = daemon.address().substr(strlen("unix://"));
   std::vector<int> held;
   for (int i = 0; i < 40; ++i) {
-    int tcp = ::kcache::testing::ConnectLoopback(port);
-    if (tcp >= 0) held.push_back(tcp);
-    int unix_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::string path = daemon.address().substr(strlen("unix://"));
-    std::memcpy(address.sun_path, path.c_str(), path.size());
-    if (connect(unix_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-      held.push_back(unix_fd);
-    } else {
-      close(unix_fd);
+    for (int fd : {::kcache::testing::ConnectLoopback(port), DialUnix(main_socket, SOCK_STREAM),
+                   DialUnix(daemon.socket_path() + ".fast", SOCK_SEQPACKET)}) {
+      if (fd >= 0) held.push_back(fd);
     }
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -298,13 +306,25 @@ TEST(HostileClientsTest, OutOfDescriptorsItsAcceptLoopsDoNotSpin) {
   std::printf("kcached out of descriptors, %zu connections waiting: %.2f CPU s in 2 s\n",
               held.size(), spent);
   EXPECT_LT(spent, 0.5) << "an accept loop spins while descriptors are out";
-  for (int fd : held) close(fd);
+  EXPECT_GE(held.size(), 100u) << "the connections wait in the backlogs";
   ASSERT_EQ(prlimit(daemon.pid(), RLIMIT_NOFILE, &was, nullptr), 0) << strerror(errno);
-  EXPECT_TRUE(WaitFor([&] { return ::kcache::testing::HttpGet(port, "/healthz").status == 200; }));
+  ::kcache::testing::HttpResponse metrics;
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = ::kcache::testing::HttpGet(port, "/metrics");
+    return metrics.status == 200;
+  })) << daemon.Log();
+  for (const char* socket : {"main", "probe", "fast"}) {
+    std::string sample = absl::StrCat("kcache_accept_failures_total{socket=\"", socket, "\"} ");
+    size_t at = metrics.body.find(sample);
+    ASSERT_NE(at, std::string::npos) << sample << " missing from\n" << metrics.body;
+    EXPECT_NE(metrics.body.substr(at + sample.size(), 2), "0\n") << sample << "counted nothing";
+  }
   absl::StatusOr<::kcache::testing::HealthStatus> health =
       ::kcache::testing::CheckHealth(daemon.address());
-  ASSERT_TRUE(health.ok()) << health.status();
+  ASSERT_TRUE(health.ok()) << health.status() << "\n" << daemon.Log();
   EXPECT_EQ(*health, ::kcache::testing::HealthStatus::kServing);
+  for (int fd : held) close(fd);
+  EXPECT_EQ(daemon.Stop(), 0) << daemon.Log();
 }
 
 TEST(HostileClientsTest, HerdOfGetsAllSucceedWithOneCompile) {
