@@ -4,6 +4,7 @@
 #define KCACHE_CORE_PROTOCOL_H_
 
 #include <cstddef>
+#include <cstdint>
 
 namespace kcache {
 
@@ -33,6 +34,18 @@ inline constexpr char kAcceptedMetadataKey[] = "kcache-accepted";
 // flight, bytes queued for slow readers): milliseconds after which the call may be retried.
 // A RESOURCE_EXHAUSTED without it (a compile past its limits) must not be retried.
 inline constexpr char kRetryAfterMetadataKey[] = "kcache-retry-after-ms";
+
+// How `kcache run` routed a stand-in at its start (client/cli/stand_in_env.h). For the CUDA
+// driver's it tells kcached (FastRequest.note_cuda_stand_in, proto/kcache/v1/fast_path.proto),
+// which counts run.cuda_stand_in_<preloaded|refused|off>; the numbers are the wire's.
+// kNotRouted (nothing to stand in front of here, or no stand-in installed) is not told.
+enum class StandInStart : uint32_t {
+  kNotRouted = 0,
+  kPreloaded = 1,  // preloaded: its start check, if it has one, passed
+  kRefused = 2,    // its start check refused the real library: nothing preloaded
+  kOff = 3,        // switched off (--no-cuda, KCACHE_CUDA_STANDIN=0, --no-nvrtc)
+};
+inline constexpr uint32_t kStandInStartCount = 4;
 
 }  // namespace kcache
 

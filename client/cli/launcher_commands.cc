@@ -373,6 +373,8 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
       *exit_code = report.all_through ? kExitOk : kExitFailed;
       return;
     }
+    if (!run_flags.server.empty())
+      launch::TellCudaStandInStart(run_flags.server, routing->cuda_stand_in);
     for (const auto& [name, value] : routing->env) setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> argv;
     for (std::string& arg : run_command) argv.push_back(arg.data());

@@ -355,9 +355,13 @@ absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
   if (no_cuda && !flags.no_cuda) {
     router.Note("KCACHE_CUDA_STANDIN=0: kcache's CUDA driver stand-in is not preloaded");
   }
-  route(RouteCuda(env, objects::FindCudaStandIn(observer), no_cuda ? "" : FindCudaDriver(),
-                  !no_cuda));
-  return router.Take();
+  StandInRouting cuda =
+      RouteCuda(env, objects::FindCudaStandIn(observer), no_cuda ? "" : FindCudaDriver(), !no_cuda);
+  StandInStart cuda_start = cuda.start;
+  route(std::move(cuda));
+  Routing routing = router.Take();
+  routing.cuda_stand_in = cuda_start;
+  return routing;
 }
 
 objects::Environment Routed(const objects::ToolLookup& current, const Routing& routing) {

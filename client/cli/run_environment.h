@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/protocol.h"
 #include "engine/objects/compiler_tools.h"
 
 namespace kcache::cli {
@@ -64,6 +65,8 @@ struct Routing {
   std::vector<std::pair<std::string, std::string>> env;
   // What is left as the environment had it, and why: one line each.
   std::vector<std::string> notes;
+  // Whether kcache's CUDA driver stand-in was preloaded, refused by its start check, or off.
+  StandInStart cuda_stand_in = StandInStart::kNotRouted;
 };
 
 // The routing for `flags` from the environment in `current` (its env and kcache binaries).

@@ -43,6 +43,7 @@ StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stan
   bool preloaded = others.size() != entries.size();
   if (!enabled) {
     if (preloaded) routing.env.emplace_back("LD_PRELOAD", absl::StrJoin(others, ":"));
+    routing.start = StandInStart::kOff;
     return routing;
   }
   std::string had = Variable(env, stand_in.real_variable);
@@ -84,6 +85,7 @@ StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stan
     if (std::string why = stand_in.refuse(real); !why.empty()) {
       if (preloaded) routing.env.emplace_back("LD_PRELOAD", absl::StrJoin(others, ":"));
       routing.notes.push_back(std::move(why));
+      routing.start = StandInStart::kRefused;
       return routing;
     }
   }
@@ -102,6 +104,7 @@ StandInRouting RouteStandIn(const objects::Environment& env, const StandIn& stan
   if (!stand_in.per_process || real == had) {  // per process: only the environment's, kept
     routing.env.emplace_back(stand_in.real_variable, real);
   }
+  routing.start = StandInStart::kPreloaded;
   return routing;
 }
 

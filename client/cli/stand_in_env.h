@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/protocol.h"
 #include "engine/objects/compiler_tools.h"
 
 namespace kcache::cli {
@@ -21,6 +22,7 @@ struct StandInRouting {
   std::vector<std::pair<std::string, std::string>> env;
   // Why the real library's variable was not kept, why the stand-in is not preloaded: a line each.
   std::vector<std::string> notes;
+  StandInStart start = StandInStart::kNotRouted;
 };
 
 // One stand-in, and the real library it would forward to.

@@ -111,6 +111,15 @@ std::function<void(UncachedReason, absl::string_view)> UncachedNotes(
   };
 }
 
+void TellCudaStandInStart(const std::string& server, StandInStart start) {
+  if (start == StandInStart::kNotRouted) return;
+  std::shared_ptr<client::FastPath> fast = FastPathTo(server);
+  if (fast == nullptr) return;
+  v1::FastRequest note;
+  note.set_note_cuda_stand_in(static_cast<uint32_t>(start));
+  fast->Tell(note, absl::Now() + kNoteCap);
+}
+
 std::shared_ptr<client::FastPath> FastPathTo(const std::string& server) {
   std::string socket = client::FastSocketFor(server);
   std::error_code ec;

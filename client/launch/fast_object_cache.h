@@ -11,6 +11,7 @@
 #include "client/launch/cache_budget.h"
 #include "client/lib/fast_path.h"
 #include "core/compiler_command.h"
+#include "core/protocol.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::launch {
@@ -28,6 +29,11 @@ std::unique_ptr<objects::ObjectCache> NewFastObjectCache(std::shared_ptr<client:
 // 100 ms of `budget` to send it); nothing when the fast path is away or the budget spent.
 std::function<void(UncachedReason, absl::string_view)> UncachedNotes(
     std::shared_ptr<client::FastPath> fast, std::shared_ptr<CacheBudget> budget);
+
+// Tells kcached at `server` (KCACHE_SERVER) how `kcache run` routed the CUDA driver stand-in
+// (FastRequest.note_cuda_stand_in: run.cuda_stand_in_*), taking at most 100 ms; nothing for
+// kNotRouted, or when `server` has no fast socket.
+void TellCudaStandInStart(const std::string& server, StandInStart start);
 
 // A connection (not dialled yet) to the fast socket of `server` (KCACHE_SERVER) when it is a
 // unix socket whose fast socket exists; null otherwise.

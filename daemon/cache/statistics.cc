@@ -274,6 +274,13 @@ constexpr StatisticInfo kRows[] = {
     {S::kProtobufLogLinesDropped, "log.protobuf_lines_dropped",
      "libprotobuf's log lines (one per client message with a string that is not UTF-8) not "
      "written: past 5 a minute"},
+    {S::kRunCudaStandInPreloaded, "run.cuda_stand_in_preloaded",
+     "kcache run commands that preloaded kcache's CUDA driver stand-in (its start check passed)"},
+    {S::kRunCudaStandInRefused, "run.cuda_stand_in_refused",
+     "kcache run commands whose start check refused the node's CUDA driver: nothing preloaded"},
+    {S::kRunCudaStandInOff, "run.cuda_stand_in_off",
+     "kcache run commands with the CUDA driver stand-in switched off (--no-cuda, "
+     "KCACHE_CUDA_STANDIN=0)"},
 };
 constexpr std::array<StatisticInfo, kStatisticCount> kTable = WithUncachedRows(kRows, Uncached);
 

@@ -161,9 +161,12 @@ enum class Statistic : int {
   kPtxBuildsFailed = 136,
   kPtxBuildsRefused = 137,
   kProtobufLogLinesDropped = 138,
+  kRunCudaStandInPreloaded = 139,  // told by `kcache run` (StandInStart, core/protocol.h)
+  kRunCudaStandInRefused = 140,
+  kRunCudaStandInOff = 141,
   // Append here (and to kStatisticInfo and docs/statistics.md); never renumber.
 };
-inline constexpr int kStatisticCount = 138;
+inline constexpr int kStatisticCount = 141;
 
 struct StatisticInfo {
   Statistic id;

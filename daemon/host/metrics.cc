@@ -40,6 +40,10 @@ constexpr char kObjectTurnsHelp[] =
 constexpr char kPtxBuilds[] = "kcache_ptx_builds_total";
 constexpr char kPtxBuildsHelp[] =
     "Builds of SASS from PTX that loads sent (BuildFromPtx), by what became of each request.";
+constexpr char kCudaStandIn[] = "kcache_run_cuda_stand_in_total";
+constexpr char kCudaStandInHelp[] =
+    "kcache run commands by how kcache's CUDA driver stand-in entered them: preloaded, refused "
+    "by its start check (nothing preloaded), or switched off.";
 constexpr char kObjectTurnWaits[] = "kcache_object_turn_waits_total";
 constexpr char kObjectTurnWaitsHelp[] = "How launchers' waits for another's compile ended.";
 constexpr char kObjectFleet[] = "kcache_object_fleet_total";
@@ -248,6 +252,9 @@ constexpr MetricMapping kRows[] = {
     {S::kPtxBuildsRefused, kPtxBuilds, kPtxBuildsHelp, "outcome", "refused"},
     {S::kProtobufLogLinesDropped, "kcache_log_lines_dropped_total",
      "Log lines not written, past their bound, by source.", "source", "protobuf"},
+    {S::kRunCudaStandInPreloaded, kCudaStandIn, kCudaStandInHelp, "start", "preloaded"},
+    {S::kRunCudaStandInRefused, kCudaStandIn, kCudaStandInHelp, "start", "refused"},
+    {S::kRunCudaStandInOff, kCudaStandIn, kCudaStandInHelp, "start", "off"},
 };
 constexpr std::array<MetricMapping, kStatisticCount> kMappings = WithUncachedRows(kRows, Uncached);
 

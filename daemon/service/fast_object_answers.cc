@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/artifact.h"
 #include "core/compiler_command.h"
+#include "core/protocol.h"
 #include "daemon/service/object_cache_service.h"
 #include "kcache/v1/objects.pb.h"
 
@@ -113,6 +114,25 @@ absl::Status FastObjectAnswers::NoteUncached(const v1::FastRequest& request) {
   stats_->uncached_options().Add(static_cast<UncachedReason>(request.note_uncached()),
                                  request.note_uncached_option());
   return absl::OkStatus();
+}
+
+absl::Status FastObjectAnswers::NoteCudaStandIn(const v1::FastRequest& request) {
+  switch (static_cast<StandInStart>(request.note_cuda_stand_in())) {
+    case StandInStart::kPreloaded:
+      stats_->Add(Statistic::kRunCudaStandInPreloaded);
+      return absl::OkStatus();
+    case StandInStart::kRefused:
+      stats_->Add(Statistic::kRunCudaStandInRefused);
+      return absl::OkStatus();
+    case StandInStart::kOff:
+      stats_->Add(Statistic::kRunCudaStandInOff);
+      return absl::OkStatus();
+    case StandInStart::kNotRouted:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("note_cuda_stand_in ", request.note_cuda_stand_in(), " is no start: 1 to ",
+                   kStandInStartCount - 1, " (StandInStart, core/protocol.h)"));
 }
 
 }  // namespace kcache

@@ -41,6 +41,9 @@ class FastObjectAnswers {
   // note_uncached: counted by reason (objects.uncached_*) and option. InvalidArgument for a
   // reason that is none.
   absl::Status NoteUncached(const v1::FastRequest& request);
+  // note_cuda_stand_in: counted in run.cuda_stand_in_*. InvalidArgument for a number that is
+  // no StandInStart told (1 to 3).
+  absl::Status NoteCudaStandIn(const v1::FastRequest& request);
 
  private:
   // An object answer in the arena: its slot's key, size and checksum; and the lease taken on

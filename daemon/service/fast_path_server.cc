@@ -78,6 +78,11 @@ class FastPathConnection final : public ConnectionHandler {
           BadMessage(c, request.tag(), noted.message());
         }
         return;
+      case v1::FastRequest::kNoteCudaStandIn:
+        if (absl::Status noted = shared_.object_answers.NoteCudaStandIn(request); !noted.ok()) {
+          BadMessage(c, request.tag(), noted.message());
+        }
+        return;
       case v1::FastRequest::kListObjects:
       case v1::FastRequest::kGetObject:
         Answer(c, request.tag(), shared_.object_answers.Lookup(leases_, request));
@@ -86,8 +91,8 @@ class FastPathConnection final : public ConnectionHandler {
         break;
     }
     BadMessage(c, request.tag(),
-               "a FastRequest needs one of resolve, release_lease, list_objects, get_object or "
-               "note_uncached");
+               "a FastRequest needs one of resolve, release_lease, list_objects, get_object, "
+               "note_uncached or note_cuda_stand_in");
   }
 
   void OnOversized(Connection& c, size_t bytes) override {

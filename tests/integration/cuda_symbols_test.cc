@@ -8,19 +8,24 @@
 // for the newer driver's functions by dlsym, which the stand-in does not export: why `kcache run`
 // does not preload it in front of such a driver
 // (RunEnvironmentTest.DriverStandInIsPreloadedAfterNvrtcsOnlyWithADriver), and under `kcache
-// run` the program's lines are all the driver's own.
+// run` the program's lines are all the driver's own; kcached counts how each `kcache run`'s
+// start check went.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tests/testutil/daemon_process.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/tree_paths.h"
@@ -111,6 +116,45 @@ TEST_F(CudaSymbolsTest, UnderKcacheRunEveryFunctionOfANewerDriverIsFound) {
     if (!absl::StartsWith(line, "kcache:")) driver_lines.push_back(line);  // kcache run's notes
   }
   EXPECT_EQ(driver_lines, alone);
+}
+
+// `kcache run --server` tells kcached how its start check went (run.cuda_stand_in_*): refused
+// in front of the newer driver, preloaded in front of one the stand-in covers
+// (tests/fake-cuda), off when the operator switched it off; the command runs either way.
+TEST_F(CudaSymbolsTest, KcachedCountsHowEachRunsStartCheckOfTheDriverWent) {
+  testing::DaemonOptions options;
+  options.extra_flags = {"--no-toolkit"};
+  testing::DaemonProcess daemon(options);
+  ASSERT_TRUE(daemon.Start().ok()) << daemon.Log();
+  auto run = [&](const std::string& driver_dir, const std::string& assignments) {
+    RunResult r = testing::Run(absl::StrCat(
+        "env -u LD_PRELOAD -u KCACHE_REAL_LIBCUDA -u KCACHE_STORE LD_LIBRARY_PATH=", driver_dir,
+        " KCACHE_STATE_DIR=", tmp_ / "state", " ", assignments, " ", testing::KcacheCli(),
+        " run --server ", daemon.address(), " --shims ", tmp_ / "shims",
+        " -- sh -c 'echo ran; echo \"$LD_PRELOAD\"' 2>&1"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(Contains(r.output, "ran")) << r.output;
+    return r.output;
+  };
+  std::string refused = run(FakeDir(), "");
+  EXPECT_FALSE(Contains(refused, StandIn())) << refused;
+  EXPECT_TRUE(Contains(refused, "functions kcache's driver stand-in does not")) << refused;
+  std::string preloaded = run(testing::BinaryPath("tests/fake-cuda"), "");
+  EXPECT_TRUE(Contains(preloaded, StandIn())) << preloaded;
+  run(testing::BinaryPath("tests/fake-cuda"), "KCACHE_CUDA_STANDIN=0");
+  run(testing::BinaryPath("tests/fake-cuda"), "KCACHE_CUDA_STANDIN=0");
+  nlohmann::json counters;
+  for (int i = 0; i < 50; ++i) {  // the notes are not answered: they arrive when they arrive
+    RunResult stat = testing::Run(
+        absl::StrCat(testing::KcacheCli(), " stat --json --server ", daemon.address()));
+    ASSERT_EQ(stat.exit_code, 0) << stat.output;
+    counters = nlohmann::json::parse(stat.output)["counters"];
+    if (counters.value("run.cuda_stand_in_off", 0) == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(counters.value("run.cuda_stand_in_refused", 0), 1) << counters.dump();
+  EXPECT_EQ(counters.value("run.cuda_stand_in_preloaded", 0), 1) << counters.dump();
+  EXPECT_EQ(counters.value("run.cuda_stand_in_off", 0), 2) << counters.dump();
 }
 
 }  // namespace
