@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli/cache_dirs_command.h"
 #include "client/cli/doctor.h"
 #include "client/cli/export_command.h"
 #include "client/cli/launcher_commands.h"
@@ -54,6 +55,7 @@ int RunCli(int argc, char** argv) {
   RegisterLauncherCommands(app, &exit_code);
   RegisterExportCommand(app, &exit_code);
   RegisterPtxBuildCommand(app, &exit_code);
+  RegisterCacheDirsCommand(app, &exit_code);
   try {
     app.parse(ArgsForParse(argc, argv));
   } catch (const CLI::ParseError& e) {
