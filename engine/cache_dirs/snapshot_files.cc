@@ -1,0 +1,139 @@
+#include "engine/cache_dirs/snapshot_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/sha256.h"
+
+namespace kcache::cache_dirs {
+namespace {
+
+std::string Bytes(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return absl::StrCat(bytes >> 30, " GiB");
+  if (bytes >= (1ull << 20)) return absl::StrCat(bytes >> 20, " MiB");
+  return absl::StrCat(bytes, " B");
+}
+
+class Walker {
+ public:
+  Walker(const CacheDirSpec& spec, const SnapshotLimits& limits) : spec_(spec), limits_(limits) {}
+
+  // Reads the directory open at `fd` (taken: closed here), whose path is `prefix`.
+  void Directory(int fd, const std::string& prefix, int depth = 0) {
+    if (depth > limits_.max_depth) {
+      close(fd);
+      Skip(prefix, absl::StrCat("deeper than ", limits_.max_depth, " folders"));
+      return;
+    }
+    DIR* dir = fdopendir(fd);
+    if (dir == nullptr) {
+      close(fd);
+      Skip(prefix, absl::StrCat("cannot be read: ", strerror(errno)));
+      return;
+    }
+    std::vector<std::string> names;
+    while (dirent* entry = readdir(dir)) {
+      if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) {
+        names.emplace_back(entry->d_name);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      Entry(dirfd(dir), prefix.empty() ? name : prefix + "/" + name, name, depth);
+    }
+    closedir(dir);
+  }
+
+  SnapshotListing Take() { return std::move(listing_); }
+
+ private:
+  void Skip(const std::string& path, std::string why) {
+    listing_.skipped.emplace_back(path, std::move(why));
+  }
+
+  void Entry(int parent, const std::string& path, const std::string& name, int depth) {
+    struct stat st;
+    if (fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      Skip(path, absl::StrCat("cannot be read: ", strerror(errno)));
+      return;
+    }
+    if (S_ISLNK(st.st_mode)) return Skip(path, "a link: not followed");
+    if (S_ISDIR(st.st_mode)) {
+      int fd = openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) return Skip(path, absl::StrCat("cannot be opened: ", strerror(errno)));
+      Directory(fd, path, depth + 1);
+      return;
+    }
+    if (!S_ISREG(st.st_mode)) return Skip(path, "not a regular file (a device, FIFO or socket)");
+    if (LeftOut(spec_, path)) return Skip(path, "left out by the table");
+    uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size > limits_.max_file_bytes) {
+      return Skip(path, absl::StrCat(Bytes(size), ": over the ", Bytes(limits_.max_file_bytes),
+                                     " bound of one file"));
+    }
+    if (listing_.files.size() >= limits_.max_files) {
+      return Skip(path, absl::StrCat("past the ", limits_.max_files, " files bound"));
+    }
+    if (listing_.bytes + size > limits_.max_total_bytes) {
+      return Skip(path, absl::StrCat("past the ", Bytes(limits_.max_total_bytes), " bound"));
+    }
+    int fd = openat(parent, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return Skip(path, absl::StrCat("cannot be opened: ", strerror(errno)));
+    struct stat opened;
+    if (fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_ino != st.st_ino) {
+      close(fd);
+      return Skip(path, "replaced while it was read");
+    }
+    Sha256 sha;
+    uint64_t read_bytes = 0;
+    char buffer[1 << 16];
+    while (read_bytes <= size) {
+      ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      sha.Update(absl::string_view(buffer, static_cast<size_t>(n)));
+      read_bytes += static_cast<uint64_t>(n);
+    }
+    close(fd);
+    if (read_bytes != size) return Skip(path, "changed size while it was read");
+    SnapshotFile file;
+    file.path = path;
+    file.size = size;
+    file.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    file.sha256 = DigestHex(sha.Finish());
+    listing_.bytes += size;
+    listing_.files.push_back(std::move(file));
+  }
+
+  const CacheDirSpec& spec_;
+  const SnapshotLimits& limits_;
+  SnapshotListing listing_;
+};
+
+}  // namespace
+
+absl::StatusOr<SnapshotListing> ListSnapshotFiles(const CacheDirSpec& spec, const std::string& dir,
+                                                  const SnapshotLimits& limits) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(spec.name, "'s cache directory ", dir, " is absent"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        spec.name, "'s cache directory ", dir, " cannot be read as a directory (",
+        errno == ELOOP || errno == ENOTDIR ? "a link or not a directory" : strerror(errno), ")"));
+  }
+  Walker walker(spec, limits);
+  walker.Directory(fd, "");
+  return walker.Take();
+}
+
+}  // namespace kcache::cache_dirs
