@@ -1,7 +1,5 @@
 #include "client/cli/cache_dirs_command.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -13,12 +11,12 @@
 #include "absl/strings/str_split.h"
 #include "client/cli/node_devices.h"
 #include "client/cli/output.h"
+#include "client/cli/run_environment.h"
+#include "client/launch/launch_command.h"
 #include "engine/cache_dirs/cache_dir_key.h"
 #include "engine/cache_dirs/cache_dir_table.h"
 #include "engine/cache_dirs/installed_versions.h"
 #include "kcache/device.h"
-
-extern char** environ;
 
 namespace kcache::cli {
 namespace {
@@ -60,21 +58,6 @@ Contents Walk(const CacheDirSpec& spec, const std::string& dir) {
   return contents;
 }
 
-cache_dirs::Environment ThisEnvironment() {
-  cache_dirs::Environment env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    std::pair<std::string, std::string> pair = absl::StrSplit(*entry, absl::MaxSplits('=', 1));
-    env.emplace(std::move(pair));
-  }
-  return env;
-}
-
-// The CUDA toolkit's root: $CUDA_HOME, else /usr/local/cuda.
-std::string ToolkitRoot(const cache_dirs::Environment& env) {
-  auto home = env.find("CUDA_HOME");
-  return home != env.end() && !home->second.empty() ? home->second : "/usr/local/cuda";
-}
-
 struct Flags {
   bool json_out = false;
   std::string arch;
@@ -89,10 +72,14 @@ int Run(const Flags& flags) {
     if (!mine.ok()) return Fail(mine.status().message(), kExitBadInput);
     specs.push_back(*std::move(mine));
   }
+  objects::ToolLookup lookup = launch::LauncherOptionsFromEnvironment().lookup;
+  // The toolkit the process would compile with without kcache (not a kcache run's shim root).
+  absl::StatusOr<std::string> toolkit_root = RealToolkitRoot(lookup);
+  if (!toolkit_root.ok()) return Fail(toolkit_root.status().message(), kExitBadInput);
   CacheDirContext context;
-  context.env = ThisEnvironment();
+  context.env = lookup.env;
   context.versions = cache_dirs::InstalledVersions(cache_dirs::SiteDirectories(context.env));
-  context.toolkit = cache_dirs::ToolkitIdentity(ToolkitRoot(context.env));
+  if (!toolkit_root->empty()) context.toolkit = cache_dirs::ToolkitIdentity(*toolkit_root);
   std::string sms_from = "--arch";
   if (!flags.arch.empty()) {
     for (absl::string_view sm : absl::StrSplit(flags.arch, ',', absl::SkipEmpty())) {
@@ -113,8 +100,6 @@ int Run(const Flags& flags) {
   if (absl::StatusOr<uint32_t> driver = client::DriverVersion(); driver.ok()) {
     context.driver = std::to_string(*driver);
   }
-  char cwd[4096];
-  if (getcwd(cwd, sizeof(cwd)) == nullptr) cwd[0] = '\0';
 
   json rows = json::array();
   Table table({"library", "version", "directory", "files", "size", "key"}, {3, 4});

@@ -39,29 +39,6 @@ std::string CompilerName(const std::string& generic, const std::string& gnu,
   return plain.ok() && named.ok() && SameFile(*plain, *named) ? gnu : generic;
 }
 
-// The root of the CUDA toolkit the build would use without kcache, as torch finds it ("" when
-// none); InvalidArgument for a $CUDA_HOME that is a shim root of kcache's own.
-absl::StatusOr<std::string> RealToolkitRoot(const objects::ToolLookup& lookup) {
-  std::string nested = Variable(lookup.env, "KCACHE_REAL_CUDA_HOME");
-  if (!nested.empty()) return Normal(nested);
-  for (const char* name : {"CUDA_HOME", "CUDA_PATH"}) {
-    std::string root = Variable(lookup.env, name);
-    if (root.empty()) continue;
-    if (NamesKcache(absl::StrCat(root, "/bin/nvcc"), lookup)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("$", name, " (", root,
-                       ") is a kcache shim toolkit but KCACHE_REAL_CUDA_HOME is not set: set "
-                       "it to the toolkit root the shim mirrors, or ",
-                       name, " to that root"));
-    }
-    return Normal(root);
-  }
-  absl::StatusOr<std::string> nvcc = objects::FindCompiler("nvcc", lookup);
-  if (nvcc.ok()) return Normal(fs::path(*nvcc).parent_path().parent_path().string());
-  std::error_code ec;
-  return fs::exists("/usr/local/cuda", ec) ? "/usr/local/cuda" : "";
-}
-
 // Builds a Routing: sets variables, keeps the environment's own with a note.
 class Router {
  public:
@@ -290,6 +267,27 @@ absl::Status RouteRedis(Router& router, const RoutingFlags& flags) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> RealToolkitRoot(const objects::ToolLookup& lookup) {
+  std::string nested = Variable(lookup.env, "KCACHE_REAL_CUDA_HOME");
+  if (!nested.empty()) return Normal(nested);
+  for (const char* name : {"CUDA_HOME", "CUDA_PATH"}) {
+    std::string root = Variable(lookup.env, name);
+    if (root.empty()) continue;
+    if (NamesKcache(absl::StrCat(root, "/bin/nvcc"), lookup)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("$", name, " (", root,
+                       ") is a kcache shim toolkit but KCACHE_REAL_CUDA_HOME is not set: set "
+                       "it to the toolkit root the shim mirrors, or ",
+                       name, " to that root"));
+    }
+    return Normal(root);
+  }
+  absl::StatusOr<std::string> nvcc = objects::FindCompiler("nvcc", lookup);
+  if (nvcc.ok()) return Normal(fs::path(*nvcc).parent_path().parent_path().string());
+  std::error_code ec;
+  return fs::exists("/usr/local/cuda", ec) ? "/usr/local/cuda" : "";
+}
 
 absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
                                            const objects::ToolLookup& current) {

@@ -74,6 +74,12 @@ struct Routing {
 // directory and the shim toolkit root. InvalidArgument for flags that do not go together or a
 // $CUDA_HOME that is a shim root without $KCACHE_REAL_CUDA_HOME; FailedPrecondition when a
 // link cannot be made; kcached's error when --redis asks it for its door.
+// The root of the CUDA toolkit a process of `lookup`'s environment would use without kcache, as
+// torch finds it: $KCACHE_REAL_CUDA_HOME (a nested run), $CUDA_HOME, $CUDA_PATH, the directory
+// above PATH's first nvcc's, /usr/local/cuda; "" when none. InvalidArgument for a $CUDA_HOME
+// that is a shim root of kcache's own without $KCACHE_REAL_CUDA_HOME.
+absl::StatusOr<std::string> RealToolkitRoot(const objects::ToolLookup& lookup);
+
 absl::StatusOr<Routing> RoutingEnvironment(const RoutingFlags& flags,
                                            const objects::ToolLookup& current);
 

@@ -122,6 +122,22 @@ TEST_F(CacheDirsCommandTest, BadFlagsAreBadInputSayingWhatIsWrong) {
   EXPECT_TRUE(Contains(arch.output, "--arch 8.6,banana")) << arch.output;
 }
 
+// Under `kcache run`, $CUDA_HOME is kcache's shim root; the key names the toolkit behind it.
+TEST_F(CacheDirsCommandTest, UnderKcacheRunTheToolkitIsTheRealOneNotTheShim) {
+  auto toolkit = [&](const std::string& prefix) {
+    RunResult r = testing::Run(
+        absl::StrCat("env -u CUDA_HOME -u CUDA_PATH KCACHE_STATE_DIR=", tmp_ / "state", " ", prefix,
+                     testing::KcacheCli(), " cache-dirs --json --arch 8.6 2>/dev/null"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return json::parse(r.output)["toolkit"].get<std::string>();
+  };
+  std::string alone = toolkit("");
+  if (alone.empty()) GTEST_SKIP() << "no CUDA toolkit with an nvcc here";
+  EXPECT_EQ(toolkit(absl::StrCat(testing::KcacheCli(), " run --store ", tmp_ / "store", " --shims ",
+                                 tmp_ / "shims", " -- ")),
+            alone);
+}
+
 TEST_F(CacheDirsCommandTest, ADirectoryThatCannotBeSaidIsShownWithWhy) {
   RunResult r = testing::Run(absl::StrCat("env -i PATH=/usr/bin:/bin ", testing::KcacheCli(),
                                           " cache-dirs --json --arch 8.6 2>&1"));
