@@ -8,15 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "client/cli/node_devices.h"
+#include "client/cli/cache_dir_context.h"
 #include "client/cli/output.h"
-#include "client/cli/run_environment.h"
 #include "client/launch/launch_command.h"
 #include "engine/cache_dirs/cache_dir_key.h"
 #include "engine/cache_dirs/cache_dir_table.h"
-#include "engine/cache_dirs/installed_versions.h"
-#include "kcache/device.h"
 
 namespace kcache::cli {
 namespace {
@@ -65,45 +61,17 @@ struct Flags {
 };
 
 int Run(const Flags& flags) {
-  std::vector<CacheDirSpec> specs = cache_dirs::KnownCacheDirs();
-  if (specs.empty()) return Fail("kcache's cache directory table did not parse (a build defect)");
-  for (const std::string& flag : flags.user_dirs) {
-    absl::StatusOr<CacheDirSpec> mine = cache_dirs::ParseUserCacheDir(flag);
-    if (!mine.ok()) return Fail(mine.status().message(), kExitBadInput);
-    specs.push_back(*std::move(mine));
-  }
-  objects::ToolLookup lookup = launch::LauncherOptionsFromEnvironment().lookup;
-  // The toolkit the process would compile with without kcache (not a kcache run's shim root).
-  absl::StatusOr<std::string> toolkit_root = RealToolkitRoot(lookup);
-  if (!toolkit_root.ok()) return Fail(toolkit_root.status().message(), kExitBadInput);
-  CacheDirContext context;
-  context.env = lookup.env;
-  context.versions = cache_dirs::InstalledVersions(cache_dirs::SiteDirectories(context.env));
-  if (!toolkit_root->empty()) context.toolkit = cache_dirs::ToolkitIdentity(*toolkit_root);
-  std::string sms_from = "--arch";
-  if (!flags.arch.empty()) {
-    for (absl::string_view sm : absl::StrSplit(flags.arch, ',', absl::SkipEmpty())) {
-      absl::StatusOr<client::Device> device = client::Device::Parse(sm);
-      if (!device.ok()) {
-        return Fail(absl::StrCat("--arch ", flags.arch, ": ", device.status().message()),
-                    kExitBadInput);
-      }
-      context.sms.push_back(device->ToString());
-    }
-  } else if (absl::StatusOr<std::vector<client::GpuInfo>> gpus = client::DetectDevices();
-             gpus.ok()) {
-    sms_from = "the GPUs seen";
-    for (const client::GpuInfo& gpu : *gpus) context.sms.push_back(gpu.device.ToString());
-  } else {
-    sms_from = "none: no GPU seen and no --arch (an image's build declares its SMs with --arch)";
-  }
-  if (absl::StatusOr<uint32_t> driver = client::DriverVersion(); driver.ok()) {
-    context.driver = std::to_string(*driver);
-  }
+  absl::StatusOr<std::vector<CacheDirSpec>> specs = CacheDirSpecs(flags.user_dirs);
+  if (!specs.ok()) return Fail(specs.status().message(), kExitBadInput);
+  absl::StatusOr<KeyContext> keyed =
+      KeyContextFor(launch::LauncherOptionsFromEnvironment().lookup, flags.arch);
+  if (!keyed.ok()) return Fail(keyed.status().message(), kExitBadInput);
+  const CacheDirContext& context = keyed->context;
+  const std::string& sms_from = keyed->sms_from;
 
   json rows = json::array();
   Table table({"library", "version", "directory", "files", "size", "key"}, {3, 4});
-  for (const CacheDirSpec& spec : specs) {
+  for (const CacheDirSpec& spec : *specs) {
     json row = {{"name", spec.name},
                 {"user_added", spec.user_added},
                 {"misses", spec.misses},
@@ -167,7 +135,8 @@ void RegisterCacheDirsCommand(CLI::App& app, int* exit_code) {
       "has (docs/cache-dirs.md)");
   sub->add_flag("--json", flags.json_out, "print JSON: each directory with its key's components");
   sub->add_option("--arch", flags.arch,
-                  "the SMs the key names, comma-separated (7.5,8.6,9.0a); default: the GPUs seen");
+                  "the SMs an image's build declares, comma-separated (7.5,8.6,9.0a): the key's "
+                  "when no GPU is seen (a GPU seen is what the key names)");
   sub->add_option("--cache-dir", flags.user_dirs,
                   "a directory of your own, keyed as the table's: NAME=DIR[:PREFIX,...] (DIR "
                   "absolute; variables with a PREFIX are keyed); repeatable");

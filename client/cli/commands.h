@@ -36,6 +36,11 @@ enum class StoreUse {
 // or something else; other errors as OpenStore gives them.
 absl::StatusOr<std::unique_ptr<Store>> OpenStoreForCli(const std::string& path, StoreUse use);
 
+// Opens the store directory for a launcher or `kcache run` (made when absent), waiting up to
+// 120 s while another launcher holds it; a store that cannot be written (a baked, read-only
+// one) is opened read-only.
+absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStore(const std::string& path);
+
 // Loads the toolkit at `root` ("" = $CUDA_HOME or /usr/local/cuda).
 absl::StatusOr<std::shared_ptr<const Toolkit>> LoadToolkitForCli(const std::string& root);
 

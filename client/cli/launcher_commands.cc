@@ -1,5 +1,6 @@
 #include "client/cli/launcher_commands.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,12 +17,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "client/cli/child_process.h"
+#include "client/cli/commands.h"
 #include "client/cli/compile_turn_remote.h"
 #include "client/cli/compiler_shims.h"
 #include "client/cli/nvrtc_any_directory.h"
 #include "client/cli/nvrtc_clock_probe.h"
 #include "client/cli/object_remote.h"
 #include "client/cli/output.h"
+#include "client/cli/run_cache_dirs.h"
 #include "client/cli/run_check.h"
 #include "client/cli/run_environment.h"
 #include "client/cli/server_connect.h"
@@ -46,30 +50,6 @@ namespace kcache::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// How long a launcher waits for a store directory another launcher holds.
-constexpr auto kStoreLockWait = std::chrono::seconds(120);
-
-// Opens the store directory for a launcher, waiting while another launcher holds it; a store
-// that cannot be written (a baked, read-only one) is opened read-only.
-absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStore(const std::string& path) {
-  auto deadline = std::chrono::steady_clock::now() + kStoreLockWait;
-  while (true) {
-    StoreOptions options;
-    options.rocksdb_log = false;
-    options.open_files_lazily = true;
-    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
-    if (absl::IsPermissionDenied(store.status()) || absl::IsInvalidArgument(store.status())) {
-      options.read_only = true;
-      return OpenStore(path, options);
-    }
-    if (!absl::IsFailedPrecondition(store.status()) ||
-        std::chrono::steady_clock::now() > deadline) {
-      return store;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + getpid() % 20));
-  }
-}
 
 // Opens the store directory for a lookup: read-only (no lock to wait for, nothing written);
 // as for a write when it does not open so (absent, or changing under a writer).
@@ -295,6 +275,83 @@ int PutHandedNvrtcCompile() {
 
 }  // namespace
 
+// How long a launcher waits for a store directory another launcher holds.
+constexpr auto kStoreLockWait = std::chrono::seconds(120);
+
+absl::StatusOr<std::unique_ptr<Store>> OpenLauncherStore(const std::string& path) {
+  auto deadline = std::chrono::steady_clock::now() + kStoreLockWait;
+  while (true) {
+    StoreOptions options;
+    options.rocksdb_log = false;
+    options.open_files_lazily = true;
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(path, options);
+    if (absl::IsPermissionDenied(store.status()) || absl::IsInvalidArgument(store.status())) {
+      options.read_only = true;
+      return OpenStore(path, options);
+    }
+    if (!absl::IsFailedPrecondition(store.status()) ||
+        std::chrono::steady_clock::now() > deadline) {
+      return store;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + getpid() % 20));
+  }
+}
+
+namespace {
+
+// `kcache run` with the cache directories: each served before `command` runs (in this
+// process's environment, routed already) as kcache's child, and captured once it exits 0;
+// the command's exit code, or its signal raised.
+int RunServingCacheDirs(const RoutingFlags& routing, RunCacheDirsFlags flags,
+                        const std::vector<std::string>& command) {
+  flags.arch = routing.arch;
+  flags.store = routing.store;
+  flags.server = routing.server;
+  auto plan = [&]() -> std::vector<PlannedDir> {
+    absl::StatusOr<std::vector<PlannedDir>> planned =
+        PlanCacheDirs(launch::LauncherOptionsFromEnvironment().lookup, flags, command);
+    if (!planned.ok()) {
+      std::fprintf(stderr, "kcache: cache directories neither served nor captured: %s\n",
+                   std::string(planned.status().message()).c_str());
+      return {};
+    }
+    return *std::move(planned);
+  };
+  auto open = [&](bool lookups) -> std::unique_ptr<objects::ObjectCache> {
+    absl::StatusOr<std::unique_ptr<objects::ObjectCache>> cache = OpenSnapshotCache(flags, lookups);
+    if (!cache.ok()) {
+      std::fprintf(stderr, "kcache: cache directories: %s\n",
+                   std::string(cache.status().message()).c_str());
+      return nullptr;
+    }
+    return *std::move(cache);
+  };
+  // The store is closed while the command runs: its launchers open it. A store directory is
+  // opened once for both (a second open would wait for the first's lock).
+  if (std::vector<PlannedDir> planned = plan(); !planned.empty()) {
+    std::unique_ptr<objects::ObjectCache> transfers = open(false);
+    std::unique_ptr<objects::ObjectCache> lookups = flags.server.empty() ? nullptr : open(true);
+    if (transfers != nullptr) {
+      ServeCacheDirs(lookups != nullptr ? *lookups : *transfers, *transfers, planned);
+    }
+  }
+  absl::StatusOr<int> status = RunChild(command);
+  if (!status.ok()) return Fail(status.status().message(), 127);
+  if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) {
+    // Keyed again: the command may have installed what the keys name.
+    if (std::vector<PlannedDir> planned = plan(); !planned.empty()) {
+      if (std::unique_ptr<objects::ObjectCache> cache = open(false)) {
+        CaptureCacheDirs(*cache, planned);
+      }
+    }
+  } else if (!EnvValue("KCACHE_LOG").empty()) {
+    std::fprintf(stderr, "kcache: cache directories not captured: the command did not exit 0\n");
+  }
+  return ExitLike(*status);
+}
+
+}  // namespace
+
 std::vector<std::string> ArgsForParse(int argc, char** argv) {
   std::vector<std::string> args;
   bool after_dashes = false;  // the command's own arguments are left alone
@@ -340,6 +397,7 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
   static RoutingFlags run_flags, env_flags;
   static std::vector<std::string> run_command, explain_command;
   static bool env_export = false, run_check = false;
+  static RunCacheDirsFlags run_dirs;
 
   CLI::App* run = app.add_subcommand(
       "run",
@@ -351,6 +409,13 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
   run->add_flag("--check", run_check,
                 "run nothing: say which compiler each way of finding one reaches under that "
                 "environment, and through what (exit 1 when one bypasses kcache)");
+  run->add_flag("--no-cache-dirs", run_dirs.off,
+                "neither serve nor capture the libraries' cache directories, as "
+                "KCACHE_CACHE_DIRS=0 (docs/cache-dirs.md)");
+  run->add_option("--cache-dir", run_dirs.user_dirs,
+                  "a cache directory of your own, served and captured as the table's: "
+                  "NAME=DIR[:PREFIX,...] (DIR absolute; variables with a PREFIX are keyed); "
+                  "repeatable");
   run->add_option("command", run_command, "the command, after --");
   run->callback([exit_code] {
     if (run_command.empty() && !run_check) {
@@ -376,6 +441,10 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
     if (!run_flags.server.empty())
       launch::TellCudaStandInStart(run_flags.server, routing->cuda_stand_in);
     for (const auto& [name, value] : routing->env) setenv(name.c_str(), value.c_str(), 1);
+    if (!run_dirs.off && EnvValue("KCACHE_CACHE_DIRS") != "0") {
+      *exit_code = RunServingCacheDirs(run_flags, run_dirs, run_command);
+      return;
+    }
     std::vector<char*> argv;
     for (std::string& arg : run_command) argv.push_back(arg.data());
     argv.push_back(nullptr);

@@ -115,15 +115,19 @@ CacheDirKey KeyFor(const CacheDirSpec& spec, const std::string& dir,
   for (const auto& [name, value] : context.env) {  // a map: in name order
     if (Keyed(spec, name)) add("env " + name, value);
   }
+  key.digest = CacheDirKeyDigest(key.components);
+  return key;
+}
+
+std::string CacheDirKeyDigest(const std::vector<std::pair<std::string, std::string>>& components) {
   std::string bytes;
-  for (const auto& [name, value] : key.components) {
+  for (const auto& [name, value] : components) {
     PutFixed32(bytes, static_cast<uint32_t>(name.size()));
     bytes += name;
     PutFixed32(bytes, static_cast<uint32_t>(value.size()));
     bytes += value;
   }
-  key.digest = Sha256Hex(bytes);
-  return key;
+  return Sha256Hex(bytes);
 }
 
 std::string CacheDirKey::FirstDifference(const CacheDirKey& other) const {

@@ -47,6 +47,10 @@ struct CacheDirKey {
 CacheDirKey KeyFor(const CacheDirSpec& spec, const std::string& dir,
                    const CacheDirContext& context);
 
+// A key's digest: SHA-256 over its components, each name and value framed as u32le(byte
+// length) + bytes (CacheDirKey::digest).
+std::string CacheDirKeyDigest(const std::vector<std::pair<std::string, std::string>>& components);
+
 // The CUDA toolkit at `root` as a key names it: its CUDA_VERSION (include/cuda.h, "13.0") and
 // the SHA-256 of its nvcc and ptxas ("13.0 nvcc 1a2b3c4d5e6f ptxas 0f9e8d7c6b5a"), so that two
 // builds of one release differ; "" when `root` has no nvcc.

@@ -24,7 +24,8 @@ std::string Bytes(uint64_t bytes) {
 
 class Walker {
  public:
-  Walker(const CacheDirSpec& spec, const SnapshotLimits& limits) : spec_(spec), limits_(limits) {}
+  Walker(const CacheDirSpec& spec, const SnapshotLimits& limits, SnapshotSink* sink)
+      : spec_(spec), limits_(limits), sink_(sink) {}
 
   // Reads the directory open at `fd` (taken: closed here), whose path is `prefix`.
   void Directory(int fd, const std::string& prefix, int depth = 0) {
@@ -92,36 +93,67 @@ class Walker {
       close(fd);
       return Skip(path, "replaced while it was read");
     }
+    SnapshotFile file;
+    file.path = path;
+    file.size = size;
+    file.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    file.executable = (st.st_mode & S_IXUSR) != 0;
+    std::string why = Read(fd, size, file);
+    close(fd);
+    if (!why.empty()) return Skip(path, std::move(why));
+    listing_.bytes += size;
+    listing_.files.push_back(std::move(file));
+  }
+
+  // Hashes the `size` bytes open at `fd` into `file` and hands them to the sink, if any, a
+  // chunk at a time; "" when done, else why the file is not taken.
+  std::string Read(int fd, uint64_t size, SnapshotFile& file) {
     Sha256 sha;
     uint64_t read_bytes = 0;
+    std::string chunk;
+    auto hand_on = [&]() -> std::string {
+      if (sink_ == nullptr || chunk.empty()) return "";
+      absl::StatusOr<std::string> id = sink_->Chunk(chunk);
+      if (!id.ok()) return absl::StrCat("not stored: ", id.status().message());
+      file.chunks.push_back(*std::move(id));
+      chunk.clear();
+      return "";
+    };
     char buffer[1 << 16];
     while (read_bytes <= size) {
       ssize_t n = read(fd, buffer, sizeof(buffer));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      sha.Update(absl::string_view(buffer, static_cast<size_t>(n)));
-      read_bytes += static_cast<uint64_t>(n);
+      absl::string_view bytes(buffer, static_cast<size_t>(n));
+      sha.Update(bytes);
+      read_bytes += bytes.size();
+      if (sink_ == nullptr) continue;
+      while (!bytes.empty()) {
+        size_t take = std::min<size_t>(bytes.size(), kSnapshotChunkBytes - chunk.size());
+        chunk.append(bytes.data(), take);
+        bytes.remove_prefix(take);
+        if (chunk.size() == kSnapshotChunkBytes) {
+          if (std::string why = hand_on(); !why.empty()) return why;
+        }
+      }
     }
-    close(fd);
-    if (read_bytes != size) return Skip(path, "changed size while it was read");
-    SnapshotFile file;
-    file.path = path;
-    file.size = size;
-    file.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (read_bytes != size) return "changed size while it was read";
+    if (std::string why = hand_on(); !why.empty()) return why;
     file.sha256 = DigestHex(sha.Finish());
-    listing_.bytes += size;
-    listing_.files.push_back(std::move(file));
+    return "";
   }
 
   const CacheDirSpec& spec_;
   const SnapshotLimits& limits_;
+  SnapshotSink* sink_;
   SnapshotListing listing_;
 };
 
 }  // namespace
 
 absl::StatusOr<SnapshotListing> ListSnapshotFiles(const CacheDirSpec& spec, const std::string& dir,
-                                                  const SnapshotLimits& limits) {
+                                                  const SnapshotLimits& limits,
+                                                  SnapshotSink* sink) {
   int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) {
@@ -131,7 +163,7 @@ absl::StatusOr<SnapshotListing> ListSnapshotFiles(const CacheDirSpec& spec, cons
         spec.name, "'s cache directory ", dir, " cannot be read as a directory (",
         errno == ELOOP || errno == ENOTDIR ? "a link or not a directory" : strerror(errno), ")"));
   }
-  Walker walker(spec, limits);
+  Walker walker(spec, limits, sink);
   walker.Directory(fd, "");
   return walker.Take();
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/cache_dirs/cache_dir_table.h"
 
 namespace kcache::cache_dirs {
@@ -26,7 +27,22 @@ struct SnapshotFile {
   std::string path;  // relative, '/'-separated, no "." or ".." part
   uint64_t size = 0;
   int64_t mtime_ns = 0;
-  std::string sha256;  // 64 hex digits
+  bool executable = false;  // the owner's execute bit: served files get 0755, others 0644
+  std::string sha256;       // 64 hex digits
+  // With a sink: the ids it gave the file's chunks, in order (ListSnapshotFiles).
+  std::vector<std::string> chunks;
+};
+
+// A file's bytes are handed on in chunks of this size (the last one shorter), so that a capture
+// holds one chunk of a file in memory, never the file, and the same bytes make the same chunk.
+inline constexpr uint64_t kSnapshotChunkBytes = uint64_t{8} << 20;
+
+// Takes each chunk of each file a listing takes (snapshot_store.h stores them) and says the id
+// it is kept under; an error leaves the file out of the listing, with the error as the reason.
+class SnapshotSink {
+ public:
+  virtual ~SnapshotSink() = default;
+  virtual absl::StatusOr<std::string> Chunk(absl::string_view bytes) = 0;
 };
 
 struct SnapshotListing {
@@ -39,10 +55,12 @@ struct SnapshotListing {
 
 // The files of `spec`'s directory `dir` (absolute), read without following a link anywhere
 // (O_NOFOLLOW, each directory opened relative to its parent's descriptor), so that nothing
-// outside `dir` is read whatever links the directory holds or gains while it is read. NotFound
-// when `dir` is absent; FailedPrecondition when it is a link or not a directory.
+// outside `dir` is read whatever links the directory holds or gains while it is read. With a
+// `sink`, each file's bytes go to it as they are read (each file is read once). NotFound when
+// `dir` is absent; FailedPrecondition when it is a link or not a directory.
 absl::StatusOr<SnapshotListing> ListSnapshotFiles(const CacheDirSpec& spec, const std::string& dir,
-                                                  const SnapshotLimits& limits = {});
+                                                  const SnapshotLimits& limits = {},
+                                                  SnapshotSink* sink = nullptr);
 
 }  // namespace kcache::cache_dirs
 

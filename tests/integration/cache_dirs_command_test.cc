@@ -80,7 +80,7 @@ TEST_F(CacheDirsCommandTest, ListsEachDirectoryWhereThisEnvironmentHasIt) {
   RunResult text = CacheDirs("--arch 8.6,9.0");
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_TRUE(Contains(text.output, triton_)) << text.output;
-  EXPECT_TRUE(Contains(text.output, "SMs: 8.6,9.0 (--arch)")) << text.output;
+  EXPECT_TRUE(Contains(text.output, "SMs: 8.6,9.0 (--arch")) << text.output;
 }
 
 TEST_F(CacheDirsCommandTest, TheKeyChangesWithWhatDecidesTheFiles) {
@@ -124,17 +124,21 @@ TEST_F(CacheDirsCommandTest, BadFlagsAreBadInputSayingWhatIsWrong) {
 
 // Under `kcache run`, $CUDA_HOME is kcache's shim root; the key names the toolkit behind it.
 TEST_F(CacheDirsCommandTest, UnderKcacheRunTheToolkitIsTheRealOneNotTheShim) {
+  // The JSON goes to a file: kcache run says what it routes on stderr (a ccache launcher
+  // variable left as the environment has it, for one).
+  std::string out = tmp_ / "out.json";
   auto toolkit = [&](const std::string& prefix) {
     RunResult r = testing::Run(
         absl::StrCat("env -u CUDA_HOME -u CUDA_PATH KCACHE_STATE_DIR=", tmp_ / "state", " ", prefix,
-                     testing::KcacheCli(), " cache-dirs --json --arch 8.6 2>/dev/null"));
+                     testing::KcacheCli(), " cache-dirs --json --arch 8.6 >", out));
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    return json::parse(r.output)["toolkit"].get<std::string>();
+    std::ifstream in(out);
+    return json::parse(in)["toolkit"].get<std::string>();
   };
   std::string alone = toolkit("");
   if (alone.empty()) GTEST_SKIP() << "no CUDA toolkit with an nvcc here";
-  EXPECT_EQ(toolkit(absl::StrCat(testing::KcacheCli(), " run --store ", tmp_ / "store", " --shims ",
-                                 tmp_ / "shims", " -- ")),
+  EXPECT_EQ(toolkit(absl::StrCat(testing::KcacheCli(), " run --no-cache-dirs --store ",
+                                 tmp_ / "store", " --shims ", tmp_ / "shims", " -- ")),
             alone);
 }
 

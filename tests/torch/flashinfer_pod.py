@@ -23,6 +23,10 @@ def build(generators: list[str], workspace: Path, env_extra: dict,
     KCACHE_LOG=1, under `prefix` (e.g. `kcache run ... --`); returns the process's wall seconds
     and its output (ninja's commands, the launchers' KCACHE_LOG lines). Exits on failure."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(OWN_PREFIXES)}
+    # Whether kcache run serves and captures the cache directories is the test's to say
+    # (tests/CMakeLists.txt: not those of the machine's HOME).
+    if "KCACHE_CACHE_DIRS" in os.environ:
+        env["KCACHE_CACHE_DIRS"] = os.environ["KCACHE_CACHE_DIRS"]
     env.update(FLASHINFER_WORKSPACE_BASE=str(workspace), KCACHE_LOG="1", **env_extra)
     start = time.monotonic()
     result = subprocess.run([*(prefix or []), sys.executable, str(WARM), "--verbose", *generators],
