@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -124,16 +125,20 @@ TEST_F(CacheDirsCommandTest, BadFlagsAreBadInputSayingWhatIsWrong) {
 
 // Under `kcache run`, $CUDA_HOME is kcache's shim root; the key names the toolkit behind it.
 TEST_F(CacheDirsCommandTest, UnderKcacheRunTheToolkitIsTheRealOneNotTheShim) {
-  // The JSON goes to a file: kcache run says what it routes on stderr (a ccache launcher
-  // variable left as the environment has it, for one).
-  std::string out = tmp_ / "out.json";
+  // The JSON goes to a file and stderr to another: kcache run says what it routes on stderr (a
+  // ccache launcher variable left as the environment has it, for one). The braces keep Run's
+  // 2>&1 off the command itself.
+  std::string out = tmp_ / "out.json", err = tmp_ / "err.txt";
   auto toolkit = [&](const std::string& prefix) {
-    RunResult r = testing::Run(
-        absl::StrCat("env -u CUDA_HOME -u CUDA_PATH KCACHE_STATE_DIR=", tmp_ / "state", " ", prefix,
-                     testing::KcacheCli(), " cache-dirs --json --arch 8.6 >", out));
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    std::ifstream in(out);
-    return json::parse(in)["toolkit"].get<std::string>();
+    RunResult r = testing::Run(absl::StrCat(
+        "{ env -u CUDA_HOME -u CUDA_PATH KCACHE_STATE_DIR=", tmp_ / "state", " ", prefix,
+        testing::KcacheCli(), " cache-dirs --json --arch 8.6 >", out, " 2>", err, "; }"));
+    std::ifstream in(out), errors(err);
+    std::string said((std::istreambuf_iterator<char>(errors)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(r.exit_code, 0) << said;
+    json parsed = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(parsed.is_discarded()) << "not JSON; stderr: " << said;
+    return parsed.is_discarded() ? std::string("(not JSON)") : parsed["toolkit"].get<std::string>();
   };
   std::string alone = toolkit("");
   if (alone.empty()) GTEST_SKIP() << "no CUDA toolkit with an nvcc here";
