@@ -24,11 +24,6 @@ void Say(const PlannedDir& planned, const std::string& what) {
 
 bool Verbose() { return !EnvValue("KCACHE_LOG").empty(); }
 
-// kcached away or hung: each call would wait its timeout again.
-bool Unanswered(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<PlannedDir>> PlanCacheDirs(const objects::ToolLookup& routed,
@@ -77,7 +72,7 @@ void ServeCacheDirs(objects::ObjectCache& lookups, objects::ObjectCache& transfe
     if (!served.ok()) {
       Say(dir, absl::StrCat("snapshot ", dir.key.digest.substr(0, 12),
                             " not served: ", served.status().message()));
-      if (Unanswered(served.status())) {
+      if (cache_dirs::CacheUnanswered(served.status())) {
         std::fprintf(stderr,
                      "kcache: cache directories: kcached does not answer; the rest are "
                      "not served\n");
@@ -123,7 +118,7 @@ void CaptureCacheDirs(objects::ObjectCache& cache, const std::vector<PlannedDir>
     }
     if (!captured.ok()) {
       Say(dir, absl::StrCat("not captured: ", captured.status().message()));
-      if (Unanswered(captured.status())) break;
+      if (cache_dirs::CacheUnanswered(captured.status())) break;
       continue;
     }
     if (captured->kept_baked) {

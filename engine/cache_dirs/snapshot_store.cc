@@ -77,7 +77,7 @@ class StoringSink : public SnapshotSink {
     // One already there is taken only when its bytes are these: an entry a damaged store or a
     // hostile writer left under this id is replaced, not kept.
     absl::StatusOr<std::vector<ObjectEntry>> listed = cache_.List(key.command);
-    if (absl::IsUnavailable(listed.status()) || absl::IsDeadlineExceeded(listed.status())) {
+    if (CacheUnanswered(listed.status())) {
       unanswered_ = listed.status();
       return unanswered_;
     }
@@ -100,7 +100,7 @@ class StoringSink : public SnapshotSink {
       ++report_.chunks_present;
       return id;
     }
-    if (absl::IsUnavailable(put) || absl::IsDeadlineExceeded(put)) unanswered_ = put;
+    if (CacheUnanswered(put)) unanswered_ = put;
     if (!put.ok()) return put;
     ++report_.chunks_stored;
     return id;
@@ -234,7 +234,7 @@ std::string WriteFile(objects::ObjectCache& cache, int folder, const std::string
   for (const std::string& id : file.chunks) {
     absl::StatusOr<std::string> chunk = GetWrapped(cache, SnapshotChunkKey(id), ChunkName(id));
     if (!chunk.ok()) {
-      if (absl::IsUnavailable(chunk.status()) || absl::IsDeadlineExceeded(chunk.status())) {
+      if (CacheUnanswered(chunk.status())) {
         unanswered = chunk.status();
       }
       why = absl::StrCat("its chunk ", id.substr(0, 12),
@@ -275,6 +275,10 @@ std::string WriteFile(objects::ObjectCache& cache, int folder, const std::string
 }
 
 }  // namespace
+
+bool CacheUnanswered(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+}
 
 ObjectEntryKey SnapshotManifestKey(absl::string_view key_digest) {
   return DomainKey("kcache.cache-dir-snapshot", key_digest);

@@ -31,6 +31,10 @@
 
 namespace kcache::cache_dirs {
 
+// Whether `status` says the cache did not answer (Unavailable, DeadlineExceeded: kcached away or
+// hung), so that a call now would wait its timeout again: capture and serve stop at the first.
+bool CacheUnanswered(const absl::Status& status);
+
 // What a snapshot's manifest says.
 struct SnapshotManifest {
   std::string library;                                          // the row's name
