@@ -8,7 +8,7 @@
 # library (it loads into every process `kcache run` starts, where no sanitizer or C++ runtime may
 # follow it), hidden symbols by default: exactly one file named <soname> (libcuda.so.1: no
 # libcuda.so link that a -lcuda could pick up) with that soname, in <dir>; installed into
-# <destination> when given (where `kcache run` finds it from bin/: engine/objects/
+# <destination> when given (where `kcache run` finds it from bin/: engine/keys/
 # observed_manifest.h, FindNvrtcStandIn, FindCudaStandIn).
 function(kcache_preloaded_library target)
   cmake_parse_arguments(ARG "" "SONAME;DIRECTORY;VERSION_SCRIPT;INSTALL" "SOURCES" ${ARGN})

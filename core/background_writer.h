@@ -2,7 +2,7 @@
 // request never waits for a write it caused. The one bounded background writer of kcached:
 // the write-behind of baked hits into the writable store (daemon/cache/write_behind.h), the
 // shared tier's writes of compiled artifacts (daemon/cache/shared_tier.h) and the fleet tier's
-// writes of client-made objects (engine/objects/fleet_object_cache.h).
+// writes of client-made objects (daemon/objects/fleet_object_cache.h).
 //
 // Bounded: at most `max_jobs` jobs and `max_bytes` of the bytes they stand for wait or run; a
 // job past either bound is dropped (Add returns false: the caller counts it). A job added with

@@ -1,7 +1,7 @@
 // BoundedLru: a least-recently-used map bounded by the bytes its values stand for, with an
 // invalidation epoch. The one memory tier of both halves of kcached: kernel answers
 // (daemon/cache/memory_lru.h) and launcher listings and objects
-// (engine/objects/memo_object_cache.h) are adapters over it.
+// (daemon/objects/memo_object_cache.h) are adapters over it.
 //
 // The epoch closes the race of a reader that fills the cache from a slower tier while a writer
 // changes that tier: the reader takes epoch() before reading, the writer invalidates after

@@ -176,7 +176,7 @@ struct GccValued {
 };
 // Longer names before their prefixes ("iwithprefixbefore" before "iwithprefix"). Options that
 // name files the compile reads or programs it runs (-B, -specs=, -wrapper, --sysroot) are keyed
-// as written: what they make it read and run is observed (engine/objects/observed_manifest.h).
+// as written: what they make it read and run is observed (engine/keys/observed_manifest.h).
 constexpr GccValued kGccValued[] = {
     {"o", R::kOutput},
     {"MF", R::kDepFile},

@@ -1,6 +1,6 @@
 // Reading a compiler command line (nvcc, or a gcc-like c++/cc): is it one cacheable compile
 // of one source to one output, and if so, what are its parts. Pure logic, no I/O: the
-// launcher (engine/objects) adds the file system, the tools and the environment.
+// launcher (engine/launcher, with engine/keys) adds the file system, the tools and the environment.
 //
 // Cacheable: -o FILE, only options known here (docs/torch-extensions.md lists them) or that
 // the compiler's own option table names (CompilerOptionTable), and one

@@ -1,7 +1,7 @@
 // A shared library's build, as kcache names it: the GNU build ID the linker wrote into it (a
 // hash of its content, read from a few hundred bytes at the start of the file), else SHA-256 of
 // all its bytes. The toolkit's NVRTC (engine/compile/toolkit.h) and an NVRTC compile's key
-// (engine/objects/nvrtc_compile.h) are named by it, and the driver by FindCudaDriver's path.
+// (engine/nvrtc/nvrtc_compile.h) are named by it, and the driver by FindCudaDriver's path.
 #ifndef KCACHE_CORE_LIBRARY_BUILD_H_
 #define KCACHE_CORE_LIBRARY_BUILD_H_
 

@@ -1,7 +1,7 @@
 // The object cache's vocabulary: a command's key, an entry's key, its header manifest, the
 // entry itself and a named value's key (engine/objects keeps and finds them).
 //
-// A compiler launcher's outputs are found in two levels (engine/objects/command_key.h): the
+// A compiler launcher's outputs are found in two levels (engine/keys/command_key.h): the
 // command's key (key1, hashed before the compile) lists entries, each recorded with the
 // manifest of the headers that compile read; an entry serves only where its manifest still
 // holds. A named value (the Redis door) is an entry of the same shape under a key of its own.
@@ -21,7 +21,7 @@
 
 namespace kcache {
 
-// key1: SHA-256 over a compile command's tagged fields (engine/objects/command_key.h), or over
+// key1: SHA-256 over a compile command's tagged fields (engine/keys/command_key.h), or over
 // a named value's name (NamedValueKey). Not a kernel's id: the two never mix.
 class CommandKey {
  public:
@@ -46,12 +46,12 @@ class CommandKey {
 };
 
 // What a compile read, one line each in the compiler's order: (normalized path, its digest or
-// another fact of it: engine/objects/file_digests.h), or ("$NAME", what the environment
-// variable was: engine/objects/header_manifest.h EnvironmentFact). Not the kernels' manifest
+// another fact of it: engine/keys/file_digests.h), or ("$NAME", what the environment
+// variable was: engine/keys/header_manifest.h EnvironmentFact). Not the kernels' manifest
 // (core/manifest.h).
 using HeaderManifest = std::vector<std::pair<std::string, std::string>>;
 
-// Appends `part` framed as u32le(byte length) + bytes: how key1 (engine/objects/command_key.h)
+// Appends `part` framed as u32le(byte length) + bytes: how key1 (engine/keys/command_key.h)
 // and ManifestId frame each field, so that where one field ends changes the hash.
 void AppendKeyFrame(std::string& out, absl::string_view part);
 

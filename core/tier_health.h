@@ -2,7 +2,7 @@
 // client-made objects): it is switched off for a while and skipped, so a failing disk or Redis
 // slows requests down instead of failing or stalling them, and it is tried again after a
 // backoff that doubles while it keeps failing. Used by daemon/cache/store_tiers.h,
-// daemon/cache/shared_tier.h and engine/objects/fleet_object_cache.h.
+// daemon/cache/shared_tier.h and daemon/objects/fleet_object_cache.h.
 #ifndef KCACHE_CORE_TIER_HEALTH_H_
 #define KCACHE_CORE_TIER_HEALTH_H_
 

@@ -3,7 +3,7 @@
 // Used only where no one gains by doing so:
 //  - a process recognising a kernel spec whose id it already knows (core/kernel_spec.h's
 //    KernelFingerprint: never a key, never sent);
-//  - the content digest of a file in a compiler launcher's key (engine/objects/file_digests.h):
+//  - the content digest of a file in a compiler launcher's key (engine/keys/file_digests.h):
 //    the launcher computes the key and the object on the client's side, so whoever can put an
 //    object under a key can put any bytes under any key without a collision (the trust rule of
 //    docs/torch-extensions.md), and 128 bits are far beyond any accidental collision.

@@ -11,7 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/cache_dirs/cache_dir_key.h"
 #include "engine/cache_dirs/cache_dir_table.h"
-#include "engine/objects/compiler_tools.h"
+#include "engine/keys/compiler_tools.h"
 
 namespace kcache::cli {
 

@@ -18,7 +18,7 @@
 
 #include "client/launch/cache_budget.h"
 #include "core/kernel_spec.h"
-#include "engine/objects/launcher.h"
+#include "engine/launcher/launcher.h"
 
 namespace kcache::cli {
 

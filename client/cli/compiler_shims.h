@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/objects/compiler_tools.h"
+#include "engine/keys/compiler_tools.h"
 
 namespace kcache::cli {
 
@@ -40,7 +40,7 @@ absl::Status MakeShims(const std::string& dir, const std::vector<std::string>& n
 // `<shims>/cuda-<the first 12 hex digits of real_root's SHA-256>`. Its entries are links to
 // real_root's (include/, lib64/, nvvm/, version.json, ...), except bin/: a directory of links
 // to real_root/bin's entries, except nvcc, a link to `launcher`. A launcher reached through it
-// runs $KCACHE_REAL_CUDA_HOME/bin/nvcc (engine/objects/compiler_tools.h, FindNvcc), so the
+// runs $KCACHE_REAL_CUDA_HOME/bin/nvcc (engine/keys/compiler_tools.h, FindNvcc), so the
 // real nvcc runs from its own directory and finds its nvcc.profile, cicc and ptxas there.
 // Entries real_root no longer has are removed; each call refreshes the rest. Returns the
 // shim root; FailedPrecondition naming what could not be read or made.

@@ -15,8 +15,8 @@
 #include "absl/strings/strip.h"
 #include "client/cli/nvrtc_recompile.h"
 #include "core/file_io.h"
-#include "engine/objects/file_digests.h"
-#include "engine/objects/macro_reach.h"
+#include "engine/keys/file_digests.h"
+#include "engine/keys/macro_reach.h"
 #include "engine/objects/object_bundle.h"
 
 namespace kcache::cli {

@@ -1,10 +1,10 @@
 // For `kcache nvrtc-put` (docs/nvrtc-standin.md, "Programs named in a directory"): whether an
 // NVRTC compile whose program is named in a directory (CuPy names each in a new temporary one)
 // gives the same output in any directory: nothing it read can expand a macro holding its name
-// (objects::kNvrtcPathMacros, engine/objects/macro_reach.h), and compiled again in directories
+// (objects::kNvrtcPathMacros, engine/keys/macro_reach.h), and compiled again in directories
 // of kcache's choosing by the same NVRTC it gives the same outcome; if so, its entry moves to
 // the key for any directory
-// (engine/objects/nvrtc_compile.h NvrtcAnyDirectoryKey), which the next process's stand-in
+// (engine/nvrtc/nvrtc_compile.h NvrtcAnyDirectoryKey), which the next process's stand-in
 // looks under first.
 #ifndef KCACHE_CLIENT_CLI_NVRTC_ANY_DIRECTORY_H_
 #define KCACHE_CLIENT_CLI_NVRTC_ANY_DIRECTORY_H_
@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/object_entry.h"
-#include "engine/objects/nvrtc_compile.h"
+#include "engine/nvrtc/nvrtc_compile.h"
 
 namespace kcache::cli {
 

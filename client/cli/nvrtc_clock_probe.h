@@ -14,7 +14,7 @@
 #define KCACHE_CLIENT_CLI_NVRTC_CLOCK_PROBE_H_
 
 #include "absl/status/status.h"
-#include "engine/objects/nvrtc_compile.h"
+#include "engine/nvrtc/nvrtc_compile.h"
 
 namespace kcache::cli {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/objects/nvrtc_compile.h"
+#include "engine/nvrtc/nvrtc_compile.h"
 
 namespace kcache::cli {
 

@@ -4,7 +4,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/objects/run_process.h"
+#include "core/run_process.h"
 
 namespace kcache::cli {
 namespace {
@@ -50,8 +50,8 @@ bool MayCarryCudaCode(absl::string_view path) {
 
 absl::StatusOr<PackageFileList> PackageFiles(const std::string& python,
                                              const std::string& package) {
-  absl::StatusOr<objects::ProcessResult> ran =
-      objects::RunCaptured({"/usr/bin/env", python, "-c", kListFiles, package});
+  absl::StatusOr<ProcessResult> ran =
+      RunCaptured({"/usr/bin/env", python, "-c", kListFiles, package});
   if (!ran.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("cannot run ", python, " to find package '",
                                                       package, "': ", ran.status().message()));

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "engine/cache_dirs/cache_dir_key.h"
 #include "engine/cache_dirs/cache_dir_table.h"
-#include "engine/objects/compiler_tools.h"
+#include "engine/keys/compiler_tools.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::cli {

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 // What a launcher given `compiler` runs: for a masquerade link or `kcache-launch nvcc`, the
 // name alone decides (nvcc: FindNvcc; the others: FindCompiler, skipping kcache's links), as
-// the launchers' RealCompiler (engine/objects/prepared_command.h) decides.
+// the launchers' RealCompiler (engine/launcher/prepared_command.h) decides.
 std::string LauncherRuns(const std::string& compiler, const objects::ToolLookup& lookup) {
   absl::StatusOr<std::string> real =
       compiler == "nvcc" ? objects::FindNvcc(lookup) : objects::FindCompiler(compiler, lookup);

@@ -1,7 +1,7 @@
 // `kcache run --check`: which compiler each way a build finds one reaches under the
 // environment `kcache run` would give (run_environment.h), and whether through kcache. It
 // runs nothing: it follows PATH, the variables and the links the way the build and kcache's
-// launchers would, asking the launchers' own lookup (engine/objects/prepared_command.h,
+// launchers would, asking the launchers' own lookup (engine/launcher/prepared_command.h,
 // RealCompiler) what each link runs. Last, what NVRTC inside the command's processes is (kcache's
 // stand-in, the real NVRTC behind it, and whether it caches).
 #ifndef KCACHE_CLIENT_CLI_RUN_CHECK_H_
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/objects/compiler_tools.h"
+#include "engine/keys/compiler_tools.h"
 
 namespace kcache::cli {
 

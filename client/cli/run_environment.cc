@@ -14,8 +14,8 @@
 #include "client/cli/torch_compile_env.h"
 #include "client/launch/launch_command.h"
 #include "core/library_build.h"
-#include "engine/objects/base_dirs.h"
-#include "engine/objects/observed_manifest.h"
+#include "engine/keys/base_dirs.h"
+#include "engine/keys/observed_manifest.h"
 
 namespace kcache::cli {
 namespace {

@@ -5,7 +5,7 @@
 //
 //   KCACHE_STORE | KCACHE_SERVER   where the compiles' outputs go and come from
 //   KCACHE_SHIMS_DIR      the shims directory, which keys write as "@shims@"
-//                         (engine/objects/base_dirs.h): entries serve any user's
+//                         (engine/keys/base_dirs.h): entries serve any user's
 //   PATH                  the shims directory first: links nvcc, c++, g++, cc, gcc (nvcc only
 //                         when PATH's nvcc is the toolkit's; else <shims>/without-nvcc)
 //   CUDA_HOME, CUDA_PATH  a shim toolkit root mirroring the real one, bin/nvcc a link
@@ -42,7 +42,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/protocol.h"
-#include "engine/objects/compiler_tools.h"
+#include "engine/keys/compiler_tools.h"
 
 namespace kcache::cli {
 

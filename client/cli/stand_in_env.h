@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/protocol.h"
-#include "engine/objects/compiler_tools.h"
+#include "engine/keys/compiler_tools.h"
 
 namespace kcache::cli {
 

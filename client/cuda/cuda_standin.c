@@ -122,7 +122,7 @@ HIDDEN void* KcacheCudaResolveSlot(Slot* slot) {
 #define REAL(name) ((__typeof__(&name))KcacheCudaResolveSlot(&Slot_##name))
 
 /* The real driver's path, for kcache's NVRTC cache, which keys NVRTC's compiles by the driver
- * they load (engine/objects/nvrtc_compile.h): "" when there is none. */
+ * they load (engine/nvrtc/nvrtc_compile.h): "" when there is none. */
 EXPORT const char* kcache_cuda_real_driver(void) {
   pthread_once(&g_once, Load);
   return g_driver != NULL ? g_path : "";

@@ -18,7 +18,7 @@
 
 #include "absl/time/time.h"
 #include "client/launch/unresponsive_mark.h"
-#include "engine/objects/handed_miss.h"
+#include "engine/launcher/handed_miss.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache::launch {
@@ -42,7 +42,7 @@ absl::Duration TransferTime(uint64_t bytes);
 class ListedSizes {
  public:
   void Note(const std::vector<ObjectEntry>& entries);
-  // Entries listed by another process (a handed-over lookup, engine/objects/handed_miss.h).
+  // Entries listed by another process (a handed-over lookup, engine/launcher/handed_miss.h).
   void Note(const std::vector<objects::HandedEntry>& entries);
   // Zero for an entry not listed.
   absl::Duration TransferTimeOf(const ObjectEntryKey& key) const;

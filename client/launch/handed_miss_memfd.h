@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/objects/handed_miss.h"
+#include "engine/launcher/handed_miss.h"
 
 namespace kcache::launch {
 

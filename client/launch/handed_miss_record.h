@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/sha256.h"
-#include "engine/objects/handed_miss.h"
+#include "engine/launcher/handed_miss.h"
 
 namespace kcache::launch {
 

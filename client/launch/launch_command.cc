@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/environment.h"
-#include "engine/objects/observed_manifest.h"
-#include "engine/objects/run_process.h"
+#include "core/run_process.h"
+#include "engine/keys/observed_manifest.h"
 
 namespace kcache::launch {
 namespace {
@@ -115,7 +115,7 @@ int ExecRealCompiler(const objects::LauncherOptions& options, const LaunchComman
   }
   std::vector<std::string> argv = command.args;
   argv.insert(argv.begin(), *real);
-  return objects::ExecReplacing(argv);
+  return ExecReplacing(argv);
 }
 
 void ClearInsideMark() { unsetenv(kInsideCompileEnv); }

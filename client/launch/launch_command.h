@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/compiler_command.h"
-#include "engine/objects/launcher.h"
+#include "engine/launcher/launcher.h"
 
 namespace kcache::launch {
 

@@ -1,6 +1,6 @@
 // libkcache-nvrtc.so: the cache's half of kcache's NVRTC stand-in (nvrtc_cache_abi.h), loaded
 // into the caller's process at its first compile. A lookup keys the compile
-// (engine/objects/nvrtc_compile.h), lists its entries through kcached's fast path (a program
+// (engine/nvrtc/nvrtc_compile.h), lists its entries through kcached's fast path (a program
 // named in a directory: first those for any directory), serves the first whose manifest holds
 // here; a miss's outcome and manifest are handed to `kcache
 // nvrtc-put` (a process of its own, reaped later: the caller does not wait for the store), which
@@ -28,9 +28,9 @@
 #include "core/environment.h"
 #include "core/library_build.h"
 #include "core/process_identity.h"
-#include "engine/objects/base_dirs.h"
-#include "engine/objects/header_manifest.h"
-#include "engine/objects/nvrtc_compile.h"
+#include "engine/keys/base_dirs.h"
+#include "engine/keys/header_manifest.h"
+#include "engine/nvrtc/nvrtc_compile.h"
 #include "engine/objects/object_bundle.h"
 #include "engine/objects/object_wire.h"
 #include "engine/observe/observed_reads.h"

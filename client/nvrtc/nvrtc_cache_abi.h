@@ -3,7 +3,7 @@
  * object cache), which the stand-in loads (dlopen, RTLD_LOCAL) at the first compile of a
  * process that has a kcached or a store to keep compiles in ($KCACHE_SERVER, $KCACHE_STORE). The
  * stand-in keeps each program's calls and answers the output getters of a served compile;
- * libkcache-nvrtc.so keys compiles (engine/objects/nvrtc_compile.h), looks them up and stores them
+ * libkcache-nvrtc.so keys compiles (engine/nvrtc/nvrtc_compile.h), looks them up and stores them
  * (docs/nvrtc-standin.md). */
 #ifndef KCACHE_CLIENT_NVRTC_NVRTC_CACHE_ABI_H_
 #define KCACHE_CLIENT_NVRTC_NVRTC_CACHE_ABI_H_

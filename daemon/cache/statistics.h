@@ -145,7 +145,7 @@ enum class Statistic : int {
   kObjectPutsRefusedEntryTooBig = 121,
   kObjectListingSkipped = 122,
   kBakedStoresSkippedDamaged = 123,
-  // Launchers' turns (engine/objects/compile_turns.h): one compile per miss.
+  // Launchers' turns (daemon/objects/compile_turns.h): one compile per miss.
   kObjectTurnsHeld = 124,
   kObjectTurnWaits = 125,
   kObjectTurnWaitsServed = 126,

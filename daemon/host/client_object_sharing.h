@@ -1,6 +1,6 @@
 // kcached --share-client-objects: its object cache (baked stores, then the writable store)
 // wrapped so that client-made objects also go to and come from the shared tier
-// (engine/objects/fleet_object_cache.h), counted in the daemon's objects.fleet_* statistics,
+// (daemon/objects/fleet_object_cache.h), counted in the daemon's objects.fleet_* statistics,
 // with the fleet's leases for the launchers' turns.
 #ifndef KCACHE_DAEMON_HOST_CLIENT_OBJECT_SHARING_H_
 #define KCACHE_DAEMON_HOST_CLIENT_OBJECT_SHARING_H_
@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/cache/statistics.h"
 #include "daemon/host/daemon.h"
-#include "engine/objects/fleet_object_cache.h"
+#include "daemon/objects/fleet_object_cache.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache {

@@ -17,9 +17,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "daemon/cache/uncached_options.h"
+#include "daemon/objects/compile_turns.h"
 #include "daemon/service/object_cache_service.h"
 #include "daemon/service/redis_door_server.h"
-#include "engine/objects/compile_turns.h"
 #include "engine/workers/process_pool.h"
 
 namespace kcache {
@@ -85,17 +85,17 @@ struct DaemonOptions {
   // is refused RESOURCE_EXHAUSTED, counted.
   ObjectServiceLimits objects;
   // --object-memory-max-bytes: launchers' listings and objects kept in memory once read from a
-  // store (engine/objects/memo_object_cache.h); 0: none.
+  // store (daemon/objects/memo_object_cache.h); 0: none.
   uint64_t object_memory_bytes = uint64_t{256} << 20;
   // --max-uncached-options: distinct (reason, option) pairs kcached counts launcher commands
   // run uncached by (daemon/cache/uncached_options.h); past it, option "(others)".
   size_t max_uncached_options = UncachedOptionCounts::kDefaultLimit;
   // --object-wait-seconds, --object-max-turn-calls: one compile per launcher miss
-  // (engine/objects/compile_turns.h; across the fleet with --share-client-objects, whose
+  // (daemon/objects/compile_turns.h; across the fleet with --share-client-objects, whose
   // leases last --shared-lease-seconds).
   objects::CompileTurnOptions turns;
   // --share-client-objects: client-made objects (the launchers', the Redis door's) also go to
-  // and come from the shared tier (engine/objects/fleet_object_cache.h). Needs --shared.
+  // and come from the shared tier (daemon/objects/fleet_object_cache.h). Needs --shared.
   bool share_client_objects = false;
   // --redis-listen and the other --redis-* flags: the Redis-protocol door for torch.compile
   // and Triton (docs/torch-compile.md); off while `redis.listen` is empty.

@@ -1,4 +1,4 @@
-// kcached's launcher turns: one compile per miss (engine/objects/compile_turns.h) over its
+// kcached's launcher turns: one compile per miss (daemon/objects/compile_turns.h) over its
 // object cache, counted in the objects.turn_* statistics.
 #ifndef KCACHE_DAEMON_HOST_OBJECT_TURNS_H_
 #define KCACHE_DAEMON_HOST_OBJECT_TURNS_H_
@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "daemon/cache/statistics.h"
-#include "engine/objects/compile_turns.h"
-#include "engine/objects/memo_object_cache.h"
+#include "daemon/objects/compile_turns.h"
+#include "daemon/objects/memo_object_cache.h"
 #include "engine/objects/object_cache.h"
 
 namespace kcache {

@@ -1,8 +1,8 @@
 // ObjectCacheService: kcached's side of the compiler launchers (service kcache.v1.ObjectCache,
 // proto/kcache/v1/objects.proto). It validates and converts requests and calls an ObjectCache
-// (engine/objects/tiered_object_cache.h: baked stores first, client-made puts into the
+// (daemon/objects/tiered_object_cache.h: baked stores first, client-made puts into the
 // writable store only) and, for AwaitCompile, the launchers' turns
-// (engine/objects/compile_turns.h), and nothing else. Sync API: store reads and writes, and
+// (daemon/objects/compile_turns.h), and nothing else. Sync API: store reads and writes, and
 // launchers waiting for their turn, block gRPC's sync threads (the turns bound how many),
 // never the KernelCache service's callback threads.
 #ifndef KCACHE_DAEMON_SERVICE_OBJECT_CACHE_SERVICE_H_
@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "daemon/cache/statistics.h"
+#include "daemon/objects/compile_turns.h"
 #include "daemon/service/byte_budget.h"
 #include "daemon/service/peer_identity.h"
-#include "engine/objects/compile_turns.h"
 #include "engine/objects/object_cache.h"
 #include "kcache/v1/objects.grpc.pb.h"
 

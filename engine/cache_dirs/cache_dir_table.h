@@ -13,7 +13,7 @@
 
 namespace kcache::cache_dirs {
 
-// A process's environment, NAME -> VALUE (engine/objects/compiler_tools.h's Environment).
+// A process's environment, NAME -> VALUE (engine/keys/compiler_tools.h's Environment).
 using Environment = std::map<std::string, std::string>;
 
 // What a snapshot's key takes beyond the library, its version, the SMs and its variables

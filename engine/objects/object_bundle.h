@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/objects/dep_file.h"
+#include "engine/keys/dep_file.h"
 
 namespace kcache::objects {
 

@@ -1,6 +1,6 @@
 // What the processes of one observed compile did, read back from the log they wrote
 // (observe_log.h; the preloaded library observe_preload.c writes it): the raw facts, without
-// judging them. engine/objects/observed_manifest.h decides what of them is keyed.
+// judging them. engine/keys/observed_manifest.h decides what of them is keyed.
 #ifndef KCACHE_ENGINE_OBSERVE_OBSERVED_READS_H_
 #define KCACHE_ENGINE_OBSERVE_OBSERVED_READS_H_
 

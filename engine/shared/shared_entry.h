@@ -78,7 +78,7 @@ absl::StatusOr<Artifact> OpenSharedEntry(const SharedKeys& keys, const ArtifactK
                                          absl::string_view frame);
 
 // The same two for an entry stored under another Redis key than SharedEntryRedisKey (the
-// client-made objects' namespace, engine/objects/fleet_object_cache.h): the MAC covers
+// client-made objects' namespace, daemon/objects/fleet_object_cache.h): the MAC covers
 // `redis_key`, so a frame read from one key never opens as another key's.
 std::string SealSharedEntryAt(const SharedKeys& keys, const Artifact& artifact,
                               absl::string_view redis_key);

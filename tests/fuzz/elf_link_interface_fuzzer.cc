@@ -1,4 +1,4 @@
-// Fuzzes the shared object reader of the link interface digest (engine/objects/
+// Fuzzes the shared object reader of the link interface digest (engine/keys/
 // elf_link_interface.h): any bytes give nullopt (left to their bytes) or kDigestHexDigits
 // lowercase hex digits, the same twice, and a digest only for bytes that start as a 64-bit ELF
 // shared object; never a read past the file, whatever its headers say.
@@ -12,8 +12,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/objects/elf_link_interface.h"
-#include "engine/objects/file_digests.h"
+#include "engine/keys/elf_link_interface.h"
+#include "engine/keys/file_digests.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/objects/fleet_object_cache.h"
+#include "daemon/objects/fleet_object_cache.h"
 #include "engine/objects/named_object.h"
 #include "engine/objects/object_bundle.h"
 #include "engine/objects/object_schema.h"

@@ -1,4 +1,4 @@
-// The launchers' turns (engine/objects/compile_turns.h) against hostile or broken parts: a
+// The launchers' turns (daemon/objects/compile_turns.h) against hostile or broken parts: a
 // client that holds a turn and never compiles, a compromised pod that plants a fleet lease that
 // never expires, a flood of turn calls, a kcached that hangs while a launcher waits. None of
 // them delays a launcher's compile past its bound: --object-wait-seconds, the calls bound, or

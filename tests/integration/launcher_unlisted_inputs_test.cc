@@ -2,7 +2,7 @@
 // against the real compilers: record a compile through the launcher (a store directory), change
 // that input, compile again: the second must not be a hit that serves the first object (a miss
 // or uncached), and its object must be the real compiler's. (The launcher keys what it observed
-// the compile read: engine/objects/observed_manifest.h.)
+// the compile read: engine/keys/observed_manifest.h.)
 // Also what a hit writes for make: its dependency file names this command's output.
 #include <gtest/gtest.h>
 

@@ -18,8 +18,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/objects/header_manifest.h"
-#include "engine/objects/nvrtc_compile.h"
+#include "engine/keys/header_manifest.h"
+#include "engine/nvrtc/nvrtc_compile.h"
 #include "engine/observe/observe_log.h"
 #include "engine/observe/observed_reads.h"
 #include "tests/testutil/kcache_run.h"
@@ -291,7 +291,7 @@ TEST_F(NvrtcStandInTest, RecordsWhatTheCompileReadAndNotWhatOtherThreadsRead) {
   EXPECT_TRUE(reads.written.empty()) << text;
 }
 
-// The manifest of a real compile's record (engine/objects/nvrtc_compile.h) holds here, and stops
+// The manifest of a real compile's record (engine/nvrtc/nvrtc_compile.h) holds here, and stops
 // holding when the header read changes, when a header of that name appears in the -I directory
 // searched first, and when NVRTC_APPEND_FLAGS, which NVRTC read unset, is set.
 TEST_F(NvrtcStandInTest, ManifestOfARecordMissesWhenWhatTheCompileReadChanges) {

@@ -12,8 +12,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/objects/tiered_object_cache.h"
 #include "engine/objects/named_object.h"
-#include "engine/objects/tiered_object_cache.h"
 #include "tests/testutil/client_objects.h"
 
 namespace kcache {

@@ -1,4 +1,4 @@
-// A launcher keys what a compile was observed to read (engine/objects/observed_manifest.h):
+// A launcher keys what a compile was observed to read (engine/keys/observed_manifest.h):
 // files, paths looked for and not found, environment variables, with no rule naming the tool,
 // option or variable. Each test records a compile with the real compiler, changes one input
 // no rule lists, and checks the next build is not served the first object (and that what it

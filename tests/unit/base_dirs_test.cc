@@ -1,5 +1,5 @@
-// engine/objects/base_dirs.h: paths written relative to the base directories, and back.
-#include "engine/objects/base_dirs.h"
+// engine/keys/base_dirs.h: paths written relative to the base directories, and back.
+#include "engine/keys/base_dirs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// engine/objects/command_key.h: key1 is the same for the same command, inputs and environment,
+// engine/keys/command_key.h: key1 is the same for the same command, inputs and environment,
 // differs when any keyed field does, and is refused for an unreadable source or a time macro.
-#include "engine/objects/command_key.h"
+#include "engine/keys/command_key.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The tool files a gcc-family command is keyed by, asked of the real c++ here: the programs its
 // driver runs, and which of them each kind of command takes.
-#include "engine/objects/compiler_tools.h"
+#include "engine/keys/compiler_tools.h"
 
 #include <gtest/gtest.h>
 

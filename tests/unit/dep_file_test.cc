@@ -1,5 +1,5 @@
-// engine/objects/dep_file.h: nvcc's and gcc's dependency files parsed, and written back.
-#include "engine/objects/dep_file.h"
+// engine/keys/dep_file.h: nvcc's and gcc's dependency files parsed, and written back.
+#include "engine/keys/dep_file.h"
 
 #include <gtest/gtest.h>
 

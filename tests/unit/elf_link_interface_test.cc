@@ -1,7 +1,7 @@
 // A shared object's link interface digest (DigestKind::kLinkInput), on libraries the real c++
 // builds here: what must change it (an exported symbol, the SONAME, a version), what must not
 // (code of the same layout), and what is digested by its bytes instead.
-#include "engine/objects/elf_link_interface.h"
+#include "engine/keys/elf_link_interface.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/xxh128.h"
-#include "engine/objects/file_digests.h"
+#include "engine/keys/file_digests.h"
 #include "tests/testutil/run.h"
 #include "tests/testutil/temp_dir.h"
 

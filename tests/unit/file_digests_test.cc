@@ -1,6 +1,6 @@
-// engine/objects/file_digests.h: time macros found at every offset, the memo across processes
+// engine/keys/file_digests.h: time macros found at every offset, the memo across processes
 // and edits, tools' digests, large files, the first mismatch in order, damaged memo lines.
-#include "engine/objects/file_digests.h"
+#include "engine/keys/file_digests.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// FindNvcc (engine/objects/compiler_tools.h) behind a shim toolkit root: $CUDA_HOME/bin/nvcc a
+// FindNvcc (engine/keys/compiler_tools.h) behind a shim toolkit root: $CUDA_HOME/bin/nvcc a
 // link to kcache is skipped, and $KCACHE_REAL_CUDA_HOME/bin/nvcc, the toolkit it mirrors, is
 // the real nvcc, before /usr/local/cuda's.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/objects/compiler_tools.h"
+#include "engine/keys/compiler_tools.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace kcache::objects {

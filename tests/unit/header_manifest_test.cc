@@ -1,6 +1,6 @@
-// engine/objects/header_manifest.h: a manifest made from a dependency file, matched until a
+// engine/keys/header_manifest.h: a manifest made from a dependency file, matched until a
 // header changes or goes, and refused for a time macro or a header changed during the compile.
-#include "engine/objects/header_manifest.h"
+#include "engine/keys/header_manifest.h"
 
 #include <gtest/gtest.h>
 

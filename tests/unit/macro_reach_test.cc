@@ -1,7 +1,7 @@
-// MacroReach (engine/objects/macro_reach.h): a name written whole, pasted from pieces written
+// MacroReach (engine/keys/macro_reach.h): a name written whole, pasted from pieces written
 // anywhere, joined by a line splice (or a trigraph one where trigraphs are on) is reached; one
 // only in a comment, or with a piece missing, is not.
-#include "engine/objects/macro_reach.h"
+#include "engine/keys/macro_reach.h"
 
 #include <gtest/gtest.h>
 

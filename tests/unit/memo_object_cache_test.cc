@@ -1,6 +1,6 @@
-// engine/objects/memo_object_cache.h over a real store: answers from memory after the first
+// daemon/objects/memo_object_cache.h over a real store: answers from memory after the first
 // read, never a stale one after a Put or Delete, within its byte bound.
-#include "engine/objects/memo_object_cache.h"
+#include "daemon/objects/memo_object_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/sha256.h"
+#include "daemon/objects/tiered_object_cache.h"
 #include "engine/objects/object_schema.h"
 #include "engine/objects/store_object_cache.h"
-#include "engine/objects/tiered_object_cache.h"
 #include "engine/store/store.h"
 #include "tests/testutil/temp_dir.h"
 

@@ -1,11 +1,11 @@
-// engine/objects/nvrtc_compile.h: an NVRTC compile's key1 is the same for the same program,
+// engine/nvrtc/nvrtc_compile.h: an NVRTC compile's key1 is the same for the same program,
 // NVRTC, driver and directory, differs when any of them does (each field on its own), and is
 // refused for -arch=native and time macros; the manifest of a record is refused when NVRTC
 // read a variable holding -arch=native, and leaves the driver to key1; an outcome decodes to
 // what was encoded, and damaged bytes are refused. What a real compile
 // records, and the manifest's misses after a header changes, are
 // tests/integration/nvrtc_standin_test.cc's.
-#include "engine/objects/nvrtc_compile.h"
+#include "engine/nvrtc/nvrtc_compile.h"
 
 #include <gtest/gtest.h>
 

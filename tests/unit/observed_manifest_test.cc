@@ -1,7 +1,7 @@
-// What a launcher keys of an observed compile (engine/objects/observed_manifest.h), from logs
+// What a launcher keys of an observed compile (engine/keys/observed_manifest.h), from logs
 // written here: which reads become manifest lines, which make a compile uncached, and that
 // ManifestMatches finds each line true again or says which is not.
-#include "engine/objects/observed_manifest.h"
+#include "engine/keys/observed_manifest.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

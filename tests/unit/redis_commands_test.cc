@@ -6,8 +6,8 @@
 
 #include <map>
 
+#include "daemon/objects/tiered_object_cache.h"
 #include "engine/objects/named_object.h"
-#include "engine/objects/tiered_object_cache.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace kcache {

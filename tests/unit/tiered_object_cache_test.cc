@@ -1,6 +1,6 @@
 // The object cache kcached serves: baked stores first, client-made puts into the writable
 // store only, never over a baked entry, bounded in size.
-#include "engine/objects/tiered_object_cache.h"
+#include "daemon/objects/tiered_object_cache.h"
 
 #include <gtest/gtest.h>
 
