@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "engine/observe/observe_log.h"
+#include "engine/observe/observe_record.h"
 
 /* ---------------------------------------------------------------- compiles under way */
 
@@ -79,7 +80,7 @@ static void ResolveDlopens(KcacheNvrtcReads* reads) {
     struct link_map* map = NULL;
     int loaded = handle != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
                  map->l_name != NULL && map->l_name[0] == '/';
-    char line[16384];
+    char line[KCACHE_OBSERVE_LINE_MAX];
     size_t size =
         FormatLine(line, sizeof line, loaded ? KCACHE_OBSERVE_LOADED : KCACHE_OBSERVE_UNLOADABLE,
                    loaded ? map->l_name : name, NULL);
@@ -140,37 +141,18 @@ static void AppendTo(KcacheNvrtcReads* reads, const char* line, size_t size) {
 /* Whether a fact now would be recorded: some compile is under way. */
 static int Recording(void) { return __atomic_load_n(&g_active_count, __ATOMIC_ACQUIRE) > 0; }
 
-static size_t Escaped(char* out, size_t at, size_t cap, const char* text) {
-  for (const char* p = text; p != NULL && *p; ++p) {
-    if (at + 3 >= cap) return cap; /* does not fit: the caller marks the fact lost */
-    if (*p == '\\' || *p == '\n' || *p == '\t') {
-      out[at++] = '\\';
-      out[at++] = *p == '\n' ? 'n' : (*p == '\t' ? 't' : '\\');
-    } else {
-      out[at++] = *p;
-    }
-  }
-  return at;
-}
-
-/* Formats the record "<kind> <pid> <a>[\t<b>]\n" into `line`: its length, 0 when it does not
- * fit (the fact is then lost). */
+/* The record "<kind> <pid> <a>[\t<b>]\n" (observe_record.h's one formatter) into `line`: its
+ * length, or, when it does not fit, the record that says one was lost (the compile is then
+ * unobservable, as under the preload). */
 static size_t FormatLine(char* line, size_t cap, char kind, const char* a, const char* b) {
-  int n = snprintf(line, cap, "%c %ld ", kind, (long)getpid());
-  size_t at = Escaped(line, (size_t)n, cap, a);
-  if (b != NULL && at < cap) {
-    line[at++] = '\t';
-    at = Escaped(line, at, cap, b);
-  }
-  if (at + 1 >= cap) return 0;
-  line[at++] = '\n';
-  return at;
+  size_t at = KcacheObserveFormat(line, cap, (long)getpid(), kind, a, b);
+  return at != 0 ? at : KcacheObserveFormatLost(line, cap, (long)getpid(), kind);
 }
 
 /* Records "<kind> <pid> <a>[\t<b>]": into this thread's compile, or, on a thread that is not
  * compiling (one of NVRTC's own), into every compile under way. */
 static void Record(char kind, const char* a, const char* b) {
-  char line[16384];
+  char line[KCACHE_OBSERVE_LINE_MAX];
   size_t at = FormatLine(line, sizeof line, kind, a, b);
   int lost = at == 0;
   pthread_mutex_lock(&g_mutex);
@@ -187,59 +169,18 @@ static void Record(char kind, const char* a, const char* b) {
   pthread_mutex_unlock(&g_mutex);
 }
 
-/* `path` made absolute against the working directory, into out. NULL when it cannot be. */
-static const char* Absolute(const char* path, char* out, size_t cap) {
-  if (path == NULL) return NULL;
-  if (path[0] == '/') return path;
-  char base[PATH_MAX];
-  if (getcwd(base, sizeof base) == NULL) return NULL;
-  int n = snprintf(out, cap, "%s%s%s", base, strcmp(base, "/") == 0 ? "" : "/", path);
-  return n > 0 && (size_t)n < cap ? out : NULL;
-}
-
+/* The rules of observe_record.h, for NVRTC's calls (paths relative to the working directory). */
 static void RecordPath(char kind, const char* path, const char* value) {
-  char buffer[PATH_MAX * 2];
-  const char* absolute = Absolute(path, buffer, sizeof buffer);
-  if (absolute == NULL) {
-    Record(KCACHE_OBSERVE_UNOBSERVABLE, path != NULL ? path : "(null)",
-           "a path that cannot be made absolute");
-    return;
-  }
-  Record(kind, absolute, value);
+  KcacheObservePath(Record, kind, AT_FDCWD, path, value);
 }
-
-/* A look at `path` that failed with `err`. */
-static void RecordFailure(const char* path, int err) {
-  if (KcacheObserveFoundAbsent(err)) {
-    RecordPath(KCACHE_OBSERVE_ABSENT, path, NULL);
-    return;
-  }
-  char number[16], buffer[PATH_MAX * 2];
-  snprintf(number, sizeof number, "%d", err);
-  const char* absolute = Absolute(path, buffer, sizeof buffer);
-  Record(KCACHE_OBSERVE_FAILED, number, absolute != NULL ? absolute : path);
-}
-
 static void RecordLook(char found, const char* path, int rc, int err) {
-  if (rc == 0) {
-    RecordPath(found, path, NULL);
-  } else {
-    RecordFailure(path, err);
-  }
+  KcacheObserveLook(Record, found, AT_FDCWD, path, rc, err);
 }
-
-/* A call that writes `path`: the compile wrote a file, which a cache cannot replay. */
-static void RecordWrite(const char* path) { RecordPath(KCACHE_OBSERVE_WRITE, path, NULL); }
-
-static void RecordOpen(const char* path, int writes, int ok, int err) {
-  if (writes) {
-    if (ok)
-      RecordWrite(path);
-    else
-      RecordFailure(path, err);
-  } else {
-    RecordLook(KCACHE_OBSERVE_READ, path, ok ? 0 : -1, err);
-  }
+static void RecordWriteResult(const char* path, int rc, int err) {
+  KcacheObserveWriteResult(Record, AT_FDCWD, path, rc, err);
+}
+static void RecordOpen(const char* path, int flags, int rc, int err) {
+  KcacheObserveOpen(Record, AT_FDCWD, path, flags, rc, err);
 }
 
 /* ---------------------------------------------------------------- the routed functions */
@@ -264,20 +205,23 @@ static int RoutedOpen(const char* path, int flags, ...) {
   int fd = g_original_open(path, flags, mode);
   int err = errno;
   if (Recording()) {
-    RecordOpen(path, KcacheObserveFlagsWrite(flags), fd >= 0, err);
+    RecordOpen(path, flags, fd, err);
   }
   errno = err;
   return fd;
 }
 
-#define DEFINE_ROUTED_FOPEN(name)                                                        \
-  ORIGINAL(name);                                                                        \
-  static FILE* Routed_##name(const char* path, const char* mode) {                       \
-    FILE* file = g_original_##name(path, mode);                                          \
-    int err = errno;                                                                     \
-    if (Recording()) RecordOpen(path, KcacheObserveModeWrites(mode), file != NULL, err); \
-    errno = err;                                                                         \
-    return file;                                                                         \
+#define DEFINE_ROUTED_FOPEN(name)                                                                  \
+  ORIGINAL(name);                                                                                  \
+  static FILE* Routed_##name(const char* path, const char* mode) {                                 \
+    FILE* file = g_original_##name(path, mode);                                                    \
+    int err = errno;                                                                               \
+    if (Recording()) {                                                                             \
+      RecordOpen(path, KcacheObserveModeWrites(mode) ? O_WRONLY : O_RDONLY, file != NULL ? 0 : -1, \
+                 err);                                                                             \
+    }                                                                                              \
+    errno = err;                                                                                   \
+    return file;                                                                                   \
   }
 DEFINE_ROUTED_FOPEN(fopen)
 DEFINE_ROUTED_FOPEN(fopen64)
@@ -333,17 +277,7 @@ ORIGINAL(readlink);
 static ssize_t Routed_readlink(const char* path, char* out, size_t size) {
   ssize_t n = g_original_readlink(path, out, size);
   int err = errno;
-  if (Recording()) {
-    if (n >= 0) {
-      char target[PATH_MAX];
-      size_t length = (size_t)n < sizeof target ? (size_t)n : sizeof target - 1;
-      memcpy(target, out, length);
-      target[length] = '\0';
-      RecordPath(KCACHE_OBSERVE_LINK, path, target);
-    } else {
-      RecordFailure(path, err);
-    }
-  }
+  if (Recording()) KcacheObserveLink(Record, AT_FDCWD, path, out, (long)n, err);
   errno = err;
   return n;
 }
@@ -352,25 +286,19 @@ ORIGINAL(realpath);
 static char* Routed_realpath(const char* path, char* resolved) {
   char* result = g_original_realpath(path, resolved);
   int err = errno;
-  if (Recording()) {
-    if (result != NULL) {
-      RecordPath(KCACHE_OBSERVE_REALPATH, path, result);
-    } else {
-      RecordFailure(path, err);
-    }
-  }
+  if (Recording()) KcacheObserveRealpath(Record, path, result, err);
   errno = err;
   return result;
 }
 
-#define DEFINE_ROUTED_WRITE1(name)                 \
-  ORIGINAL(name);                                  \
-  static int Routed_##name(const char* path) {     \
-    int rc = g_original_##name(path);              \
-    int err = errno;                               \
-    if (Recording() && rc == 0) RecordWrite(path); \
-    errno = err;                                   \
-    return rc;                                     \
+#define DEFINE_ROUTED_WRITE1(name)                     \
+  ORIGINAL(name);                                      \
+  static int Routed_##name(const char* path) {         \
+    int rc = g_original_##name(path);                  \
+    int err = errno;                                   \
+    if (Recording()) RecordWriteResult(path, rc, err); \
+    errno = err;                                       \
+    return rc;                                         \
   }
 DEFINE_ROUTED_WRITE1(remove)
 DEFINE_ROUTED_WRITE1(unlink)
@@ -381,7 +309,7 @@ ORIGINAL(mkstemp);
 static int Routed_mkstemp(char* template_path) {
   int fd = g_original_mkstemp(template_path);
   int err = errno;
-  if (Recording() && fd >= 0) RecordWrite(template_path);
+  if (Recording() && fd >= 0) RecordPath(KCACHE_OBSERVE_WRITE, template_path, NULL);
   errno = err;
   return fd;
 }
@@ -390,14 +318,7 @@ ORIGINAL(mkdir);
 static int Routed_mkdir(const char* path, mode_t mode) {
   int rc = g_original_mkdir(path, mode);
   int err = errno;
-  if (Recording()) {
-    if (rc == 0)
-      RecordWrite(path);
-    else if (err == EEXIST)
-      RecordPath(KCACHE_OBSERVE_LEXISTS, path, NULL);
-    else
-      RecordFailure(path, err);
-  }
+  if (Recording()) RecordWriteResult(path, rc, err);
   errno = err;
   return rc;
 }
@@ -413,21 +334,7 @@ static int Routed_chdir(const char* path) {
 ORIGINAL(getenv);
 static char* Routed_getenv(const char* name) {
   char* value = g_original_getenv(name);
-  if (Recording() && name != NULL) {
-    if (value != NULL) {
-      size_t size = strlen(name) + strlen(value) + 2;
-      char* both = malloc(size);
-      if (both != NULL) {
-        snprintf(both, size, "%s=%s", name, value);
-        Record(KCACHE_OBSERVE_ENV, both, NULL);
-        free(both);
-      } else {
-        Record(KCACHE_OBSERVE_UNOBSERVABLE, name, "no memory to record a variable");
-      }
-    } else {
-      Record(KCACHE_OBSERVE_ENV_UNSET, name, NULL);
-    }
-  }
+  if (Recording()) KcacheObserveGetenv(Record, name, value);
   return value;
 }
 

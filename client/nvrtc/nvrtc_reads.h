@@ -9,8 +9,9 @@
  * modules) do not pass through it, so a compile's record holds what NVRTC itself looked at.
  *
  * A record is text in the observation log's format (engine/observe/observe_log.h: one
- * "<kind> <pid> <payload>" line per fact, paths absolute), so engine/observe/observed_reads.h
- * reads it back. A call made on a thread that is compiling goes to that compile's record; one
+ * "<kind> <pid> <payload>" line per fact, paths absolute), made by the rules the compilers' preload
+ * follows too (engine/observe/observe_record.h), so engine/observe/observed_reads.h reads it back
+ * and keys it alike. A call made on a thread that is compiling goes to that compile's record; one
  * made on a thread of NVRTC's own (no compile of the thread's) goes to every compile under way.
  *
  * Plain C, like the stand-in. */

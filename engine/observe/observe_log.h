@@ -70,8 +70,7 @@
  * argument or value>". */
 #define KCACHE_OBSERVE_NATIVE 'N'
 
-/* How the recorders (observe_preload.c, and kcache's NVRTC stand-in, client/nvrtc/nvrtc_reads.c)
- * tell a call's outcome, in one place. */
+/* What a call's flags and errno say, for the rules both recorders follow (observe_record.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "engine/observe/observe_log.h"
+#include "engine/observe/observe_record.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -108,18 +109,6 @@ static int Seen(uint64_t h) {
   return 0;
 }
 
-static size_t Append(char* out, size_t at, size_t cap, const char* text, int escape) {
-  for (const char* p = text; p != NULL && *p && at + 2 < cap; ++p) {
-    if (escape && (*p == '\\' || *p == '\n' || *p == '\t')) {
-      out[at++] = '\\';
-      out[at++] = *p == '\n' ? 'n' : (*p == '\t' ? 't' : '\\');
-    } else {
-      out[at++] = *p;
-    }
-  }
-  return at;
-}
-
 static int OpenLog(void) {
   int fd = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -129,8 +118,10 @@ static int OpenLog(void) {
   return high;
 }
 
-/* Writes "<kind> <pid> <a>[\t<b>]\n". A log that cannot be written loses the record: the
- * reader then misses a start or an exec's outcome and leaves the compile uncached. */
+/* Writes the record "<kind> <pid> <a>[\t<b>]\n" (KcacheObserveFormat), or, when it does not fit a
+ * line, that a record was lost (the compile is then unobservable). A log that cannot be written
+ * loses the record: the reader then misses a start or an exec's outcome and leaves the compile
+ * uncached. The sink of the rules in observe_record.h. */
 static int g_always; /* the next record is written even if it was before (an exec's outcome) */
 
 static void Record(char kind, const char* a, const char* b) {
@@ -140,15 +131,9 @@ static void Record(char kind, const char* a, const char* b) {
     return;
   }
   if (!g_always && Seen(Hash(kind, a, b))) return;
-  char line[8500];
-  int n = snprintf(line, sizeof line, "%c %ld ", kind, RawPid());
-  size_t at = (size_t)n;
-  at = Append(line, at, sizeof line, a, 1);
-  if (b != NULL) {
-    line[at++] = '\t';
-    at = Append(line, at, sizeof line, b, 1);
-  }
-  line[at++] = '\n';
+  char line[KCACHE_OBSERVE_LINE_MAX];
+  size_t at = KcacheObserveFormat(line, sizeof line, RawPid(), kind, a, b);
+  if (at == 0) at = KcacheObserveFormatLost(line, sizeof line, RawPid(), kind);
   int saved = errno;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (g_log_fd < 0) g_log_fd = OpenLog();
@@ -164,72 +149,21 @@ static void Record(char kind, const char* a, const char* b) {
   errno = saved;
 }
 
-/* The absolute form of `path`, relative to `dir` (a descriptor or AT_FDCWD), into out. */
-static const char* Absolute(int dir, const char* path, char* out, size_t cap) {
-  if (path == NULL) return NULL;
-  if (path[0] == '/') return path;
-  char base[4096];
-  long length;
-  if (dir == AT_FDCWD) {
-    length = syscall(SYS_getcwd, base, sizeof base);
-    if (length <= 0) return path;
-    length = (long)strlen(base);
-  } else {
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", dir);
-    length = syscall(SYS_readlinkat, AT_FDCWD, link, base, sizeof base - 1);
-    if (length <= 0) return path;
-    base[length] = '\0';
-  }
-  if (path[0] == '\0') {
-    snprintf(out, cap, "%s", base);
-  } else {
-    snprintf(out, cap, "%s%s%s", base, length > 1 ? "/" : "", path);
-  }
-  return out;
-}
-
+/* The rules of observe_record.h, while this process records. */
 static void RecordPath(char kind, int dir, const char* path) {
-  if (!g_recording || path == NULL) return;
-  char buffer[8192];
-  Record(kind, Absolute(dir, path, buffer, sizeof buffer), NULL);
+  if (g_recording) KcacheObservePath(Record, kind, dir, path, NULL);
 }
-
-/* A look at `path` that failed with `err`. */
 static void RecordFailure(int dir, const char* path, int err) {
-  if (!g_recording || path == NULL) return;
-  if (KcacheObserveFoundAbsent(err)) {
-    RecordPath(KCACHE_OBSERVE_ABSENT, dir, path);
-    return;
-  }
-  char buffer[8192], number[16];
-  snprintf(number, sizeof number, "%d", err);
-  Record(KCACHE_OBSERVE_FAILED, number, Absolute(dir, path, buffer, sizeof buffer));
+  if (g_recording) KcacheObserveFailure(Record, dir, path, err);
 }
-
-/* A call that writes `path` (creates, removes, truncates it): written when it succeeded. One
- * that failed wrote nothing, and told the process what is there: a path that exists (EEXIST: a
- * lock or a directory made before), one that does not, or another failure. */
 static void RecordWriteResult(int dir, const char* path, int rc, int err) {
-  if (rc >= 0) {
-    RecordPath(KCACHE_OBSERVE_WRITE, dir, path);
-  } else if (err == EEXIST) {
-    RecordPath(KCACHE_OBSERVE_LEXISTS, dir, path);
-  } else {
-    RecordFailure(dir, path, err);
-  }
+  if (g_recording) KcacheObserveWriteResult(Record, dir, path, rc, err);
 }
-
 static void RecordOpen(int dir, const char* path, int flags, int result, int err) {
-  if (KcacheObserveFlagsWrite(flags)) {
-    RecordWriteResult(dir, path, result, err);
-    return;
-  }
-  if (result < 0) {
-    RecordFailure(dir, path, err);
-  } else {
-    RecordPath((flags & O_PATH) ? KCACHE_OBSERVE_EXISTS : KCACHE_OBSERVE_READ, dir, path);
-  }
+  if (g_recording) KcacheObserveOpen(Record, dir, path, flags, result, err);
+}
+static void RecordLook(char found, int dir, const char* path, int rc, int err) {
+  if (g_recording) KcacheObserveLook(Record, found, dir, path, rc, err);
 }
 
 /* ---------------------------------------------------------------- start */
@@ -435,21 +369,6 @@ static void RecordExecFailure(const char* path, int err) {
   g_always = 0;
 }
 
-/* Whether `text` (an argument, a variable's value, a shell's command) holds an option that
- * lets the machine pick the code: -march=native, -mcpu=native, -mtune=native, nvcc's
- * -arch=native and --gpu-architecture=native, as a word of its own or inside a longer one
- * (`-Xcompiler=-O2,-march=native`, `sh -c "gcc -march=native ..."`), or nvcc's `-arch native`. */
-static int NamesNativeTarget(const char* text) {
-  static const char* const kNative[] = {"arch=native", "architecture=native",
-                                        "cpu=native",  "tune=native",
-                                        "arch native", "architecture native"};
-  if (text == NULL) return 0;
-  for (size_t i = 0; i < sizeof kNative / sizeof kNative[0]; ++i) {
-    if (strstr(text, kNative[i]) != NULL) return 1;
-  }
-  return 0;
-}
-
 /* Records each argument of `argv` (the program `path` is to run with) that lets the machine
  * pick the code; `-arch` and `native` as two arguments too. */
 static void RecordNativeArguments(const char* path, char* const argv[]) {
@@ -457,7 +376,7 @@ static void RecordNativeArguments(const char* path, char* const argv[]) {
   for (size_t i = 0; argv[i] != NULL; ++i) {
     int pair = argv[i + 1] != NULL && strcmp(argv[i + 1], "native") == 0 &&
                (strcmp(argv[i], "-arch") == 0 || strcmp(argv[i], "--gpu-architecture") == 0);
-    if (pair || NamesNativeTarget(argv[i])) {
+    if (pair || KcacheObserveNamesNative(argv[i])) {
       char option[8192];
       snprintf(option, sizeof option, "%s%s", argv[i], pair ? " native" : "");
       Record(KCACHE_OBSERVE_NATIVE, path != NULL ? path : "?", option);
@@ -470,7 +389,8 @@ static void RecordNativeArguments(const char* path, char* const argv[]) {
 static void RecordExec(long pid, const char* path) {
   if (!g_recording || path == NULL) return;
   char absolute[8192], number[24];
-  const char* full = Absolute(AT_FDCWD, path, absolute, sizeof absolute);
+  const char* full = KcacheObserveAbsolute(AT_FDCWD, path, absolute, sizeof absolute);
+  if (full == NULL) full = path; /* WhyUnobservable then says why, or the reader misses its start */
   const char* why = WhyUnobservable(full, 0);
   if (why != NULL) Record(KCACHE_OBSERVE_UNOBSERVABLE, full, why);
   snprintf(number, sizeof number, "%ld", pid);
@@ -870,14 +790,6 @@ EXPORT int mkdirat(int dir, const char* path, mode_t mode) {
 
 /* ---------------------------------------------------------------- paths looked at */
 
-static void RecordLook(char found, int dir, const char* path, int rc, int err) {
-  if (rc == 0) {
-    RecordPath(found, dir, path);
-  } else {
-    RecordFailure(dir, path, err);
-  }
-}
-
 #define DEFINE_STAT(name, type, kind)                  \
   REAL(name);                                          \
   EXPORT int name(const char* path, struct type* st) { \
@@ -980,17 +892,7 @@ REAL(readlink);
 EXPORT ssize_t readlink(const char* path, char* out, size_t size) {
   ssize_t n = RESOLVE(readlink)(path, out, size);
   int err = errno;
-  if (g_recording && strncmp(path, "/proc/self/", 11) != 0) {
-    if (n >= 0) {
-      char target[4096], absolute[8192];
-      size_t length = (size_t)n < sizeof target ? (size_t)n : sizeof target - 1;
-      memcpy(target, out, length);
-      target[length] = '\0';
-      Record(KCACHE_OBSERVE_LINK, Absolute(AT_FDCWD, path, absolute, sizeof absolute), target);
-    } else {
-      RecordFailure(AT_FDCWD, path, err);
-    }
-  }
+  if (g_recording) KcacheObserveLink(Record, AT_FDCWD, path, out, (long)n, err);
   errno = err;
   return n;
 }
@@ -999,29 +901,13 @@ REAL(readlinkat);
 EXPORT ssize_t readlinkat(int dir, const char* path, char* out, size_t size) {
   ssize_t n = RESOLVE(readlinkat)(dir, path, out, size);
   int err = errno;
-  if (g_recording && strncmp(path, "/proc/self/", 11) != 0) {
-    if (n >= 0) {
-      char target[4096], absolute[8192];
-      size_t length = (size_t)n < sizeof target ? (size_t)n : sizeof target - 1;
-      memcpy(target, out, length);
-      target[length] = '\0';
-      Record(KCACHE_OBSERVE_LINK, Absolute(dir, path, absolute, sizeof absolute), target);
-    } else {
-      RecordFailure(dir, path, err);
-    }
-  }
+  if (g_recording) KcacheObserveLink(Record, dir, path, out, (long)n, err);
   errno = err;
   return n;
 }
 
 static void RecordRealpath(const char* path, const char* result, int err) {
-  if (!g_recording || path == NULL) return;
-  if (result == NULL) {
-    RecordFailure(AT_FDCWD, path, err);
-  } else {
-    char absolute[8192];
-    Record(KCACHE_OBSERVE_REALPATH, Absolute(AT_FDCWD, path, absolute, sizeof absolute), result);
-  }
+  if (g_recording) KcacheObserveRealpath(Record, path, result, err);
 }
 
 REAL(realpath);
@@ -1085,10 +971,8 @@ DEFINE_SCANDIR(scandir64, dirent64)
 
 /* Tree walks read what they find below a path: not followed here, so unobservable. */
 static void RecordWalk(const char* path) {
-  char absolute[8192];
-  if (g_recording && path != NULL) {
-    Record(KCACHE_OBSERVE_UNOBSERVABLE, Absolute(AT_FDCWD, path, absolute, sizeof absolute),
-           "a directory tree walk");
+  if (g_recording) {
+    KcacheObservePath(Record, KCACHE_OBSERVE_UNOBSERVABLE, AT_FDCWD, path, "a directory tree walk");
   }
 }
 REAL(nftw);
@@ -1148,18 +1032,7 @@ EXPORT int connect(int fd, const struct sockaddr* address, socklen_t length) {
 /* ---------------------------------------------------------------- environment and clock */
 
 static void RecordGetenv(const char* name, const char* value) {
-  if (!g_recording || name == NULL) return;
-  if (value == NULL) {
-    Record(KCACHE_OBSERVE_ENV_UNSET, name, NULL);
-    return;
-  }
-  char line[8192];
-  snprintf(line, sizeof line, "%s=%s", name, value);
-  Record(KCACHE_OBSERVE_ENV, line, NULL);
-  if (NamesNativeTarget(value)) { /* NVCC_APPEND_FLAGS=-arch=native: nvcc reads it itself */
-    snprintf(line, sizeof line, "$%s", name);
-    Record(KCACHE_OBSERVE_NATIVE, line, value);
-  }
+  if (g_recording) KcacheObserveGetenv(Record, name, value);
 }
 
 EXPORT char* getenv(const char* name) {
