@@ -393,12 +393,14 @@ int RunLauncherCli(int argc, char** argv) {
                               command->compiler, command->args);
 }
 
-void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
-  static RoutingFlags run_flags, env_flags;
-  static std::vector<std::string> run_command, explain_command;
-  static bool env_export = false, run_check = false;
-  static RunCacheDirsFlags run_dirs;
+namespace {
 
+// kcache run: the command with every compiler it starts served by kcache.
+void RegisterRunCommand(CLI::App& app, int* exit_code) {
+  static RoutingFlags run_flags;
+  static std::vector<std::string> run_command;
+  static bool run_check = false;
+  static RunCacheDirsFlags run_dirs;
   CLI::App* run = app.add_subcommand(
       "run",
       "run COMMAND with every nvcc and host compiler it starts served by kcache "
@@ -451,7 +453,12 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
     execvp(argv[0], argv.data());
     *exit_code = Fail(absl::StrCat("cannot run ", run_command[0], ": ", std::strerror(errno)), 127);
   });
+}
 
+// kcache env: the environment kcache run would set.
+void RegisterEnvCommand(CLI::App& app, int* exit_code) {
+  static RoutingFlags env_flags;
+  static bool env_export = false;
   CLI::App* env = app.add_subcommand(
       "env",
       "print the environment `kcache run` would set, one NAME=VALUE a line (for a "
@@ -476,7 +483,10 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
     }
     *exit_code = kExitOk;
   });
+}
 
+// kcache nvrtc-put and nvrtc-get: the NVRTC stand-in's helpers, hidden from --help.
+void RegisterNvrtcHelperCommands(CLI::App& app, int* exit_code) {
   CLI::App* nvrtc_put = app.add_subcommand(
       "nvrtc-put",
       "store an NVRTC compile handed over on standard input by kcache's NVRTC stand-in "
@@ -491,7 +501,11 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
       "it, not by hand");
   nvrtc_get->group("");
   nvrtc_get->callback([exit_code] { *exit_code = GetNvrtcEntries(); });
+}
 
+// kcache explain: whether a compile would hit, and if not what differs.
+void RegisterExplainCommand(CLI::App& app, int* exit_code) {
+  static std::vector<std::string> explain_command;
   CLI::App* explain = app.add_subcommand(
       "explain",
       "say whether a compile would hit, and if not which part of its key differs from "
@@ -518,6 +532,15 @@ void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
     std::printf("%s\n", answer.c_str());
     *exit_code = absl::StartsWith(answer, "error:") ? kExitFailed : kExitOk;
   });
+}
+
+}  // namespace
+
+void RegisterLauncherCommands(CLI::App& app, int* exit_code) {
+  RegisterRunCommand(app, exit_code);
+  RegisterEnvCommand(app, exit_code);
+  RegisterNvrtcHelperCommands(app, exit_code);
+  RegisterExplainCommand(app, exit_code);
 }
 
 }  // namespace kcache::cli

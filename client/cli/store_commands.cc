@@ -225,6 +225,26 @@ int RunStat(const StoreFlags& flags) {
   return kExitOk;
 }
 
+// The compilers of `toolkits` (none named: the default one), for a compile on a miss. A toolkit
+// named that does not load is an error; the default one that does not is left out, why in
+// *no_compiler_reason.
+absl::Status LoadCompilers(const std::vector<std::string>& toolkits,
+                           std::vector<std::unique_ptr<Compiler>>* compilers,
+                           std::string* no_compiler_reason) {
+  for (const std::string& root : toolkits.empty() ? std::vector<std::string>{""} : toolkits) {
+    absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = LoadToolkitForCli(root);
+    if (toolkit.ok()) {
+      compilers->push_back(NewNvrtcCompiler(*toolkit));
+    } else if (!toolkits.empty()) {  // a toolkit asked for by name must load
+      return absl::InvalidArgumentError(
+          absl::StrCat("--toolkit ", root, ": ", toolkit.status().message()));
+    } else {
+      *no_compiler_reason = std::string(toolkit.status().message());
+    }
+  }
+  return absl::OkStatus();
+}
+
 // One kernel of `kcache get --store`, written to `output` when it is not empty.
 // With `into_dir`, `output` is a directory and the file in it is named by OutputPathFor.
 int RunGetOne(const GetFlags& flags, const std::string& kernel, std::string output, bool into_dir) {
@@ -246,18 +266,8 @@ int RunGetOne(const GetFlags& flags, const std::string& kernel, std::string outp
   std::vector<std::unique_ptr<Compiler>> compilers;
   std::string no_compiler_reason;
   if (!flags.no_compile) {
-    for (const std::string& root :
-         flags.toolkits.empty() ? std::vector<std::string>{""} : flags.toolkits) {
-      absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = LoadToolkitForCli(root);
-      if (toolkit.ok()) {
-        compilers.push_back(NewNvrtcCompiler(*toolkit));
-      } else if (!flags.toolkits.empty()) {  // a toolkit asked for by name must load
-        return Fail(absl::StrCat("--toolkit ", root, ": ", toolkit.status().message()),
-                    kExitBadInput);
-      } else {
-        no_compiler_reason = std::string(toolkit.status().message());
-      }
-    }
+    absl::Status loaded = LoadCompilers(flags.toolkits, &compilers, &no_compiler_reason);
+    if (!loaded.ok()) return Fail(loaded.message(), kExitBadInput);
   }
   std::vector<Compiler*> compiler_ptrs;
   for (const std::unique_ptr<Compiler>& c : compilers) compiler_ptrs.push_back(c.get());
@@ -355,9 +365,8 @@ int Dispatch(const std::string& store, const std::string& server, StoreFn on_sto
   return server.empty() ? on_store() : on_server();
 }
 
-}  // namespace
-
-void RegisterStoreCommands(CLI::App& app, int* exit_code) {
+// kcache ls: a store's (or kcached's) kernels and their artifacts.
+void RegisterLsCommand(CLI::App& app, int* exit_code) {
   auto ls = std::make_shared<StoreFlags>();
   CLI::App* ls_cmd = app.add_subcommand(
       "ls", "List the kernels in a store (or a running kcached) and their artifacts");
@@ -369,7 +378,10 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
         ls->store, ls->server, [&] { return RunLs(*ls); },
         [&] { return RunLsOnServer(ls->server, ls->json, ls->timeout_s); });
   });
+}
 
+// kcache stat: a store's size and health, or kcached's counters.
+void RegisterStatCommand(CLI::App& app, int* exit_code) {
   auto stat = std::make_shared<StoreFlags>();
   CLI::App* stat_cmd = app.add_subcommand(
       "stat",
@@ -383,7 +395,10 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
         stat->store, stat->server, [&] { return RunStat(*stat); },
         [&] { return RunStatOnServer(stat->server, stat->json, stat->timeout_s); });
   });
+}
 
+// kcache get: the artifact a device would be served.
+void RegisterGetCommand(CLI::App& app, int* exit_code) {
   auto get = std::make_shared<GetFlags>();
   CLI::App* get_cmd = app.add_subcommand(
       "get",
@@ -442,6 +457,14 @@ void RegisterStoreCommands(CLI::App& app, int* exit_code) {
           return RunGetOnServer(f);
         });
   });
+}
+
+}  // namespace
+
+void RegisterStoreCommands(CLI::App& app, int* exit_code) {
+  RegisterLsCommand(app, exit_code);
+  RegisterStatCommand(app, exit_code);
+  RegisterGetCommand(app, exit_code);
 }
 
 }  // namespace kcache::cli

@@ -192,6 +192,49 @@ int RunWarm(const WarmFlags& flags) {
   return summary->ok() ? kExitOk : kExitFailed;
 }
 
+// What `kcache warm` runs for its flags: a manifest's compiles into a store or through kcached,
+// or libraries' SASS from their PTX; its exit code.
+int RunWarmCommand(WarmFlags& flags) {
+  absl::StatusOr<std::string> arch = flags.arch;
+  if (NamesNative(flags.arch)) arch = ExpandNativeArch(flags.arch, client::DetectDevices());
+  if (arch.ok()) flags.arch = *arch;
+  bool libraries = !flags.libraries.empty() || !flags.packages.empty();
+  if (libraries && arch.ok()) {
+    if (!flags.server.empty()) {
+      return Fail(
+          "--library and --package work with --store; a running kcached does not build them",
+          kExitBadInput);
+    } else if (flags.store.empty() && !flags.dry_run) {
+      return Fail("--library and --package need --store DIR (or --dry-run)", kExitBadInput);
+    } else {
+      LibraryWarmFlags library_flags;
+      library_flags.libraries = flags.libraries;
+      library_flags.packages = flags.packages;
+      library_flags.python = flags.python;
+      library_flags.arch = flags.arch;
+      library_flags.store = flags.store;
+      library_flags.toolkit = flags.toolkit;
+      library_flags.dry_run = flags.dry_run;
+      return RunWarmLibraries(library_flags);
+    }
+  }
+  if (flags.dry_run) {
+    return Fail("--dry-run works with --library or --package", kExitBadInput);
+  }
+  if (!libraries && flags.manifest.empty()) {
+    return Fail("warm needs a manifest (or --library PATH..., --package NAME...)", kExitBadInput);
+  }
+  if (absl::Status s = CheckStoreOrServer(flags.store, flags.server); !s.ok()) {
+    return Fail(s.message(), kExitBadInput);
+  } else if (!arch.ok()) {
+    return Fail(arch.status().message(), kExitBadInput);
+  } else if (!flags.server.empty()) {
+    return RunWarmOnServer({flags.server, flags.arch, flags.manifest, flags.jobs});
+  } else {
+    return RunWarm(flags);
+  }
+}
+
 }  // namespace
 
 void RegisterWarmCommand(CLI::App& app, int* exit_code) {
@@ -242,50 +285,7 @@ void RegisterWarmCommand(CLI::App& app, int* exit_code) {
       "With --store: compile even where the compile workers cannot be sandboxed (no Landlock "
       "or seccomp here); only for manifests whose every source you trust");
   unsandboxed->excludes(server);
-  warm->callback([flags, exit_code] {
-    absl::StatusOr<std::string> arch = flags->arch;
-    if (NamesNative(flags->arch)) arch = ExpandNativeArch(flags->arch, client::DetectDevices());
-    if (arch.ok()) flags->arch = *arch;
-    bool libraries = !flags->libraries.empty() || !flags->packages.empty();
-    if (libraries && arch.ok()) {
-      if (!flags->server.empty()) {
-        *exit_code =
-            Fail("--library and --package work with --store; a running kcached does not build them",
-                 kExitBadInput);
-      } else if (flags->store.empty() && !flags->dry_run) {
-        *exit_code = Fail("--library and --package need --store DIR (or --dry-run)", kExitBadInput);
-      } else {
-        LibraryWarmFlags library_flags;
-        library_flags.libraries = flags->libraries;
-        library_flags.packages = flags->packages;
-        library_flags.python = flags->python;
-        library_flags.arch = flags->arch;
-        library_flags.store = flags->store;
-        library_flags.toolkit = flags->toolkit;
-        library_flags.dry_run = flags->dry_run;
-        *exit_code = RunWarmLibraries(library_flags);
-      }
-      return;
-    }
-    if (flags->dry_run) {
-      *exit_code = Fail("--dry-run works with --library or --package", kExitBadInput);
-      return;
-    }
-    if (!libraries && flags->manifest.empty()) {
-      *exit_code =
-          Fail("warm needs a manifest (or --library PATH..., --package NAME...)", kExitBadInput);
-      return;
-    }
-    if (absl::Status s = CheckStoreOrServer(flags->store, flags->server); !s.ok()) {
-      *exit_code = Fail(s.message(), kExitBadInput);
-    } else if (!arch.ok()) {
-      *exit_code = Fail(arch.status().message(), kExitBadInput);
-    } else if (!flags->server.empty()) {
-      *exit_code = RunWarmOnServer({flags->server, flags->arch, flags->manifest, flags->jobs});
-    } else {
-      *exit_code = RunWarm(*flags);
-    }
-  });
+  warm->callback([flags, exit_code] { *exit_code = RunWarmCommand(*flags); });
 }
 
 }  // namespace kcache::cli

@@ -68,19 +68,72 @@ void PrintPlan(const Library& library, const std::vector<TargetPlan>& plans, boo
   }
 }
 
+// --arch as the SASS targets to build; InvalidArgument naming the bad one.
+absl::StatusOr<std::vector<Target>> SassTargets(const std::string& arch) {
+  absl::StatusOr<std::vector<Target>> targets = ParseTargetList(arch);
+  if (!targets.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--arch: ", targets.status().message()));
+  }
+  for (const Target& t : *targets) {
+    if (t.kind != TargetKind::kSass) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--arch: ", t.ToString(), " is PTX; --library builds SASS for devices: give 8.9, 9.0a"));
+    }
+  }
+  return targets;
+}
+
+// A library to read (`from_package`: one of a package's files, which carries CUDA code).
+struct LibraryToRead {
+  std::string path;
+  bool from_package = false;
+};
+
+// --library's files, then each --package's that carry CUDA code (a file without is skipped, not
+// listed), each package's count printed; a package or a file that cannot be read is said on
+// stderr and raises *exit_code.
+std::vector<LibraryToRead> LibrariesToRead(const LibraryWarmFlags& flags, int* exit_code) {
+  std::vector<LibraryToRead> items;
+  for (const std::string& path : flags.libraries) items.push_back({path, false});
+  for (const std::string& package : flags.packages) {
+    absl::StatusOr<PackageFileList> files = PackageFiles(flags.python, package);
+    if (!files.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(files.status().message()).c_str());
+      *exit_code = std::max(*exit_code, kExitBadInput);
+      continue;
+    }
+    size_t with_code = 0, unreadable = 0;
+    for (const std::string& file : files->files) {
+      absl::StatusOr<Library> read = Library::Read(file);
+      if (!read.ok()) {  // said once, here; not counted as carrying CUDA code
+        std::fflush(stdout);
+        std::fprintf(stderr, "error: package %s: %s\n", package.c_str(),
+                     std::string(read.status().message()).c_str());
+        *exit_code = std::max(*exit_code, kExitBadInput);
+        ++unreadable;
+        continue;
+      }
+      if (read->entries().empty()) continue;  // no CUDA code: nothing to do
+      ++with_code;
+      items.push_back({file, true});
+    }
+    std::printf("package %s: %zu of its %zu shared objects, cubins and fatbins carry CUDA code%s\n",
+                package.c_str(), with_code, files->files.size(),
+                unreadable == 0 ? "" : absl::StrCat(" (", unreadable, " unreadable)").c_str());
+    if (!files->outside.empty()) {
+      std::printf("package %s: %zu RECORD entries outside its install not read (%s%s)\n",
+                  package.c_str(), files->outside.size(), files->outside[0].c_str(),
+                  files->outside.size() > 1 ? ", ..." : "");
+    }
+  }
+  return items;
+}
+
 }  // namespace
 
 int RunWarmLibraries(const LibraryWarmFlags& flags) {
-  absl::StatusOr<std::vector<Target>> targets = ParseTargetList(flags.arch);
-  if (!targets.ok())
-    return Fail(absl::StrCat("--arch: ", targets.status().message()), kExitBadInput);
-  for (const Target& t : *targets) {
-    if (t.kind != TargetKind::kSass) {
-      return Fail(absl::StrCat("--arch: ", t.ToString(),
-                               " is PTX; --library builds SASS for devices: give 8.9, 9.0a"),
-                  kExitBadInput);
-    }
-  }
+  absl::StatusOr<std::vector<Target>> targets = SassTargets(flags.arch);
+  if (!targets.ok()) return Fail(targets.status().message(), kExitBadInput);
   std::shared_ptr<const Toolkit> toolkit;
   std::unique_ptr<Store> store;
   std::unique_ptr<Compiler> compiler;  // builds in this process, one at a time
@@ -101,48 +154,10 @@ int RunWarmLibraries(const LibraryWarmFlags& flags) {
   }
 
   int exit_code = kExitOk;
-  // The libraries to read: --library's, then each package's files (`from_package`: a file
-  // without CUDA code is skipped, not listed).
-  struct Item {
-    std::string path;
-    bool from_package = false;
-  };
-  std::vector<Item> items;
-  for (const std::string& path : flags.libraries) items.push_back({path, false});
-  for (const std::string& package : flags.packages) {
-    absl::StatusOr<PackageFileList> files = PackageFiles(flags.python, package);
-    if (!files.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(files.status().message()).c_str());
-      exit_code = std::max(exit_code, kExitBadInput);
-      continue;
-    }
-    size_t with_code = 0, unreadable = 0;
-    for (const std::string& file : files->files) {
-      absl::StatusOr<Library> read = Library::Read(file);
-      if (!read.ok()) {  // said once, here; not counted as carrying CUDA code
-        std::fflush(stdout);
-        std::fprintf(stderr, "error: package %s: %s\n", package.c_str(),
-                     std::string(read.status().message()).c_str());
-        exit_code = std::max(exit_code, kExitBadInput);
-        ++unreadable;
-        continue;
-      }
-      if (read->entries().empty()) continue;  // no CUDA code: nothing to do
-      ++with_code;
-      items.push_back({file, true});
-    }
-    std::printf("package %s: %zu of its %zu shared objects, cubins and fatbins carry CUDA code%s\n",
-                package.c_str(), with_code, files->files.size(),
-                unreadable == 0 ? "" : absl::StrCat(" (", unreadable, " unreadable)").c_str());
-    if (!files->outside.empty()) {
-      std::printf("package %s: %zu RECORD entries outside its install not read (%s%s)\n",
-                  package.c_str(), files->outside.size(), files->outside[0].c_str(),
-                  files->outside.size() > 1 ? ", ..." : "");
-    }
-  }
+  std::vector<LibraryToRead> items = LibrariesToRead(flags, &exit_code);
   int built = 0, cached = 0;
   LinePrinter printer;
-  for (const Item& item : items) {
+  for (const LibraryToRead& item : items) {
     // Absolute, so that `kcache ls` names the library wherever the store is read.
     absl::StatusOr<Library> library =
         Library::Read(std::filesystem::absolute(item.path).lexically_normal().string());

@@ -15,6 +15,7 @@
 #include "daemon/cache/background_compiles.h"
 #include "daemon/cache/compile_flights.h"
 #include "daemon/cache/memory_lru.h"
+#include "daemon/cache/ptx_builds.h"
 #include "daemon/cache/seen_kernels.h"
 #include "daemon/cache/shared_tier.h"
 #include "daemon/cache/startup_warm.h"
@@ -114,6 +115,12 @@ class ArtifactCacheImpl : public ArtifactCache {
           if (tiers_->PutCopy(0, artifact).ok()) stats_.Add(Statistic::kWriteBacks);
         },
         [this] { stats_.Add(Statistic::kWriteBacksDropped); });
+    std::vector<CompileFlights*> flights;
+    for (const std::unique_ptr<CompileFlights>& flight : flights_) flights.push_back(flight.get());
+    ptx_builds_ = std::make_unique<PtxBuilds>(
+        PtxBuilds::Options{options.ptx_build_queue, options.ptx_build_queue_per_client,
+                           compile_allowed_, compile_client_sources_},
+        tiers_.get(), toolkits_, std::move(flights), &stats_);
     if (!compilers_.empty()) {
       background_ = std::make_unique<BackgroundCompiles>(
           options.background_queue,
@@ -123,11 +130,6 @@ class ArtifactCacheImpl : public ArtifactCache {
             flights_[toolkit]->CompileOnce(job).IgnoreError();
           },
           &stats_);
-      ptx_builds_ = std::make_unique<BackgroundCompiles>(
-          options.ptx_build_queue,
-          [this](const CompileJob& job, size_t toolkit) { BuildPtx(job, toolkit); }, &stats_,
-          BackgroundCompiles::Counts{Statistic::kPtxBuildsQueued, Statistic::kPtxBuildsDropped},
-          options.ptx_build_queue_per_client);
     }
   }
 
@@ -176,12 +178,6 @@ class ArtifactCacheImpl : public ArtifactCache {
   // Whether a compile of `id` may run: always with sandboxed workers; else only for a kernel
   // whose record a baked store holds (its source came with the image, not from a client).
   bool MayCompile(const KernelId& id);
-  // BuildFromPtx up to the queue, uncounted but for what the queue counts.
-  absl::StatusOr<PtxBuildQueued> QueuePtxBuild(const PtxBuildRequest& request);
-  // Whether a store tier holds SASS for `target` built from PTX `module` that `driver` loads.
-  bool HoldsSass(const KernelId& module, const Target& target, uint32_t driver);
-  // ptx_builds_'s compile of a BuildFromPtx job, counted.
-  void BuildPtx(const CompileJob& job, size_t toolkit);
   // The index of the newest loaded toolkit (warms compile with it); compilers_ is not empty.
   size_t Newest() const;
   Served Serve(Answer answer, CacheTier tier, ResolveTally& tally);
@@ -213,8 +209,8 @@ class ArtifactCacheImpl : public ArtifactCache {
   // joins them); null without a compiler. Declared last: stopped first, before anything its
   // compiles use.
   std::unique_ptr<BackgroundCompiles> background_;
-  // SASS builds from PTX that loads sent (BuildFromPtx), likewise; null without a compiler.
-  std::unique_ptr<BackgroundCompiles> ptx_builds_;
+  // SASS builds from PTX that loads sent (BuildFromPtx), likewise stopped first.
+  std::unique_ptr<PtxBuilds> ptx_builds_;
 };
 
 ArtifactCache::Found ArtifactCacheImpl::Find(const ResolveQuery& query) {
@@ -527,114 +523,7 @@ absl::StatusOr<WarmSummary> ArtifactCacheImpl::Warm(const Manifest& manifest,
 }
 
 absl::StatusOr<PtxBuildQueued> ArtifactCacheImpl::BuildFromPtx(const PtxBuildRequest& request) {
-  absl::StatusOr<PtxBuildQueued> queued = QueuePtxBuild(request);
-  if (!queued.ok() && !absl::IsResourceExhausted(queued.status())) {
-    stats_.Add(Statistic::kPtxBuildsRefused);
-  } else if (queued.ok() && queued->state == PtxBuildQueued::State::kHeld) {
-    stats_.Add(Statistic::kPtxBuildsHeld);
-  }
-  return queued;
-}
-
-absl::StatusOr<PtxBuildQueued> ArtifactCacheImpl::QueuePtxBuild(const PtxBuildRequest& request) {
-  if (compilers_.empty() || !compile_allowed_) {
-    return absl::FailedPreconditionError(
-        "this kcached compiles nothing (no toolkit is loaded, or it runs with --no-toolkit), so "
-        "it builds no SASS from PTX; start it with a toolkit, or bake the library's SASS into "
-        "the image with `kcache warm --library`");
-  }
-  if (!compile_client_sources_) {
-    return absl::FailedPreconditionError(
-        "this kcached builds nothing that clients send: its compile workers cannot be sandboxed "
-        "on this machine (no Landlock or seccomp; see its start-up log or `kcache doctor`); bake "
-        "the library's SASS with `kcache warm --library`, or start kcached with "
-        "--allow-unsandboxed-compiles to accept the risk");
-  }
-  absl::string_view ptx = request.ptx;
-  ptx = ptx.substr(0, ptx.find('\0'));  // as the driver reads it
-  absl::StatusOr<Target> ptx_target = fatbin::PtxTextTarget(ptx);
-  if (!ptx_target.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the module sent is not PTX: ", ptx_target.status().message()));
-  }
-  std::optional<Target> target = fatbin::SassTargetFor(
-      *ptx_target, Target{TargetKind::kSass, request.device.sm, ArchVariant::kNone});
-  if (!target.has_value()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("PTX for ", ptx_target->ToString(), " does not run on ",
-                     request.device.sm.ToString(), ": there is no SASS to build from it there"));
-  }
-  std::optional<size_t> toolkit = PickToolkit(toolkits_, request.device.driver, target->sm.arch());
-  if (!toolkit.has_value()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no loaded toolkit builds SASS for ", target->ToString(),
-        request.device.driver != 0 ? absl::StrCat(" that driver ", request.device.driver, " loads")
-                                   : ""));
-  }
-  const Toolkit& chosen = *toolkits_[*toolkit];
-  if (absl::Status s =
-          ValidateTarget(*target, chosen.supported_archs(), chosen.identity().DisplayName());
-      !s.ok()) {
-    return s;
-  }
-  PtxBuildQueued queued{fatbin::PtxModuleId(ptx, "", fatbin::PtxSassCompileOptions()), *target};
-  if (HoldsSass(queued.module, *target, request.device.driver)) {
-    queued.state = PtxBuildQueued::State::kHeld;
-    return queued;
-  }
-  CompileJob job;
-  job.ptx = std::string(ptx);
-  job.id = queued.module;
-  job.target = *target;
-  const std::string& account = request.peer.empty() ? request.client : request.peer;
-  job.spec.name = absl::StrCat("loaded by ", request.client.empty() ? "a client" : request.client,
-                               request.peer.empty() ? "" : absl::StrCat(" (", request.peer, ")"));
-  job.spec.options = fatbin::PtxSassCompileOptions();
-  job.demand.client = account;
-  switch (ptx_builds_->Add(std::move(job), *toolkit)) {
-    case BackgroundCompiles::Added::kQueued:
-      return queued;
-    case BackgroundCompiles::Added::kAlreadyQueued:
-      queued.state = PtxBuildQueued::State::kAlreadyQueued;
-      return queued;
-    case BackgroundCompiles::Added::kDropped:
-      return absl::ResourceExhaustedError(
-          "the queue of SASS builds from PTX is full (kcached --ptx-build-queue): this module "
-          "is not built; a later load asks again");
-    case BackgroundCompiles::Added::kClientBound:
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "client '", account,
-          "' has its share of the queue of SASS builds from PTX waiting already (kcached "
-          "--ptx-build-queue-per-client): this module is not built; a later load asks again"));
-  }
-  return absl::InternalError("unknown queue answer");
-}
-
-bool ArtifactCacheImpl::HoldsSass(const KernelId& module, const Target& target, uint32_t driver) {
-  for (size_t tier = 0; tier < tiers_->size(); ++tier) {
-    absl::StatusOr<std::vector<ArtifactMeta>> metas = tiers_->ListArtifacts(tier, module);
-    if (!metas.ok()) continue;
-    for (const ArtifactMeta& meta : *metas) {
-      if (meta.key.kind == ArtifactKind::kCubin && meta.key.target == target &&
-          (driver == 0 || meta.min_driver <= driver)) {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-void ArtifactCacheImpl::BuildPtx(const CompileJob& job, size_t toolkit) {
-  // Stored, and the module's memory entries dropped, by the flight.
-  CompileResult result = flights_[toolkit]->CompileOnce(job);
-  if (!result.ok()) {
-    stats_.Add(Statistic::kPtxBuildsFailed);
-    spdlog::warn("SASS for {} from PTX module {} ({}) not built: {}", job.target.ToString(),
-                 job.id.ShortHex(), job.spec.name, std::string(result.status().message()));
-    return;
-  }
-  bool held = (*result)->from_store || (*result)->from_shared;
-  stats_.Add(held ? Statistic::kPtxBuildsHeld : Statistic::kPtxBuildsBuilt);
+  return ptx_builds_->Build(request);
 }
 
 absl::StatusOr<std::vector<ListedKernelInfo>> ArtifactCacheImpl::List() {

@@ -94,33 +94,7 @@ class DaemonImpl final : public Daemon {
     if (!started.ok()) return started;
     if (absl::Status s = OpenObjectCache(cache_options); !s.ok()) return s;
     service_options_.default_warm_jobs = options_.compile.workers;
-    cache_options.compilers.assign(pools_.begin(), pools_.end());
-    cache_options.compile_allowed = !options_.no_toolkit;
-    cache_options.compile_limit_backoff = options_.compile_limit_backoff;
-    cache_options.compile_client_sources =
-        options_.allow_unsandboxed_compiles ||
-        std::all_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->sandboxed(); });
-    cache_options.memory_bytes = options_.memory_cache_bytes;
-    cache_options.statistics = statistics_;
-    statistics_->uncached_options().SetLimit(options_.max_uncached_options);
-    cache_options.write_back_queue_bytes = options_.write_back_queue_bytes;
-    cache_options.ptx_build_queue = options_.ptx_build_queue;
-    cache_options.ptx_build_queue_per_client = options_.ptx_build_queue_per_client;
-    if (!options_.shared.empty()) {
-      absl::StatusOr<SharedKeys> keys =
-          SharedKeys::Load(options_.shared_key_file, options_.shared_key_file_second);
-      if (!keys.ok()) return keys.status();
-      SharedTierOptions shared;
-      shared.url = options_.shared;
-      shared.keys = *std::move(keys);
-      shared.budget = options_.shared_budget;
-      shared.max_value_bytes = options_.shared_max_bytes;
-      shared.lease_ttl = options_.shared_lease;
-      shared.wait = options_.shared_wait;
-      cache_options.shared = std::move(shared);
-      spdlog::info("shared tier: {} (budget {}, entries up to {} bytes)", options_.shared,
-                   absl::FormatDuration(options_.shared_budget), options_.shared_max_bytes);
-    }
+    if (absl::Status s = SetCacheOptions(&cache_options); !s.ok()) return s;
     absl::StatusOr<std::unique_ptr<ArtifactCache>> cache =
         NewArtifactCache(std::move(cache_options));
     if (!cache.ok()) return cache.status();
@@ -160,6 +134,39 @@ class DaemonImpl final : public Daemon {
         probe_port_ ? absl::StrCat(", probes on ", options_.probe_address, ":", probe_port_) : "",
         toolkit_summary, options_.memory_cache_bytes >> 20, options_.max_calls_in_flight,
         options_.max_queued_bytes >> 20);
+    return absl::OkStatus();
+  }
+
+  // The artifact cache's options from the flags, with the compilers started and the shared
+  // tier's keys loaded (the stores are set by OpenStores).
+  absl::Status SetCacheOptions(CacheOptions* cache_options) {
+    cache_options->compilers.assign(pools_.begin(), pools_.end());
+    cache_options->compile_allowed = !options_.no_toolkit;
+    cache_options->compile_limit_backoff = options_.compile_limit_backoff;
+    cache_options->compile_client_sources =
+        options_.allow_unsandboxed_compiles ||
+        std::all_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->sandboxed(); });
+    cache_options->memory_bytes = options_.memory_cache_bytes;
+    cache_options->statistics = statistics_;
+    statistics_->uncached_options().SetLimit(options_.max_uncached_options);
+    cache_options->write_back_queue_bytes = options_.write_back_queue_bytes;
+    cache_options->ptx_build_queue = options_.ptx_build_queue;
+    cache_options->ptx_build_queue_per_client = options_.ptx_build_queue_per_client;
+    if (!options_.shared.empty()) {
+      absl::StatusOr<SharedKeys> keys =
+          SharedKeys::Load(options_.shared_key_file, options_.shared_key_file_second);
+      if (!keys.ok()) return keys.status();
+      SharedTierOptions shared;
+      shared.url = options_.shared;
+      shared.keys = *std::move(keys);
+      shared.budget = options_.shared_budget;
+      shared.max_value_bytes = options_.shared_max_bytes;
+      shared.lease_ttl = options_.shared_lease;
+      shared.wait = options_.shared_wait;
+      cache_options->shared = std::move(shared);
+      spdlog::info("shared tier: {} (budget {}, entries up to {} bytes)", options_.shared,
+                   absl::FormatDuration(options_.shared_budget), options_.shared_max_bytes);
+    }
     return absl::OkStatus();
   }
 

@@ -44,6 +44,45 @@ bool HashRange(int fd, uint64_t offset, uint64_t length, Xxh128& hash) {
   return true;
 }
 
+// Which sections' contents the digest leaves out: code, data, relocations, the static symbols
+// (and their names, unless the dynamic symbols or the section names share them).
+template <typename NameOf>
+std::vector<bool> SkippedSections(const Elf64_Ehdr& header, const std::vector<Elf64_Shdr>& sections,
+                                  const NameOf& name_of) {
+  std::vector<bool> skipped(sections.size(), false), dynamic_names(sections.size(), false);
+  for (const Elf64_Shdr& section : sections) {
+    if ((section.sh_type == SHT_DYNSYM || section.sh_type == SHT_DYNAMIC) &&
+        section.sh_link < sections.size()) {
+      dynamic_names[section.sh_link] = true;
+    }
+  }
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const Elf64_Shdr& section = sections[i];
+    switch (section.sh_type) {
+      case SHT_PROGBITS:
+        skipped[i] = !absl::StartsWith(name_of(section), ".gnu.warning");
+        break;
+      case SHT_NOBITS:
+      case SHT_REL:
+      case SHT_RELA:
+      case kShtRelr:
+        skipped[i] = true;
+        break;
+      case SHT_SYMTAB:
+        skipped[i] = true;
+        if (section.sh_link < sections.size() && !dynamic_names[section.sh_link] &&
+            section.sh_link != header.e_shstrndx) {
+          skipped[section.sh_link] = true;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  return skipped;
+}
+
 }  // namespace
 
 std::optional<std::string> ElfLinkInterfaceDigest(int fd, uint64_t size) {
@@ -83,37 +122,7 @@ std::optional<std::string> ElfLinkInterfaceDigest(int fd, uint64_t size) {
     return absl::string_view(names.c_str() + section.sh_name);  // NUL-terminated in `names`
   };
 
-  // Which sections' contents are left out: code, data, relocations, the static symbols.
-  std::vector<bool> skipped(sections.size(), false), dynamic_names(sections.size(), false);
-  for (const Elf64_Shdr& section : sections) {
-    if ((section.sh_type == SHT_DYNSYM || section.sh_type == SHT_DYNAMIC) &&
-        section.sh_link < sections.size()) {
-      dynamic_names[section.sh_link] = true;
-    }
-  }
-  for (size_t i = 0; i < sections.size(); ++i) {
-    const Elf64_Shdr& section = sections[i];
-    switch (section.sh_type) {
-      case SHT_PROGBITS:
-        skipped[i] = !absl::StartsWith(name_of(section), ".gnu.warning");
-        break;
-      case SHT_NOBITS:
-      case SHT_REL:
-      case SHT_RELA:
-      case kShtRelr:
-        skipped[i] = true;
-        break;
-      case SHT_SYMTAB:
-        skipped[i] = true;
-        if (section.sh_link < sections.size() && !dynamic_names[section.sh_link] &&
-            section.sh_link != header.e_shstrndx) {
-          skipped[section.sh_link] = true;
-        }
-        break;
-      default:
-        break;
-    }
-  }
+  std::vector<bool> skipped = SkippedSections(header, sections, name_of);
 
   Xxh128 hash;
   hash.Update(

@@ -5,10 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -28,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "core/file_io.h"
 #include "core/xxh128.h"
+#include "engine/keys/content_digest.h"
 #include "engine/keys/elf_link_interface.h"
 
 namespace kcache::objects {
@@ -37,125 +34,8 @@ namespace {
 // 3: XXH3-128, not SHA-256.
 constexpr char kTableMagic[] = "kcache-file-digests 3";
 
-constexpr size_t kTreeBytes = size_t{64} << 20;
-constexpr size_t kTreeChunk = size_t{16} << 20;
-// The longest time macro less one: a chunk's scan reaches this far into the next chunk.
-constexpr size_t kMacroOverlap = sizeof("__TIMESTAMP__") - 2;
-
 absl::Time Changed(const struct stat& st) {
   return std::max(absl::TimeFromTimespec(st.st_mtim), absl::TimeFromTimespec(st.st_ctim));
-}
-
-bool IsTimeMacroAt(absl::string_view text, size_t i) {
-  absl::string_view rest = text.substr(i);
-  return absl::StartsWith(rest, "__DATE__") || absl::StartsWith(rest, "__TIME__") ||
-         absl::StartsWith(rest, "__TIMESTAMP__");
-}
-
-// One pass over the text for "__D" and "__T", 16 positions at a time (SSE2, every x86-64
-// has it), each candidate then compared whole: three memmem passes, one a macro, were a tenth
-// of a new pod's first compile (every header read and hashed), and std::string::find, which
-// stops at every '_' (headers are full of them), a fifth.
-bool HasTimeMacro(absl::string_view text) {
-  size_t i = 0;
-#if defined(__SSE2__)
-  const __m128i underscore = _mm_set1_epi8('_');
-  const __m128i d = _mm_set1_epi8('D');
-  const __m128i t = _mm_set1_epi8('T');
-  for (; i + 18 <= text.size(); i += 16) {
-    const char* p = text.data() + i;
-    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 1));
-    __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-    __m128i hit =
-        _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(a, underscore), _mm_cmpeq_epi8(b, underscore)),
-                      _mm_or_si128(_mm_cmpeq_epi8(c, d), _mm_cmpeq_epi8(c, t)));
-    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0;
-         mask &= mask - 1) {
-      if (IsTimeMacroAt(text, i + static_cast<size_t>(__builtin_ctz(mask)))) return true;
-    }
-  }
-#endif
-  for (; i < text.size(); ++i) {
-    if (text[i] == '_' && IsTimeMacroAt(text, i)) return true;
-  }
-  return false;
-}
-
-// Reads `size` bytes at `offset` of `fd` into `out`, resized to what was read: shorter when
-// the file ended or a read failed.
-void ReadAt(int fd, uint64_t offset, size_t size, std::string& out) {
-  out.resize(size);
-  out.resize(PreadFull(fd, offset, out.data(), size));
-}
-
-// The digest of a file of kTreeBytes or more, and whether it names a time macro when `scan`:
-// XXH3-128 over a domain, the size and each kTreeChunk's XXH3-128 in order, the chunks read and
-// hashed on up to 8 threads (libtorch_cpu.so, 450 MB, is linked by every Inductor kernel: a new pod
-// digests it first). Each chunk's time-macro scan reaches kMacroOverlap bytes into the next.
-absl::StatusOr<std::pair<std::string, bool>> TreeDigest(int fd, uint64_t size,
-                                                        const std::string& path, bool scan) {
-  size_t chunks = static_cast<size_t>((size + kTreeChunk - 1) / kTreeChunk);
-  std::vector<Xxh128Digest> digests(chunks);
-  std::vector<char> macros(chunks, 0), failed(chunks, 0);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    std::string buffer;
-    for (size_t i = next++; i < chunks; i = next++) {
-      uint64_t offset = uint64_t{i} * kTreeChunk;
-      size_t length = static_cast<size_t>(std::min<uint64_t>(kTreeChunk, size - offset));
-      size_t with_overlap =
-          static_cast<size_t>(std::min<uint64_t>(length + kMacroOverlap, size - offset));
-      ReadAt(fd, offset, with_overlap, buffer);
-      if (buffer.size() != with_overlap) {
-        failed[i] = 1;
-        continue;
-      }
-      digests[i] = Xxh128Of(absl::string_view(buffer.data(), length));
-      macros[i] = scan && HasTimeMacro(buffer) ? 1 : 0;
-    }
-  };
-  size_t threads = std::min<size_t>({chunks, 8, std::max(1u, std::thread::hardware_concurrency())});
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& thread : pool) thread.join();
-  if (std::find(failed.begin(), failed.end(), 1) != failed.end()) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot read all of ", path));
-  }
-  Xxh128 tree;
-  tree.Update("kcache.file-tree.v2");
-  tree.Update(absl::StrCat(":", size, ":", kTreeChunk, ":"));
-  for (const Xxh128Digest& digest : digests) tree.Update(digest.Hex());
-  return std::make_pair(tree.Finish().Hex(),
-                        std::find(macros.begin(), macros.end(), 1) != macros.end());
-}
-
-// The XXH3-128 of a file under kTreeBytes and, when `scan`, whether it names a time macro,
-// read a piece at a time into one buffer that stays in the cache (a new pod digests ~200 MB of
-// nvcc's tools: a buffer the file's size was page faults and zeroing for every byte). Each
-// piece's time-macro scan starts kMacroOverlap bytes into the piece before.
-absl::StatusOr<std::pair<std::string, bool>> StreamDigest(int fd, uint64_t size,
-                                                          const std::string& path, bool scan) {
-  constexpr size_t kPiece = size_t{256} << 10;
-  std::string piece, seam;  // seam: the piece before's last kMacroOverlap bytes, then this one's
-  Xxh128 hash;
-  bool macro = false;
-  for (uint64_t offset = 0; offset < size || offset == 0; offset += kPiece) {
-    size_t length = static_cast<size_t>(std::min<uint64_t>(kPiece, size - offset));
-    ReadAt(fd, offset, length, piece);
-    if (piece.size() != length) {
-      return absl::FailedPreconditionError(absl::StrCat("cannot read all of ", path));
-    }
-    hash.Update(piece);
-    if (scan && !macro) {
-      seam.append(piece, 0, std::min(piece.size(), kMacroOverlap));
-      macro = HasTimeMacro(seam) || HasTimeMacro(piece);
-      seam.assign(piece, piece.size() - std::min(piece.size(), kMacroOverlap));
-    }
-    if (size == 0) break;
-  }
-  return std::make_pair(hash.Finish().Hex(), macro);
 }
 
 // How a digest of `kind` is spelled: its prefix before the hex digits.
@@ -294,25 +174,15 @@ absl::StatusOr<FileDigest> ReadDigest(int dir, const std::string& path, size_t n
       return digest;
     }
   }
-  if (static_cast<uint64_t>(st->st_size) >= kTreeBytes) {
-    absl::StatusOr<std::pair<std::string, bool>> tree =
-        TreeDigest(fd, static_cast<uint64_t>(st->st_size), path, kind != DigestKind::kTool);
-    if (!tree.ok()) return tree.status();
-    digest.hex = std::move(tree->first);
-    digest.has_time_macro = tree->second;
-  } else {
-    absl::StatusOr<std::pair<std::string, bool>> streamed =
-        StreamDigest(fd, static_cast<uint64_t>(st->st_size), path, kind != DigestKind::kTool);
-    if (!streamed.ok()) return streamed.status();
-    digest.hex = std::move(streamed->first);
-    digest.has_time_macro = streamed->second;
-  }
+  absl::StatusOr<std::pair<std::string, bool>> content =
+      ContentDigest(fd, static_cast<uint64_t>(st->st_size), path, kind != DigestKind::kTool);
+  if (!content.ok()) return content.status();
+  digest.hex = std::move(content->first);
+  digest.has_time_macro = content->second;
   return digest;
 }
 
 }  // namespace
-
-bool NamesTimeMacro(absl::string_view text) { return HasTimeMacro(text); }
 
 absl::string_view FileTypeName(const struct stat& st) {
   if (S_ISREG(st.st_mode)) return "file";
@@ -534,22 +404,42 @@ std::vector<absl::StatusOr<FileDigest>> FileDigests::DigestAll(
   return digests;
 }
 
-size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
-  // Serially: each file's directory descriptor (opened here once) and memo entry.
-  struct Check {
-    int dir;
-    size_t name;
-    Wanted wanted;
-    std::optional<Known> memo;
-    const std::string* real_dir;  // kRealpath: realpath of the path's directory ("" if none)
-    bool no_link;                 // Wanted::resolves_to_itself
-  };
+// FirstMismatch's plan for one file: its directory's descriptor (Directory), its memo entry
+// and what it wants.
+struct FileDigests::Check {
+  int dir;
+  size_t name;
+  Wanted wanted;
+  std::optional<Known> memo;
+  const std::string* real_dir;  // kRealpath: realpath of the path's directory ("" if none)
+  bool no_link;                 // Wanted::resolves_to_itself
+};
+
+// What PlanChecks makes of a manifest's files.
+struct FileDigests::CheckPlan {
+  std::vector<Check> checks;  // one per file, in order
+  size_t first_unresolved;    // the first whose directories hold a link; files.size() if none
+  // Each directory a realpath answer is checked in, resolved once (a compile's preprocessor
+  // asks it of every header: thousands of headers in a few hundred directories). Stable:
+  // checks point into it.
+  std::unordered_map<std::string, std::string> real_dirs;
   // Whether each directory prefix seen is a directory and no symbolic link (lstat'ed once).
   absl::flat_hash_map<std::string, bool> real_prefixes;
-  auto resolves_to_itself = [&real_prefixes](const std::string& path) {
+};
+
+// A file FirstMismatch read and hashed, to memoize.
+struct FileDigests::Read {
+  struct stat st;
+  FileDigest digest;
+  absl::Time read_at;
+  bool ok = false;
+};
+
+void FileDigests::PlanChecks(const std::vector<Expected>& files, CheckPlan* plan) {
+  auto resolves_to_itself = [plan](const std::string& path) {
     for (size_t slash = path.find('/', 1); slash != std::string::npos;
          slash = path.find('/', slash + 1)) {
-      auto [it, inserted] = real_prefixes.try_emplace(path.substr(0, slash), false);
+      auto [it, inserted] = plan->real_prefixes.try_emplace(path.substr(0, slash), false);
       if (inserted) {
         struct stat st {};
         absl::string_view last = absl::string_view(it->first).substr(it->first.rfind('/') + 1);
@@ -560,13 +450,9 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
     }
     return true;
   };
-  size_t first_unresolved = files.size();  // the first whose directories hold a link
-  std::vector<Check> checks;
-  checks.reserve(files.size());
-  // Each directory a realpath answer is checked in, resolved once (a compile's preprocessor
-  // asks it of every header: thousands of headers in a few hundred directories).
-  std::unordered_map<std::string, std::string> real_dirs;  // stable: checks point into it
   static const std::string kNoDir;
+  plan->first_unresolved = files.size();
+  plan->checks.reserve(files.size());
   for (const Expected& file : files) {
     auto [dir, name] = Directory(file.path);
     Wanted wanted = WantOf(file.digest);
@@ -578,29 +464,52 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
     } else if (wanted.want == Want::kRealpath) {
       size_t slash = file.path.rfind('/');
       std::string parent = slash == 0 ? "/" : file.path.substr(0, slash);
-      auto [it, inserted] = real_dirs.try_emplace(parent);
+      auto [it, inserted] = plan->real_dirs.try_emplace(parent);
       if (inserted && slash != std::string::npos) {
         std::unique_ptr<char, void (*)(void*)> real(realpath(parent.c_str(), nullptr), free);
         if (real != nullptr) it->second = real.get();
       }
       real_dir = &it->second;
     }
-    if (wanted.resolves_to_itself && first_unresolved == files.size() &&
+    if (wanted.resolves_to_itself && plan->first_unresolved == files.size() &&
         !resolves_to_itself(file.path)) {
-      first_unresolved = checks.size();
+      plan->first_unresolved = plan->checks.size();
     }
-    checks.push_back(
+    plan->checks.push_back(
         Check{dir, name, wanted, std::move(memo), real_dir, wanted.resolves_to_itself});
   }
+}
+
+bool FileDigests::Matches(const Expected& file, const Check& check, Read* read) {
+  if (check.wanted.want != Want::kDigest) {
+    return FactHolds(check.wanted, check.dir, file.path, check.name, *check.real_dir);
+  }
+  struct stat st {};
+  if (check.no_link &&
+      (fstatat(check.dir, file.path.c_str() + check.name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+       S_ISLNK(st.st_mode))) {
+    return false;
+  }
+  if (Vouches(check.memo, check.dir, file.path.c_str() + check.name, &st)) {
+    return check.memo->hex == check.wanted.value;
+  }
+  read->read_at = absl::Now();
+  absl::StatusOr<FileDigest> digest =
+      ReadDigest(check.dir, file.path, check.name, &read->st, check.wanted.kind);
+  if (!digest.ok()) return false;
+  bool matches = digest->hex == check.wanted.value;
+  read->digest = *std::move(digest);
+  read->ok = true;
+  return matches;
+}
+
+size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
+  // Serially: each file's directory descriptor (opened here once) and memo entry.
+  CheckPlan plan;
+  PlanChecks(files, &plan);
   // In parallel: stat and compare; a file the memo does not vouch for is read and hashed
   // (kept in `read` to memoize below). `first_bad` only decreases: chunks are taken in order,
   // so every file before it has been checked when the threads are done.
-  struct Read {
-    struct stat st;
-    FileDigest digest;
-    absl::Time read_at;
-    bool ok = false;
-  };
   std::vector<Read> read(files.size());
   constexpr size_t kChunk = 64;
   std::atomic<size_t> next_chunk{0};
@@ -615,32 +524,7 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
          begin = kChunk * next_chunk++) {
       for (size_t i = begin; i < std::min(begin + kChunk, files.size()); ++i) {
         if (i >= first_bad.load()) return;
-        const Expected& file = files[i];
-        const Check& check = checks[i];
-        if (check.wanted.want != Want::kDigest) {
-          if (!FactHolds(check.wanted, check.dir, file.path, check.name, *check.real_dir)) bad(i);
-          continue;
-        }
-        struct stat st {};
-        if (check.no_link &&
-            (fstatat(check.dir, file.path.c_str() + check.name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-             S_ISLNK(st.st_mode))) {
-          bad(i);
-          continue;
-        }
-        if (Vouches(check.memo, check.dir, file.path.c_str() + check.name, &st)) {
-          if (check.memo->hex != check.wanted.value) bad(i);
-          continue;
-        }
-        Read& r = read[i];
-        r.read_at = absl::Now();
-        absl::StatusOr<FileDigest> digest =
-            ReadDigest(check.dir, file.path, check.name, &r.st, check.wanted.kind);
-        if (!digest.ok() || digest->hex != check.wanted.value) bad(i);
-        if (digest.ok()) {
-          r.digest = *std::move(digest);
-          r.ok = true;
-        }
+        if (!Matches(files[i], plan.checks[i], &read[i])) bad(i);
       }
     }
   };
@@ -653,13 +537,14 @@ size_t FileDigests::FirstMismatch(const std::vector<Expected>& files) {
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (std::thread& thread : pool) thread.join();
+  // Serially: what was read, memoized.
   for (size_t i = 0; i < files.size(); ++i) {
     if (read[i].ok) {
-      Remember(MemoKey(files[i].path, checks[i].wanted.kind), read[i].st, read[i].digest,
+      Remember(MemoKey(files[i].path, plan.checks[i].wanted.kind), read[i].st, read[i].digest,
                read[i].read_at);
     }
   }
-  return std::min(first_bad.load(), first_unresolved);
+  return std::min(first_bad.load(), plan.first_unresolved);
 }
 
 }  // namespace kcache::objects

@@ -57,8 +57,6 @@ inline constexpr absl::string_view kListingPrefix = "listing:";    // + ListingD
 inline constexpr absl::string_view kResolvesToItselfMark = "~";
 // The type a stat or lstat of `st` is spelled with after kExistsPrefix / kLexistsPrefix.
 absl::string_view FileTypeName(const struct stat& st);
-// Whether `text` names __DATE__, __TIME__ or __TIMESTAMP__ (FileDigest::has_time_macro's test).
-bool NamesTimeMacro(absl::string_view text);
 
 // XXH3-128 of a directory's entry names (sorted, without "." and ".."), or why not.
 absl::StatusOr<std::string> ListingDigest(const std::string& dir);
@@ -168,6 +166,14 @@ class FileDigests {
   // stat is the one recorded.
   static bool Vouches(const std::optional<Known>& known, int dir, const char* name,
                       struct stat* st);
+  // FirstMismatch's steps: a plan per file, made serially (PlanChecks), then each file checked,
+  // on any thread (Matches: whether it matches now; a file read and hashed is left in *read, to
+  // memoize after).
+  struct Check;
+  struct CheckPlan;
+  struct Read;
+  void PlanChecks(const std::vector<Expected>& files, CheckPlan* plan);
+  static bool Matches(const Expected& file, const Check& check, Read* read);
   static StatKey KeyOf(const struct stat& st);
 
   std::string table_path_;

@@ -40,8 +40,34 @@ std::pair<std::string, std::string> Fields(absl::string_view payload) {
 
 }  // namespace
 
-ObservedReads ParseObservation(absl::string_view log) {
-  ObservedReads reads;
+namespace {
+
+// One pass over a log: its records into ObservedReads, and what shows that each program a
+// process started ran observed.
+class LogReader {
+ public:
+  // Line `number` (from 1) of the log.
+  void Line(size_t number, absl::string_view line) {
+    // "<kind> <pid> <payload>"
+    if (line.size() < 4 || line[1] != ' ') {
+      ++reads_.damaged_lines;
+      return;
+    }
+    size_t space = line.find(' ', 2);
+    pid_t pid = 0;
+    if (space == absl::string_view::npos || !ParsePid(line.substr(2, space - 2), &pid)) {
+      ++reads_.damaged_lines;
+      return;
+    }
+    Record(line[0], pid, line.substr(space + 1), number);
+  }
+
+  ObservedReads Finish() {
+    NoteUnstarted();
+    return std::move(reads_);
+  }
+
+ private:
   // A program started, and what can show it ran observed: a start recorded under its pid (by
   // the new program), or, for a process replacing itself, a failure its exec recorded after.
   struct Exec {
@@ -49,116 +75,119 @@ ObservedReads ParseObservation(absl::string_view log) {
     std::string path;
     size_t line;
   };
-  std::vector<Exec> execs;
-  absl::flat_hash_map<pid_t, std::vector<size_t>> starts, failures;  // pid -> line numbers
-  size_t number = 0;
-  for (absl::string_view line : absl::StrSplit(log, '\n', absl::SkipEmpty())) {
-    ++number;
-    // "<kind> <pid> <payload>"
-    if (line.size() < 4 || line[1] != ' ') {
-      ++reads.damaged_lines;
-      continue;
-    }
-    char kind = line[0];
-    size_t space = line.find(' ', 2);
-    pid_t pid = 0;
-    if (space == absl::string_view::npos || !ParsePid(line.substr(2, space - 2), &pid)) {
-      ++reads.damaged_lines;
-      continue;
-    }
-    absl::string_view payload = line.substr(space + 1);
+
+  void Record(char kind, pid_t pid, absl::string_view payload, size_t number) {
     switch (kind) {
       case KCACHE_OBSERVE_START: {
         auto [parent, exe] = Fields(payload);
-        reads.processes[pid] = exe;
-        starts[pid].push_back(number);
+        reads_.processes[pid] = exe;
+        starts_[pid].push_back(number);
         break;
       }
       case KCACHE_OBSERVE_EXEC: {
         auto [runner, path] = Fields(payload);
         pid_t child = 0;
         if (!ParsePid(runner, &child)) {
-          ++reads.damaged_lines;
+          ++reads_.damaged_lines;
           break;
         }
-        execs.push_back(Exec{pid, child, std::move(path), number});
+        execs_.push_back(Exec{pid, child, std::move(path), number});
         break;
       }
       case KCACHE_OBSERVE_WRITE:
-        reads.written.insert(Unescape(payload));
+        reads_.written.insert(Unescape(payload));
         break;
       case KCACHE_OBSERVE_ENV: {
         std::string text = Unescape(payload);
         size_t equals = text.find('=');
         if (equals == std::string::npos) {
-          ++reads.damaged_lines;
+          ++reads_.damaged_lines;
           break;
         }
-        reads.env.push_back(EnvRead{pid, text.substr(0, equals), text.substr(equals + 1)});
+        reads_.env.push_back(EnvRead{pid, text.substr(0, equals), text.substr(equals + 1)});
         break;
       }
       case KCACHE_OBSERVE_ENV_UNSET:
-        reads.env.push_back(EnvRead{pid, Unescape(payload), std::nullopt});
+        reads_.env.push_back(EnvRead{pid, Unescape(payload), std::nullopt});
         break;
       case KCACHE_OBSERVE_CLOCK:
-        reads.clock_readers.push_back(pid);
+        reads_.clock_readers.push_back(pid);
         break;
       case KCACHE_OBSERVE_UNOBSERVABLE:
-        reads.unobservable.push_back(Fields(payload));
+        reads_.unobservable.push_back(Fields(payload));
         break;
       case KCACHE_OBSERVE_UNLOADABLE:
-        reads.unloadable.push_back(Unescape(payload));
+        reads_.unloadable.push_back(Unescape(payload));
         break;
       case KCACHE_OBSERVE_NATIVE:
-        reads.native_targets.push_back(Fields(payload));
+        reads_.native_targets.push_back(Fields(payload));
         break;
       case KCACHE_OBSERVE_FAILED: {
         auto [error, path] = Fields(payload);
-        reads.facts.push_back(PathFact{kind, pid, std::move(path), std::move(error)});
-        failures[pid].push_back(number);
+        reads_.facts.push_back(PathFact{kind, pid, std::move(path), std::move(error)});
+        failures_[pid].push_back(number);
         break;
       }
       case KCACHE_OBSERVE_ABSENT:
-        failures[pid].push_back(number);
-        reads.facts.push_back(PathFact{kind, pid, Unescape(payload), ""});
+        failures_[pid].push_back(number);
+        reads_.facts.push_back(PathFact{kind, pid, Unescape(payload), ""});
         break;
       case KCACHE_OBSERVE_READ:
       case KCACHE_OBSERVE_EXISTS:
       case KCACHE_OBSERVE_LEXISTS:
       case KCACHE_OBSERVE_LISTED:
       case KCACHE_OBSERVE_LOADED:
-        reads.facts.push_back(PathFact{kind, pid, Unescape(payload), ""});
+        reads_.facts.push_back(PathFact{kind, pid, Unescape(payload), ""});
         break;
       case KCACHE_OBSERVE_LINK:
       case KCACHE_OBSERVE_REALPATH: {
         auto [path, value] = Fields(payload);
-        reads.facts.push_back(PathFact{kind, pid, std::move(path), std::move(value)});
+        reads_.facts.push_back(PathFact{kind, pid, std::move(path), std::move(value)});
         break;
       }
       default:
-        ++reads.damaged_lines;
+        ++reads_.damaged_lines;
     }
   }
+
   // A spawned program (another pid) must have recorded its start, whenever; a process that
   // replaced itself, a start or a failure after the exec record.
-  auto after = [](const std::vector<size_t>* lines, size_t from) {
-    if (lines == nullptr) return false;
-    for (size_t line : *lines) {
-      if (line > from) return true;
+  void NoteUnstarted() {
+    auto after = [](const std::vector<size_t>* lines, size_t from) {
+      if (lines == nullptr) return false;
+      for (size_t line : *lines) {
+        if (line > from) return true;
+      }
+      return false;
+    };
+    for (const Exec& exec : execs_) {
+      auto started = starts_.find(exec.runner);
+      auto failed = failures_.find(exec.runner);
+      const std::vector<size_t>* start_lines =
+          started == starts_.end() ? nullptr : &started->second;
+      const std::vector<size_t>* failure_lines =
+          failed == failures_.end() ? nullptr : &failed->second;
+      bool ran = exec.runner != exec.writer
+                     ? start_lines != nullptr
+                     : after(start_lines, exec.line) || after(failure_lines, exec.line);
+      if (!ran) reads_.unstarted.emplace_back(exec.runner, exec.path);
     }
-    return false;
-  };
-  for (const Exec& exec : execs) {
-    auto started = starts.find(exec.runner);
-    auto failed = failures.find(exec.runner);
-    const std::vector<size_t>* start_lines = started == starts.end() ? nullptr : &started->second;
-    const std::vector<size_t>* failure_lines = failed == failures.end() ? nullptr : &failed->second;
-    bool ran = exec.runner != exec.writer
-                   ? start_lines != nullptr
-                   : after(start_lines, exec.line) || after(failure_lines, exec.line);
-    if (!ran) reads.unstarted.emplace_back(exec.runner, exec.path);
   }
-  return reads;
+
+  ObservedReads reads_;
+  std::vector<Exec> execs_;
+  absl::flat_hash_map<pid_t, std::vector<size_t>> starts_, failures_;  // pid -> line numbers
+};
+
+}  // namespace
+
+ObservedReads ParseObservation(absl::string_view log) {
+  LogReader reader;
+  size_t number = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n', absl::SkipEmpty())) {
+    reader.Line(++number, line);
+  }
+  return reader.Finish();
 }
 
 absl::StatusOr<ObservedReads> ReadObservation(const std::string& path) {
