@@ -328,20 +328,23 @@ int RunServingCacheDirs(const RoutingFlags& routing, RunCacheDirsFlags flags,
   };
   // The store is closed while the command runs: its launchers open it. A store directory is
   // opened once for both (a second open would wait for the first's lock).
+  std::vector<ServedCacheDir> served;
   if (std::vector<PlannedDir> planned = plan(); !planned.empty()) {
     std::unique_ptr<objects::ObjectCache> transfers = open(false);
     std::unique_ptr<objects::ObjectCache> lookups = flags.server.empty() ? nullptr : open(true);
     if (transfers != nullptr) {
-      ServeCacheDirs(lookups != nullptr ? *lookups : *transfers, *transfers, planned);
+      served = ServeCacheDirs(lookups != nullptr ? *lookups : *transfers, *transfers, planned,
+                              flags.limits);
     }
   }
   absl::StatusOr<int> status = RunChild(command);
   if (!status.ok()) return Fail(status.status().message(), 127);
+  ReportCacheDirUse(served, flags.report, flags.limits);
   if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) {
     // Keyed again: the command may have installed what the keys name.
     if (std::vector<PlannedDir> planned = plan(); !planned.empty()) {
       if (std::unique_ptr<objects::ObjectCache> cache = open(false)) {
-        CaptureCacheDirs(*cache, planned);
+        CaptureCacheDirs(*cache, planned, flags.limits);
       }
     }
   } else if (!EnvValue("KCACHE_LOG").empty()) {
@@ -414,6 +417,24 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   run->add_flag("--no-cache-dirs", run_dirs.off,
                 "neither serve nor capture the libraries' cache directories, as "
                 "KCACHE_CACHE_DIRS=0 (docs/cache-dirs.md)");
+  run->add_flag("--report", run_dirs.report,
+                "after the command, say per library what became of the files served into its "
+                "cache directory: kept as served, replaced, removed, written anew (a directory "
+                "the library did not use is said without it too)");
+  run->add_option("--cache-dir-max-files", run_dirs.limits.max_files,
+                  "files one cache directory's snapshot may hold, served or captured; past it "
+                  "the rest are left out, said so")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}))
+      ->capture_default_str();
+  run->add_option("--cache-dir-max-file-bytes", run_dirs.limits.max_file_bytes,
+                  "largest file a snapshot takes (e.g. 2GiB); a larger one is left out, said so")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  run->add_option("--cache-dir-max-bytes", run_dirs.limits.max_total_bytes,
+                  "bytes one cache directory's snapshot may hold (e.g. 8GiB); past it the rest "
+                  "are left out, said so")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   run->add_option("--cache-dir", run_dirs.user_dirs,
                   "a cache directory of your own, served and captured as the table's: "
                   "NAME=DIR[:PREFIX,...] (DIR absolute; variables with a PREFIX are keyed); "

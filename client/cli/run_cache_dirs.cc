@@ -56,14 +56,17 @@ absl::StatusOr<std::unique_ptr<objects::ObjectCache>> OpenSnapshotCache(
   return objects::NewOwningStoreObjectCache(*std::move(store));
 }
 
-void ServeCacheDirs(objects::ObjectCache& lookups, objects::ObjectCache& transfers,
-                    const std::vector<PlannedDir>& planned) {
+std::vector<ServedCacheDir> ServeCacheDirs(objects::ObjectCache& lookups,
+                                           objects::ObjectCache& transfers,
+                                           const std::vector<PlannedDir>& planned,
+                                           const cache_dirs::SnapshotLimits& limits) {
+  std::vector<ServedCacheDir> served_dirs;
   std::vector<std::string> missed;
   for (const PlannedDir& dir : planned) {
     absl::StatusOr<bool> held = cache_dirs::HoldsSnapshot(lookups, dir.key);
     absl::StatusOr<cache_dirs::ServeReport> served =
         !held.ok() ? held.status()
-        : *held    ? cache_dirs::ServeSnapshot(transfers, dir.dir, dir.key)
+        : *held    ? cache_dirs::ServeSnapshot(transfers, dir.dir, dir.key, limits)
                    : absl::NotFoundError("");
     if (absl::IsNotFound(served.status())) {
       missed.push_back(absl::StrCat(dir.spec.name, " ", dir.key.digest.substr(0, 12)));
@@ -80,6 +83,7 @@ void ServeCacheDirs(objects::ObjectCache& lookups, objects::ObjectCache& transfe
       }
       continue;
     }
+    if (!served->served.empty()) served_dirs.push_back({dir, std::move(served->served)});
     if (served->files_written == 0 && served->refused.empty()) {
       if (Verbose()) {
         Say(dir, absl::StrCat(dir.dir, " has every file of snapshot ", dir.key.digest.substr(0, 12),
@@ -104,13 +108,41 @@ void ServeCacheDirs(objects::ObjectCache& lookups, objects::ObjectCache& transfe
     std::fprintf(stderr, "kcache: cache directories with no snapshot of their key: %s\n",
                  absl::StrJoin(missed, ", ").c_str());
   }
+  return served_dirs;
 }
 
-void CaptureCacheDirs(objects::ObjectCache& cache, const std::vector<PlannedDir>& planned) {
+void ReportCacheDirUse(const std::vector<ServedCacheDir>& served, bool report,
+                       const cache_dirs::SnapshotLimits& limits) {
+  for (const ServedCacheDir& dir : served) {
+    absl::StatusOr<cache_dirs::SnapshotListing> now =
+        cache_dirs::StatSnapshotFiles(dir.planned.spec, dir.planned.dir, limits);
+    cache_dirs::SnapshotUse use =
+        cache_dirs::CompareWithServed(dir.files, now.ok() ? *now : cache_dirs::SnapshotListing{});
+    std::string counts = absl::StrCat(use.as_served, " as served, ", use.replaced, " replaced, ",
+                                      use.removed, " removed, ", use.written_anew, " written anew");
+    if (use.Ignored()) {
+      std::fprintf(stderr,
+                   "kcache: WARNING: %s: the command did not use the %llu files served into %s "
+                   "from snapshot %s (%s): the library built them again, so its own key holds "
+                   "something kcache's does not, or the snapshot is stale (docs/cache-dirs.md, "
+                   "\"Proven used\")\n",
+                   dir.planned.spec.name.c_str(), static_cast<unsigned long long>(use.served),
+                   dir.planned.dir.c_str(), dir.planned.key.digest.substr(0, 12).c_str(),
+                   counts.c_str());
+    } else if (report) {
+      std::fprintf(stderr, "kcache: report: %s: %llu files served into %s; after the command %s\n",
+                   dir.planned.spec.name.c_str(), static_cast<unsigned long long>(use.served),
+                   dir.planned.dir.c_str(), counts.c_str());
+    }
+  }
+}
+
+void CaptureCacheDirs(objects::ObjectCache& cache, const std::vector<PlannedDir>& planned,
+                      const cache_dirs::SnapshotLimits& limits) {
   std::string put_by = absl::StrCat(ThisProcessInWords(), " (kcache run)");
   for (const PlannedDir& dir : planned) {
     absl::StatusOr<cache_dirs::CaptureReport> captured =
-        cache_dirs::CaptureSnapshot(cache, dir.spec, dir.dir, dir.key, {}, put_by);
+        cache_dirs::CaptureSnapshot(cache, dir.spec, dir.dir, dir.key, limits, put_by);
     if (absl::IsNotFound(captured.status())) continue;  // the library made no directory
     if (absl::IsFailedPrecondition(captured.status())) {
       if (Verbose()) Say(dir, absl::StrCat("not captured: ", captured.status().message()));

@@ -24,8 +24,10 @@ std::string Bytes(uint64_t bytes) {
 
 class Walker {
  public:
-  Walker(const CacheDirSpec& spec, const SnapshotLimits& limits, SnapshotSink* sink)
-      : spec_(spec), limits_(limits), sink_(sink) {}
+  // `stat_only`: files are listed by their stat, never opened or hashed (StatSnapshotFiles).
+  Walker(const CacheDirSpec& spec, const SnapshotLimits& limits, SnapshotSink* sink,
+         bool stat_only = false)
+      : spec_(spec), limits_(limits), sink_(sink), stat_only_(stat_only) {}
 
   // Reads the directory open at `fd` (taken: closed here), whose path is `prefix`.
   void Directory(int fd, const std::string& prefix, int depth = 0) {
@@ -56,6 +58,15 @@ class Walker {
   SnapshotListing Take() { return std::move(listing_); }
 
  private:
+  static SnapshotFile FileOf(const std::string& path, const struct stat& st) {
+    SnapshotFile file;
+    file.path = path;
+    file.size = static_cast<uint64_t>(st.st_size);
+    file.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    file.executable = (st.st_mode & S_IXUSR) != 0;
+    return file;
+  }
+
   void Skip(const std::string& path, std::string why) {
     listing_.skipped.emplace_back(path, std::move(why));
   }
@@ -86,6 +97,11 @@ class Walker {
     if (listing_.bytes + size > limits_.max_total_bytes) {
       return Skip(path, absl::StrCat("past the ", Bytes(limits_.max_total_bytes), " bound"));
     }
+    if (stat_only_) {
+      listing_.bytes += size;
+      listing_.files.push_back(FileOf(path, st));
+      return;
+    }
     int fd = openat(parent, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return Skip(path, absl::StrCat("cannot be opened: ", strerror(errno)));
     struct stat opened;
@@ -93,11 +109,7 @@ class Walker {
       close(fd);
       return Skip(path, "replaced while it was read");
     }
-    SnapshotFile file;
-    file.path = path;
-    file.size = size;
-    file.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    file.executable = (st.st_mode & S_IXUSR) != 0;
+    SnapshotFile file = FileOf(path, st);
     std::string why = Read(fd, size, file);
     close(fd);
     if (!why.empty()) return Skip(path, std::move(why));
@@ -146,14 +158,17 @@ class Walker {
   const CacheDirSpec& spec_;
   const SnapshotLimits& limits_;
   SnapshotSink* sink_;
+  const bool stat_only_;
   SnapshotListing listing_;
 };
 
 }  // namespace
 
-absl::StatusOr<SnapshotListing> ListSnapshotFiles(const CacheDirSpec& spec, const std::string& dir,
-                                                  const SnapshotLimits& limits,
-                                                  SnapshotSink* sink) {
+namespace {
+
+absl::StatusOr<SnapshotListing> Walk(const CacheDirSpec& spec, const std::string& dir,
+                                     const SnapshotLimits& limits, SnapshotSink* sink,
+                                     bool stat_only) {
   int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) {
@@ -163,9 +178,22 @@ absl::StatusOr<SnapshotListing> ListSnapshotFiles(const CacheDirSpec& spec, cons
         spec.name, "'s cache directory ", dir, " cannot be read as a directory (",
         errno == ELOOP || errno == ENOTDIR ? "a link or not a directory" : strerror(errno), ")"));
   }
-  Walker walker(spec, limits, sink);
+  Walker walker(spec, limits, sink, stat_only);
   walker.Directory(fd, "");
   return walker.Take();
+}
+
+}  // namespace
+
+absl::StatusOr<SnapshotListing> ListSnapshotFiles(const CacheDirSpec& spec, const std::string& dir,
+                                                  const SnapshotLimits& limits,
+                                                  SnapshotSink* sink) {
+  return Walk(spec, dir, limits, sink, /*stat_only=*/false);
+}
+
+absl::StatusOr<SnapshotListing> StatSnapshotFiles(const CacheDirSpec& spec, const std::string& dir,
+                                                  const SnapshotLimits& limits) {
+  return Walk(spec, dir, limits, nullptr, /*stat_only=*/true);
 }
 
 }  // namespace kcache::cache_dirs

@@ -62,6 +62,12 @@ absl::StatusOr<SnapshotListing> ListSnapshotFiles(const CacheDirSpec& spec, cons
                                                   const SnapshotLimits& limits = {},
                                                   SnapshotSink* sink = nullptr);
 
+// The files ListSnapshotFiles would take, by their stat alone (path, size, mtime, mode; no
+// sha256, nothing opened or read): what a served directory holds after its command, to compare
+// with what was served (CompareWithServed, snapshot_store.h).
+absl::StatusOr<SnapshotListing> StatSnapshotFiles(const CacheDirSpec& spec, const std::string& dir,
+                                                  const SnapshotLimits& limits = {});
+
 }  // namespace kcache::cache_dirs
 
 #endif  // KCACHE_ENGINE_CACHE_DIRS_SNAPSHOT_FILES_H_

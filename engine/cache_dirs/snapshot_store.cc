@@ -12,6 +12,8 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -438,6 +440,7 @@ absl::StatusOr<ServeReport> ServeSnapshot(objects::ObjectCache& cache, const std
     if (fstatat(folder, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       why = WriteFile(cache, folder, leaf, file, unanswered);
     }
+    bool as_served = why.empty();
     if (why.empty()) {
       ++report.files_written;
       report.bytes_written += file.size;
@@ -448,11 +451,16 @@ absl::StatusOr<ServeReport> ServeSnapshot(objects::ObjectCache& cache, const std
           static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec ==
               file.mtime_ns) {
         ++report.files_present_same;
+        as_served = true;
       }
     } else {
       report.refused.emplace_back(file.path, std::move(why));
     }
     close(folder);
+    if (as_served) {
+      report.served.push_back(
+          SnapshotFile{file.path, file.size, file.mtime_ns, file.executable, file.sha256, {}});
+    }
   }
   close(root);
   if (!unanswered.ok()) {
@@ -460,6 +468,34 @@ absl::StatusOr<ServeReport> ServeSnapshot(objects::ObjectCache& cache, const std
                                                         " files written: ", unanswered.message()));
   }
   return report;
+}
+
+bool SnapshotUse::Ignored() const {
+  if (served == 0) return false;
+  return (replaced + removed) * 2 >= served || (as_served == 0 && written_anew > 0);
+}
+
+SnapshotUse CompareWithServed(const std::vector<SnapshotFile>& served, const SnapshotListing& now) {
+  absl::flat_hash_map<absl::string_view, const SnapshotFile*> present;
+  for (const SnapshotFile& file : now.files) present.emplace(file.path, &file);
+  SnapshotUse use;
+  use.served = served.size();
+  absl::flat_hash_set<absl::string_view> served_paths;
+  for (const SnapshotFile& file : served) {
+    served_paths.insert(file.path);
+    auto it = present.find(file.path);
+    if (it == present.end()) {
+      ++use.removed;
+    } else if (it->second->size == file.size && it->second->mtime_ns == file.mtime_ns) {
+      ++use.as_served;
+    } else {
+      ++use.replaced;
+    }
+  }
+  for (const SnapshotFile& file : now.files) {
+    if (!served_paths.contains(file.path)) ++use.written_anew;
+  }
+  return use;
 }
 
 }  // namespace kcache::cache_dirs

@@ -86,6 +86,9 @@ struct ServeReport {
   // counted as served too).
   uint64_t files_present = 0, files_present_same = 0;
   std::vector<std::pair<std::string, std::string>> refused;  // path and why, for files not written
+  // The files the directory holds as the snapshot has them (written, or found with its size and
+  // mtime): path, size and mtime, for CompareWithServed once the command has run.
+  std::vector<SnapshotFile> served;
 };
 
 // Fills `spec`'s directory `dir` (absolute; made when absent) from the snapshot under `key`:
@@ -101,6 +104,22 @@ struct ServeReport {
 absl::StatusOr<ServeReport> ServeSnapshot(objects::ObjectCache& cache, const std::string& dir,
                                           const CacheDirKey& key,
                                           const SnapshotLimits& limits = {});
+
+// What became of a served directory while its command ran: `served` (ServeReport::served)
+// against `now` (StatSnapshotFiles after the command), by size and mtime. Whether the library
+// opened a file is not seen (its mtime stays; access times are not kept on most nodes).
+struct SnapshotUse {
+  uint64_t served = 0;
+  uint64_t as_served = 0;     // still there with the size and mtime served
+  uint64_t replaced = 0;      // there, with another size or mtime: written again
+  uint64_t removed = 0;       // gone
+  uint64_t written_anew = 0;  // files the snapshot did not have
+  // The library did not use what was served and built it again: files were served, and the
+  // command replaced or removed at least half of them, or it kept none as served and wrote
+  // files anew. Its own key then holds something kcache's does not (or the snapshot is stale).
+  bool Ignored() const;
+};
+SnapshotUse CompareWithServed(const std::vector<SnapshotFile>& served, const SnapshotListing& now);
 
 }  // namespace kcache::cache_dirs
 

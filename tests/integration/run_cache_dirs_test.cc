@@ -70,6 +70,50 @@ TEST_F(RunCacheDirsTest, ANewPodIsServedTheDirectoryWithItsBytesAndMtimes) {
   EXPECT_TRUE(Contains(pod.output, "mtime=1700000000")) << pod.output;
 }
 
+TEST_F(RunCacheDirsTest, AServedDirectoryTheCommandKeptIsReportedAsUsed) {
+  Capture();
+  RunResult pod = InPod("pod", kLook, "--report");
+  ASSERT_EQ(pod.exit_code, 0) << pod.output;
+  EXPECT_TRUE(
+      Contains(pod.output, absl::StrCat("kcache: report: triton: 1 files served into ", triton_,
+                                        "; after the command 1 as served, 0 replaced, 0 "
+                                        "removed, 0 written anew")))
+      << pod.output;
+  EXPECT_FALSE(Contains(pod.output, "WARNING")) << pod.output;
+}
+
+TEST_F(RunCacheDirsTest, AServedDirectoryTheLibraryBuiltAgainIsSaidLoudly) {
+  Capture();
+  // The library's own key differed: it ignored the kernel served and compiled it again.
+  RunResult pod =
+      InPod("pod",
+            "printf 'other bytes!' > \"$TRITON_CACHE_DIR/AB/k.cubin\" && mkdir -p "
+            "\"$TRITON_CACHE_DIR/CD\" && printf x > \"$TRITON_CACHE_DIR/CD/k.cubin\"\n");
+  ASSERT_EQ(pod.exit_code, 0) << pod.output;
+  EXPECT_TRUE(Contains(pod.output, absl::StrCat("kcache: WARNING: triton: the command did not use "
+                                                "the 1 files served into ",
+                                                triton_)))
+      << pod.output;
+  EXPECT_TRUE(Contains(pod.output, "(0 as served, 1 replaced, 0 removed, 1 written anew)"))
+      << pod.output;
+}
+
+TEST_F(RunCacheDirsTest, TheSnapshotBoundsAreFlagsAndWhatIsPastThemIsLeftOutSaidSo) {
+  std::string two =
+      absl::StrCat(kWarmUp, "printf 'second kernel' > \"$TRITON_CACHE_DIR/AB/l.cubin\"\n");
+  RunResult warm = InPod("build", two, "--cache-dir-max-files 1");
+  ASSERT_EQ(warm.exit_code, 0) << warm.output;
+  EXPECT_TRUE(Contains(warm.output, "kcache: triton: captured 1 files")) << warm.output;
+  EXPECT_TRUE(Contains(warm.output, "past the 1 files bound")) << warm.output;
+  fs::remove_all(tmp_ / "store");
+  fs::remove_all(triton_);
+  RunResult small = InPod("build2", two, "--cache-dir-max-file-bytes 12");
+  EXPECT_TRUE(Contains(small.output, "bound of one file")) << small.output;
+  RunResult bad = InPod("build3", two, "--cache-dir-max-bytes lots");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_TRUE(Contains(bad.output, "--cache-dir-max-bytes")) << bad.output;
+}
+
 TEST_F(RunCacheDirsTest, AnotherKeyIsNotServed) {
   Capture();
   for (const char* env : {"TRITON_DEFAULT_FP_FUSION=0", "NVCC_APPEND_FLAGS=-G"}) {

@@ -267,5 +267,36 @@ TEST_F(SnapshotStoreTest, AManifestRoundTripsAndACutOneIsDataLoss) {
   }
 }
 
+// CompareWithServed: what became of served files, and when the library ignored them.
+TEST(SnapshotUseTest, ServedFilesKeptReplacedRemovedAndNewAreToldApart) {
+  auto file = [](std::string path, uint64_t size, int64_t mtime) {
+    SnapshotFile f;
+    f.path = std::move(path);
+    f.size = size;
+    f.mtime_ns = mtime;
+    return f;
+  };
+  std::vector<SnapshotFile> served = {file("a", 1, 10), file("b", 2, 20), file("c", 3, 30),
+                                      file("d", 4, 40)};
+  SnapshotListing now;
+  now.files = {file("a", 1, 10), file("b", 2, 20), file("c", 3, 31), file("e", 5, 50)};
+  SnapshotUse use = CompareWithServed(served, now);
+  EXPECT_EQ(use.served, 4u);
+  EXPECT_EQ(use.as_served, 2u);
+  EXPECT_EQ(use.replaced, 1u);  // c: another mtime
+  EXPECT_EQ(use.removed, 1u);   // d
+  EXPECT_EQ(use.written_anew, 1u);
+  EXPECT_TRUE(use.Ignored()) << "half of what was served replaced or removed";
+
+  now.files = {file("a", 1, 10), file("b", 2, 20), file("c", 3, 30), file("d", 4, 41)};
+  EXPECT_FALSE(CompareWithServed(served, now).Ignored()) << "one file updated (cuTile's SQLite)";
+
+  served = {file("a", 1, 10), file("b", 2, 20), file("c", 3, 30)};
+  now.files = {file("a", 9, 99), file("new", 1, 1)};
+  EXPECT_TRUE(CompareWithServed(served, now).Ignored());
+
+  EXPECT_FALSE(CompareWithServed({}, now).Ignored()) << "nothing served: nothing ignored";
+}
+
 }  // namespace
 }  // namespace kcache::cache_dirs
