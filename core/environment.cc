@@ -9,4 +9,10 @@ std::string EnvValue(const char* name) {
   return value != nullptr ? value : "";
 }
 
+std::optional<std::string> EnvIfSet(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
 }  // namespace kcache

@@ -12,6 +12,7 @@
 #include "client/cli/doctor.h"
 #include "client/cli/output.h"
 #include "client/cli/server_connect.h"
+#include "core/environment.h"
 #include "core/target.h"
 #include "engine/workers/sandbox.h"
 #include "kcache/device.h"
@@ -96,10 +97,10 @@ CheckReport CheckToolkit(const std::string& root, bool from_default,
   report.details["root"] = root;
   absl::StatusOr<std::shared_ptr<const Toolkit>> toolkit = Toolkit::Load(root);
   if (!toolkit.ok()) {
-    const char* cuda_home = std::getenv("CUDA_HOME");
+    std::optional<std::string> cuda_home = EnvIfSet("CUDA_HOME");
     std::string where =
-        from_default ? (cuda_home != nullptr ? absl::StrCat(" (from CUDA_HOME=", cuda_home, ")")
-                                             : " (the default; CUDA_HOME is unset)")
+        from_default ? (cuda_home.has_value() ? absl::StrCat(" (from CUDA_HOME=", *cuda_home, ")")
+                                              : " (the default; CUDA_HOME is unset)")
                      : "";
     report.details["error"] = std::string(toolkit.status().message());
     report.Problem(SplitAdvice(toolkit.status().message()).first,

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/output.h"
+#include "core/environment.h"
 #include "core/file_io.h"
 #include "core/kernel_spec.h"
 #include "core/protocol.h"
@@ -46,13 +47,11 @@ const char* StateText(v1::PtxBuildState state) {
 }
 
 int BuildFromPtx(const PtxBuildFlags& flags) {
-  const char* log = std::getenv("KCACHE_LOG");
-  bool say = !flags.quiet || (log != nullptr && std::string(log) == "1");
+  bool say = !flags.quiet || EnvValue("KCACHE_LOG") == "1";
   auto fail = [&](absl::string_view message, int code) {
     return say ? Fail(absl::StrCat("kcache cuda-build-ptx: ", message), code) : code;
   };
-  const char* env_server = std::getenv("KCACHE_SERVER");
-  std::string server = flags.server.empty() && env_server != nullptr ? env_server : flags.server;
+  std::string server = flags.server.empty() ? EnvValue("KCACHE_SERVER") : flags.server;
   if (server.empty()) return fail("no kcached: pass --server or set KCACHE_SERVER", kExitBadInput);
   absl::StatusOr<Sm> sm = ParseSm(flags.device);
   if (!sm.ok()) return fail(absl::StrCat("--device: ", sm.status().message()), kExitBadInput);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/environment.h"
 
 namespace kcache::launch {
 namespace {
@@ -52,12 +53,12 @@ CacheBudget::CacheBudget(absl::Duration left, UnresponsiveMark mark, bool log, s
       log_(log) {}
 
 std::shared_ptr<CacheBudget> CacheBudget::FromEnvironment(const std::string& server, bool log) {
-  absl::Duration total = PositiveMillis(std::getenv(kTimeoutEnv), kDefaultCacheTimeout);
+  absl::Duration total = PositiveMillis(EnvValue(kTimeoutEnv).c_str(), kDefaultCacheTimeout);
   auto budget =
       std::make_shared<CacheBudget>(total, UnresponsiveMark::FromEnvironment(server), log);
-  const char* handed = std::getenv(kTimeoutLeftEnv);
-  if (handed == nullptr) return budget;
-  std::vector<std::string> fields = absl::StrSplit(handed, ':');
+  std::optional<std::string> handed = EnvIfSet(kTimeoutLeftEnv);
+  if (!handed.has_value()) return budget;
+  std::vector<std::string> fields = absl::StrSplit(*handed, ':');
   int64_t left_ms = 0, pid = 0;
   if (fields.size() == 3 && absl::SimpleAtoi(fields[0], &left_ms) &&
       absl::SimpleAtoi(fields[1], &pid) && pid == getpid()) {

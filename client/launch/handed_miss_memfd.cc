@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/launch/handed_miss_record.h"
+#include "core/environment.h"
 
 extern char** environ;
 
@@ -64,9 +65,9 @@ absl::Status HandOnMiss(const objects::HandedMiss& miss, char** argv) {
 }
 
 absl::StatusOr<objects::HandedMiss> TakeHandedMiss(char** argv) {
-  const char* named = std::getenv(kHandedMissEnv);
-  if (named == nullptr) return absl::NotFoundError("no handed-miss record");
-  std::string value = named;
+  std::optional<std::string> named = EnvIfSet(kHandedMissEnv);
+  if (!named.has_value()) return absl::NotFoundError("no handed-miss record");
+  std::string value = *std::move(named);
   unsetenv(kHandedMissEnv);
   int fd = -1;
   if (!absl::SimpleAtoi(value, &fd) || fd <= STDERR_FILENO) {

@@ -20,6 +20,7 @@
 #include "client/launch/handed_miss_memfd.h"
 #include "client/launch/handed_miss_record.h"
 #include "client/launch/launch_command.h"
+#include "core/environment.h"
 
 namespace {
 
@@ -58,8 +59,7 @@ int main(int argc, char** argv) {
   if (std::optional<int> passed = kcache::launch::PassThroughInsideACompile(options, *command)) {
     return *passed;
   }
-  const char* server_env = std::getenv("KCACHE_SERVER");
-  std::string server = server_env == nullptr ? "" : server_env;
+  std::string server = kcache::EnvValue("KCACHE_SERVER");
   // The command's time for kcached, here and in the kcache it may be handed to.
   std::shared_ptr<kcache::launch::CacheBudget> budget =
       kcache::launch::CacheBudget::FromEnvironment(server, options.log);

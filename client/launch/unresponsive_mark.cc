@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/launch/launch_command.h"
+#include "core/environment.h"
 #include "core/file_io.h"
 
 namespace kcache::launch {
@@ -32,9 +33,9 @@ UnresponsiveMark::UnresponsiveMark(std::string state_dir, std::string server, ab
 
 UnresponsiveMark UnresponsiveMark::FromEnvironment(const std::string& server) {
   absl::Duration lasts = kDefaultUnresponsiveFor;
-  const char* ms = std::getenv("KCACHE_UNRESPONSIVE_MS");
+  std::string ms = EnvValue("KCACHE_UNRESPONSIVE_MS");
   int64_t value = 0;
-  if (ms != nullptr && absl::SimpleAtoi(ms, &value) && value >= 0) {
+  if (absl::SimpleAtoi(ms, &value) && value >= 0) {
     lasts = absl::Milliseconds(value);
   }
   return UnresponsiveMark(StateDir(), server, lasts);

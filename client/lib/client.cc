@@ -19,6 +19,7 @@
 #include "client/lib/many_calls.h"
 #include "client/lib/startup_grace.h"
 #include "client/lib/wire.h"
+#include "core/environment.h"
 #include "core/kernel_spec.h"
 #include "kcache/kcache.h"
 
@@ -57,13 +58,13 @@ bool ServedFast(const FastPath::Answer& answer) {
 }  // namespace
 
 std::string DefaultAddress() {
-  const char* env = std::getenv("KCACHE_ADDRESS");
-  return env != nullptr && *env != '\0' ? env : kDefaultAddress;
+  std::string env = EnvValue("KCACHE_ADDRESS");
+  return !env.empty() ? env : kDefaultAddress;
 }
 
 absl::Duration DefaultStartupGrace() {
-  const char* env = std::getenv("KCACHE_STARTUP_GRACE");
-  if (env == nullptr || *env == '\0') return absl::Seconds(5);
+  std::string env = EnvValue("KCACHE_STARTUP_GRACE");
+  if (env.empty()) return absl::Seconds(5);
   absl::Duration grace;
   double seconds = 0;
   if (absl::ParseDuration(env, &grace) && grace >= absl::ZeroDuration()) return grace;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "core/environment.h"
 
 namespace kcache::client {
 namespace {
@@ -26,8 +27,8 @@ struct Opened {
 
 Opened Open() {
   Opened out;
-  const char* env = std::getenv("KCACHE_LIBCUDA");
-  std::string path = env != nullptr && *env != '\0' ? env : "libcuda.so.1";
+  std::string path = EnvValue("KCACHE_LIBCUDA");
+  if (path.empty()) path = "libcuda.so.1";
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* error = dlerror();

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "client/lib/cuda_driver.h"
 #include "client/lib/visible_devices.h"
+#include "core/environment.h"
 
 namespace kcache::client {
 namespace {
@@ -153,7 +154,8 @@ absl::Status LookUpEntries(const DriverApi& api, Image image, int device, void**
 }  // namespace
 
 absl::StatusOr<std::vector<GpuInfo>> DetectDevices() {
-  VisibleDevices visible = ParseVisibleDevices(std::getenv("CUDA_VISIBLE_DEVICES"));
+  std::optional<std::string> listed = EnvIfSet("CUDA_VISIBLE_DEVICES");
+  VisibleDevices visible = ParseVisibleDevices(listed.has_value() ? listed->c_str() : nullptr);
   absl::StatusOr<const DriverApi*> driver = InitializedDriver();
   if (!driver.ok()) {
     std::string why = WhyNoGpu(visible);

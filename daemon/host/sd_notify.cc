@@ -10,13 +10,13 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/environment.h"
 
 namespace kcache {
 
 absl::Status NotifySystemd(absl::string_view state) {
-  const char* env = std::getenv("NOTIFY_SOCKET");
-  if (env == nullptr || *env == '\0') return absl::OkStatus();
-  std::string path = env;
+  std::string path = EnvValue("NOTIFY_SOCKET");
+  if (path.empty()) return absl::OkStatus();
   if (path[0] != '/' && path[0] != '@') {
     return absl::InvalidArgumentError(
         absl::StrCat("NOTIFY_SOCKET=", path, " is neither a path nor an abstract socket (@name)"));

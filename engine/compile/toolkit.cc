@@ -33,8 +33,8 @@ constexpr char kNvJitLinkBase[] = "libnvJitLink.so";
 constexpr char kPreferredSoVersion[] = "13";
 
 std::string CudaHomeForMessage() {
-  const char* env = std::getenv("CUDA_HOME");
-  return env != nullptr ? absl::StrCat("CUDA_HOME=", env) : "CUDA_HOME is unset";
+  std::optional<std::string> env = EnvIfSet("CUDA_HOME");
+  return env.has_value() ? absl::StrCat("CUDA_HOME=", *env) : "CUDA_HOME is unset";
 }
 
 absl::Status NoToolkit(const std::string& root, const std::string& why) {

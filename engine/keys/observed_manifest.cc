@@ -20,6 +20,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/environment.h"
 #include "core/file_io.h"
 #include "engine/observe/observe_log.h"
 
@@ -128,9 +129,9 @@ absl::StatusOr<Observation> Observation::Begin(const std::string& library,
         "libkcache-observe.so is not installed beside kcache (lib/kcache/ of its prefix): "
         "reinstall kcache");
   }
-  const char* base = std::getenv("TMPDIR");
+  std::string base = EnvValue("TMPDIR");
   std::string pattern =
-      absl::StrCat(base != nullptr && base[0] == '/' ? base : "/tmp", "/kcache-compile-XXXXXX");
+      absl::StrCat(!base.empty() && base[0] == '/' ? base : "/tmp", "/kcache-compile-XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot make a directory like ", pattern, ": ", std::strerror(errno)));
