@@ -69,7 +69,6 @@ KcacheNvrtcReads* KcacheNvrtcReadsBegin(void) {
 }
 
 static void AppendTo(KcacheNvrtcReads* reads, const char* line, size_t size);
-static size_t FormatLine(char* line, size_t cap, char kind, const char* a, const char* b);
 
 /* What became of each library the compile asked dlopen for: loaded under that name now (its
  * file, KCACHE_OBSERVE_LOADED), or not (KCACHE_OBSERVE_UNLOADABLE: it failed, or NVRTC closed
@@ -82,9 +81,9 @@ static void ResolveDlopens(KcacheNvrtcReads* reads) {
     int loaded = handle != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
                  map->l_name != NULL && map->l_name[0] == '/';
     char line[KCACHE_OBSERVE_LINE_MAX];
-    size_t size =
-        FormatLine(line, sizeof line, loaded ? KCACHE_OBSERVE_LOADED : KCACHE_OBSERVE_UNLOADABLE,
-                   loaded ? map->l_name : name, NULL);
+    size_t size = KcacheObserveFormat(line, sizeof line, (long)getpid(),
+                                      loaded ? KCACHE_OBSERVE_LOADED : KCACHE_OBSERVE_UNLOADABLE,
+                                      loaded ? map->l_name : name, NULL);
     if (size == 0) {
       reads->lost = 1;
     } else {
@@ -142,19 +141,11 @@ static void AppendTo(KcacheNvrtcReads* reads, const char* line, size_t size) {
 /* Whether a fact now would be recorded: some compile is under way. */
 static int Recording(void) { return __atomic_load_n(&g_active_count, __ATOMIC_ACQUIRE) > 0; }
 
-/* The record "<kind> <pid> <a>[\t<b>]\n" (observe_record.h's one formatter) into `line`: its
- * length, or, when it does not fit, the record that says one was lost (the compile is then
- * unobservable, as under the preload). */
-static size_t FormatLine(char* line, size_t cap, char kind, const char* a, const char* b) {
-  size_t at = KcacheObserveFormat(line, cap, (long)getpid(), kind, a, b);
-  return at != 0 ? at : KcacheObserveFormatLost(line, cap, (long)getpid(), kind);
-}
-
 /* Records "<kind> <pid> <a>[\t<b>]": into this thread's compile, or, on a thread that is not
  * compiling (one of NVRTC's own), into every compile under way. */
 static void Record(char kind, const char* a, const char* b) {
   char line[KCACHE_OBSERVE_LINE_MAX];
-  size_t at = FormatLine(line, sizeof line, kind, a, b);
+  size_t at = KcacheObserveFormat(line, sizeof line, (long)getpid(), kind, a, b);
   int lost = at == 0;
   pthread_mutex_lock(&g_mutex);
   KcacheNvrtcReads* own = t_current;

@@ -126,7 +126,6 @@ void Record(char kind, const char* a, const char* b) {
   if (!g_always && Seen(Hash(kind, a, b))) return;
   char line[KCACHE_OBSERVE_LINE_MAX];
   size_t at = KcacheObserveFormat(line, sizeof line, RawPid(), kind, a, b);
-  if (at == 0) at = KcacheObserveFormatLost(line, sizeof line, RawPid(), kind);
   int saved = errno;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (g_log_fd < 0) g_log_fd = OpenLog();

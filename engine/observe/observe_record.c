@@ -25,24 +25,25 @@ static size_t Escaped(char* out, size_t at, size_t cap, const char* text) {
   return at;
 }
 
+/* The record that stands for one of kind `kind` that did not fit a line. */
+static size_t FormatLost(char* line, size_t cap, long pid, char kind) {
+  int n = snprintf(line, cap, "%c %ld (a record of kind %c)\ttoo long for the recorder to write\n",
+                   KCACHE_OBSERVE_UNOBSERVABLE, pid, kind);
+  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
 size_t KcacheObserveFormat(char* line, size_t cap, long pid, char kind, const char* a,
                            const char* b) {
   int n = snprintf(line, cap, "%c %ld ", kind, pid);
-  if (n < 0 || (size_t)n >= cap) return 0;
+  if (n < 0 || (size_t)n >= cap) return FormatLost(line, cap, pid, kind);
   size_t at = Escaped(line, (size_t)n, cap, a);
   if (b != NULL && at < cap) {
     line[at++] = '\t';
     at = Escaped(line, at, cap, b);
   }
-  if (at + 1 >= cap) return 0;
+  if (at + 1 >= cap) return FormatLost(line, cap, pid, kind);
   line[at++] = '\n';
   return at;
-}
-
-size_t KcacheObserveFormatLost(char* line, size_t cap, long pid, char kind) {
-  int n = snprintf(line, cap, "%c %ld (a record of kind %c)\ttoo long for the recorder to write\n",
-                   KCACHE_OBSERVE_UNOBSERVABLE, pid, kind);
-  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
 const char* KcacheObserveAbsolute(int dir, const char* path, char* out, size_t cap) {

@@ -35,12 +35,11 @@
 typedef void (*KcacheObserveSink)(char kind, const char* a, const char* b);
 
 /* Formats the record "<kind> <pid> <a>[\t<b>]\n" (observe_log.h: '\\', '\n' and '\t' escaped)
- * into `line`: its length, or 0 when it does not fit `cap`. */
+ * into `line`, or, when it does not fit `cap`, the record that stands for it: unobservable,
+ * naming the kind of the record lost (never the record cut short). Its length; 0 only when not
+ * even that fits. */
 size_t KcacheObserveFormat(char* line, size_t cap, long pid, char kind, const char* a,
                            const char* b);
-/* Formats into `line` the record that stands for one that did not fit: unobservable, naming
- * the kind of the record lost. Its length. */
-size_t KcacheObserveFormatLost(char* line, size_t cap, long pid, char kind);
 
 /* `path` made absolute against `dir` (a descriptor, or AT_FDCWD for the working directory),
  * into `out` when it is not already; NULL when it cannot be (or does not fit `cap`). */
